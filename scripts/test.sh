@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The one command that runs latscope's checks: format, lints, every test.
+# Installs what the tests need first (as root, from Debian's packages) when missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v curl >/dev/null 2>&1 || need+=(curl)
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "installing: ${need[*]}"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  else
+    echo "warning: missing ${need[*]} (install them, or some tests will be skipped)" >&2
+  fi
+fi
+
+cargo fmt --all -- --check
+cargo clippy --all-targets --locked -- -D warnings
+cargo test --locked

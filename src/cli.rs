@@ -1,0 +1,368 @@
+//! Command-line definitions (clap derive) and nothing else: what the user typed, with
+//! values parsed into durations, sizes and rates. Validation that needs more than one
+//! value at a time (URLs, conflicts, scenario files) lives in `config/`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::units;
+
+fn duration(s: &str) -> Result<Duration, String> {
+    units::parse_duration(s)
+}
+fn size(s: &str) -> Result<u64, String> {
+    units::parse_size(s)
+}
+fn rate(s: &str) -> Result<u64, String> {
+    units::parse_rate(s)
+}
+fn percent(s: &str) -> Result<f64, String> {
+    units::parse_percent(s)
+}
+
+/// latscope: find out where a web service's latency goes.
+#[derive(Debug, Parser)]
+#[command(name = "latscope", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Sequential timed requests over fresh and reused connections, phase by phase.
+    Probe(ProbeArgs),
+    /// Load test: closed (-c), open (--rate), count (-n) or staged.
+    Load(LoadArgs),
+    /// Storage latency: IOPS, bandwidth and percentiles to p99.99.
+    Disk(DiskArgs),
+    /// The built-in target server (for tests, demos and reproductions).
+    Lab(LabArgs),
+    /// List stored runs.
+    Runs(RunsArgs),
+    /// Print one stored run again, as it printed when it ran (or --json).
+    Show(ShowArgs),
+    /// Write one run as a portable JSON file (histograms inside).
+    Export(ExportArgs),
+    /// Add an exported run to this store.
+    Import(ImportArgs),
+}
+
+/// Where the run store is, for the commands that read it.
+#[derive(Debug, Args, Clone, Default)]
+pub struct DbArgs {
+    /// Run store (SQLite) path.
+    #[arg(long, value_name = "PATH", env = "LATSCOPE_DB")]
+    pub db: Option<PathBuf>,
+}
+
+/// `latscope runs`.
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    /// Only runs of this kind (probe, load, disk, diagnose).
+    #[arg(long)]
+    pub kind: Option<String>,
+    /// Only runs with this label.
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Only runs whose target contains this text.
+    #[arg(long)]
+    pub target: Option<String>,
+    /// Only the newest N runs.
+    #[arg(long, value_name = "N")]
+    pub last: Option<usize>,
+    /// Print the list as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// `latscope show`.
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// A run id, a unique id prefix, a label, or last / last~N.
+    #[arg(value_name = "RUN")]
+    pub run: String,
+    /// Print the run's JSON document instead of its text.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// `latscope export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// A run id, a unique id prefix, a label, or last / last~N.
+    #[arg(value_name = "RUN")]
+    pub run: String,
+    /// Write to FILE instead of standard output.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// `latscope import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// A file written by `latscope export`.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// Flags that shape an HTTP request and connection, shared by probe, load and diagnose.
+#[derive(Debug, Args, Clone, Default)]
+pub struct HttpArgs {
+    /// Extra request header, 'Name: value' (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    pub headers: Vec<String>,
+    /// Request method.
+    #[arg(short = 'X', long = "request", value_name = "METHOD")]
+    pub method: Option<String>,
+    /// Request body, or @FILE to read it from a file.
+    #[arg(long, value_name = "DATA")]
+    pub data: Option<String>,
+    /// Request timeout.
+    #[arg(long, value_name = "DUR", default_value = "60s", value_parser = duration)]
+    pub timeout: Duration,
+    /// Do not verify the server's TLS certificate.
+    #[arg(short = 'k', long)]
+    pub insecure: bool,
+    /// Trust this PEM certificate (or bundle) in addition to the built-in roots.
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// Send requests for HOST:PORT to ADDR instead of resolving HOST (as curl).
+    #[arg(long, value_name = "HOST:PORT:ADDR")]
+    pub resolve: Vec<String>,
+    /// Use HTTP/1.1 only.
+    #[arg(long = "http1.1", conflicts_with = "http2")]
+    pub http1_1: bool,
+    /// Use HTTP/2 (h2c with prior knowledge on plain http; only h2 in ALPN on https).
+    #[arg(long)]
+    pub http2: bool,
+}
+
+/// Flags about where results go, shared by every measuring command.
+#[derive(Debug, Args, Clone, Default)]
+pub struct OutputArgs {
+    /// Print the result as JSON (the schema in DESIGN.md).
+    #[arg(long)]
+    pub json: bool,
+    /// A name for this run, to find it again.
+    #[arg(long, value_name = "NAME")]
+    pub label: Option<String>,
+    /// Run store (SQLite) path.
+    #[arg(long, value_name = "PATH", env = "LATSCOPE_DB")]
+    pub db: Option<PathBuf>,
+    /// Do not save this run.
+    #[arg(long)]
+    pub no_save: bool,
+}
+
+/// `latscope probe`.
+#[derive(Debug, Args)]
+pub struct ProbeArgs {
+    /// URLs to probe (http://, https://, or tcp://host:port for a TCP-connect ping).
+    #[arg(required = true, value_name = "URL")]
+    pub urls: Vec<String>,
+    /// Requests per series (fresh connections, then one reused connection).
+    #[arg(short = 'n', long = "count", default_value_t = 10, value_name = "N")]
+    pub count: u32,
+    #[command(flatten)]
+    pub http: HttpArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `latscope load`.
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    /// Target URL (or give a scenario with -f).
+    #[arg(value_name = "URL")]
+    pub url: Option<String>,
+    /// Scenario file (TOML): several requests, weighted or in sequence.
+    #[arg(short = 'f', long = "file", value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// Connections (closed model: virtual users; open model: the most it may open).
+    #[arg(short = 'c', long = "connections", value_name = "N")]
+    pub connections: Option<u32>,
+    /// How long to run.
+    #[arg(short = 'd', long, value_name = "DUR", value_parser = duration)]
+    pub duration: Option<Duration>,
+    /// Stop after exactly N requests (ab style).
+    #[arg(short = 'n', long = "requests", value_name = "N")]
+    pub requests: Option<u64>,
+    /// Open model: constant arrival rate, requests per second.
+    #[arg(long, value_name = "RPS")]
+    pub rate: Option<f64>,
+    /// Ramp VUs (closed) or rate (open) linearly: '30s:10,2m:100,30s:0'.
+    #[arg(long, value_name = "STAGES")]
+    pub stages: Option<String>,
+    /// Worker threads (default: one per core).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Concurrent streams per HTTP/2 connection.
+    #[arg(long, value_name = "N")]
+    pub streams: Option<u32>,
+    /// A new connection for every request (what a curl loop does).
+    #[arg(long)]
+    pub no_keepalive: bool,
+    /// Pass/fail rule: 'p99<1s', 'error_rate<1%', 'rps>500', 'name:p99<300ms', '*:p99<1s'.
+    #[arg(long = "threshold", value_name = "EXPR")]
+    pub thresholds: Vec<String>,
+    /// Write one CSV row per request to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub raw: Option<PathBuf>,
+    /// Pause between a VU's requests.
+    #[arg(long, value_name = "DUR", value_parser = duration)]
+    pub think_time: Option<Duration>,
+    #[command(flatten)]
+    pub http: HttpArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// Disk access patterns, named as fio names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DiskPattern {
+    Randread,
+    Randwrite,
+    Randrw,
+    Read,
+    Write,
+}
+
+/// Disk I/O engines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiskEngine {
+    /// io_uring where the kernel allows it, otherwise threads.
+    Auto,
+    /// io_uring only.
+    Uring,
+    /// pread/pwrite on a thread per queue slot.
+    Threads,
+}
+
+/// `latscope disk`.
+#[derive(Debug, Args)]
+pub struct DiskArgs {
+    /// A directory (a test file is created there and removed afterwards) or an existing file.
+    #[arg(value_name = "PATH")]
+    pub path: PathBuf,
+    /// Access pattern.
+    #[arg(long, value_enum, default_value = "randrw")]
+    pub pattern: DiskPattern,
+    /// Read percentage for randrw.
+    #[arg(long, default_value_t = 70, value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub mix: u8,
+    /// Block size.
+    #[arg(long, default_value = "4k", value_parser = size)]
+    pub bs: u64,
+    /// Queue depth (I/Os in flight).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub iodepth: u32,
+    /// Test file size.
+    #[arg(long, default_value = "256MB", value_parser = size)]
+    pub size: u64,
+    /// How long to measure.
+    #[arg(short = 'd', long, default_value = "30s", value_parser = duration)]
+    pub duration: Duration,
+    /// O_DIRECT with aligned buffers (the default).
+    #[arg(long, overrides_with = "buffered")]
+    pub direct: bool,
+    /// Go through the page cache instead of O_DIRECT.
+    #[arg(long)]
+    pub buffered: bool,
+    /// fdatasync after every write (what a database's WAL pays).
+    #[arg(long)]
+    pub fsync: bool,
+    /// Write the whole file before measuring, so reads hit real blocks.
+    #[arg(long)]
+    pub precondition: bool,
+    /// Allow writing to an existing file (destroys its contents).
+    #[arg(long)]
+    pub write: bool,
+    /// I/O engine.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub engine: DiskEngine,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// What the lab does with requests beyond `--capacity`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum Overload {
+    /// Excess requests wait in a queue.
+    #[default]
+    Queue,
+    /// Excess requests get 503 at once.
+    #[value(name = "503")]
+    Reject,
+}
+
+/// `latscope lab`.
+#[derive(Debug, Args)]
+pub struct LabArgs {
+    /// Address to listen on (port 0 picks a free port).
+    #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR")]
+    pub listen: String,
+    /// Serve HTTPS with a self-signed certificate generated at start.
+    #[arg(long)]
+    pub tls: bool,
+    /// Write the generated certificate (PEM) here, for --cacert.
+    #[arg(long, value_name = "PATH", requires = "tls")]
+    pub cert_out: Option<PathBuf>,
+    /// Serve HTTP/2 too (h2 in ALPN with --tls, h2c prior knowledge without).
+    #[arg(long)]
+    pub http2: bool,
+    /// Requests served at once; the rest wait (a saturating worker pool).
+    #[arg(long, value_name = "N")]
+    pub workers: Option<u32>,
+    /// Requests per second the server can do.
+    #[arg(long, value_name = "RPS")]
+    pub capacity: Option<f64>,
+    /// What happens to requests beyond --workers/--capacity.
+    #[arg(long, value_enum, default_value = "queue")]
+    pub overload: Overload,
+    /// Every DUR, hold every response for --stall-for (as a GC pause would).
+    #[arg(long, value_name = "DUR", value_parser = duration, requires = "stall_for")]
+    pub stall_every: Option<Duration>,
+    /// Length of each stall.
+    #[arg(long, value_name = "DUR", value_parser = duration, requires = "stall_every")]
+    pub stall_for: Option<Duration>,
+    /// How slow /cold is on its first request after start or idle.
+    #[arg(long, value_name = "DUR", default_value = "2s", value_parser = duration)]
+    pub cold: Duration,
+    /// Idle time after which /cold is cold again.
+    #[arg(long, value_name = "DUR", default_value = "60s", value_parser = duration)]
+    pub cold_after: Duration,
+    /// Wire: round-trip time added to every packet path (needs root).
+    #[arg(long, value_name = "DUR", value_parser = duration)]
+    pub rtt: Option<Duration>,
+    /// Wire: random extra delay per packet, up to DUR (never reorders).
+    #[arg(long, value_name = "DUR", value_parser = duration)]
+    pub jitter: Option<Duration>,
+    /// Wire: drop this percentage of packets.
+    #[arg(long, value_name = "PCT", value_parser = percent)]
+    pub loss: Option<f64>,
+    /// Wire: seed for reproducible loss.
+    #[arg(long, value_name = "N")]
+    pub loss_seed: Option<u64>,
+    /// Wire: pace packets to this rate (e.g. 8mbit).
+    #[arg(long, value_name = "RATE", value_parser = rate)]
+    pub bandwidth: Option<u64>,
+    /// Wire: every DUR, drop every packet for --outage-for.
+    #[arg(long, value_name = "DUR", value_parser = duration, requires = "outage_for")]
+    pub outage_every: Option<Duration>,
+    /// Wire: length of each outage.
+    #[arg(long, value_name = "DUR", value_parser = duration, requires = "outage_every")]
+    pub outage_for: Option<Duration>,
+}

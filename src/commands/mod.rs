@@ -1,0 +1,28 @@
+//! The command layer: turns parsed flags into validated configuration, runs the
+//! measurement, hands the result to `report`. The only place (with `main.rs`) that
+//! uses anyhow, prints, and decides exit codes.
+
+use crate::cli::{Cli, Command};
+
+mod disk;
+mod lab;
+mod load;
+mod probe;
+mod runs;
+// Used by the measuring commands as they are wired to the store.
+#[allow(dead_code)]
+pub(crate) mod saving;
+
+/// Runs one parsed command line; returns the process exit code.
+pub fn run(cli: Cli) -> anyhow::Result<u8> {
+    match cli.command {
+        Command::Probe(args) => probe::run(args),
+        Command::Load(args) => load::run(args),
+        Command::Disk(args) => disk::run(args),
+        Command::Lab(args) => lab::run(args),
+        Command::Runs(args) => runs::list(args),
+        Command::Show(args) => runs::show(args),
+        Command::Export(args) => runs::export(args),
+        Command::Import(args) => runs::import(args),
+    }
+}

@@ -1,0 +1,147 @@
+//! The cache audit's verdict as one serialisable record (the `cache` object of the
+//! diagnose JSON): parsed Cache-Control, freshness, validators, conditional GETs,
+//! shared-cache storability and the normalised CDN/proxy status of each repeated GET.
+
+use serde::Serialize;
+
+use super::cache::{has_validators, shared_freshness, shared_unstorable, CacheControl};
+use super::cache_status::{cache_status, edge, proxy_header, CacheState};
+use super::facts::{CacheFacts, ConditionalFacts};
+
+/// A conditional GET's outcome.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Conditional {
+    pub status: u16,
+    pub body_bytes: u64,
+    pub time_ms: f64,
+    /// 304 with no body, as it should be.
+    pub ok: bool,
+}
+
+impl From<ConditionalFacts> for Conditional {
+    fn from(c: ConditionalFacts) -> Conditional {
+        Conditional {
+            status: c.status,
+            body_bytes: c.body_bytes,
+            time_ms: c.time_ms,
+            ok: c.status == 304 && c.body_bytes == 0,
+        }
+    }
+}
+
+/// What the cache audit concluded.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CacheAudit {
+    pub status: u16,
+    pub cache_control: CacheControl,
+    /// Freshness lifetime for a shared cache, seconds.
+    pub freshness_s: Option<i64>,
+    /// Where it came from: s-maxage, max-age, expires, heuristic, none.
+    pub freshness_source: &'static str,
+    pub age_s: Option<u64>,
+    pub expires: Option<String>,
+    pub vary: Option<String>,
+    pub etag: Option<String>,
+    pub last_modified: Option<String>,
+    pub validators: bool,
+    pub set_cookie: bool,
+    /// A shared cache may store it.
+    pub shared_cacheable: bool,
+    /// Why not (empty when storable).
+    pub unstorable: Vec<&'static str>,
+    pub if_none_match: Option<Conditional>,
+    pub if_modified_since: Option<Conditional>,
+    /// The header that shows a CDN or proxy in the path.
+    pub proxy: Option<&'static str>,
+    pub edge: Option<String>,
+    /// Normalised cache status of each repeated GET.
+    pub repeats: Vec<CacheState>,
+    pub hits: usize,
+    pub load_hit_ratio: Option<f64>,
+}
+
+/// Builds the audit record from the cache facts.
+pub fn audit(c: &CacheFacts) -> CacheAudit {
+    let h = &c.headers;
+    let cc = CacheControl::parse(&h.get("cache-control").unwrap_or_default());
+    let fresh = shared_freshness(c.status, h, &cc);
+    let unstorable: Vec<&'static str> = shared_unstorable(c.get, c.status, h, !c.anonymous)
+        .into_iter()
+        .map(|u| u.as_str())
+        .collect();
+    let repeats: Vec<CacheState> = c
+        .repeats
+        .iter()
+        .map(|r| cache_status(&r.headers).state)
+        .collect();
+    CacheAudit {
+        status: c.status,
+        freshness_s: fresh.lifetime_s,
+        freshness_source: fresh.source.as_str(),
+        cache_control: cc,
+        age_s: h.get_all("age").next().and_then(|a| a.trim().parse().ok()),
+        expires: h.get("expires"),
+        vary: h.get("vary"),
+        etag: h.get("etag"),
+        last_modified: h.get("last-modified"),
+        validators: has_validators(h),
+        set_cookie: h.has("set-cookie"),
+        shared_cacheable: unstorable.is_empty(),
+        unstorable,
+        if_none_match: c.if_none_match.map(Conditional::from),
+        if_modified_since: c.if_modified_since.map(Conditional::from),
+        proxy: proxy_header(h),
+        edge: edge(h),
+        hits: repeats.iter().filter(|s| **s == CacheState::Hit).count(),
+        repeats,
+        load_hit_ratio: c.load_hit_ratio,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::facts::{Headers, RepeatFacts};
+
+    /// The lab's `/cdn/hit` through the audit: storable, Cloudflare edge, hits counted,
+    /// and the JSON names are lowercase.
+    #[test]
+    fn audit_record() {
+        let h = Headers::from_pairs(&[
+            ("cf-cache-status", "HIT"),
+            ("cache-control", "public, max-age=300"),
+            ("age", "12"),
+            ("cf-ray", "abc-LAB"),
+        ]);
+        let c = CacheFacts {
+            get: true,
+            anonymous: true,
+            status: 200,
+            headers: h.clone(),
+            repeats: vec![
+                RepeatFacts {
+                    headers: h,
+                    ttfb_ms: 1.0
+                };
+                3
+            ],
+            if_none_match: Some(ConditionalFacts {
+                status: 200,
+                body_bytes: 9,
+                time_ms: 1.0,
+            }),
+            ..CacheFacts::default()
+        };
+        let a = audit(&c);
+        assert!(a.shared_cacheable && !a.validators);
+        assert_eq!(a.freshness_s, Some(300));
+        assert_eq!(a.age_s, Some(12));
+        assert_eq!(a.hits, 3);
+        assert_eq!(a.edge.as_deref(), Some("Cloudflare LAB"));
+        assert!(!a.if_none_match.as_ref().unwrap().ok);
+        let v = serde_json::to_value(&a).unwrap();
+        assert_eq!(v["repeats"][0], "hit");
+        assert_eq!(v["cache_control"]["max_age"], 300);
+        assert_eq!(v["freshness_source"], "max-age");
+    }
+}

@@ -1,0 +1,269 @@
+//! The inputs of the findings engine: plain "fact" structs, filled from probe, cache
+//! audit, load and disk results by small adapters, so every rule is a pure function
+//! over data a test can construct by hand. Times are milliseconds (`f64`), sizes bytes,
+//! rates fractions (0.02 = 2 %) unless a field says otherwise. `Default` gives "not
+//! measured" everywhere, so tests set only what a rule reads.
+
+use std::collections::BTreeMap;
+
+/// Response (or request) headers: names lowercased, in order, repeats kept.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Headers(pub Vec<(String, String)>);
+
+impl Headers {
+    /// Builds from name/value pairs, lowercasing the names.
+    pub fn from_pairs<N: AsRef<str>, V: AsRef<str>>(pairs: &[(N, V)]) -> Headers {
+        Headers(
+            pairs
+                .iter()
+                .map(|(n, v)| {
+                    (
+                        n.as_ref().to_ascii_lowercase(),
+                        v.as_ref().trim().to_string(),
+                    )
+                })
+                .collect(),
+        )
+    }
+
+    /// All values of a header, joined with ", " as RFC 9110 allows for list fields
+    /// (`None` when absent). Do not use for Set-Cookie.
+    pub fn get(&self, name: &str) -> Option<String> {
+        let values: Vec<&str> = self.get_all(name).collect();
+        (!values.is_empty()).then(|| values.join(", "))
+    }
+
+    /// Each value of a header, in order.
+    pub fn get_all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.0
+            .iter()
+            .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Whether the header is present.
+    pub fn has(&self, name: &str) -> bool {
+        self.get_all(name).next().is_some()
+    }
+}
+
+/// Per-phase durations (one percentile of each phase), ms. `ttfb` and `total` are the
+/// cumulative marks (DESIGN.md, Measurements).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Phases {
+    pub dns: f64,
+    pub connect: f64,
+    pub tls: f64,
+    pub send: f64,
+    pub wait: f64,
+    pub receive: f64,
+    pub ttfb: f64,
+    pub total: f64,
+}
+
+/// One series of a probe (fresh connections, or one reused connection).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SeriesFacts {
+    /// Number of samples.
+    pub count: usize,
+    /// p50 of every phase.
+    pub p50: Phases,
+    /// TTFB of each request, in order, ms.
+    pub ttfb_ms: Vec<f64>,
+    /// Total time of each request, in order, ms.
+    pub total_ms: Vec<f64>,
+    /// TCP connect time of each request that opened a connection, in order, ms.
+    pub connect_ms: Vec<f64>,
+}
+
+/// Kernel TCP_INFO of a probe connection.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TcpFacts {
+    /// Smoothed RTT, ms.
+    pub rtt_ms: f64,
+    /// Windowed minimum RTT, ms (the network floor).
+    pub min_rtt_ms: f64,
+    /// Segments retransmitted over the connection's life (`tcpi_total_retrans`).
+    pub total_retrans: u64,
+}
+
+/// TLS facts of one fresh connection.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TlsFacts {
+    /// e.g. "TLSv1.3".
+    pub version: String,
+    /// Negotiated ALPN protocol ("h2", "http/1.1"), if any.
+    pub alpn: Option<String>,
+    /// Whether the session was resumed.
+    pub resumed: bool,
+}
+
+/// One redirect the probe followed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RedirectHop {
+    /// 301, 302, 307, 308…
+    pub status: u16,
+    /// The Location it pointed to.
+    pub location: String,
+    /// What the hop cost (its total time), ms.
+    pub time_ms: f64,
+}
+
+/// A large body downloaded over a fresh and over a warm connection.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct DownloadFacts {
+    pub body_bytes: u64,
+    /// Receive time (first → last byte) over a fresh connection, ms.
+    pub fresh_ms: f64,
+    /// Receive time over a warm (reused) connection, ms.
+    pub warm_ms: f64,
+}
+
+/// What a probe of one URL measured.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProbeFacts {
+    pub url: String,
+    /// The URL is https.
+    pub https: bool,
+    /// "HTTP/1.0", "HTTP/1.1" or "HTTP/2".
+    pub http_version: String,
+    pub status: u16,
+    /// Fresh-connection series (every request opens a connection).
+    pub fresh: Option<SeriesFacts>,
+    /// Reused-connection series.
+    pub reused: Option<SeriesFacts>,
+    /// Total time of the very first request of the probe, ms.
+    pub first_total_ms: Option<f64>,
+    pub tcp: Option<TcpFacts>,
+    /// One entry per fresh TLS connection, in order.
+    pub tls: Vec<TlsFacts>,
+    /// The client offered h2 in ALPN (false under `--http1.1`).
+    pub offered_h2: bool,
+    /// Response headers of a representative (non-redirect) response.
+    pub headers: Headers,
+    pub body_bytes: u64,
+    /// The client sent `Accept-Encoding` with gzip or br.
+    pub accept_encoding: bool,
+    pub download: Option<DownloadFacts>,
+    pub redirects: Vec<RedirectHop>,
+    /// For each response, whether the server closed the connection after it.
+    pub closed_by_server: Vec<bool>,
+}
+
+/// One conditional GET of the cache audit.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ConditionalFacts {
+    pub status: u16,
+    pub body_bytes: u64,
+    pub time_ms: f64,
+}
+
+/// One of the repeated GETs of the cache audit.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RepeatFacts {
+    /// Its response headers (the rules normalise the cache status from them).
+    pub headers: Headers,
+    pub ttfb_ms: f64,
+}
+
+/// What the cache audit observed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CacheFacts {
+    /// The audited method was GET (or HEAD).
+    pub get: bool,
+    /// The request carried no Cookie or Authorization.
+    pub anonymous: bool,
+    pub status: u16,
+    /// Headers of the first full response.
+    pub headers: Headers,
+    /// Time of a full 200, ms (to set against a 304).
+    pub full_time_ms: Option<f64>,
+    pub if_none_match: Option<ConditionalFacts>,
+    pub if_modified_since: Option<ConditionalFacts>,
+    /// The repeated GETs, in order (the first included).
+    pub repeats: Vec<RepeatFacts>,
+    /// Hit ratio seen under the load ramp (0..1), when the responses say.
+    pub load_hit_ratio: Option<f64>,
+}
+
+/// One step of a load ramp.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LoadStep {
+    pub concurrency: u32,
+    pub rps: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub requests: u64,
+    pub errors: u64,
+}
+
+impl LoadStep {
+    /// errors / requests (0 when nothing completed).
+    pub fn error_rate(&self) -> f64 {
+        if self.requests == 0 {
+            0.0
+        } else {
+            self.errors as f64 / self.requests as f64
+        }
+    }
+}
+
+/// One second of a load timeline.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Second {
+    /// Seconds since the start.
+    pub t: u32,
+    /// Completed requests (ok + errors).
+    pub requests: u64,
+    pub errors: u64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    /// TCP segments retransmitted during this second.
+    pub retrans: u64,
+}
+
+/// What a load run (or the diagnose ramp) measured.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LoadFacts {
+    /// Ramp steps, in order of concurrency (empty for a plain load run).
+    pub steps: Vec<LoadStep>,
+    pub timeline: Vec<Second>,
+    /// Whole-run latency percentiles, ms.
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub p999_ms: f64,
+    pub requests: u64,
+    pub errors: u64,
+    /// Errors by kind (`connect`, `timeout`, `reset`, `http_5xx`, …).
+    pub errors_by_kind: BTreeMap<String, u64>,
+    /// Connect times as (value ms, count) pairs, e.g. from the connect histogram.
+    pub connect_ms: Vec<(f64, u64)>,
+    /// latscope's own CPU use, percent of one core (200 = two cores busy).
+    pub client_cpu_pct: Option<f64>,
+    /// Worker threads the load engine ran.
+    pub threads: u32,
+}
+
+/// What a disk run measured, ms.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct DiskFacts {
+    pub read_p9999_ms: Option<f64>,
+    pub write_p9999_ms: Option<f64>,
+    pub read_p50_ms: Option<f64>,
+    pub write_p50_ms: Option<f64>,
+    pub fsync_p99_ms: Option<f64>,
+    pub fsync_count: u64,
+}
+
+/// Everything the rules may look at; absent parts were not measured.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Facts {
+    pub probe: Option<ProbeFacts>,
+    /// The same URL probed straight at the origin (`--origin ADDR`).
+    pub origin: Option<ProbeFacts>,
+    pub cache: Option<CacheFacts>,
+    pub load: Option<LoadFacts>,
+    pub disk: Option<DiskFacts>,
+    /// `--distance-km`.
+    pub distance_km: Option<f64>,
+}

@@ -1,0 +1,280 @@
+//! CDN and proxy rules: `cdn-cost` (through the CDN vs straight to `--origin`),
+//! `cdn-not-caching` (repeated GETs still MISS/DYNAMIC/BYPASS) and `cache-status`
+//! (the normalised status over repeated GETs, HIT vs MISS TTFB).
+
+use super::{median, ms, steady};
+use crate::diagnose::cache::shared_unstorable;
+use crate::diagnose::cache_status::{cache_status as status_of, edge, CacheState};
+use crate::diagnose::facts::{CacheFacts, ProbeFacts};
+use crate::diagnose::finding::{Category, Finding, Severity};
+
+/// The TTFB a user sees: fresh p50 when measured, else the steady p50.
+fn user_ttfb(p: &ProbeFacts) -> Option<f64> {
+    p.fresh
+        .as_ref()
+        .filter(|s| s.count > 0)
+        .or(steady(p))
+        .map(|s| s.p50.ttfb)
+}
+
+/// `cdn-cost`: what the CDN hop costs (or saves) against the origin, and which edge
+/// answered. Fires when the difference is ≥ 20 ms and ≥ 20 % of the origin's TTFB.
+pub fn cdn_cost(cdn: &ProbeFacts, origin: &ProbeFacts) -> Option<Finding> {
+    let (via, direct) = (user_ttfb(cdn)?, user_ttfb(origin)?);
+    let cost = via - direct;
+    if !(cost.abs() >= 20.0 && cost.abs() >= 0.2 * direct) {
+        return None;
+    }
+    let edge_name = edge(&cdn.headers).unwrap_or_else(|| "unknown edge".to_string());
+    let state = status_of(&cdn.headers).state;
+    let (sev, title, advice) = if cost > 0.0 {
+        (
+            Severity::Warn,
+            format!(
+                "the CDN adds {} to TTFB ({} vs {} straight to the origin; {edge_name}, cache {})",
+                ms(cost),
+                ms(via),
+                ms(direct),
+                state.as_str()
+            ),
+            if state == CacheState::Hit {
+                "even cached answers are slower through the edge: the edge is far from \
+                 your users (check which PoP answers) or adds processing; compare from \
+                 where users are"
+            } else {
+                "the edge does not serve this URL from cache, so every request pays user → \
+                 edge → origin: make the response cacheable (s-maxage, no cookies) and let \
+                 the CDN cache it, or bypass the proxy for it"
+            },
+        )
+    } else {
+        (
+            Severity::Info,
+            format!(
+                "the CDN saves {} of TTFB ({} vs {} straight to the origin; {edge_name}, cache {})",
+                ms(-cost),
+                ms(via),
+                ms(direct),
+                state.as_str()
+            ),
+            "the edge helps: keep it, and keep the response cacheable",
+        )
+    };
+    Some(
+        Finding::new("cdn-cost", Category::Cache, sev, title)
+            .num("cdn_ttfb_ms", via)
+            .num("origin_ttfb_ms", direct)
+            .num("cost_ms", cost)
+            .text("edge", edge_name)
+            .text("cache", state.as_str())
+            .advice(advice),
+    )
+}
+
+/// Normalised status and TTFB of each repeated GET (falling back to the first response).
+fn samples(c: &CacheFacts) -> Vec<(CacheState, &'static str, f64)> {
+    if c.repeats.is_empty() {
+        let s = status_of(&c.headers);
+        return vec![(s.state, s.source(), f64::NAN)];
+    }
+    c.repeats
+        .iter()
+        .map(|r| {
+            let s = status_of(&r.headers);
+            (s.state, s.source(), r.ttfb_ms)
+        })
+        .collect()
+}
+
+/// `cdn-not-caching`: after the first GET, every repeated GET is still a MISS, DYNAMIC
+/// or BYPASS (needs at least two repeats after the first).
+pub fn cdn_not_caching(c: &CacheFacts) -> Option<Finding> {
+    let all = samples(c);
+    let later: Vec<_> = all.iter().skip(1).collect();
+    if later.len() < 2 || !later.iter().all(|(s, _, _)| s.is_uncached()) {
+        return None;
+    }
+    let (state, source, _) = later[later.len() - 1];
+    let reasons = shared_unstorable(c.get, c.status, &c.headers, !c.anonymous);
+    let advice = if reasons.is_empty() {
+        "the response looks cacheable, yet the CDN does not keep it: add a cache rule \
+         for this path (some CDNs cache only static file extensions by default) and \
+         check the cache key (query strings, cookies, Vary)"
+            .to_string()
+    } else {
+        let fixes: Vec<_> = reasons.iter().map(|r| r.fix()).collect();
+        format!(
+            "the origin tells the CDN not to cache: {}",
+            fixes.join("; ")
+        )
+    };
+    let why: Vec<_> = reasons.iter().map(|r| r.as_str()).collect();
+    Some(
+        Finding::new(
+            "cdn-not-caching",
+            Category::Cache,
+            Severity::Warn,
+            format!(
+                "the CDN answered {} on {} of {} repeated GETs ({source}): every request \
+                 goes to the origin",
+                state.as_str().to_ascii_uppercase(),
+                later.len(),
+                later.len()
+            ),
+        )
+        .count("repeats", later.len() as u64)
+        .count("hits", 0)
+        .text("status", state.as_str())
+        .text("source", *source)
+        .text("origin_says", why.join(", "))
+        .advice(advice),
+    )
+}
+
+/// `cache-status`: what the CDN or proxy reported over the repeated GETs, with HIT vs
+/// MISS TTFB and the hit ratio under load. Quiet when no header says anything.
+pub fn cache_status(c: &CacheFacts) -> Option<Finding> {
+    let all = samples(c);
+    let source = all.iter().map(|s| s.1).find(|s| !s.is_empty())?;
+    let count = |st: CacheState| all.iter().filter(|s| s.0 == st).count();
+    let (hits, misses) = (
+        count(CacheState::Hit),
+        all.iter().filter(|s| s.0.is_uncached()).count(),
+    );
+    let ttfb = |pred: &dyn Fn(CacheState) -> bool| {
+        let v: Vec<f64> = all.iter().filter(|s| pred(s.0)).map(|s| s.2).collect();
+        Some(median(&v)).filter(|m| m.is_finite())
+    };
+    let hit_ttfb = ttfb(&|s| s == CacheState::Hit);
+    let miss_ttfb = ttfb(&|s| s.is_uncached());
+    let mut title = format!(
+        "cache status: {hits} of {} GETs were hits ({source})",
+        all.len()
+    );
+    if let (Some(h), Some(m)) = (hit_ttfb, miss_ttfb) {
+        title.push_str(&format!(
+            "; a hit answers in {}, a miss in {}",
+            ms(h),
+            ms(m)
+        ));
+    }
+    if let Some(r) = c.load_hit_ratio {
+        title.push_str(&format!("; {:.0}% hits under load", r * 100.0));
+    }
+    let last = all[all.len() - 1].0;
+    Some(
+        Finding::new("cache-status", Category::Cache, Severity::Info, title)
+            .count("requests", all.len() as u64)
+            .count("hits", hits as u64)
+            .count("misses", misses as u64)
+            .text("last", last.as_str())
+            .text("source", source)
+            .opt_num("hit_ttfb_ms", hit_ttfb)
+            .opt_num("miss_ttfb_ms", miss_ttfb)
+            .opt_num("load_hit_ratio", c.load_hit_ratio)
+            .advice(if hits == 0 {
+                "nothing was served from cache: see cdn-not-caching / not-shared-cacheable"
+            } else {
+                "hits are what the cache saves you: raise the hit ratio with longer \
+                 s-maxage, stale-while-revalidate and a tight cache key"
+            }),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::facts::{Headers, RepeatFacts};
+    use crate::diagnose::rules::testutil::{far_probe, healthy_probe};
+
+    fn repeat(pairs: &[(&str, &str)], ttfb: f64) -> RepeatFacts {
+        RepeatFacts {
+            headers: Headers::from_pairs(pairs),
+            ttfb_ms: ttfb,
+        }
+    }
+
+    fn cdn_facts(status: &str, n: usize) -> CacheFacts {
+        let h = [
+            ("cf-cache-status", status),
+            ("cache-control", "private, no-store"),
+        ];
+        CacheFacts {
+            get: true,
+            anonymous: true,
+            status: 200,
+            headers: Headers::from_pairs(&h),
+            repeats: (0..n).map(|_| repeat(&h, 180.0)).collect(),
+            ..CacheFacts::default()
+        }
+    }
+
+    /// Story 1: 530 ms through a far, non-caching edge vs 230 ms direct fires, naming
+    /// the edge; a CDN that saves time is info; equal times are quiet.
+    #[test]
+    fn cdn_cost_both_ways() {
+        let mut via = far_probe();
+        via.fresh.as_mut().unwrap().p50.ttfb = 530.0;
+        via.headers =
+            Headers::from_pairs(&[("cf-ray", "8a1b-SJC"), ("cf-cache-status", "DYNAMIC")]);
+        let f = cdn_cost(&via, &far_probe()).expect("fires");
+        assert_eq!(f.severity, Severity::Warn);
+        assert_eq!(f.evidence_f64("cost_ms"), Some(300.0));
+        assert_eq!(f.evidence_str("edge"), Some("Cloudflare SJC"));
+        assert_eq!(f.evidence_str("cache"), Some("dynamic"));
+        let f = cdn_cost(&far_probe(), &via).unwrap();
+        assert_eq!(f.severity, Severity::Info);
+        assert!(cdn_cost(&far_probe(), &far_probe()).is_none());
+        // Loopback: 0.47 vs 0.2 ms is 2× but far under 20 ms.
+        let mut fast = healthy_probe();
+        fast.fresh.as_mut().unwrap().p50.ttfb = 0.2;
+        assert!(cdn_cost(&healthy_probe(), &fast).is_none());
+    }
+
+    /// DYNAMIC on every repeat fires with the origin's reasons; HIT after the first
+    /// MISS is quiet; no CDN headers is quiet.
+    #[test]
+    fn not_caching_both_ways() {
+        let f = cdn_not_caching(&cdn_facts("DYNAMIC", 5)).expect("fires");
+        assert_eq!(f.evidence_f64("repeats"), Some(4.0));
+        assert_eq!(f.evidence_str("status"), Some("dynamic"));
+        assert_eq!(f.evidence_str("origin_says"), Some("no-store, private"));
+        assert!(f.advice.contains("no-store"));
+        let mut c = cdn_facts("HIT", 5);
+        c.repeats[0] = repeat(&[("cf-cache-status", "MISS")], 180.0);
+        assert!(cdn_not_caching(&c).is_none());
+        let plain = CacheFacts {
+            repeats: (0..5)
+                .map(|_| repeat(&[("server", "nginx")], 1.0))
+                .collect(),
+            ..CacheFacts::default()
+        };
+        assert!(cdn_not_caching(&plain).is_none());
+        assert!(
+            cdn_not_caching(&cdn_facts("MISS", 2)).is_none(),
+            "one repeat is not enough"
+        );
+    }
+
+    /// Fastly-style MISS then HITs: counts and HIT vs MISS TTFB; no headers: quiet.
+    #[test]
+    fn cache_status_both_ways() {
+        let mut c = CacheFacts::default();
+        c.repeats.push(repeat(&[("x-cache", "MISS, MISS")], 180.0));
+        for _ in 0..4 {
+            c.repeats.push(repeat(&[("x-cache", "HIT, MISS")], 20.0));
+        }
+        c.load_hit_ratio = Some(0.97);
+        let f = cache_status(&c).expect("fires");
+        assert_eq!(f.evidence_f64("hits"), Some(4.0));
+        assert_eq!(f.evidence_f64("misses"), Some(1.0));
+        assert_eq!(f.evidence_f64("hit_ttfb_ms"), Some(20.0));
+        assert_eq!(f.evidence_f64("miss_ttfb_ms"), Some(180.0));
+        assert!(f.title.contains("97% hits under load"), "{}", f.title);
+        let plain = CacheFacts {
+            repeats: vec![repeat(&[("age", "0")], 1.0); 3],
+            ..CacheFacts::default()
+        };
+        assert!(cache_status(&plain).is_none());
+    }
+}

@@ -1,0 +1,121 @@
+//! `cold-start`: the first request (after a restart or idle) is far slower than the
+//! steady state, or the first few requests show a warm-up trend.
+
+use super::{median, ms, steady, times};
+use crate::diagnose::facts::ProbeFacts;
+use crate::diagnose::finding::{Category, Finding, Severity};
+
+/// First request must be this many times the steady p50…
+const RATIO: f64 = 5.0;
+/// …and at least this much slower in absolute terms, ms.
+const FLOOR_MS: f64 = 500.0;
+/// Warm-up: leading requests this much slower than steady, ms.
+const WARMUP_FLOOR_MS: f64 = 100.0;
+
+/// `cold-start` over a probe's first request and the order of its samples.
+pub fn cold_start(p: &ProbeFacts) -> Option<Finding> {
+    let s = steady(p)?;
+    let steady_ms = if s.total_ms.is_empty() {
+        s.p50.total
+    } else {
+        median(&s.total_ms[s.total_ms.len() / 2..])
+    };
+    if !(steady_ms.is_finite() && steady_ms > 0.0) {
+        return None;
+    }
+    let first = p.first_total_ms?;
+    let slow = |v: f64| v > steady_ms * 2.0 && v - steady_ms > WARMUP_FLOOR_MS;
+    let fresh_samples = p
+        .fresh
+        .as_ref()
+        .map(|f| f.total_ms.as_slice())
+        .unwrap_or(&[]);
+    let warmup = fresh_samples.iter().take_while(|v| slow(**v)).count();
+    let ratio = first / steady_ms;
+    let finding = |sev, title: String| {
+        Finding::new("cold-start", Category::Server, sev, title)
+            .num("first_ms", first)
+            .num("steady_p50_ms", steady_ms)
+            .num("ratio", ratio)
+            .count("warmup_requests", warmup as u64)
+    };
+    if ratio > RATIO && first - steady_ms > FLOOR_MS {
+        let sev = if first >= 5000.0 {
+            Severity::Crit
+        } else {
+            Severity::Warn
+        };
+        return Some(
+            finding(
+                sev,
+                format!(
+                    "first request {}, {} the steady p50 ({})",
+                    ms(first),
+                    times(ratio),
+                    ms(steady_ms)
+                ),
+            )
+            .advice(
+                "the first request after a start or idle period pays for warming up \
+                 (process start, JIT, connection pools, caches): keep the service warm \
+                 (min instances, a health check that exercises the real path, preloading) \
+                 or warm it before taking traffic",
+            ),
+        );
+    }
+    if warmup >= 3 {
+        return Some(
+            finding(
+                Severity::Info,
+                format!(
+                    "warm-up: the first {warmup} requests were over 2× the steady p50 ({})",
+                    ms(steady_ms)
+                ),
+            )
+            .advice("caches or pools fill over the first requests: warm them at start-up"),
+        );
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::rules::testutil::{far_probe, healthy_probe};
+
+    /// Story 1: an 8.2 s first request against a 70 ms steady state fires, crit.
+    #[test]
+    fn fires_on_slow_first_request() {
+        let mut p = healthy_probe();
+        p.reused.as_mut().unwrap().total_ms = vec![70.0; 20];
+        p.first_total_ms = Some(8200.0);
+        let f = cold_start(&p).expect("fires");
+        assert_eq!(f.severity, Severity::Crit);
+        assert_eq!(f.evidence_f64("first_ms"), Some(8200.0));
+        assert_eq!(f.evidence_f64("steady_p50_ms"), Some(70.0));
+        assert!(f.title.contains("117×"), "{}", f.title);
+    }
+
+    /// A warm-up trend over the first fresh requests fires as info.
+    #[test]
+    fn fires_on_warmup_trend() {
+        let mut p = healthy_probe();
+        p.fresh.as_mut().unwrap().total_ms = vec![400.0, 300.0, 250.0, 20.0, 20.0, 21.0];
+        p.reused.as_mut().unwrap().total_ms = vec![20.0; 10];
+        p.first_total_ms = Some(400.0);
+        let f = cold_start(&p).expect("fires");
+        assert_eq!(f.severity, Severity::Info);
+        assert_eq!(f.evidence_f64("warmup_requests"), Some(3.0));
+    }
+
+    /// Healthy and noisy-fast (3 ms first vs 0.3 ms steady = 10×) stay quiet, and so
+    /// does a far but steady site.
+    #[test]
+    fn quiet_when_healthy() {
+        assert!(cold_start(&healthy_probe()).is_none());
+        assert!(cold_start(&far_probe()).is_none());
+        let mut p = far_probe();
+        p.first_total_ms = Some(600.0); // 5× but not 500 ms more
+        assert!(cold_start(&p).is_none());
+    }
+}

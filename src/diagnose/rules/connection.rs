@@ -1,0 +1,301 @@
+//! Connection rules: `handshake-dominates`, `no-keepalive`, `no-tls-resumption`,
+//! `no-http2`, `slow-start`.
+
+use super::{ms, times};
+use crate::diagnose::facts::ProbeFacts;
+use crate::diagnose::finding::{Category, Finding, Severity};
+use crate::units::fmt_bytes;
+
+/// `handshake-dominates`: fresh − reused TTFB is a large share of the fresh TTFB
+/// (≥ 40 %, one TCP round trip of two) and at least 20 ms.
+pub fn handshake_dominates(p: &ProbeFacts) -> Option<Finding> {
+    let fresh = p.fresh.as_ref()?.p50.ttfb;
+    let reused = p.reused.as_ref().filter(|s| s.count > 0)?.p50.ttfb;
+    let cost = fresh - reused;
+    if !(cost >= 20.0 && cost >= 0.4 * fresh) {
+        return None;
+    }
+    let rtt = p.tcp.map(|t| t.min_rtt_ms).filter(|r| *r >= 0.5);
+    let trips = rtt.map(|r| cost / r);
+    let trips_text = trips
+        .map(|t| format!(" ({t:.1} round trips)"))
+        .unwrap_or_default();
+    Some(
+        Finding::new(
+            "handshake-dominates",
+            Category::Connection,
+            Severity::Warn,
+            format!(
+                "a new connection costs {}{trips_text}, {:.0}% of the fresh TTFB ({}; reused {})",
+                ms(cost),
+                100.0 * cost / fresh,
+                ms(fresh),
+                ms(reused)
+            ),
+        )
+        .num("fresh_ttfb_ms", fresh)
+        .num("reused_ttfb_ms", reused)
+        .num("handshake_ms", cost)
+        .opt_num("round_trips", trips)
+        .opt_num("min_rtt_ms", rtt)
+        .advice(
+            "reuse connections (keep-alive, connection pools, HTTP/2), use TLS 1.3 with \
+             session resumption, or put a keep-alive proxy near users so the handshakes \
+             happen over a short path",
+        ),
+    )
+}
+
+/// Handshake cost of a fresh connection (connect + TLS p50), ms.
+fn handshake_ms(p: &ProbeFacts) -> f64 {
+    p.fresh
+        .as_ref()
+        .map(|f| f.p50.connect + f.p50.tls)
+        .unwrap_or(0.0)
+}
+
+/// `no-keepalive`: the server closes the connection after every response.
+pub fn no_keepalive(p: &ProbeFacts) -> Option<Finding> {
+    let closes = p.closed_by_server.iter().filter(|c| **c).count();
+    let all_closed = p.closed_by_server.len() >= 2 && closes == p.closed_by_server.len();
+    let header_close = p
+        .headers
+        .get("connection")
+        .is_some_and(|v| v.to_ascii_lowercase().contains("close"));
+    let http10 = p.http_version == "HTTP/1.0";
+    if !(all_closed || (header_close && closes > 0) || (http10 && closes > 0)) {
+        return None;
+    }
+    let cost = handshake_ms(p);
+    let sev = if cost >= 5.0 {
+        Severity::Warn
+    } else {
+        Severity::Info
+    };
+    Some(
+        Finding::new(
+            "no-keepalive",
+            Category::Connection,
+            sev,
+            format!(
+                "the server closed the connection after {closes} of {} responses: every \
+                 request pays a new handshake ({})",
+                p.closed_by_server.len(),
+                ms(cost)
+            ),
+        )
+        .count("closed", closes as u64)
+        .count("responses", p.closed_by_server.len() as u64)
+        .num("handshake_ms", cost)
+        .text("http_version", p.http_version.clone())
+        .advice(
+            "enable keep-alive on the server or proxy (drop `Connection: close`, raise \
+             keepalive_timeout/max requests), or speak HTTP/1.1 or HTTP/2",
+        ),
+    )
+}
+
+/// `no-tls-resumption`: no fresh TLS connection after the first resumed its session.
+pub fn no_tls_resumption(p: &ProbeFacts) -> Option<Finding> {
+    if !p.https || p.tls.len() < 2 || p.tls[1..].iter().any(|t| t.resumed) {
+        return None;
+    }
+    let tls = p.fresh.as_ref().map(|f| f.p50.tls).unwrap_or(0.0);
+    let sev = if tls >= 10.0 {
+        Severity::Warn
+    } else {
+        Severity::Info
+    };
+    let version = p.tls[0].version.clone();
+    Some(
+        Finding::new(
+            "no-tls-resumption",
+            Category::Connection,
+            sev,
+            format!(
+                "none of {} fresh {version} connections resumed its session: each pays the \
+                 full handshake ({} p50)",
+                p.tls.len(),
+                ms(tls)
+            ),
+        )
+        .count("connections", p.tls.len() as u64)
+        .count("resumed", 0)
+        .num("tls_ms", tls)
+        .text("tls_version", version)
+        .advice(
+            "enable session tickets or a session cache on the server (shared across all \
+             servers behind the load balancer), and TLS 1.3",
+        ),
+    )
+}
+
+/// `no-http2`: a TLS endpoint that did not pick h2 although the client offered it.
+pub fn no_http2(p: &ProbeFacts) -> Option<Finding> {
+    if !p.https || !p.offered_h2 {
+        return None;
+    }
+    let alpn = p.tls.iter().find_map(|t| t.alpn.clone());
+    if alpn.as_deref() == Some("h2") || p.http_version == "HTTP/2" {
+        return None;
+    }
+    if p.tls.is_empty() && p.http_version.is_empty() {
+        return None;
+    }
+    let got = alpn.unwrap_or_else(|| "no ALPN".to_string());
+    Some(
+        Finding::new(
+            "no-http2",
+            Category::Connection,
+            Severity::Info,
+            format!(
+                "TLS endpoint without h2 in ALPN (negotiated {got}, {})",
+                p.http_version
+            ),
+        )
+        .text("alpn", got)
+        .text("http_version", p.http_version.clone())
+        .advice(
+            "enable HTTP/2 on the server or proxy: one connection carries many requests, \
+             so fewer handshakes and no head-of-line queueing between requests",
+        ),
+    )
+}
+
+/// `slow-start`: a large body over a fresh connection is much slower than over a warm
+/// one (TCP's congestion window starts small).
+pub fn slow_start(p: &ProbeFacts) -> Option<Finding> {
+    let d = p.download?;
+    if d.warm_ms <= 0.0 || d.body_bytes < 256 * 1024 {
+        return None;
+    }
+    let extra = d.fresh_ms - d.warm_ms;
+    let ratio = d.fresh_ms / d.warm_ms;
+    if !(extra >= 50.0 && ratio >= 1.5) {
+        return None;
+    }
+    let mib_s = |t: f64| d.body_bytes as f64 / 1048576.0 / (t / 1000.0);
+    Some(
+        Finding::new(
+            "slow-start",
+            Category::Network,
+            Severity::Warn,
+            format!(
+                "a {} body takes {} over a fresh connection, {} a warm one ({})",
+                fmt_bytes(d.body_bytes),
+                ms(d.fresh_ms),
+                times(ratio),
+                ms(d.warm_ms)
+            ),
+        )
+        .count("body_bytes", d.body_bytes)
+        .num("fresh_ms", d.fresh_ms)
+        .num("warm_ms", d.warm_ms)
+        .num("fresh_mib_s", mib_s(d.fresh_ms))
+        .num("warm_mib_s", mib_s(d.warm_ms))
+        .advice(
+            "reuse warm connections for large transfers (keep-alive, HTTP/2), raise the \
+             server's initial congestion window (initcwnd) or use BBR, and serve large \
+             files from an edge near users",
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::facts::{DownloadFacts, TlsFacts};
+    use crate::diagnose::rules::testutil::{far_probe, healthy_probe};
+
+    fn tls(resumed: bool, alpn: &str) -> TlsFacts {
+        TlsFacts {
+            version: "TLSv1.3".into(),
+            alpn: Some(alpn.into()),
+            resumed,
+        }
+    }
+
+    /// Story 2: 230 ms fresh vs 118 ms reused with a 110 ms RTT: one round trip.
+    #[test]
+    fn handshake_fires_far_quiet_near() {
+        let f = handshake_dominates(&far_probe()).expect("fires");
+        assert_eq!(f.evidence_f64("handshake_ms"), Some(112.0));
+        assert!((f.evidence_f64("round_trips").unwrap() - 1.018).abs() < 0.01);
+        assert!(f.title.contains("1.0 round trips"), "{}", f.title);
+        // Loopback: 0.47 vs 0.3 ms is 36 % but far under the 20 ms floor.
+        assert!(handshake_dominates(&healthy_probe()).is_none());
+    }
+
+    /// Every response closed: fires (warn when handshakes cost ≥ 5 ms); keep-alive quiet.
+    #[test]
+    fn keepalive_both_ways() {
+        let mut p = far_probe();
+        p.closed_by_server = vec![true; 10];
+        let f = no_keepalive(&p).expect("fires");
+        assert_eq!(f.severity, Severity::Warn);
+        assert_eq!(f.evidence_f64("closed"), Some(10.0));
+        assert_eq!(f.evidence_f64("handshake_ms"), Some(110.0));
+        let mut p = healthy_probe();
+        p.closed_by_server = vec![true; 10];
+        assert_eq!(no_keepalive(&p).unwrap().severity, Severity::Info);
+        assert!(no_keepalive(&healthy_probe()).is_none());
+        let mut p = healthy_probe();
+        p.closed_by_server[3] = true; // one close (e.g. max requests) is fine
+        assert!(no_keepalive(&p).is_none());
+    }
+
+    /// No resumption over 5 connections fires; one resumed connection keeps it quiet.
+    #[test]
+    fn resumption_both_ways() {
+        let mut p = far_probe();
+        p.https = true;
+        p.fresh.as_mut().unwrap().p50.tls = 110.0;
+        p.tls = vec![tls(false, "h2"); 5];
+        let f = no_tls_resumption(&p).expect("fires");
+        assert_eq!(f.severity, Severity::Warn);
+        assert_eq!(f.evidence_f64("tls_ms"), Some(110.0));
+        assert_eq!(f.evidence_f64("connections"), Some(5.0));
+        p.tls[2].resumed = true;
+        assert!(no_tls_resumption(&p).is_none());
+        p.tls.truncate(1);
+        assert!(no_tls_resumption(&p).is_none());
+    }
+
+    /// http/1.1 over TLS when h2 was offered fires; h2, plain http and --http1.1 don't.
+    #[test]
+    fn http2_both_ways() {
+        let mut p = healthy_probe();
+        p.https = true;
+        p.tls = vec![tls(false, "http/1.1")];
+        let f = no_http2(&p).expect("fires");
+        assert_eq!(f.evidence_str("alpn"), Some("http/1.1"));
+        p.offered_h2 = false;
+        assert!(no_http2(&p).is_none());
+        p.offered_h2 = true;
+        p.tls = vec![tls(true, "h2")];
+        p.http_version = "HTTP/2".into();
+        assert!(no_http2(&p).is_none());
+        assert!(no_http2(&healthy_probe()).is_none());
+    }
+
+    /// 10 MB in 1.9 s fresh vs 0.8 s warm fires; a small or fast body does not.
+    #[test]
+    fn slow_start_both_ways() {
+        let mut p = healthy_probe();
+        p.download = Some(DownloadFacts {
+            body_bytes: 10 << 20,
+            fresh_ms: 1900.0,
+            warm_ms: 800.0,
+        });
+        let f = slow_start(&p).expect("fires");
+        assert_eq!(f.evidence_f64("fresh_ms"), Some(1900.0));
+        assert!((f.evidence_f64("warm_mib_s").unwrap() - 12.5).abs() < 0.01);
+        p.download = Some(DownloadFacts {
+            body_bytes: 10 << 20,
+            fresh_ms: 9.0,
+            warm_ms: 3.0,
+        });
+        assert!(slow_start(&p).is_none(), "3× but only 6 ms");
+        assert!(slow_start(&healthy_probe()).is_none());
+    }
+}

@@ -1,0 +1,170 @@
+//! Content rules: `no-compression` (a text body ≥ 1 KB sent uncompressed to a client
+//! that accepts gzip) and `redirect-chain` (each redirect costs a round trip).
+
+use super::ms;
+use crate::diagnose::facts::ProbeFacts;
+use crate::diagnose::finding::{Category, Finding, Severity};
+use crate::units::fmt_bytes;
+
+/// Bodies smaller than this are not worth compressing (DESIGN.md: ≥ 1 KB).
+const MIN_BODY: u64 = 1024;
+
+/// Whether a Content-Type is text that compresses well.
+pub fn is_textual(content_type: &str) -> bool {
+    let ct = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    ct.starts_with("text/")
+        || ct.ends_with("+json")
+        || ct.ends_with("+xml")
+        || matches!(
+            ct.as_str(),
+            "application/json"
+                | "application/javascript"
+                | "application/x-javascript"
+                | "application/xml"
+                | "application/x-ndjson"
+                | "application/graphql-response+json"
+                | "image/svg+xml"
+        )
+}
+
+/// `no-compression`.
+pub fn no_compression(p: &ProbeFacts) -> Option<Finding> {
+    let ct = p.headers.get("content-type")?;
+    let encoding = p
+        .headers
+        .get("content-encoding")
+        .map(|e| e.to_ascii_lowercase())
+        .filter(|e| e != "identity");
+    if !p.accept_encoding
+        || encoding.is_some()
+        || !is_textual(&ct)
+        || p.body_bytes < MIN_BODY
+        || !(200..300).contains(&p.status)
+    {
+        return None;
+    }
+    Some(
+        Finding::new(
+            "no-compression",
+            Category::Content,
+            Severity::Warn,
+            format!(
+                "a {} {ct} body is sent uncompressed although the client accepts gzip",
+                fmt_bytes(p.body_bytes)
+            ),
+        )
+        .count("body_bytes", p.body_bytes)
+        .text("content_type", ct)
+        .advice(
+            "enable gzip or brotli for text types on the server or proxy (and send \
+             `Vary: Accept-Encoding`): text usually shrinks 3–10×, which saves round \
+             trips on a fresh connection",
+        ),
+    )
+}
+
+/// `redirect-chain`: two or more redirects, or one that costs ≥ 20 ms.
+pub fn redirect_chain(p: &ProbeFacts) -> Option<Finding> {
+    let hops = p.redirects.len();
+    let total: f64 = p.redirects.iter().map(|r| r.time_ms).sum();
+    if hops == 0 || (hops == 1 && total < 20.0) {
+        return None;
+    }
+    let sev = if total >= 50.0 {
+        Severity::Warn
+    } else {
+        Severity::Info
+    };
+    let chain: Vec<String> = p
+        .redirects
+        .iter()
+        .map(|r| format!("{} → {} ({})", r.status, r.location, ms(r.time_ms)))
+        .collect();
+    Some(
+        Finding::new(
+            "redirect-chain",
+            Category::Content,
+            sev,
+            format!(
+                "{hops} redirect{} before the answer, costing {}",
+                if hops == 1 { "" } else { "s" },
+                ms(total)
+            ),
+        )
+        .count("hops", hops as u64)
+        .num("total_ms", total)
+        .text("chain", chain.join("; "))
+        .advice(
+            "link straight to the final URL (scheme, host and trailing slash included) \
+             and collapse chains into one redirect; use HSTS so browsers skip the \
+             http → https hop",
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::facts::{Headers, RedirectHop};
+    use crate::diagnose::rules::testutil::healthy_probe;
+
+    fn text_probe(bytes: u64, extra: &[(&str, &str)]) -> ProbeFacts {
+        let mut h = vec![("content-type", "text/html; charset=utf-8")];
+        h.extend_from_slice(extra);
+        ProbeFacts {
+            headers: Headers::from_pairs(&h),
+            body_bytes: bytes,
+            ..healthy_probe()
+        }
+    }
+
+    /// 20 KB of HTML without Content-Encoding fires; gzip, small, binary, or a client
+    /// that did not ask are quiet.
+    #[test]
+    fn compression_both_ways() {
+        let f = no_compression(&text_probe(20_000, &[])).expect("fires");
+        assert_eq!(f.evidence_f64("body_bytes"), Some(20000.0));
+        assert_eq!(
+            f.evidence_str("content_type"),
+            Some("text/html; charset=utf-8")
+        );
+        assert!(no_compression(&text_probe(20_000, &[("content-encoding", "gzip")])).is_none());
+        assert!(no_compression(&text_probe(500, &[])).is_none());
+        let mut p = text_probe(20_000, &[]);
+        p.accept_encoding = false;
+        assert!(no_compression(&p).is_none());
+        let mut p = text_probe(20_000, &[]);
+        p.headers = Headers::from_pairs(&[("content-type", "image/png")]);
+        assert!(no_compression(&p).is_none());
+        assert!(no_compression(&healthy_probe()).is_none());
+        assert!(is_textual("application/problem+json"));
+    }
+
+    /// Three redirects fire with their total; one fast redirect does not.
+    #[test]
+    fn redirects_both_ways() {
+        let hop = |loc: &str, t| RedirectHop {
+            status: 301,
+            location: loc.into(),
+            time_ms: t,
+        };
+        let mut p = healthy_probe();
+        p.redirects = vec![hop("/a", 110.0), hop("/b", 111.0), hop("/c", 112.0)];
+        let f = redirect_chain(&p).expect("fires");
+        assert_eq!(f.severity, Severity::Warn);
+        assert_eq!(f.evidence_f64("hops"), Some(3.0));
+        assert_eq!(f.evidence_f64("total_ms"), Some(333.0));
+        assert!(f
+            .evidence_str("chain")
+            .unwrap()
+            .starts_with("301 → /a (110 ms)"));
+        p.redirects = vec![hop("/a", 0.4)];
+        assert!(redirect_chain(&p).is_none());
+        assert!(redirect_chain(&healthy_probe()).is_none());
+    }
+}

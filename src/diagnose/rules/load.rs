@@ -1,0 +1,334 @@
+//! Load rules: `client-bound` (checked first: when latscope itself was the
+//! bottleneck, the other load rules stay quiet), `knee`, `errors-under-load`,
+//! `tail-heavy`.
+
+use super::{ms, percentile, steady, times};
+use crate::diagnose::facts::{LoadFacts, ProbeFacts};
+use crate::diagnose::finding::{Category, Finding, Severity};
+
+/// latscope is the bottleneck above this share of its threads' CPU, percent.
+const CLIENT_CPU_PCT: f64 = 90.0;
+
+/// `client-bound`: latscope used ≥ 90 % of a core per worker thread.
+pub fn client_bound(l: &LoadFacts) -> Option<Finding> {
+    let cpu = l.client_cpu_pct?;
+    let threads = l.threads.max(1);
+    let per_thread = cpu / threads as f64;
+    if per_thread < CLIENT_CPU_PCT {
+        return None;
+    }
+    Some(
+        Finding::new(
+            "client-bound",
+            Category::Client,
+            Severity::Warn,
+            format!(
+                "latscope used {cpu:.0}% CPU over {threads} thread{} ({per_thread:.0}% each): \
+                 the numbers say more about this machine than the target",
+                if threads == 1 { "" } else { "s" }
+            ),
+        )
+        .num("client_cpu_pct", cpu)
+        .count("threads", threads as u64)
+        .num("per_thread_pct", per_thread)
+        .advice(
+            "the load findings are left out: run with more --threads, on a bigger machine, \
+             or split the load over several machines (--shard), then measure again",
+        ),
+    )
+}
+
+/// `knee`: from some step on, more concurrency adds < 15 % throughput while p99 at
+/// least doubles and grows by ≥ 10 ms.
+pub fn knee(l: &LoadFacts) -> Option<Finding> {
+    let s = &l.steps;
+    if s.len() < 3 {
+        return None;
+    }
+    for i in 0..s.len() - 1 {
+        let rest = &s[i + 1..];
+        let max_rps = rest.iter().map(|x| x.rps).fold(0.0, f64::max);
+        if s[i].rps <= 0.0 || max_rps >= 1.15 * s[i].rps {
+            continue;
+        }
+        let worst = rest.iter().max_by(|a, b| a.p99_ms.total_cmp(&b.p99_ms))?;
+        if worst.p99_ms >= 2.0 * s[i].p99_ms && worst.p99_ms - s[i].p99_ms >= 10.0 {
+            let k = s[i];
+            return Some(
+                Finding::new(
+                    "knee",
+                    Category::Load,
+                    Severity::Warn,
+                    format!(
+                        "throughput stops rising at {} connections (≈{:.0} req/s) while p99 \
+                         climbs from {} to {} at {}",
+                        k.concurrency,
+                        k.rps,
+                        ms(k.p99_ms),
+                        ms(worst.p99_ms),
+                        worst.concurrency
+                    ),
+                )
+                .count("knee_concurrency", k.concurrency as u64)
+                .num("knee_rps", k.rps)
+                .num("knee_p99_ms", k.p99_ms)
+                .count("worst_concurrency", worst.concurrency as u64)
+                .num("worst_p99_ms", worst.p99_ms)
+                .num("max_rps_after", max_rps)
+                .advice(
+                    "the server saturates here: requests queue (worker pool, database \
+                     connections, CPU). Keep load below the knee, or raise capacity (more \
+                     workers or instances, a cache in front) and measure again",
+                ),
+            );
+        }
+    }
+    None
+}
+
+/// `errors-under-load`: error rate above 1 % (and ≥ 5 errors) at some load step, or
+/// over the whole run when there are no steps.
+pub fn errors_under_load(l: &LoadFacts) -> Option<Finding> {
+    let step = l
+        .steps
+        .iter()
+        .find(|s| s.error_rate() > 0.01 && s.errors >= 5)
+        .copied();
+    let (concurrency, errors, requests) = match step {
+        Some(s) => (Some(s.concurrency), s.errors, s.requests),
+        None if l.steps.is_empty() => (None, l.errors, l.requests),
+        None => return None,
+    };
+    if requests == 0 || errors < 5 || errors as f64 / requests as f64 <= 0.01 {
+        return None;
+    }
+    let rate = errors as f64 / requests as f64;
+    let kinds: Vec<String> = l
+        .errors_by_kind
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(k, n)| format!("{k}: {n}"))
+        .collect();
+    let at = concurrency
+        .map(|c| format!(" at {c} connections"))
+        .unwrap_or_default();
+    let mut f = Finding::new(
+        "errors-under-load",
+        Category::Load,
+        if rate >= 0.1 {
+            Severity::Crit
+        } else {
+            Severity::Warn
+        },
+        format!(
+            "{:.1}% of requests failed{at} ({errors} of {requests}{})",
+            rate * 100.0,
+            if kinds.is_empty() {
+                String::new()
+            } else {
+                format!("; {}", kinds.join(", "))
+            }
+        ),
+    )
+    .num("error_rate", rate)
+    .count("errors", errors)
+    .count("requests", requests)
+    .text("kinds", kinds.join(", "));
+    if let Some(c) = concurrency {
+        f = f.count("concurrency", c as u64);
+    }
+    Some(f.advice(
+        "the service fails before it slows down gracefully: check the error kinds \
+         (5xx = the app or a proxy gave up, reset/connect = queues or limits overflow, \
+         timeout = requests waited too long), raise the limits or shed load with a clear \
+         503 + Retry-After",
+    ))
+}
+
+/// `tail-heavy` over one set of percentiles: p99 ≥ 5× p50 and ≥ 50 ms above it.
+pub fn tail(p50: f64, p99: f64, p999: Option<f64>, source: &str) -> Option<Finding> {
+    if !(p50 > 0.0 && p99 >= 5.0 * p50 && p99 - p50 >= 50.0) {
+        return None;
+    }
+    Some(
+        Finding::new(
+            "tail-heavy",
+            Category::Load,
+            Severity::Warn,
+            format!(
+                "p99 {} is {} the p50 ({}) in the {source}: a few requests wait far longer",
+                ms(p99),
+                times(p99 / p50),
+                ms(p50)
+            ),
+        )
+        .num("p50_ms", p50)
+        .num("p99_ms", p99)
+        .opt_num("p999_ms", p999)
+        .num("ratio", p99 / p50)
+        .text("source", source)
+        .advice(
+            "tails come from queueing and pauses, not from the average request: look for \
+             periodic stalls (GC, cron, checkpoints), lock or pool contention, \
+             retransmissions, and cold caches; see periodic-spikes and retransmits",
+        ),
+    )
+}
+
+/// `tail-heavy` over a load run.
+pub fn tail_heavy(l: &LoadFacts) -> Option<Finding> {
+    tail(
+        l.p50_ms,
+        l.p99_ms,
+        Some(l.p999_ms).filter(|v| *v > 0.0),
+        "load run",
+    )
+}
+
+/// `tail-heavy` over a probe's steady TTFB samples (needs ≥ 20 samples).
+pub fn probe_tail_heavy(p: &ProbeFacts) -> Option<Finding> {
+    let s = steady(p)?;
+    if s.ttfb_ms.len() < 20 {
+        return None;
+    }
+    tail(
+        percentile(&s.ttfb_ms, 0.5),
+        percentile(&s.ttfb_ms, 0.99),
+        None,
+        "probe",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::facts::LoadStep;
+    use crate::diagnose::rules::testutil::healthy_probe;
+
+    fn step(concurrency: u32, rps: f64, p99: f64, errors: u64) -> LoadStep {
+        LoadStep {
+            concurrency,
+            rps,
+            p50_ms: p99 / 3.0,
+            p99_ms: p99,
+            requests: (rps * 3.0) as u64,
+            errors,
+        }
+    }
+
+    fn ramp(steps: Vec<LoadStep>) -> LoadFacts {
+        LoadFacts {
+            steps,
+            threads: 2,
+            client_cpu_pct: Some(40.0),
+            ..LoadFacts::default()
+        }
+    }
+
+    /// 190% CPU over 2 threads is client-bound; 40% is not.
+    #[test]
+    fn client_bound_both_ways() {
+        let mut l = ramp(vec![]);
+        l.client_cpu_pct = Some(190.0);
+        let f = client_bound(&l).expect("fires");
+        assert_eq!(f.evidence_f64("per_thread_pct"), Some(95.0));
+        assert!(client_bound(&ramp(vec![])).is_none());
+    }
+
+    /// A server capped near 300 req/s: the knee is at 8 connections.
+    #[test]
+    fn knee_fires_at_saturation() {
+        let l = ramp(vec![
+            step(1, 45.0, 25.0, 0),
+            step(2, 90.0, 26.0, 0),
+            step(4, 170.0, 28.0, 0),
+            step(8, 300.0, 30.0, 0),
+            step(16, 310.0, 80.0, 0),
+            step(32, 305.0, 160.0, 0),
+            step(64, 308.0, 410.0, 0),
+        ]);
+        let f = knee(&l).expect("fires");
+        assert_eq!(f.evidence_f64("knee_concurrency"), Some(8.0));
+        assert_eq!(f.evidence_f64("worst_p99_ms"), Some(410.0));
+        assert_eq!(f.evidence_f64("worst_concurrency"), Some(64.0));
+    }
+
+    /// Linear scaling is quiet; so is a flat throughput on loopback where p99 only
+    /// climbs from 0.2 to 2 ms (10×, but under the 10 ms floor).
+    #[test]
+    fn knee_quiet() {
+        let l = ramp(
+            (0..6)
+                .map(|i| step(1 << i, 100.0 * (1 << i) as f64, 20.0, 0))
+                .collect(),
+        );
+        assert!(knee(&l).is_none());
+        let l = ramp(vec![
+            step(1, 9000.0, 0.2, 0),
+            step(2, 9500.0, 0.4, 0),
+            step(4, 9600.0, 0.9, 0),
+            step(8, 9550.0, 2.0, 0),
+        ]);
+        assert!(knee(&l).is_none());
+    }
+
+    /// 5 % errors at 32 connections fires with the kinds; 3 errors in 10,000 don't.
+    #[test]
+    fn errors_both_ways() {
+        let mut l = ramp(vec![step(16, 300.0, 30.0, 0), step(32, 300.0, 60.0, 45)]);
+        l.errors_by_kind.insert("http_5xx".into(), 45);
+        let f = errors_under_load(&l).expect("fires");
+        assert_eq!(f.evidence_f64("concurrency"), Some(32.0));
+        assert_eq!(f.evidence_f64("error_rate"), Some(0.05));
+        assert_eq!(f.evidence_str("kinds"), Some("http_5xx: 45"));
+        assert_eq!(f.severity, Severity::Warn);
+        let plain = LoadFacts {
+            requests: 10_000,
+            errors: 3,
+            ..LoadFacts::default()
+        };
+        assert!(errors_under_load(&plain).is_none());
+        let tiny = LoadFacts {
+            requests: 20,
+            errors: 4,
+            ..LoadFacts::default()
+        };
+        assert!(errors_under_load(&tiny).is_none(), "20% but only 4 errors");
+        let bad = LoadFacts {
+            requests: 1000,
+            errors: 300,
+            ..LoadFacts::default()
+        };
+        assert_eq!(errors_under_load(&bad).unwrap().severity, Severity::Crit);
+    }
+
+    /// 12 ms p50 with a 900 ms p99 is tail-heavy; 0.3 ms with 3 ms is not.
+    #[test]
+    fn tail_both_ways() {
+        let l = LoadFacts {
+            p50_ms: 12.0,
+            p99_ms: 900.0,
+            p999_ms: 1500.0,
+            ..LoadFacts::default()
+        };
+        let f = tail_heavy(&l).expect("fires");
+        assert_eq!(f.evidence_f64("ratio"), Some(75.0));
+        assert_eq!(f.evidence_f64("p999_ms"), Some(1500.0));
+        let fast = LoadFacts {
+            p50_ms: 0.3,
+            p99_ms: 3.0,
+            ..LoadFacts::default()
+        };
+        assert!(tail_heavy(&fast).is_none());
+        assert!(probe_tail_heavy(&healthy_probe()).is_none());
+        let mut p = healthy_probe();
+        let r = p.reused.as_mut().unwrap();
+        r.ttfb_ms = (0..50)
+            .map(|i| if i % 25 == 7 { 800.0 } else { 10.0 })
+            .collect();
+        assert_eq!(
+            probe_tail_heavy(&p).unwrap().evidence_f64("p99_ms"),
+            Some(800.0)
+        );
+    }
+}

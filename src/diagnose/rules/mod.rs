@@ -1,0 +1,193 @@
+//! The finding rules: each a small pure function over facts that returns a finding
+//! (or none). Every rule has an absolute floor besides any ratio, so tiny numbers with
+//! big ratios (a 0.3 ms p50 and a 3 ms p99) never fire; load rules stay quiet when
+//! latscope itself was the bottleneck (`client-bound`).
+
+pub mod cache;
+pub mod cdn;
+pub mod cold;
+pub mod connection;
+pub mod content;
+pub mod disk;
+pub mod load;
+pub mod tcp;
+pub mod timeline;
+pub mod timing;
+
+use super::cache_status::proxy_header;
+use super::facts::{Facts, ProbeFacts};
+use super::finding::Finding;
+
+/// Every finding id the rules can emit (docs/findings.md documents each).
+pub const IDS: &[&str] = &[
+    "cold-start",
+    "server-dominates",
+    "server-timing-gap",
+    "network-dominates",
+    "above-physical-floor",
+    "slow-dns",
+    "slow-start",
+    "retransmits",
+    "syn-retries",
+    "handshake-dominates",
+    "no-keepalive",
+    "no-tls-resumption",
+    "no-http2",
+    "cache-status",
+    "cdn-not-caching",
+    "cdn-cost",
+    "not-shared-cacheable",
+    "no-validators",
+    "no-304",
+    "no-compression",
+    "redirect-chain",
+    "client-bound",
+    "knee",
+    "errors-under-load",
+    "periodic-spikes",
+    "tail-heavy",
+    "disk-tail",
+    "slow-fsync",
+];
+
+/// Runs every rule over whatever facts are present, in catalogue order (unsorted).
+pub fn all(facts: &Facts) -> Vec<Finding> {
+    let mut out: Vec<Option<Finding>> = Vec::new();
+    let proxied = behind_proxy(facts);
+    if let Some(p) = &facts.probe {
+        out.push(cold::cold_start(p));
+        out.push(connection::handshake_dominates(p));
+        out.push(connection::no_keepalive(p));
+        out.push(connection::no_tls_resumption(p));
+        out.push(connection::no_http2(p));
+        out.push(connection::slow_start(p));
+        out.push(timing::time_split(p, proxied));
+        out.push(timing::server_timing_gap(p, proxied));
+        out.push(timing::slow_dns(p));
+        out.push(tcp::probe_syn_retries(p));
+        out.push(tcp::probe_retransmits(p));
+        out.push(load::probe_tail_heavy(p));
+        out.push(content::no_compression(p));
+        out.push(content::redirect_chain(p));
+        if let Some(d) = facts.distance_km {
+            out.push(timing::above_physical_floor(p, d));
+        }
+        if let Some(o) = &facts.origin {
+            out.push(cdn::cdn_cost(p, o));
+        }
+    }
+    if let Some(c) = &facts.cache {
+        out.push(cdn::cdn_not_caching(c));
+        out.push(cdn::cache_status(c));
+        out.push(cache::not_shared_cacheable(c));
+        out.push(cache::no_validators(c));
+        out.push(cache::no_304(c));
+    }
+    if let Some(l) = &facts.load {
+        let bound = load::client_bound(l);
+        let trusted = bound.is_none();
+        out.push(bound);
+        if trusted {
+            out.push(load::knee(l));
+            out.push(load::errors_under_load(l));
+            out.push(load::tail_heavy(l));
+            out.push(timeline::periodic_spikes(l));
+            out.push(timeline::retransmits(l));
+            out.push(tcp::load_syn_retries(l));
+        }
+    }
+    if let Some(d) = &facts.disk {
+        out.push(disk::disk_tail(d));
+        out.push(disk::slow_fsync(d));
+    }
+    out.into_iter().flatten().collect()
+}
+
+/// A CDN or proxy is in the path (its headers, or `--origin` was given): the kernel
+/// RTT then ends at the edge.
+pub fn behind_proxy(facts: &Facts) -> bool {
+    facts.origin.is_some()
+        || facts
+            .probe
+            .as_ref()
+            .is_some_and(|p| proxy_header(&p.headers).is_some())
+}
+
+/// What the time after one round trip is called: "server", or behind a CDN/proxy
+/// "edge → origin + server" (never "server": the kernel RTT ends at the edge).
+pub fn server_label(proxied: bool) -> &'static str {
+    if proxied {
+        "edge → origin + server"
+    } else {
+        "server"
+    }
+}
+
+/// Median of the finite values (NaN when empty).
+pub fn median(values: &[f64]) -> f64 {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Nearest-rank percentile (q in 0..=1) of the finite values (NaN when empty).
+pub fn percentile(values: &[f64], q: f64) -> f64 {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len());
+    v[rank - 1]
+}
+
+/// The series whose p50s describe a steady request: reused when measured, else fresh.
+pub(crate) fn steady(p: &ProbeFacts) -> Option<&super::facts::SeriesFacts> {
+    p.reused
+        .as_ref()
+        .filter(|s| s.count > 0)
+        .or(p.fresh.as_ref().filter(|s| s.count > 0))
+}
+
+/// Formats milliseconds for titles.
+pub(crate) fn ms(v: f64) -> String {
+    crate::units::fmt_ms(v)
+}
+
+/// Formats a ratio for titles ("117×", "2.4×").
+pub(crate) fn times(r: f64) -> String {
+    if r >= 10.0 {
+        format!("{r:.0}×")
+    } else {
+        format!("{r:.1}×")
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testutil;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Median and nearest-rank percentile on small inputs.
+    #[test]
+    fn median_and_percentile() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(&[]).is_nan());
+        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&v, 0.99), 99.0);
+        assert_eq!(percentile(&v, 0.5), 50.0);
+        assert_eq!(times(117.2), "117×");
+        assert_eq!(times(2.44), "2.4×");
+    }
+}

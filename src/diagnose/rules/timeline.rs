@@ -1,0 +1,326 @@
+//! Timeline rules: `periodic-spikes` (p99 spikes that recur at a regular interval)
+//! and `retransmits` (TCP retransmissions during a run, joined to the spike times).
+
+use super::{median, ms};
+use crate::diagnose::facts::{LoadFacts, Second};
+use crate::diagnose::finding::{Category, Finding, Severity};
+
+/// A second is a spike when its p99 is ≥ this many times the median p99…
+const SPIKE_RATIO: f64 = 3.0;
+/// …and at least this much above it, ms.
+const SPIKE_FLOOR_MS: f64 = 20.0;
+/// Half-width of the window whose median p99 is a second's baseline, seconds.
+const BASELINE_S: u32 = 5;
+/// Fewer onsets than this cannot show a period.
+const MIN_SPIKES: usize = 3;
+
+/// The spikes found in a per-second timeline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Spikes {
+    /// Median of the per-second p99s (seconds that completed requests). A second is
+    /// judged against the median of the seconds within ±5 s of it.
+    pub median_p99_ms: f64,
+    /// Every spike second (a p99 spike, or a total stall: no request completed in a
+    /// second amid busy ones).
+    pub seconds: Vec<u32>,
+    /// First second of each run of consecutive spike seconds.
+    pub onsets: Vec<u32>,
+    /// The largest p99 in a spike second, ms.
+    pub max_p99_ms: f64,
+    /// Regular spacing of the onsets, seconds, when there are ≥ 3 onsets whose
+    /// intervals all lie within max(1 s, 25 %) of their median.
+    pub period_s: Option<f64>,
+}
+
+/// Finds p99 spikes and their period in a timeline.
+pub fn detect_spikes(timeline: &[Second]) -> Spikes {
+    let active: Vec<&Second> = timeline.iter().filter(|s| s.requests > 0).collect();
+    let med = median(&active.iter().map(|s| s.p99_ms).collect::<Vec<_>>());
+    let med_requests = median(
+        &timeline
+            .iter()
+            .map(|s| s.requests as f64)
+            .collect::<Vec<_>>(),
+    );
+    let (first, last) = (
+        active.first().map(|s| s.t).unwrap_or(0),
+        active.last().map(|s| s.t).unwrap_or(0),
+    );
+    let mut seconds = Vec::new();
+    let mut max_p99: f64 = 0.0;
+    for s in timeline {
+        // The baseline is local (the median p99 within ±BASELINE_S seconds), so a
+        // ramp whose p99 climbs step by step is not mistaken for spikes.
+        let around: Vec<f64> = active
+            .iter()
+            .filter(|o| o.t.abs_diff(s.t) <= BASELINE_S)
+            .map(|o| o.p99_ms)
+            .collect();
+        let base = median(&around);
+        let spike = s.requests > 0
+            && base.is_finite()
+            && s.p99_ms >= SPIKE_RATIO * base
+            && s.p99_ms - base >= SPIKE_FLOOR_MS;
+        let stall = s.requests == 0 && med_requests >= 5.0 && s.t > first && s.t < last;
+        if spike || stall {
+            seconds.push(s.t);
+            max_p99 = max_p99.max(s.p99_ms);
+        }
+    }
+    let onsets: Vec<u32> = seconds
+        .iter()
+        .copied()
+        .filter(|t| *t == 0 || !seconds.contains(&(t - 1)))
+        .collect();
+    let intervals: Vec<f64> = onsets.windows(2).map(|w| (w[1] - w[0]) as f64).collect();
+    let period_s = if onsets.len() >= MIN_SPIKES {
+        let m = median(&intervals);
+        let tol = (0.25 * m).max(1.0);
+        (m >= 2.0 && intervals.iter().all(|i| (i - m).abs() <= tol)).then_some(m)
+    } else {
+        None
+    };
+    Spikes {
+        median_p99_ms: med,
+        seconds,
+        onsets,
+        max_p99_ms: max_p99,
+        period_s,
+    }
+}
+
+fn list(ts: &[u32]) -> String {
+    ts.iter()
+        .map(|t| t.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `periodic-spikes`.
+pub fn periodic_spikes(l: &LoadFacts) -> Option<Finding> {
+    let s = detect_spikes(&l.timeline);
+    let period = s.period_s?;
+    Some(
+        Finding::new(
+            "periodic-spikes",
+            Category::Load,
+            Severity::Warn,
+            format!(
+                "p99 spikes every ≈{period:.0} s ({} spikes, up to {} against a {} median p99)",
+                s.onsets.len(),
+                ms(s.max_p99_ms),
+                ms(s.median_p99_ms)
+            ),
+        )
+        .num("period_s", period)
+        .count("spikes", s.onsets.len() as u64)
+        .num("max_p99_ms", s.max_p99_ms)
+        .num("median_p99_ms", s.median_p99_ms)
+        .text("spike_times_s", list(&s.onsets))
+        .advice(
+            "something on a timer stalls every request: GC pauses, cron jobs, log \
+             rotation, cache expiry stampedes, database checkpoints, or a network path \
+             that drops packets periodically (see retransmits); line the period up with \
+             the server's timers and logs",
+        ),
+    )
+}
+
+/// `retransmits` during a load run (≥ 5 segments), joined to the spike seconds: warn
+/// when at least half of the spikes had retransmissions within ±1 s.
+pub fn retransmits(l: &LoadFacts) -> Option<Finding> {
+    let total: u64 = l.timeline.iter().map(|s| s.retrans).sum();
+    if total < 5 {
+        return None;
+    }
+    let spikes = detect_spikes(&l.timeline);
+    let retrans_near = |t: u32| {
+        l.timeline
+            .iter()
+            .any(|s| s.retrans > 0 && s.t + 1 >= t && s.t <= t + 1)
+    };
+    let joined: Vec<u32> = spikes
+        .onsets
+        .iter()
+        .copied()
+        .filter(|t| retrans_near(*t))
+        .collect();
+    let n = spikes.onsets.len();
+    let linked = n > 0 && joined.len() * 2 >= n;
+    let title = if n == 0 {
+        format!("{total} TCP segments retransmitted during the run")
+    } else {
+        format!(
+            "{total} TCP segments retransmitted during the run; {} of {n} p99 spikes \
+             coincide with retransmissions",
+            joined.len()
+        )
+    };
+    Some(
+        Finding::new(
+            "retransmits",
+            Category::Network,
+            if linked {
+                Severity::Warn
+            } else {
+                Severity::Info
+            },
+            title,
+        )
+        .count("total_retrans", total)
+        .count("spikes", n as u64)
+        .count("spikes_with_retrans", joined.len() as u64)
+        .text("spike_times_s", list(&joined))
+        .text("source", "load")
+        .advice(if linked {
+            "the latency spikes line up with packet loss: the path (NAT, bridge, overlay \
+             network, a saturated link) drops packets, and each loss costs a timeout; \
+             check conntrack tables, MTU and the links between client and server"
+        } else {
+            "some packets were lost (the counter is host-wide, so other traffic counts \
+             too); they do not line up with the latency spikes"
+        }),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run of `n` seconds, 100 requests each, p99 from `p99(t)`.
+    fn timeline(n: u32, p99: impl Fn(u32) -> f64) -> Vec<Second> {
+        (0..n)
+            .map(|t| Second {
+                t,
+                requests: 100,
+                p50_ms: 5.0,
+                p99_ms: p99(t),
+                ..Second::default()
+            })
+            .collect()
+    }
+
+    /// Deterministic noise in [0, 1).
+    fn noise(t: u32) -> f64 {
+        let x = (t as u64 + 1)
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((x >> 33) % 1000) as f64 / 1000.0
+    }
+
+    /// Stalls every 5 s (seconds 3, 8, 13, …; some spilling over two seconds) give a
+    /// period of 5 s.
+    #[test]
+    fn stalls_every_five_seconds() {
+        let tl = timeline(30, |t| match t % 5 {
+            3 => 800.0 + 100.0 * noise(t),
+            4 if t == 9 => 400.0,
+            _ => 10.0 + 4.0 * noise(t),
+        });
+        let s = detect_spikes(&tl);
+        assert_eq!(s.onsets, [3, 8, 13, 18, 23, 28]);
+        assert_eq!(s.period_s, Some(5.0));
+        let l = LoadFacts {
+            timeline: tl,
+            ..LoadFacts::default()
+        };
+        let f = periodic_spikes(&l).expect("fires");
+        assert_eq!(f.evidence_f64("period_s"), Some(5.0));
+        assert_eq!(f.evidence_f64("spikes"), Some(6.0));
+        assert_eq!(
+            f.evidence_str("spike_times_s"),
+            Some("3, 8, 13, 18, 23, 28")
+        );
+    }
+
+    /// A ramp whose p99 climbs step by step (a knee) is not a spike train; stalls on
+    /// top of it still are.
+    #[test]
+    fn ramp_is_not_spikes() {
+        let step = |t: u32| 10.0 * 2f64.powi((t / 4) as i32);
+        let s = detect_spikes(&timeline(28, step));
+        assert!(s.onsets.is_empty(), "{:?}", s.onsets);
+        let s = detect_spikes(&timeline(28, |t| {
+            if t % 4 == 1 {
+                step(t) * 10.0 + 500.0
+            } else {
+                step(t)
+            }
+        }));
+        assert_eq!(s.period_s, Some(4.0));
+    }
+
+    /// A second with no completed request amid busy ones is a stall, hence a spike.
+    #[test]
+    fn empty_seconds_are_stalls() {
+        let mut tl = timeline(20, |_| 10.0);
+        for t in [4, 10, 16] {
+            tl[t].requests = 0;
+            tl[t].p99_ms = 0.0;
+        }
+        assert_eq!(detect_spikes(&tl).period_s, Some(6.0));
+    }
+
+    /// Random noise, irregular spikes, too few spikes and tiny loopback spikes give
+    /// no period.
+    #[test]
+    fn no_period_in_noise() {
+        let s = detect_spikes(&timeline(60, |t| 10.0 + 8.0 * noise(t)));
+        assert!(s.onsets.is_empty());
+        let irregular = [3, 11, 13, 27, 40];
+        let s = detect_spikes(&timeline(50, |t| {
+            if irregular.contains(&t) {
+                500.0
+            } else {
+                10.0
+            }
+        }));
+        assert_eq!(s.onsets, irregular);
+        assert_eq!(s.period_s, None);
+        let s = detect_spikes(&timeline(
+            30,
+            |t| if t == 5 || t == 10 { 500.0 } else { 10.0 },
+        ));
+        assert_eq!(s.period_s, None, "two spikes are not a period");
+        // 0.3 ms median, 3 ms "spikes" every 5 s: 10× but under the 20 ms floor.
+        let s = detect_spikes(&timeline(30, |t| if t % 5 == 0 { 3.0 } else { 0.3 }));
+        assert!(s.onsets.is_empty());
+        let l = LoadFacts::default();
+        assert!(periodic_spikes(&l).is_none());
+    }
+
+    /// Retransmissions at the spike seconds warn; scattered ones away from spikes are
+    /// info; a handful are quiet.
+    #[test]
+    fn retransmits_joined_to_spikes() {
+        let mut tl = timeline(30, |t| if t % 10 == 5 { 900.0 } else { 10.0 });
+        for t in [5, 15, 25] {
+            tl[t].retrans = 40;
+        }
+        let l = LoadFacts {
+            timeline: tl.clone(),
+            ..LoadFacts::default()
+        };
+        let f = retransmits(&l).expect("fires");
+        assert_eq!(f.severity, Severity::Warn);
+        assert_eq!(f.evidence_f64("total_retrans"), Some(120.0));
+        assert_eq!(f.evidence_f64("spikes_with_retrans"), Some(3.0));
+        assert_eq!(f.evidence_str("spike_times_s"), Some("5, 15, 25"));
+        for t in [5, 15, 25] {
+            tl[t].retrans = 0;
+        }
+        tl[1].retrans = 30;
+        let f = retransmits(&LoadFacts {
+            timeline: tl.clone(),
+            ..LoadFacts::default()
+        })
+        .unwrap();
+        assert_eq!(f.severity, Severity::Info);
+        tl[1].retrans = 2;
+        assert!(retransmits(&LoadFacts {
+            timeline: tl,
+            ..LoadFacts::default()
+        })
+        .is_none());
+    }
+}

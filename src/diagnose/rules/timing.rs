@@ -1,0 +1,288 @@
+//! Where a request's time goes: `network-dominates` / `server-dominates`,
+//! `above-physical-floor`, `server-timing-gap`, `slow-dns`.
+//!
+//! Server time ≈ `wait` − `tcpi_min_rtt` on a warm connection (DESIGN.md, Derived).
+
+use super::{ms, server_label, steady, times};
+use crate::diagnose::facts::ProbeFacts;
+use crate::diagnose::finding::{Category, Finding, Severity};
+use crate::diagnose::server_timing::server_timing;
+
+/// (TTFB, min RTT, server time) of a steady request, ms, when the RTT is known.
+pub(crate) fn split(p: &ProbeFacts) -> Option<(f64, f64, f64)> {
+    let s = steady(p)?;
+    let rtt = p.tcp?.min_rtt_ms;
+    let server = (s.p50.wait - rtt).max(0.0);
+    Some((s.p50.ttfb.max(s.p50.wait), rtt, server))
+}
+
+/// `network-dominates` or `server-dominates`: the round trip or the server time is at
+/// least half of a warm request's TTFB (floors: 20 ms of RTT, 100 ms of server time).
+pub fn time_split(p: &ProbeFacts, proxied: bool) -> Option<Finding> {
+    let (ttfb, rtt, server) = split(p)?;
+    if ttfb <= 0.0 {
+        return None;
+    }
+    let label = server_label(proxied);
+    let base = |id, cat, sev, title| {
+        Finding::new(id, cat, sev, title)
+            .num("ttfb_ms", ttfb)
+            .num("min_rtt_ms", rtt)
+            .num("server_ms", server)
+            .text("server_label", label)
+    };
+    if server >= 100.0 && server / ttfb >= 0.5 {
+        return Some(
+            base(
+                "server-dominates",
+                Category::Server,
+                Severity::Warn,
+                format!(
+                    "{label} time {} is {:.0}% of a warm request's TTFB ({}); the network \
+                     round trip is {}",
+                    ms(server),
+                    100.0 * server / ttfb,
+                    ms(ttfb),
+                    ms(rtt)
+                ),
+            )
+            .num("share", server / ttfb)
+            .advice(if proxied {
+                "the time is spent behind the edge: check the edge → origin hop (is the \
+                 edge caching? is the origin far from the edge?) and the origin's own time \
+                 (Server-Timing, profiling)"
+            } else {
+                "the server's own time dominates: profile the handler (Server-Timing helps), \
+                 cache rendered responses, check the database and worker pools"
+            }),
+        );
+    }
+    if rtt >= 20.0 && rtt / ttfb >= 0.5 {
+        return Some(
+            base(
+                "network-dominates",
+                Category::Network,
+                Severity::Info,
+                format!(
+                    "the network round trip ({}) is {:.0}% of a warm request's TTFB ({}); \
+                     {label} {}",
+                    ms(rtt),
+                    100.0 * rtt / ttfb,
+                    ms(ttfb),
+                    ms(server)
+                ),
+            )
+            .num("share", rtt / ttfb)
+            .advice(
+                "distance dominates: serve from closer to users (a CDN edge that caches, \
+                 a region near them), cut round trips (keep-alive, HTTP/2, fewer \
+                 redirects); a faster server will not help much",
+            ),
+        );
+    }
+    None
+}
+
+/// `above-physical-floor`: the RTT is far above 2 × distance / 200,000 km/s.
+pub fn above_physical_floor(p: &ProbeFacts, distance_km: f64) -> Option<Finding> {
+    let rtt = p.tcp?.min_rtt_ms;
+    if distance_km.is_nan() || distance_km <= 0.0 {
+        return None;
+    }
+    let floor = distance_km / 100.0;
+    if !(rtt >= 2.0 * floor && rtt - floor >= 10.0) {
+        return None;
+    }
+    Some(
+        Finding::new(
+            "above-physical-floor",
+            Category::Network,
+            if rtt >= 3.0 * floor {
+                Severity::Warn
+            } else {
+                Severity::Info
+            },
+            format!(
+                "RTT {}, {} the physical floor ({} for {distance_km:.0} km in fibre)",
+                ms(rtt),
+                times(rtt / floor),
+                ms(floor)
+            ),
+        )
+        .num("min_rtt_ms", rtt)
+        .num("floor_ms", floor)
+        .num("distance_km", distance_km)
+        .num("ratio", rtt / floor)
+        .advice(
+            "the path is much longer than the distance: routing detours, a far-away edge \
+             or VPN exit, or queueing on the way; check the route (traceroute/mtr) and \
+             the edge location, or serve from closer",
+        ),
+    )
+}
+
+/// `server-timing-gap`: Server-Timing explains only part of the measured server time;
+/// the rest is queueing before the app, a proxy hop or network.
+pub fn server_timing_gap(p: &ProbeFacts, proxied: bool) -> Option<Finding> {
+    let metrics = server_timing(&p.headers.get("server-timing")?);
+    let durs: Vec<(&str, f64)> = metrics
+        .iter()
+        .filter_map(|m| Some((m.name.as_str(), m.dur_ms?)))
+        .collect();
+    if durs.is_empty() {
+        return None;
+    }
+    let explained = durs
+        .iter()
+        .find(|(n, _)| ["total", "app", "server"].contains(&n.to_ascii_lowercase().as_str()))
+        .map(|(_, d)| *d)
+        .unwrap_or_else(|| durs.iter().map(|(_, d)| d).sum());
+    let (_, _, server) = split(p)?;
+    let gap = server - explained;
+    if !(gap >= 20.0 && explained < 0.5 * server) {
+        return None;
+    }
+    let label = server_label(proxied);
+    Some(
+        Finding::new(
+            "server-timing-gap",
+            Category::Server,
+            Severity::Info,
+            format!(
+                "Server-Timing explains {} of {} {label} time; {} is unaccounted for",
+                ms(explained),
+                ms(server),
+                ms(gap)
+            ),
+        )
+        .num("server_ms", server)
+        .num("explained_ms", explained)
+        .num("gap_ms", gap)
+        .text(
+            "server_timing",
+            p.headers.get("server-timing").unwrap_or_default(),
+        )
+        .advice(
+            "the unexplained time is spent before or around the instrumented code: \
+             request queueing (worker pool, accept queue), a proxy or load balancer hop, \
+             middleware; add Server-Timing metrics around them or check the queue",
+        ),
+    )
+}
+
+/// `slow-dns`: name resolution alone takes ≥ 50 ms on a fresh request.
+pub fn slow_dns(p: &ProbeFacts) -> Option<Finding> {
+    let f = p.fresh.as_ref()?;
+    let dns = f.p50.dns;
+    if dns < 50.0 {
+        return None;
+    }
+    Some(
+        Finding::new(
+            "slow-dns",
+            Category::Network,
+            Severity::Info,
+            format!(
+                "DNS resolution takes {} (p50) of a {} fresh TTFB",
+                ms(dns),
+                ms(f.p50.ttfb)
+            ),
+        )
+        .num("dns_ms", dns)
+        .num("fresh_ttfb_ms", f.p50.ttfb)
+        .advice(
+            "use a closer or caching resolver, raise the record's TTL, or keep \
+             connections open so lookups are rare",
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::facts::Headers;
+    use crate::diagnose::rules::testutil::{far_probe, healthy_probe};
+
+    /// Story 2's warm request (110 ms RTT of 118 ms) is network-dominated.
+    #[test]
+    fn network_dominates_far() {
+        let f = time_split(&far_probe(), false).expect("fires");
+        assert_eq!(f.id, "network-dominates");
+        assert_eq!(f.evidence_f64("min_rtt_ms"), Some(110.0));
+        assert_eq!(f.evidence_f64("server_ms"), Some(8.0));
+    }
+
+    /// A 450 ms server behind a 10 ms RTT is server-dominated; behind a CDN it is named
+    /// "edge → origin + server".
+    #[test]
+    fn server_dominates_and_label() {
+        let mut p = healthy_probe();
+        p.tcp.as_mut().unwrap().min_rtt_ms = 10.0;
+        let r = p.reused.as_mut().unwrap();
+        r.p50.wait = 460.0;
+        r.p50.ttfb = 461.0;
+        let f = time_split(&p, false).expect("fires");
+        assert_eq!(f.id, "server-dominates");
+        assert_eq!(f.evidence_f64("server_ms"), Some(450.0));
+        assert!(f.title.starts_with("server time 450 ms"), "{}", f.title);
+        let f = time_split(&p, true).unwrap();
+        assert!(
+            f.title.starts_with("edge → origin + server time"),
+            "{}",
+            f.title
+        );
+        assert_eq!(
+            f.evidence_str("server_label"),
+            Some("edge → origin + server")
+        );
+    }
+
+    /// Loopback: 0.28 ms wait of 0.3 ms TTFB is a 93 % server share, but under 100 ms.
+    #[test]
+    fn split_quiet_when_fast() {
+        assert!(time_split(&healthy_probe(), false).is_none());
+    }
+
+    /// 110 ms over 2,500 km (floor 25 ms) fires; 30 ms over 2,500 km does not.
+    #[test]
+    fn physical_floor_both_ways() {
+        let f = above_physical_floor(&far_probe(), 2500.0).expect("fires");
+        assert_eq!(f.evidence_f64("floor_ms"), Some(25.0));
+        assert_eq!(f.evidence_f64("ratio"), Some(4.4));
+        let mut p = far_probe();
+        p.tcp.as_mut().unwrap().min_rtt_ms = 30.0;
+        assert!(above_physical_floor(&p, 2500.0).is_none());
+        // Loopback vs 1 km: 0.02 ms RTT, under the floor rule's 10 ms minimum.
+        assert!(above_physical_floor(&healthy_probe(), 1.0).is_none());
+    }
+
+    /// Server-Timing of 12 ms against 180 ms of server time fires; a matching one not.
+    #[test]
+    fn server_timing_gap_both_ways() {
+        let mut p = healthy_probe();
+        p.tcp.as_mut().unwrap().min_rtt_ms = 20.0;
+        let r = p.reused.as_mut().unwrap();
+        r.p50.wait = 200.0;
+        r.p50.ttfb = 200.0;
+        p.headers = Headers::from_pairs(&[("server-timing", "db;dur=8, render;dur=4")]);
+        let f = server_timing_gap(&p, false).expect("fires");
+        assert_eq!(f.evidence_f64("explained_ms"), Some(12.0));
+        assert_eq!(f.evidence_f64("gap_ms"), Some(168.0));
+        p.headers = Headers::from_pairs(&[("server-timing", "db;dur=8, total;dur=175")]);
+        assert!(server_timing_gap(&p, false).is_none());
+        // Fast loopback with a tiny Server-Timing: the gap is under 20 ms.
+        let mut p = healthy_probe();
+        p.headers = Headers::from_pairs(&[("server-timing", "app;dur=0.01")]);
+        assert!(server_timing_gap(&p, false).is_none());
+    }
+
+    /// 120 ms of DNS fires; loopback's 0.05 ms does not.
+    #[test]
+    fn slow_dns_both_ways() {
+        let mut p = far_probe();
+        p.fresh.as_mut().unwrap().p50.dns = 120.0;
+        assert_eq!(slow_dns(&p).unwrap().evidence_f64("dns_ms"), Some(120.0));
+        assert!(slow_dns(&far_probe()).is_none());
+        assert!(slow_dns(&healthy_probe()).is_none());
+    }
+}

@@ -1,0 +1,207 @@
+//! The one-paragraph "where the time goes": a fresh request's TTFB split into DNS,
+//! TCP handshake, TLS, one network round trip (the kernel's min RTT) and server time
+//! (`wait` − min RTT) — "edge → origin + server" behind a CDN or proxy, because the
+//! kernel RTT then ends at the edge — with the handshakes also counted in round trips,
+//! and one piece of advice for the biggest part.
+
+use super::facts::{ProbeFacts, SeriesFacts};
+use super::rules::{ms, server_label};
+
+/// A named part of the TTFB, ms.
+struct Part {
+    name: String,
+    ms: f64,
+    kind: Kind,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Dns,
+    Handshake,
+    RoundTrip,
+    Server,
+}
+
+fn advice(kind: Kind, proxied: bool) -> &'static str {
+    match kind {
+        Kind::Dns => "DNS is the biggest part: use a closer or caching resolver and longer TTLs",
+        Kind::Handshake => "reuse connections or put a keep-alive proxy near users",
+        Kind::RoundTrip => {
+            "the distance is the biggest part: serve from closer to users (a caching edge) \
+             and cut round trips"
+        }
+        Kind::Server if proxied => {
+            "the time behind the edge is the biggest part: make the edge cache the response, \
+             or bring the origin closer to the edge and faster"
+        }
+        Kind::Server => "the server is the biggest part: profile it or cache its responses",
+    }
+}
+
+/// "TTFB 230 ms (fresh connection) = 2.00 ms DNS + 110 ms TCP handshake + 110 ms network
+/// round trip + 8.00 ms server; …". `None` when the probe has no series.
+pub fn where_the_time_goes(p: &ProbeFacts, proxied: bool) -> Option<String> {
+    let (series, fresh): (&SeriesFacts, bool) = match (&p.fresh, &p.reused) {
+        (Some(f), _) if f.count > 0 => (f, true),
+        (_, Some(r)) if r.count > 0 => (r, false),
+        _ => return None,
+    };
+    let ph = series.p50;
+    let ttfb = ph
+        .ttfb
+        .max(ph.dns + ph.connect + ph.tls + ph.send + ph.wait);
+    let label = server_label(proxied);
+    let rtt = p.tcp.map(|t| t.min_rtt_ms).filter(|r| *r > 0.0);
+    let mut parts = vec![
+        Part {
+            name: "DNS".into(),
+            ms: ph.dns,
+            kind: Kind::Dns,
+        },
+        Part {
+            name: "TCP handshake".into(),
+            ms: ph.connect,
+            kind: Kind::Handshake,
+        },
+        Part {
+            name: "TLS handshake".into(),
+            ms: ph.tls,
+            kind: Kind::Handshake,
+        },
+    ];
+    let before_wait = ph.dns + ph.connect + ph.tls;
+    let after = (ttfb - before_wait).max(0.0);
+    match rtt {
+        Some(r) => {
+            let trip = r.min(after);
+            parts.push(Part {
+                name: "network round trip".into(),
+                ms: trip,
+                kind: Kind::RoundTrip,
+            });
+            parts.push(Part {
+                name: label.into(),
+                ms: after - trip,
+                kind: Kind::Server,
+            });
+        }
+        None => parts.push(Part {
+            name: format!("request round trip + {label}"),
+            ms: after,
+            kind: Kind::Server,
+        }),
+    }
+    let shown: Vec<String> = parts
+        .iter()
+        .filter(|x| x.ms >= 0.005 || x.kind == Kind::Server)
+        .map(|x| format!("{} {}", ms(x.ms), x.name))
+        .collect();
+    let mut text = format!(
+        "TTFB {} ({} connection) = {}",
+        ms(ttfb),
+        if fresh { "fresh" } else { "reused" },
+        shown.join(" + ")
+    );
+    let handshake = ph.connect + ph.tls;
+    if let (true, Some(r)) = (fresh && handshake > 0.0, rtt.filter(|r| *r >= 0.5)) {
+        text.push_str(&format!(
+            "; the handshakes take {:.1} round trips",
+            handshake / r
+        ));
+    }
+    if let Some(r) = p.reused.as_ref().filter(|r| fresh && r.count > 0) {
+        text.push_str(&format!("; a reused connection: TTFB {}", ms(r.p50.ttfb)));
+    }
+    // Handshakes count together: their sum is what reuse saves.
+    let mut buckets: Vec<(Kind, f64)> = Vec::new();
+    for x in &parts {
+        match buckets.iter_mut().find(|b| b.0 == x.kind) {
+            Some(b) => b.1 += x.ms,
+            None => buckets.push((x.kind, x.ms)),
+        }
+    }
+    // On a tie the earlier part wins: a handshake can be avoided, distance cannot.
+    let (top, _) = buckets
+        .iter()
+        .copied()
+        .fold((Kind::Server, f64::NEG_INFINITY), |best, b| {
+            if b.1 > best.1 {
+                b
+            } else {
+                best
+            }
+        });
+    if ttfb < 1.0 {
+        text.push_str("; all of it is under a millisecond: nothing to win here.");
+    } else {
+        text.push_str(&format!("; {}.", advice(top, proxied)));
+    }
+    Some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::rules::testutil::{far_probe, healthy_probe};
+
+    /// Story 2: 230 ms = 2 ms DNS + 110 ms handshake + 110 ms round trip + 8 ms server,
+    /// one round trip of handshake, advice to reuse connections.
+    #[test]
+    fn story_two() {
+        let s = where_the_time_goes(&far_probe(), false).unwrap();
+        assert_eq!(
+            s,
+            "TTFB 230 ms (fresh connection) = 2.00 ms DNS + 110 ms TCP handshake + 110 ms \
+             network round trip + 8.00 ms server; the handshakes take 1.0 round trips; a \
+             reused connection: TTFB 118 ms; reuse connections or put a keep-alive proxy \
+             near users."
+        );
+    }
+
+    /// Behind a CDN the server part is "edge → origin + server", never "server".
+    #[test]
+    fn behind_a_cdn() {
+        let mut p = far_probe();
+        let f = p.fresh.as_mut().unwrap();
+        f.p50.wait = 400.0;
+        f.p50.ttfb = 512.0;
+        let s = where_the_time_goes(&p, true).unwrap();
+        assert!(s.contains("+ 290 ms edge → origin + server;"), "{s}");
+        assert!(
+            !s.contains(" server;") || s.contains("origin + server"),
+            "{s}"
+        );
+        assert!(
+            s.ends_with("bring the origin closer to the edge and faster."),
+            "{s}"
+        );
+    }
+
+    /// Without a kernel RTT the wait is not split; a reused-only probe says so.
+    #[test]
+    fn without_rtt_and_reused_only() {
+        let mut p = far_probe();
+        p.tcp = None;
+        p.fresh = None;
+        let s = where_the_time_goes(&p, false).unwrap();
+        assert!(
+            s.starts_with("TTFB 118 ms (reused connection) = 118 ms request round trip + server"),
+            "{s}"
+        );
+    }
+
+    /// Loopback: everything under a millisecond, and it says there is nothing to win.
+    #[test]
+    fn loopback() {
+        let s = where_the_time_goes(&healthy_probe(), false).unwrap();
+        assert!(
+            s.starts_with("TTFB 0.47 ms (fresh connection) = 0.05 ms DNS"),
+            "{s}"
+        );
+        assert!(s.ends_with("nothing to win here."), "{s}");
+        let mut p = healthy_probe();
+        p.fresh = None;
+        p.reused = None;
+        assert!(where_the_time_goes(&p, false).is_none());
+    }
+}

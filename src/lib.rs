@@ -1,0 +1,24 @@
+//! latscope finds out where a web service's latency goes — network round trips,
+//! TCP/TLS handshakes, a CDN or proxy in the path, caching, server time, behaviour
+//! under load, the disk underneath — and says so in findings with evidence.
+//!
+//! Data flows one way: `net` → (`probe` | `load` | `disk`) → `stats` → `diagnose` →
+//! `store` / `report`. Measurement code never prints; presentation code never
+//! measures. The binary (`src/main.rs`) only parses flags and calls [`run`].
+
+pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod diagnose;
+pub mod disk;
+pub mod error;
+pub mod lab;
+pub mod load;
+pub mod net;
+pub mod probe;
+pub mod report;
+pub mod stats;
+pub mod store;
+pub mod units;
+
+pub use commands::run;

@@ -1,0 +1,1 @@
+//! TODO(skeleton): owned by the load work.

@@ -1,0 +1,4 @@
+//! Presentation: terminal tables and JSON for every kind of run. Report code formats
+//! results it is given; it never measures.
+
+pub mod table;

@@ -1,0 +1,10 @@
+//! Statistics over measurements: latency histograms and their percentile summaries.
+//!
+//! Every latency is recorded in nanoseconds into an HdrHistogram that resolves 1 µs
+//! .. 1 h at 3 significant digits (DESIGN.md, Load). Histograms merge losslessly, so
+//! per-thread recorders are added together at the end. This module computes; it never
+//! prints.
+
+pub mod histogram;
+
+pub use histogram::{new_histogram, Percentiles, Unit};

@@ -1,0 +1,502 @@
+//! The run store: every probe, load, disk and diagnose run saved in SQLite so it can be
+//! listed, shown again, compared and reported on later (DESIGN.md, Storage and outputs).
+//!
+//! A run is stored as its metadata, the configuration it ran with, the environment
+//! (host, CPU, kernel), its summary (the kind's `--json` document), its timeline, its
+//! findings, the terminal text it printed, and its HdrHistograms serialised in the V2
+//! deflate format so other HdrHistogram tools can read them. Every write is one
+//! transaction; the schema is versioned (`PRAGMA user_version`) and migrates forward.
+//! This module stores and loads; it never prints.
+
+mod env;
+mod redact;
+mod schema;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::{Deserialize, Serialize};
+
+pub use env::Environment;
+pub use redact::{redact_json, redact_value, SECRET_HEADERS};
+
+/// Version of the portable export format.
+pub const EXPORT_FORMAT: u32 = 1;
+
+/// A histogram kept with a run (nanoseconds, as `stats::histogram` records them):
+/// `name` says what it measures, `second` is set for the per-second histograms of a
+/// timeline (offset from the run's start), `v2` is the V2-deflate serialisation.
+///
+/// Names, by kind of run:
+/// - load: `latency` (all endpoints), `latency:<endpoint>`, `service_time` (open
+///   model), `connect`; per-second: `latency` with `second = Some(t)`.
+/// - disk: `read`, `write`, `fsync`; per-second: the same names with `second`.
+/// - probe: none (every sample is in the summary JSON).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredHistogram {
+    pub name: String,
+    pub second: Option<u32>,
+    #[serde(with = "hex_bytes")]
+    pub v2: Vec<u8>,
+}
+
+/// One run, as stored and as exported.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Short unique id (hex), assigned by [`Store::save`] when empty.
+    pub id: String,
+    /// `probe`, `load`, `disk` or `diagnose`.
+    pub kind: String,
+    pub label: Option<String>,
+    /// URL or path the run measured.
+    pub target: String,
+    /// Start, Unix milliseconds.
+    pub started_at_ms: i64,
+    pub duration_s: f64,
+    /// latscope version that made the run.
+    pub version: String,
+    /// The configuration the run used (flags after validation).
+    pub config: serde_json::Value,
+    pub env: Environment,
+    /// The kind's `--json` document.
+    pub summary: serde_json::Value,
+    /// Per-second timeline (may be `null`).
+    pub timeline: serde_json::Value,
+    /// Findings (may be an empty array).
+    pub findings: serde_json::Value,
+    /// The terminal output exactly as it was printed.
+    pub text: String,
+    pub histograms: Vec<StoredHistogram>,
+}
+
+/// A row of `latscope runs`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunListing {
+    pub id: String,
+    pub kind: String,
+    pub label: Option<String>,
+    pub target: String,
+    pub started_at_ms: i64,
+    pub duration_s: f64,
+    /// The run's headline numbers (e.g. p50/p99/rps), from its summary.
+    pub headline: serde_json::Value,
+}
+
+/// Filters for [`Store::list`].
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter {
+    pub kind: Option<String>,
+    pub label: Option<String>,
+    /// Substring of the target.
+    pub target: Option<String>,
+    /// Only the newest N.
+    pub last: Option<usize>,
+}
+
+/// What can go wrong with the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("run store {path}: {source}")]
+    Sqlite {
+        path: String,
+        source: rusqlite::Error,
+    },
+    #[error("cannot create the directory for the run store {path}: {source}")]
+    Dir {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("run store {path} was written by a newer latscope (schema {found}, this one knows up to {known}); upgrade latscope or use another --db")]
+    NewerSchema {
+        path: String,
+        found: i64,
+        known: i64,
+    },
+    #[error("no run matches '{0}' (try `latscope runs`)")]
+    NotFound(String),
+    #[error("'{0}' matches several runs: {1}; give more of the id")]
+    Ambiguous(String, String),
+    #[error("a run with id {0} is already in the store")]
+    Duplicate(String),
+    #[error("stored run {id} is damaged: {reason}")]
+    Damaged { id: String, reason: String },
+}
+
+/// The default store path: `$XDG_DATA_HOME/latscope/runs.db`, else
+/// `~/.local/share/latscope/runs.db`.
+pub fn default_path() -> PathBuf {
+    let base = std::env::var_os("XDG_DATA_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+        .unwrap_or_else(|| PathBuf::from("."));
+    base.join("latscope").join("runs.db")
+}
+
+/// An open run store.
+pub struct Store {
+    conn: Connection,
+    path: String,
+}
+
+impl Store {
+    /// Opens (creating if needed) the store at `path`, migrating it forward.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let shown = path.display().to_string();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::Dir {
+                path: dir.display().to_string(),
+                source,
+            })?;
+        }
+        let sql = |source| StoreError::Sqlite {
+            path: shown.clone(),
+            source,
+        };
+        let mut conn = Connection::open(path).map_err(sql)?;
+        conn.busy_timeout(Duration::from_secs(10)).map_err(sql)?;
+        // WAL lets a reader and a writer (two latscope processes) work at once, and a
+        // run killed mid-write leaves the earlier runs intact.
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(sql)?;
+        conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(sql)?;
+        schema::migrate(&mut conn, &shown)?;
+        Ok(Store { conn, path: shown })
+    }
+
+    fn sql(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+        move |source| StoreError::Sqlite {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// Saves a run in one transaction. Assigns an id when the record has none;
+    /// returns the id.
+    pub fn save(&mut self, run: &RunRecord) -> Result<String, StoreError> {
+        let id = if run.id.is_empty() {
+            new_id()
+        } else {
+            run.id.clone()
+        };
+        let path = self.path.clone();
+        let sql = move |source| StoreError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(&sql)?;
+        let exists: Option<String> = tx
+            .query_row("SELECT id FROM runs WHERE id = ?1", [&id], |r| r.get(0))
+            .optional()
+            .map_err(&sql)?;
+        if exists.is_some() {
+            return Err(StoreError::Duplicate(id));
+        }
+        tx.execute(
+            "INSERT INTO runs (id, kind, label, target, started_at_ms, duration_s, version,
+                               config, env, summary, timeline, findings, text, headline)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+            params![
+                id,
+                run.kind,
+                run.label,
+                run.target,
+                run.started_at_ms,
+                run.duration_s,
+                run.version,
+                run.config.to_string(),
+                serde_json::to_string(&run.env).unwrap_or_default(),
+                run.summary.to_string(),
+                run.timeline.to_string(),
+                run.findings.to_string(),
+                run.text,
+                headline(&run.kind, &run.summary).to_string(),
+            ],
+        )
+        .map_err(&sql)?;
+        {
+            let mut stmt = tx
+                .prepare(
+                    "INSERT INTO histograms (run_id, name, second, v2) VALUES (?1, ?2, ?3, ?4)",
+                )
+                .map_err(&sql)?;
+            for h in &run.histograms {
+                stmt.execute(params![id, h.name, h.second, h.v2])
+                    .map_err(&sql)?;
+            }
+        }
+        tx.commit().map_err(&sql)?;
+        Ok(id)
+    }
+
+    /// Lists runs, newest first.
+    pub fn list(&self, filter: &ListFilter) -> Result<Vec<RunListing>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, kind, label, target, started_at_ms, duration_s, headline FROM runs
+                 WHERE (?1 IS NULL OR kind = ?1)
+                   AND (?2 IS NULL OR label = ?2)
+                   AND (?3 IS NULL OR instr(target, ?3) > 0)
+                 ORDER BY started_at_ms DESC, rowid DESC
+                 LIMIT ?4",
+            )
+            .map_err(self.sql())?;
+        let limit = filter.last.map(|n| n as i64).unwrap_or(-1);
+        let rows = stmt
+            .query_map(
+                params![filter.kind, filter.label, filter.target, limit],
+                |r| {
+                    Ok(RunListing {
+                        id: r.get(0)?,
+                        kind: r.get(1)?,
+                        label: r.get(2)?,
+                        target: r.get(3)?,
+                        started_at_ms: r.get(4)?,
+                        duration_s: r.get(5)?,
+                        headline: serde_json::from_str(&r.get::<_, String>(6)?).unwrap_or_default(),
+                    })
+                },
+            )
+            .map_err(self.sql())?;
+        rows.collect::<Result<_, _>>().map_err(self.sql())
+    }
+
+    /// Finds the id a RUN argument names: an id, a unique id prefix, a label (the
+    /// newest run with it), or `last` / `last~N`.
+    pub fn resolve(&self, spec: &str) -> Result<String, StoreError> {
+        let spec = spec.trim();
+        if let Some(back) = parse_last(spec) {
+            return self
+                .conn
+                .query_row(
+                    "SELECT id FROM runs ORDER BY started_at_ms DESC, rowid DESC LIMIT 1 OFFSET ?1",
+                    [back as i64],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(self.sql())?
+                .ok_or_else(|| StoreError::NotFound(spec.to_string()));
+        }
+        let exact: Option<String> = self
+            .conn
+            .query_row("SELECT id FROM runs WHERE id = ?1", [spec], |r| r.get(0))
+            .optional()
+            .map_err(self.sql())?;
+        if let Some(id) = exact {
+            return Ok(id);
+        }
+        let by_label: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT id FROM runs WHERE label = ?1 ORDER BY started_at_ms DESC, rowid DESC LIMIT 1",
+                [spec],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(self.sql())?;
+        if let Some(id) = by_label {
+            return Ok(id);
+        }
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id FROM runs WHERE substr(id, 1, length(?1)) = ?1 ORDER BY id LIMIT 6")
+            .map_err(self.sql())?;
+        let ids: Vec<String> = stmt
+            .query_map([spec], |r| r.get(0))
+            .map_err(self.sql())?
+            .collect::<Result<_, _>>()
+            .map_err(self.sql())?;
+        match ids.len() {
+            0 => Err(StoreError::NotFound(spec.to_string())),
+            1 => Ok(ids.into_iter().next().unwrap_or_default()),
+            _ => Err(StoreError::Ambiguous(spec.to_string(), ids.join(", "))),
+        }
+    }
+
+    /// Loads a whole run by id (see [`Store::resolve`]).
+    pub fn load(&self, id: &str) -> Result<RunRecord, StoreError> {
+        let damaged = |reason: String| StoreError::Damaged {
+            id: id.to_string(),
+            reason,
+        };
+        let row = self
+            .conn
+            .query_row(
+                "SELECT id, kind, label, target, started_at_ms, duration_s, version, config, env,
+                        summary, timeline, findings, text FROM runs WHERE id = ?1",
+                [id],
+                |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, Option<String>>(2)?,
+                        r.get::<_, String>(3)?,
+                        r.get::<_, i64>(4)?,
+                        r.get::<_, f64>(5)?,
+                        r.get::<_, String>(6)?,
+                        [
+                            r.get::<_, String>(7)?,
+                            r.get::<_, String>(8)?,
+                            r.get::<_, String>(9)?,
+                            r.get::<_, String>(10)?,
+                            r.get::<_, String>(11)?,
+                        ],
+                        r.get::<_, String>(12)?,
+                    ))
+                },
+            )
+            .optional()
+            .map_err(self.sql())?
+            .ok_or_else(|| StoreError::NotFound(id.to_string()))?;
+        let (id, kind, label, target, started_at_ms, duration_s, version, json, text) = row;
+        let parse = |s: &str| {
+            serde_json::from_str::<serde_json::Value>(s).map_err(|e| damaged(e.to_string()))
+        };
+        let env: Environment =
+            serde_json::from_str(&json[1]).map_err(|e| damaged(e.to_string()))?;
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT name, second, v2 FROM histograms WHERE run_id = ?1 ORDER BY name, second",
+            )
+            .map_err(self.sql())?;
+        let histograms = stmt
+            .query_map([&id], |r| {
+                Ok(StoredHistogram {
+                    name: r.get(0)?,
+                    second: r.get(1)?,
+                    v2: r.get(2)?,
+                })
+            })
+            .map_err(self.sql())?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(self.sql())?;
+        Ok(RunRecord {
+            config: parse(&json[0])?,
+            env,
+            summary: parse(&json[2])?,
+            timeline: parse(&json[3])?,
+            findings: parse(&json[4])?,
+            id,
+            kind,
+            label,
+            target,
+            started_at_ms,
+            duration_s,
+            version,
+            text,
+            histograms,
+        })
+    }
+}
+
+/// `last` → 0, `last~N` → N.
+fn parse_last(spec: &str) -> Option<usize> {
+    if spec == "last" {
+        return Some(0);
+    }
+    spec.strip_prefix("last~").and_then(|n| n.parse().ok())
+}
+
+/// A new random run id: 10 hex digits.
+pub fn new_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    // RandomState is seeded from the OS once per process; mixing in the time and a
+    // counter makes every call differ.
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    h.write_u32(std::process::id());
+    format!("{:010x}", h.finish() & 0xff_ffff_ffff)
+}
+
+/// The headline numbers of a run, picked from its summary for `latscope runs`.
+pub fn headline(kind: &str, summary: &serde_json::Value) -> serde_json::Value {
+    let pick = |path: &[&str]| {
+        let mut v = summary;
+        for p in path {
+            v = v.get(p)?;
+        }
+        v.as_f64()
+    };
+    let mut h = serde_json::Map::new();
+    let mut put = |k: &str, v: Option<f64>| {
+        if let Some(v) = v {
+            h.insert(k.to_string(), serde_json::json!(v));
+        }
+    };
+    match kind {
+        "load" => {
+            put("rps", pick(&["rps"]));
+            put("p50_ms", pick(&["latency_ms", "p50"]));
+            put("p99_ms", pick(&["latency_ms", "p99"]));
+            put("requests", pick(&["requests"]));
+        }
+        "disk" => {
+            put("read_iops", pick(&["read", "iops"]));
+            put("write_iops", pick(&["write", "iops"]));
+            put("read_p99_us", pick(&["read", "lat_us", "p99"]));
+            put("write_p99_us", pick(&["write", "lat_us", "p99"]));
+        }
+        _ => {
+            let probe = summary.get("probe").unwrap_or(summary);
+            let first = probe.get("results").and_then(|r| r.get(0)).unwrap_or(probe);
+            let get = |path: &[&str]| {
+                let mut v = first;
+                for p in path {
+                    v = v.get(p)?;
+                }
+                v.as_f64()
+            };
+            put(
+                "fresh_ttfb_p50_ms",
+                get(&["fresh", "phases_ms", "ttfb", "p50"]),
+            );
+            put(
+                "reused_ttfb_p50_ms",
+                get(&["reused", "phases_ms", "ttfb", "p50"]),
+            );
+            put("rtt_ms", get(&["tcp", "rtt_ms"]));
+        }
+    }
+    serde_json::Value::Object(h)
+}
+
+/// Serialises bytes as a hex string in JSON exports.
+mod hex_bytes {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        let mut out = String::with_capacity(bytes.len() * 2);
+        for b in bytes {
+            out.push_str(&format!("{b:02x}"));
+        }
+        s.serialize_str(&out)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let text = String::deserialize(d)?;
+        if text.len() % 2 != 0 {
+            return Err(serde::de::Error::custom("odd-length hex string"));
+        }
+        (0..text.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&text[i..i + 2], 16).map_err(serde::de::Error::custom))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,155 @@
+//! Unit tests of the run store on temporary databases.
+
+use super::*;
+use serde_json::json;
+
+fn temp_db(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "latscope-store-{}-{}-{}",
+        name,
+        std::process::id(),
+        new_id()
+    ));
+    dir.join("runs.db")
+}
+
+fn run(kind: &str, label: Option<&str>, at: i64) -> RunRecord {
+    RunRecord {
+        id: String::new(),
+        kind: kind.into(),
+        label: label.map(Into::into),
+        target: "http://127.0.0.1:1/x".into(),
+        started_at_ms: at,
+        duration_s: 1.5,
+        version: "0.1.0".into(),
+        config: json!({"connections": 2}),
+        env: Environment::capture(),
+        summary: json!({"kind": kind, "rps": 100.0, "latency_ms": {"p50": 1.0, "p99": 2.0}}),
+        timeline: json!([{"t": 0, "requests": 5}]),
+        findings: json!([]),
+        text: "printed text\n".into(),
+        histograms: vec![StoredHistogram {
+            name: "latency".into(),
+            second: None,
+            v2: vec![1, 2, 255],
+        }],
+    }
+}
+
+/// A saved run comes back whole, and is found by id, prefix, label and `last`.
+#[test]
+fn save_load_resolve() {
+    let path = temp_db("roundtrip");
+    let mut store = Store::open(&path).unwrap();
+    let a = store.save(&run("load", Some("before"), 1000)).unwrap();
+    let b = store.save(&run("probe", Some("after"), 2000)).unwrap();
+    let loaded = store.load(&a).unwrap();
+    let mut expect = run("load", Some("before"), 1000);
+    expect.id = a.clone();
+    assert_eq!(loaded, expect);
+    assert_eq!(store.resolve("last").unwrap(), b);
+    assert_eq!(store.resolve("last~1").unwrap(), a);
+    assert!(matches!(
+        store.resolve("last~2"),
+        Err(StoreError::NotFound(_))
+    ));
+    assert_eq!(store.resolve("before").unwrap(), a);
+    assert_eq!(store.resolve(&a[..6]).unwrap(), a);
+    assert!(matches!(store.resolve("zzz"), Err(StoreError::NotFound(_))));
+    let listed = store.list(&ListFilter::default()).unwrap();
+    assert_eq!(
+        listed.iter().map(|r| r.id.clone()).collect::<Vec<_>>(),
+        vec![b.clone(), a.clone()]
+    );
+    assert_eq!(listed[1].headline["rps"], 100.0);
+    let only_load = store
+        .list(&ListFilter {
+            kind: Some("load".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(only_load.len(), 1);
+    let last1 = store
+        .list(&ListFilter {
+            last: Some(1),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(last1[0].id, b);
+    let by_target = store
+        .list(&ListFilter {
+            target: Some("127.0.0.1:1".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(by_target.len(), 2);
+}
+
+/// An id prefix shared by two runs is refused as ambiguous.
+#[test]
+fn ambiguous_prefix() {
+    let path = temp_db("ambiguous");
+    let mut store = Store::open(&path).unwrap();
+    let mut r1 = run("disk", None, 1);
+    r1.id = "abc001".into();
+    let mut r2 = run("disk", None, 2);
+    r2.id = "abc002".into();
+    store.save(&r1).unwrap();
+    store.save(&r2).unwrap();
+    assert!(matches!(
+        store.resolve("abc"),
+        Err(StoreError::Ambiguous(..))
+    ));
+    assert!(matches!(store.save(&r1), Err(StoreError::Duplicate(_))));
+}
+
+/// A database from a newer schema gets a clear error, not a crash.
+#[test]
+fn newer_schema_is_refused() {
+    let path = temp_db("newer");
+    drop(Store::open(&path).unwrap());
+    let conn = Connection::open(&path).unwrap();
+    conn.pragma_update(None, "user_version", 99).unwrap();
+    drop(conn);
+    let err = Store::open(&path).err().expect("refused");
+    assert!(
+        matches!(err, StoreError::NewerSchema { found: 99, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("newer latscope"));
+}
+
+/// Two writers on one database (two connections, as two processes would have) both
+/// succeed.
+#[test]
+fn concurrent_writers() {
+    let path = temp_db("concurrent");
+    drop(Store::open(&path).unwrap());
+    let handles: Vec<_> = (0..2)
+        .map(|t| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let mut store = Store::open(&path).unwrap();
+                for i in 0..20 {
+                    store.save(&run("load", None, t * 100 + i)).unwrap();
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.list(&ListFilter::default()).unwrap().len(), 40);
+}
+
+/// Export format: a record survives JSON (histogram bytes as hex).
+#[test]
+fn record_json_roundtrip() {
+    let mut r = run("load", Some("x"), 5);
+    r.id = "0123456789".into();
+    let text = serde_json::to_string(&r).unwrap();
+    assert!(text.contains("\"v2\":\"0102ff\""));
+    let back: RunRecord = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, r);
+}

@@ -1,0 +1,13 @@
+//! latscope's integration tests: one binary (it links once), one module per area.
+//! Every test uses real sockets on 127.0.0.1 or on a lab wire inside a network
+//! namespace the test made itself.
+
+mod lab;
+mod lab_options;
+mod lab_routes;
+mod store;
+mod util;
+mod util_lab;
+mod util_wire;
+mod wire;
+mod wire_private;
