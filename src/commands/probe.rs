@@ -1,8 +1,171 @@
-//! `latscope probe`.
+//! `latscope probe URL...`: probe each URL in turn, find what the numbers say, print
+//! (text or JSON) and save the run.
+
+use std::io::Write;
+use std::time::SystemTime;
+
+use anyhow::Context;
 
 use crate::cli::ProbeArgs;
+use crate::config::http::{self as httpcfg, HttpVersionPref};
+use crate::diagnose::{self, from_probe, rules, Facts};
+use crate::net::Target;
+use crate::probe::{self, ProbeConfig, ProbeResult, Stop};
+use crate::report;
+use crate::usage;
+
+use super::saving::{self, NewRun};
 
 /// Runs `latscope probe`.
-pub fn run(_args: ProbeArgs) -> anyhow::Result<u8> {
-    anyhow::bail!("latscope probe is not built yet")
+pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
+    let (request, client) = httpcfg::from_args(&args.http)?;
+    if args.count == 0 {
+        return Err(usage!("-n must be at least 1"));
+    }
+    if args.count > 100_000 {
+        return Err(usage!(
+            "-n {} is more than a probe needs (at most 100000)",
+            args.count
+        ));
+    }
+    let targets = args
+        .urls
+        .iter()
+        .map(|u| Target::parse(u).map_err(|e| usage!("{e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let offered_h2 = client.version != HttpVersionPref::Http1;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let started = SystemTime::now();
+    let stop = Stop::new();
+    let outcomes = runtime.block_on(async {
+        let watcher = stop.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                watcher.stop();
+            }
+        });
+        let mut outcomes = Vec::new();
+        for target in &targets {
+            if stop.is_stopped() && !outcomes.is_empty() {
+                break;
+            }
+            let config = ProbeConfig {
+                target: target.clone(),
+                count: args.count,
+                request: request.clone(),
+                client: client.clone(),
+            };
+            outcomes.push((target.url.clone(), probe::probe(&config, &stop).await));
+        }
+        outcomes
+    });
+    drop(runtime);
+
+    let mut results = Vec::new();
+    let mut summaries = Vec::new();
+    let mut failures = Vec::new();
+    for (url, outcome) in outcomes {
+        match outcome {
+            Ok(mut r) => {
+                let summary = explain(&mut r, offered_h2);
+                summaries.push(summary);
+                results.push(r);
+            }
+            Err(e) => failures.push((url, e)),
+        }
+    }
+    if results.is_empty() {
+        let (url, e) = failures.remove(0);
+        return Err(anyhow::Error::new(e).context(format!("probing {url}")));
+    }
+
+    let text = render_text(&results, &summaries, &failures);
+    let doc = json_doc(&results);
+    let mut out = std::io::stdout().lock();
+    if args.output.json {
+        serde_json::to_writer_pretty(&mut out, &doc)?;
+        writeln!(out)?;
+    } else {
+        out.write_all(text.as_bytes())?;
+    }
+    out.flush()?;
+    drop(out);
+    for (url, e) in &failures {
+        eprintln!("latscope: {url}: {e}");
+    }
+
+    let findings: Vec<_> = results.iter().flat_map(|r| r.findings.clone()).collect();
+    saving::save(
+        &args.output,
+        NewRun {
+            kind: "probe",
+            target: results
+                .iter()
+                .map(|r| r.target.clone())
+                .collect::<Vec<_>>()
+                .join(" "),
+            started,
+            duration_s: started.elapsed().map(|d| d.as_secs_f64()).unwrap_or(0.0),
+            config: serde_json::json!({
+                "urls": args.urls,
+                "count": args.count,
+                "method": request.method.as_str(),
+                "headers": args.http.headers,
+                "timeout_s": client.timeout.as_secs_f64(),
+                "insecure": client.insecure,
+                "http_version": format!("{:?}", client.version),
+            }),
+            summary: doc,
+            timeline: serde_json::Value::Null,
+            findings: serde_json::to_value(&findings)?,
+            text,
+            histograms: Vec::new(),
+            secret_headers: Vec::new(),
+        },
+    );
+    Ok(if failures.is_empty() { 0 } else { 1 })
+}
+
+/// Runs the rules over one probe: fills its findings and server-time label, returns
+/// the "where the time goes" paragraph.
+pub(crate) fn explain(r: &mut ProbeResult, offered_h2: bool) -> Option<String> {
+    let facts = Facts {
+        probe: Some(from_probe::probe_facts(r, offered_h2)),
+        ..Facts::default()
+    };
+    r.server_time_label = rules::server_label(rules::behind_proxy(&facts)).to_string();
+    r.findings = diagnose::run_rules(&facts);
+    diagnose::summary(&facts)
+}
+
+fn render_text(
+    results: &[ProbeResult],
+    summaries: &[Option<String>],
+    failures: &[(String, crate::net::NetError)],
+) -> String {
+    let mut text = String::new();
+    for (r, s) in results.iter().zip(summaries) {
+        text.push_str(&report::probe::render(r, s.as_deref()));
+        text.push('\n');
+    }
+    if results.len() > 1 {
+        text.push_str("side by side\n");
+        text.push_str(&report::probe::side_by_side(results));
+    }
+    for (url, e) in failures {
+        text.push_str(&format!("{url}: failed: {e}\n"));
+    }
+    text
+}
+
+/// The probe JSON: one result, or `{kind: "probe", results: [...]}` for several.
+pub(crate) fn json_doc(results: &[ProbeResult]) -> serde_json::Value {
+    if results.len() == 1 {
+        serde_json::to_value(&results[0]).unwrap_or_default()
+    } else {
+        serde_json::json!({"kind": "probe", "results": results})
+    }
 }

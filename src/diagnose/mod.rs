@@ -10,6 +10,7 @@ pub mod cache;
 pub mod cache_status;
 pub mod facts;
 pub mod finding;
+pub mod from_probe;
 pub mod rules;
 pub mod server_timing;
 pub mod summary;

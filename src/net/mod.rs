@@ -1,10 +1,15 @@
-//! The timed connection: target parsing, DNS, TCP (with the kernel's `TCP_INFO`), TLS
-//! (rustls), and HTTP/1.1 and HTTP/2 exchanges (hyper) with every phase timed.
-//!
-//! Nothing here prints or keeps statistics; callers (`probe`, `load`) do.
+//! Timed connections: DNS, TCP (with the kernel's `TCP_INFO`), TLS (rustls) and
+//! HTTP/1.1 or HTTP/2 exchanges (hyper), each phase measured on a monotonic clock.
+//! Nothing here prints.
 
+pub mod conn;
+pub mod dns;
+pub mod error;
+pub mod http;
 pub mod target;
 pub mod tcp;
+pub mod timed_io;
 pub mod tls;
 
+pub use error::NetError;
 pub use target::{Scheme, Target};

@@ -1,1 +1,14 @@
-//! TODO(skeleton): owned by the probe work.
+//! The probe: N sequential requests over a fresh connection each, then N over one
+//! reused connection, every phase timed; plus the kernel's view of the connection
+//! (DESIGN.md, Measurements). `tcp://host:port` is a TCP-connect ping. Nothing here
+//! prints; `report::probe` renders a [`ProbeResult`].
+
+mod result;
+mod run;
+pub mod sample;
+pub mod stop;
+
+pub use result::{DownloadSummary, ProbeResult, TcpSummary};
+pub use run::{probe, ProbeConfig};
+pub use sample::{PhaseStats, PhaseSummary, PhasesMs, Sample, Series, SeriesSummary, PHASES};
+pub use stop::Stop;

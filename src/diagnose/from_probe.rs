@@ -1,0 +1,91 @@
+//! Adapter: a probe's result as the facts the rules read.
+
+use crate::probe::{ProbeResult, Sample, Series, SeriesSummary};
+
+use super::facts::{DownloadFacts, Headers, Phases, ProbeFacts, SeriesFacts, TcpFacts, TlsFacts};
+
+/// The facts of one probe. `offered_h2`: the client put h2 in ALPN.
+pub fn probe_facts(p: &ProbeResult, offered_h2: bool) -> ProbeFacts {
+    let series = |s: Series, summary: &SeriesSummary| {
+        let ok: Vec<&Sample> = p.ok_samples(s).collect();
+        let m = &summary.phases_ms;
+        SeriesFacts {
+            count: summary.count,
+            p50: Phases {
+                dns: m.dns.p50,
+                connect: m.connect.p50,
+                tls: m.tls.p50,
+                send: m.send.p50,
+                wait: m.wait.p50,
+                receive: m.receive.p50,
+                ttfb: m.ttfb.p50,
+                total: m.total.p50,
+            },
+            ttfb_ms: ok.iter().map(|s| s.phases_ms.ttfb).collect(),
+            total_ms: ok.iter().map(|s| s.phases_ms.total).collect(),
+            connect_ms: ok
+                .iter()
+                .filter(|s| s.new_connection)
+                .map(|s| s.phases_ms.connect)
+                .collect(),
+        }
+    };
+    let fresh = (p.fresh.count > 0).then(|| series(Series::Fresh, &p.fresh));
+    let reused = p
+        .reused
+        .as_ref()
+        .filter(|r| r.count > 0)
+        .map(|r| series(Series::Reused, r));
+    let tls = p
+        .samples
+        .iter()
+        .filter(|s| s.error.is_none())
+        .filter_map(|s| {
+            s.tls_resumed.map(|resumed| TlsFacts {
+                version: p
+                    .tls
+                    .as_ref()
+                    .map(|t| t.version.clone())
+                    .unwrap_or_default(),
+                alpn: p.tls.as_ref().and_then(|t| t.alpn.clone()),
+                resumed,
+            })
+        })
+        .collect();
+    let headers: Vec<(&str, &str)> = p
+        .headers
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    ProbeFacts {
+        url: p.target.clone(),
+        https: p.scheme == "https",
+        http_version: p.http_version.clone().unwrap_or_default(),
+        status: p.status.unwrap_or(0),
+        fresh,
+        reused,
+        first_total_ms: p.first_request.map(|f| f.total_ms),
+        tcp: p.tcp.map(|t| TcpFacts {
+            rtt_ms: t.rtt_ms,
+            min_rtt_ms: t.min_rtt_ms,
+            total_retrans: u64::from(t.total_retrans),
+        }),
+        tls,
+        offered_h2,
+        headers: Headers::from_pairs(&headers),
+        body_bytes: p.body_bytes,
+        accept_encoding: true,
+        download: p.download.map(|d| DownloadFacts {
+            body_bytes: d.body_bytes,
+            fresh_ms: d.fresh_receive_ms,
+            warm_ms: d.warm_receive_ms,
+        }),
+        redirects: Vec::new(),
+        closed_by_server: p
+            .samples
+            .iter()
+            .filter(|s| s.error.is_none())
+            .map(|s| s.closed_by_server)
+            .collect(),
+    }
+}

@@ -1,0 +1,233 @@
+//! Opening a connection phase by phase — resolve, TCP connect, TLS — with each phase
+//! timed and what the handshake negotiated kept.
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, OwnedFd};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use rustls::ClientConfig;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+
+use crate::config::http::ResolveOverride;
+
+use super::error::NetError;
+use super::{dns, tcp, Scheme, Target};
+
+/// How to open connections to a target.
+#[derive(Clone)]
+pub struct ConnectOptions {
+    pub resolve: Vec<ResolveOverride>,
+    pub timeout: Duration,
+    /// Set for https targets (ALPN already chosen).
+    pub tls: Option<Arc<ClientConfig>>,
+}
+
+/// What a TLS handshake negotiated.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TlsInfo {
+    /// "TLSv1.3" or "TLSv1.2".
+    pub version: String,
+    /// The ALPN protocol the server chose, if any.
+    pub alpn: Option<String>,
+    /// The session was resumed (no full handshake).
+    pub resumed: bool,
+}
+
+/// A plain or TLS byte stream.
+pub enum Stream {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+/// A connection just opened, with the time each phase took.
+pub struct Connected {
+    pub stream: Stream,
+    /// A duplicate of the socket, to read `TCP_INFO` while the HTTP layer owns it.
+    pub socket: OwnedFd,
+    pub addresses: Vec<SocketAddr>,
+    pub peer: SocketAddr,
+    pub dns: Duration,
+    pub connect: Duration,
+    pub tls: Duration,
+    pub tls_info: Option<TlsInfo>,
+}
+
+/// Resolves (anew), connects to the first address that answers, and runs the TLS
+/// handshake for https; each step bounded by the timeout.
+pub async fn open(target: &Target, opts: &ConnectOptions) -> Result<Connected, NetError> {
+    let resolved = dns::resolve(&target.host, target.port, &opts.resolve, opts.timeout).await?;
+    let start = Instant::now();
+    let mut last_err = None;
+    let mut tcp = None;
+    for addr in &resolved.addrs {
+        match tcp::connect(*addr, opts.timeout).await {
+            Ok(s) => {
+                tcp = Some((s, *addr));
+                break;
+            }
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+                last_err = Some(NetError::Timeout {
+                    what: "TCP connect",
+                    after: opts.timeout,
+                })
+            }
+            Err(source) => {
+                last_err = Some(NetError::Connect {
+                    addr: *addr,
+                    source,
+                })
+            }
+        }
+    }
+    let Some((tcp, peer)) = tcp else {
+        return Err(last_err.expect("at least one address was tried"));
+    };
+    let connect = start.elapsed();
+    let socket = tcp.as_fd().try_clone_to_owned()?;
+    let (stream, tls, tls_info) = match (&opts.tls, target.scheme) {
+        (Some(config), Scheme::Https) => {
+            let start = Instant::now();
+            let tls = handshake(tcp, target, config.clone(), opts.timeout).await?;
+            let (_, conn) = tls.get_ref();
+            let info = TlsInfo {
+                version: conn
+                    .protocol_version()
+                    .map(|v| match v {
+                        rustls::ProtocolVersion::TLSv1_3 => "TLSv1.3".to_string(),
+                        rustls::ProtocolVersion::TLSv1_2 => "TLSv1.2".to_string(),
+                        other => format!("{other:?}"),
+                    })
+                    .unwrap_or_default(),
+                alpn: conn
+                    .alpn_protocol()
+                    .map(|p| String::from_utf8_lossy(p).into_owned()),
+                resumed: matches!(conn.handshake_kind(), Some(rustls::HandshakeKind::Resumed)),
+            };
+            (Stream::Tls(Box::new(tls)), start.elapsed(), Some(info))
+        }
+        _ => (Stream::Plain(tcp), Duration::ZERO, None),
+    };
+    Ok(Connected {
+        stream,
+        socket,
+        addresses: resolved.addrs,
+        peer,
+        dns: resolved.took,
+        connect,
+        tls,
+        tls_info,
+    })
+}
+
+async fn handshake(
+    tcp: TcpStream,
+    target: &Target,
+    config: Arc<ClientConfig>,
+    timeout: Duration,
+) -> Result<TlsStream<TcpStream>, NetError> {
+    let name = super::tls::server_name(&target.host).map_err(|e| NetError::Tls {
+        host: target.host.clone(),
+        reason: e.to_string(),
+        hint: "",
+    })?;
+    let connector = tokio_rustls::TlsConnector::from(config);
+    match tokio::time::timeout(timeout, connector.connect(name, tcp)).await {
+        Err(_) => Err(NetError::Timeout {
+            what: "TLS handshake",
+            after: timeout,
+        }),
+        Ok(Ok(s)) => Ok(s),
+        Ok(Err(e)) => {
+            let reason = e
+                .get_ref()
+                .map(|inner| inner.to_string())
+                .unwrap_or_else(|| e.to_string());
+            let hint = if reason.contains("certificate") || reason.contains("Certificate") {
+                " (the server's certificate is not trusted here: pass --cacert FILE with \
+                 its CA, or -k to skip verification)"
+            } else {
+                ""
+            };
+            if matches!(
+                e.kind(),
+                io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset
+            ) && hint.is_empty()
+            {
+                return Err(NetError::Tls {
+                    host: target.host.clone(),
+                    reason: format!("{reason} (is this port really serving TLS?)"),
+                    hint,
+                });
+            }
+            Err(NetError::Tls {
+                host: target.host.clone(),
+                reason,
+                hint,
+            })
+        }
+    }
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            Stream::Plain(s) => s.is_write_vectored(),
+            Stream::Tls(s) => s.is_write_vectored(),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}

@@ -1,0 +1,250 @@
+//! One HTTP connection (HTTP/1.1 or HTTP/2, by hyper) whose exchanges are timed phase
+//! by phase: request written, first response byte, last body byte.
+
+use std::os::fd::OwnedFd;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::header::{HeaderValue, ACCEPT, ACCEPT_ENCODING, CONNECTION, HOST, USER_AGENT};
+use http::{Request, Version};
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::{http1, http2};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+
+use crate::config::http::RequestSpec;
+
+use super::conn::{Connected, Stream, TlsInfo};
+use super::error::NetError;
+use super::tcp::{self, TcpInfo};
+use super::timed_io::{MarkHandle, TimedIo};
+use super::Target;
+
+/// What latscope says it is.
+pub const USER_AGENT_VALUE: &str = concat!("latscope/", env!("CARGO_PKG_VERSION"));
+
+enum Sender {
+    H1(http1::SendRequest<Full<Bytes>>),
+    H2(http2::SendRequest<Full<Bytes>>),
+}
+
+/// An open HTTP connection.
+pub struct HttpConn {
+    sender: Sender,
+    marks: MarkHandle,
+    socket: OwnedFd,
+    task: tokio::task::JoinHandle<()>,
+    /// TLS handshake result (https only).
+    pub tls_info: Option<TlsInfo>,
+    /// The address connected to.
+    pub peer: std::net::SocketAddr,
+    /// What the server's response said about the connection: closed after it.
+    closed: bool,
+}
+
+/// One response, timed. Durations are phases (DESIGN.md, Measurements).
+#[derive(Debug, Clone)]
+pub struct Exchange {
+    pub status: u16,
+    /// "HTTP/1.0", "HTTP/1.1" or "HTTP/2".
+    pub version: &'static str,
+    pub headers: Vec<(String, String)>,
+    /// Body bytes as they came over the wire (compressed if the server compressed).
+    pub body_bytes: u64,
+    /// Request start → request written.
+    pub send: Duration,
+    /// Request written → response head.
+    pub wait: Duration,
+    /// Response head → last body byte.
+    pub receive: Duration,
+    /// The server closed (or said it will close) the connection after this response.
+    pub closed_after: bool,
+}
+
+impl HttpConn {
+    /// Runs the HTTP handshake on a freshly opened connection: HTTP/2 when ALPN chose
+    /// h2 or `h2c` asks for prior knowledge on plain http, HTTP/1.1 otherwise.
+    pub async fn handshake(connected: Connected, h2c: bool) -> Result<HttpConn, NetError> {
+        let use_h2 = match &connected.tls_info {
+            Some(info) => info.alpn.as_deref() == Some("h2"),
+            None => h2c,
+        };
+        let tls_info = connected.tls_info.clone();
+        let (io, marks) = TimedIo::new(connected.stream);
+        let io: TokioIo<TimedIo<Stream>> = TokioIo::new(io);
+        let (sender, task) = if use_h2 {
+            let (sender, conn) = http2::handshake(TokioExecutor::new(), io)
+                .await
+                .map_err(NetError::from_hyper)?;
+            let task = tokio::spawn(async move {
+                let _ = conn.await;
+            });
+            (Sender::H2(sender), task)
+        } else {
+            let (sender, conn) = http1::handshake(io).await.map_err(NetError::from_hyper)?;
+            let task = tokio::spawn(async move {
+                let _ = conn.await;
+            });
+            (Sender::H1(sender), task)
+        };
+        Ok(HttpConn {
+            sender,
+            marks,
+            socket: connected.socket,
+            task,
+            tls_info,
+            peer: connected.peer,
+            closed: false,
+        })
+    }
+
+    /// Whether the connection can carry another request.
+    pub fn is_usable(&self) -> bool {
+        !self.closed
+            && match &self.sender {
+                Sender::H1(s) => !s.is_closed(),
+                Sender::H2(s) => !s.is_closed(),
+            }
+    }
+
+    /// HTTP/2 or not.
+    pub fn is_h2(&self) -> bool {
+        matches!(self.sender, Sender::H2(_))
+    }
+
+    /// The kernel's view of this connection right now.
+    pub fn tcp_info(&self) -> Option<TcpInfo> {
+        tcp::tcp_info(&self.socket).ok()
+    }
+
+    /// Sends one request and reads the whole response, within `timeout`.
+    pub async fn send(
+        &mut self,
+        target: &Target,
+        spec: &RequestSpec,
+        timeout: Duration,
+    ) -> Result<Exchange, NetError> {
+        match tokio::time::timeout(timeout, self.exchange(target, spec)).await {
+            Ok(r) => r,
+            Err(_) => {
+                self.closed = true;
+                Err(NetError::Timeout {
+                    what: "the request",
+                    after: timeout,
+                })
+            }
+        }
+    }
+
+    async fn exchange(
+        &mut self,
+        target: &Target,
+        spec: &RequestSpec,
+    ) -> Result<Exchange, NetError> {
+        let request = build_request(target, spec, self.is_h2())?;
+        match &mut self.sender {
+            Sender::H1(s) => s.ready().await.map_err(NetError::from_hyper)?,
+            Sender::H2(s) => s.ready().await.map_err(NetError::from_hyper)?,
+        }
+        self.marks.arm();
+        let start = Instant::now();
+        let response = match &mut self.sender {
+            Sender::H1(s) => s.send_request(request).await,
+            Sender::H2(s) => s.send_request(request).await,
+        }
+        .map_err(NetError::from_hyper)?;
+        let head_at = Instant::now();
+        let written_at = self.marks.get().first_write.unwrap_or(start).min(head_at);
+        let version = match response.version() {
+            Version::HTTP_10 => "HTTP/1.0",
+            Version::HTTP_2 => "HTTP/2",
+            Version::HTTP_3 => "HTTP/3",
+            _ => "HTTP/1.1",
+        };
+        let status = response.status().as_u16();
+        let says_close = response
+            .headers()
+            .get_all(CONNECTION)
+            .iter()
+            .any(|v| v.to_str().is_ok_and(|s| s.eq_ignore_ascii_case("close")))
+            || (version == "HTTP/1.0"
+                && !response
+                    .headers()
+                    .get(CONNECTION)
+                    .and_then(|v| v.to_str().ok())
+                    .is_some_and(|s| s.eq_ignore_ascii_case("keep-alive")));
+        let headers = response
+            .headers()
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_string(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect();
+        let mut body = response.into_body();
+        let mut body_bytes = 0u64;
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(NetError::from_hyper)?;
+            if let Some(data) = frame.data_ref() {
+                body_bytes += data.len() as u64;
+            }
+        }
+        let end = Instant::now();
+        if says_close {
+            self.closed = true;
+        }
+        Ok(Exchange {
+            status,
+            version,
+            headers,
+            body_bytes,
+            send: written_at - start,
+            wait: head_at - written_at,
+            receive: end - head_at,
+            closed_after: says_close,
+        })
+    }
+}
+
+impl Drop for HttpConn {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn build_request(
+    target: &Target,
+    spec: &RequestSpec,
+    h2: bool,
+) -> Result<Request<Full<Bytes>>, NetError> {
+    let uri = if h2 {
+        target.url.clone()
+    } else {
+        target.path_and_query.clone()
+    };
+    let mut builder = Request::builder().method(spec.method.clone()).uri(uri);
+    if h2 {
+        builder = builder.version(Version::HTTP_2);
+    }
+    let mut req = builder
+        .body(Full::new(spec.body.clone()))
+        .map_err(|e| NetError::Protocol(format!("cannot build the request: {e}")))?;
+    let headers = req.headers_mut();
+    if !h2 {
+        let host = HeaderValue::from_str(&target.authority())
+            .map_err(|e| NetError::Protocol(format!("bad Host header: {e}")))?;
+        headers.insert(HOST, host);
+    }
+    headers.insert(USER_AGENT, HeaderValue::from_static(USER_AGENT_VALUE));
+    headers.insert(ACCEPT, HeaderValue::from_static("*/*"));
+    headers.insert(ACCEPT_ENCODING, HeaderValue::from_static("gzip, br"));
+    for (name, value) in &spec.headers {
+        headers.insert(name.clone(), value.clone());
+    }
+    if h2 {
+        headers.remove(HOST);
+        headers.remove(CONNECTION);
+    }
+    Ok(req)
+}

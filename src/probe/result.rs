@@ -1,0 +1,253 @@
+//! A finished probe of one target: every sample, the per-series phase summaries and
+//! what is derived from them (server time, handshake cost, download throughput). Its
+//! serde form is the probe JSON of DESIGN.md (field names are a contract).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+use crate::diagnose::Finding;
+use crate::net::http::Exchange;
+use crate::net::tcp::TcpInfo;
+use crate::net::Scheme;
+use crate::stats::Percentiles;
+
+use super::run::ProbeConfig;
+use super::sample::{Sample, Series, SeriesSummary};
+
+/// TLS as the probe saw it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TlsSummary {
+    pub version: String,
+    pub alpn: Option<String>,
+    /// Some fresh connection after the first resumed its TLS session.
+    pub resumed: bool,
+}
+
+/// The kernel's `TCP_INFO` of the reused connection at its end, ms.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct TcpSummary {
+    pub rtt_ms: f64,
+    pub min_rtt_ms: f64,
+    pub retransmits: u32,
+    pub total_retrans: u32,
+    pub snd_cwnd: u32,
+}
+
+/// The first request of the probe on its own (a cold start shows here).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct FirstRequest {
+    pub total_ms: f64,
+    pub ttfb_ms: f64,
+}
+
+/// A p50.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct P50 {
+    pub p50: f64,
+}
+
+/// Body throughput of a large response over fresh vs warm connections.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct DownloadSummary {
+    pub body_bytes: u64,
+    /// p50 receive time (first → last byte) on fresh connections, ms.
+    pub fresh_receive_ms: f64,
+    /// p50 receive time on the reused connection, ms.
+    pub warm_receive_ms: f64,
+    pub fresh_mib_s: f64,
+    pub warm_mib_s: f64,
+}
+
+/// The probe of one target.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProbeResult {
+    pub kind: String,
+    pub target: String,
+    /// `http`, `https` or `tcp`.
+    pub scheme: String,
+    /// Start, Unix milliseconds.
+    pub started_at_ms: i64,
+    pub duration_s: f64,
+    /// Stopped by Ctrl-C before every request was made.
+    pub interrupted: bool,
+    pub addresses: Vec<String>,
+    pub http_version: Option<String>,
+    pub status: Option<u16>,
+    pub body_bytes: u64,
+    pub tls: Option<TlsSummary>,
+    pub fresh: SeriesSummary,
+    pub reused: Option<SeriesSummary>,
+    pub first_request: Option<FirstRequest>,
+    pub tcp: Option<TcpSummary>,
+    /// ≈ reused wait − kernel min RTT.
+    pub server_time_ms: Option<P50>,
+    /// "server", or "edge → origin + server" behind a CDN or proxy.
+    pub server_time_label: String,
+    /// Fresh − reused TTFB (p50), ms.
+    pub handshake_cost_ms: Option<f64>,
+    /// The handshake cost in kernel round trips.
+    pub handshake_round_trips: Option<f64>,
+    pub download: Option<DownloadSummary>,
+    /// Response headers of the last response (values of repeated headers joined).
+    pub headers: BTreeMap<String, String>,
+    pub samples: Vec<Sample>,
+    pub findings: Vec<Finding>,
+}
+
+impl ProbeResult {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        config: &ProbeConfig,
+        started: SystemTime,
+        took: Duration,
+        samples: Vec<Sample>,
+        addresses: Vec<SocketAddr>,
+        tcp: Option<TcpInfo>,
+        last: Option<Exchange>,
+        tls_version: Option<String>,
+        alpn: Option<String>,
+        interrupted: bool,
+    ) -> ProbeResult {
+        let fresh = SeriesSummary::of(&samples, Series::Fresh);
+        let reused_summary = SeriesSummary::of(&samples, Series::Reused);
+        let reused = (reused_summary.count + reused_summary.errors > 0).then_some(reused_summary);
+        let tcp = tcp.map(|i| TcpSummary {
+            rtt_ms: i.rtt_us as f64 / 1000.0,
+            min_rtt_ms: i.min_rtt_us as f64 / 1000.0,
+            retransmits: u32::from(i.retransmits),
+            total_retrans: i.total_retrans,
+            snd_cwnd: i.snd_cwnd,
+        });
+        let first_request = samples
+            .iter()
+            .find(|s| s.error.is_none())
+            .map(|s| FirstRequest {
+                total_ms: s.phases_ms.total,
+                ttfb_ms: s.phases_ms.ttfb,
+            });
+        let is_http = config.target.scheme != Scheme::Tcp;
+        let server_time_ms = tcp.filter(|_| is_http).and_then(|t| {
+            let series = match &reused {
+                Some(r) if r.count > 0 => Series::Reused,
+                _ => Series::Fresh,
+            };
+            let waits: Vec<f64> = samples
+                .iter()
+                .filter(|s| s.series == series && s.error.is_none())
+                .map(|s| (s.phases_ms.wait - t.min_rtt_ms).max(0.0))
+                .collect();
+            (!waits.is_empty()).then(|| P50 {
+                p50: Percentiles::from_samples(&waits).p50,
+            })
+        });
+        let handshake_cost_ms = match &reused {
+            Some(r) if r.count > 0 && fresh.count > 0 && is_http => {
+                Some(fresh.phases_ms.ttfb.p50 - r.phases_ms.ttfb.p50)
+            }
+            _ => None,
+        };
+        let handshake_round_trips = match (handshake_cost_ms, tcp) {
+            // Below half a millisecond (loopback) a count of round trips means nothing.
+            (Some(c), Some(t)) if t.min_rtt_ms >= 0.5 => Some(c / t.min_rtt_ms),
+            _ => None,
+        };
+        let download = download(&samples);
+        let resumed = samples
+            .iter()
+            .filter_map(|s| s.tls_resumed)
+            .skip(1)
+            .any(|r| r);
+        let mut headers = BTreeMap::new();
+        if let Some(x) = &last {
+            for (k, v) in &x.headers {
+                let v = &crate::store::redact_value(k, v, &[]);
+                headers
+                    .entry(k.clone())
+                    .and_modify(|e: &mut String| {
+                        e.push_str(", ");
+                        e.push_str(v);
+                    })
+                    .or_insert_with(|| v.to_string());
+            }
+        }
+        ProbeResult {
+            kind: "probe".into(),
+            target: config.target.url.clone(),
+            scheme: match config.target.scheme {
+                Scheme::Http => "http",
+                Scheme::Https => "https",
+                Scheme::Tcp => "tcp",
+            }
+            .into(),
+            started_at_ms: started
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map(|d| d.as_millis() as i64)
+                .unwrap_or(0),
+            duration_s: took.as_secs_f64(),
+            interrupted,
+            addresses: addresses.iter().map(|a| a.ip().to_string()).collect(),
+            http_version: last.as_ref().map(|x| x.version.to_string()),
+            status: last.as_ref().map(|x| x.status),
+            body_bytes: last.as_ref().map(|x| x.body_bytes).unwrap_or(0),
+            tls: tls_version.map(|version| TlsSummary {
+                version,
+                alpn,
+                resumed,
+            }),
+            fresh,
+            reused,
+            first_request,
+            tcp,
+            server_time_ms,
+            server_time_label: "server".into(),
+            handshake_cost_ms,
+            handshake_round_trips,
+            download,
+            headers,
+            samples,
+            findings: Vec::new(),
+        }
+    }
+
+    /// The successful samples of one series, in order.
+    pub fn ok_samples(&self, series: Series) -> impl Iterator<Item = &Sample> {
+        self.samples
+            .iter()
+            .filter(move |s| s.series == series && s.error.is_none())
+    }
+}
+
+/// Fresh vs warm receive time of a body of 1 MiB or more.
+fn download(samples: &[Sample]) -> Option<DownloadSummary> {
+    let big: Vec<&Sample> = samples
+        .iter()
+        .filter(|s| s.error.is_none() && s.body_bytes >= 1 << 20)
+        .collect();
+    let receive = |fresh: bool| {
+        let v: Vec<f64> = big
+            .iter()
+            .filter(|s| s.new_connection == fresh)
+            .map(|s| s.phases_ms.receive)
+            .collect();
+        (!v.is_empty()).then(|| Percentiles::from_samples(&v).p50)
+    };
+    let (fresh, warm) = (receive(true)?, receive(false)?);
+    let bytes = big[0].body_bytes;
+    let rate = |ms: f64| {
+        if ms > 0.0 {
+            bytes as f64 / 1_048_576.0 / (ms / 1000.0)
+        } else {
+            0.0
+        }
+    };
+    Some(DownloadSummary {
+        body_bytes: bytes,
+        fresh_receive_ms: fresh,
+        warm_receive_ms: warm,
+        fresh_mib_s: rate(fresh),
+        warm_mib_s: rate(warm),
+    })
+}

@@ -1,0 +1,331 @@
+//! Running a probe: the fresh series, the reused series, or a TCP-connect ping.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::config::http::{ClientOptions, HttpVersionPref, RequestSpec};
+use crate::net::conn::{self, ConnectOptions};
+use crate::net::http::{Exchange, HttpConn};
+use crate::net::tls::{self, TlsOptions, ALPN_H2, ALPN_HTTP11};
+use crate::net::{NetError, Scheme, Target};
+use crate::units::ms;
+
+use super::result::ProbeResult;
+use super::sample::{PhasesMs, Sample, Series};
+use super::stop::Stop;
+
+/// What to probe and how.
+#[derive(Debug, Clone)]
+pub struct ProbeConfig {
+    pub target: Target,
+    /// Requests per series.
+    pub count: u32,
+    pub request: RequestSpec,
+    pub client: ClientOptions,
+}
+
+/// Probes one target. Fails only when nothing could be measured (the first error is
+/// returned); later failures are kept as samples with an error. Stops early, keeping
+/// what was measured, when `stop` is set.
+pub async fn probe(config: &ProbeConfig, stop: &Stop) -> Result<ProbeResult, NetError> {
+    let started = SystemTime::now();
+    let clock = Instant::now();
+    let opts = connect_options(config)?;
+    let mut run = Runner {
+        config,
+        opts,
+        clock,
+        stop,
+        samples: Vec::new(),
+        addresses: Vec::new(),
+        tcp: None,
+        last: None,
+        tls_version: None,
+        alpn: None,
+        first_error: None,
+    };
+    if config.target.scheme == Scheme::Tcp {
+        run.tcp_ping().await;
+    } else {
+        run.fresh_series().await;
+        run.reused_series().await;
+    }
+    if let Some(first_error) = run.all_failed() {
+        return Err(first_error);
+    }
+    Ok(ProbeResult::new(
+        config,
+        started,
+        clock.elapsed(),
+        run.samples,
+        run.addresses,
+        run.tcp,
+        run.last,
+        run.tls_version,
+        run.alpn,
+        stop.is_stopped(),
+    ))
+}
+
+fn connect_options(config: &ProbeConfig) -> Result<ConnectOptions, NetError> {
+    let tls = if config.target.scheme == Scheme::Https {
+        let alpn = match config.client.version {
+            HttpVersionPref::Auto => vec![ALPN_H2.to_vec(), ALPN_HTTP11.to_vec()],
+            HttpVersionPref::Http1 => vec![ALPN_HTTP11.to_vec()],
+            HttpVersionPref::Http2 => vec![ALPN_H2.to_vec()],
+        };
+        let cfg = tls::client_config(&TlsOptions {
+            insecure: config.client.insecure,
+            cacert: config.client.cacert.clone(),
+            alpn,
+        })
+        .map_err(|e| NetError::Tls {
+            host: config.target.host.clone(),
+            reason: e.to_string(),
+            hint: "",
+        })?;
+        Some(cfg)
+    } else {
+        None
+    };
+    Ok(ConnectOptions {
+        resolve: config.client.resolve.clone(),
+        timeout: config.client.timeout,
+        tls,
+    })
+}
+
+struct Runner<'a> {
+    config: &'a ProbeConfig,
+    opts: ConnectOptions,
+    clock: Instant,
+    stop: &'a Stop,
+    samples: Vec<Sample>,
+    addresses: Vec<std::net::SocketAddr>,
+    tcp: Option<crate::net::tcp::TcpInfo>,
+    /// The last successful exchange (status, version, headers to show).
+    last: Option<Exchange>,
+    tls_version: Option<String>,
+    alpn: Option<String>,
+    first_error: Option<NetError>,
+}
+
+/// A failed sample's error, kept to report if nothing succeeds.
+struct Failed(NetError);
+
+impl Runner<'_> {
+    fn h2c(&self) -> bool {
+        self.config.client.version == HttpVersionPref::Http2
+    }
+
+    /// Opens a connection (dns, connect, tls, HTTP handshake), bounded by the timeout
+    /// and the stop flag.
+    async fn open(&mut self) -> Result<(HttpConn, [Duration; 3]), Failed> {
+        let target = &self.config.target;
+        let opening = async {
+            let c = conn::open(target, &self.opts).await?;
+            let phases = [c.dns, c.connect, c.tls];
+            let addrs = c.addresses.clone();
+            let http = HttpConn::handshake(c, self.h2c()).await?;
+            Ok::<_, NetError>((http, phases, addrs))
+        };
+        let (http, phases, addrs) = tokio::select! {
+            r = opening => r.map_err(Failed)?,
+            _ = self.stop.stopped() => return Err(Failed(interrupted())),
+        };
+        if self.addresses.is_empty() {
+            self.addresses = addrs;
+        }
+        if let Some(info) = &http.tls_info {
+            self.tls_version.get_or_insert_with(|| info.version.clone());
+            self.alpn = info.alpn.clone();
+        }
+        Ok((http, phases))
+    }
+
+    /// One request over `http`, bounded by the timeout and the stop flag.
+    async fn exchange(&mut self, http: &mut HttpConn) -> Result<Exchange, Failed> {
+        let cfg = self.config;
+        tokio::select! {
+            r = http.send(&cfg.target, &cfg.request, cfg.client.timeout) => r.map_err(Failed),
+            _ = self.stop.stopped() => Err(Failed(interrupted())),
+        }
+    }
+
+    fn record(
+        &mut self,
+        series: Series,
+        t: Instant,
+        phases: [Duration; 3],
+        http: &HttpConn,
+        x: Exchange,
+    ) {
+        let new_connection = phases != [Duration::ZERO; 3];
+        let phases_ms = PhasesMs::new(phases[0], phases[1], phases[2], &x);
+        let throughput = (x.receive > Duration::from_micros(50) && x.body_bytes >= 64 * 1024)
+            .then(|| x.body_bytes as f64 / 1_048_576.0 / x.receive.as_secs_f64());
+        let info = http.tcp_info();
+        self.samples.push(Sample {
+            series,
+            t_ms: ms(t - self.clock),
+            phases_ms,
+            new_connection,
+            status: Some(x.status),
+            body_bytes: x.body_bytes,
+            throughput_mib_s: throughput,
+            tls_resumed: if new_connection {
+                http.tls_info.as_ref().map(|i| i.resumed)
+            } else {
+                None
+            },
+            tcp_rtt_ms: info.map(|i| i.rtt_us as f64 / 1000.0),
+            closed_by_server: x.closed_after,
+            error: None,
+            error_kind: None,
+        });
+        self.last = Some(x);
+    }
+
+    fn record_error(&mut self, series: Series, t: Instant, e: NetError) {
+        self.samples.push(Sample {
+            series,
+            t_ms: ms(t - self.clock),
+            phases_ms: PhasesMs::default(),
+            new_connection: series == Series::Fresh,
+            status: None,
+            body_bytes: 0,
+            throughput_mib_s: None,
+            tls_resumed: None,
+            tcp_rtt_ms: None,
+            closed_by_server: false,
+            error_kind: Some(e.kind().to_string()),
+            error: Some(e.to_string()),
+        });
+        self.first_error.get_or_insert(e);
+    }
+
+    /// N requests, each on a connection of its own (DNS resolved anew every time).
+    async fn fresh_series(&mut self) {
+        for _ in 0..self.config.count {
+            if self.stop.is_stopped() {
+                return;
+            }
+            let t = Instant::now();
+            match self.open().await {
+                Err(Failed(e)) => self.record_error(Series::Fresh, t, e),
+                Ok((mut http, phases)) => match self.exchange(&mut http).await {
+                    Ok(x) => self.record(Series::Fresh, t, phases, &http, x),
+                    Err(Failed(e)) => self.record_error(Series::Fresh, t, e),
+                },
+            }
+        }
+    }
+
+    /// One connection (its first request is a fresh sample), then N requests over it;
+    /// reconnects, as a client would, when the server closes it.
+    async fn reused_series(&mut self) {
+        let mut conn: Option<HttpConn> = None;
+        let mut done = 0u32;
+        let mut first = true;
+        let mut attempts = 0u32;
+        while done < self.config.count && attempts < self.config.count * 2 + 2 {
+            attempts += 1;
+            if self.stop.is_stopped() {
+                return;
+            }
+            let t = Instant::now();
+            let mut phases = [Duration::ZERO; 3];
+            let mut http = match conn.take() {
+                Some(c) if c.is_usable() => c,
+                _ => match self.open().await {
+                    Ok((c, p)) => {
+                        phases = p;
+                        c
+                    }
+                    Err(Failed(e)) => {
+                        let series = if first { Series::Fresh } else { Series::Reused };
+                        self.record_error(series, t, e);
+                        if first {
+                            return;
+                        }
+                        done += 1;
+                        continue;
+                    }
+                },
+            };
+            let series = if first { Series::Fresh } else { Series::Reused };
+            match self.exchange(&mut http).await {
+                Ok(x) => {
+                    self.record(series, t, phases, &http, x);
+                    if let Some(info) = http.tcp_info() {
+                        self.tcp = Some(info);
+                    }
+                }
+                Err(Failed(e)) => self.record_error(series, t, e),
+            }
+            if !first {
+                done += 1;
+            }
+            first = false;
+            conn = Some(http);
+        }
+    }
+
+    /// N TCP connects, each resolving anew: a ping for a database host.
+    async fn tcp_ping(&mut self) {
+        for _ in 0..self.config.count {
+            if self.stop.is_stopped() {
+                return;
+            }
+            let t = Instant::now();
+            let opened = tokio::select! {
+                r = conn::open(&self.config.target, &self.opts) => r,
+                _ = self.stop.stopped() => return,
+            };
+            match opened {
+                Ok(c) => {
+                    if self.addresses.is_empty() {
+                        self.addresses = c.addresses.clone();
+                    }
+                    let info = crate::net::tcp::tcp_info(&c.socket).ok();
+                    let (dns, connect) = (ms(c.dns), ms(c.connect));
+                    self.samples.push(Sample {
+                        series: Series::Fresh,
+                        t_ms: ms(t - self.clock),
+                        phases_ms: PhasesMs {
+                            dns,
+                            connect,
+                            ttfb: dns + connect,
+                            total: dns + connect,
+                            ..PhasesMs::default()
+                        },
+                        new_connection: true,
+                        status: None,
+                        body_bytes: 0,
+                        throughput_mib_s: None,
+                        tls_resumed: None,
+                        tcp_rtt_ms: info.map(|i| i.rtt_us as f64 / 1000.0),
+                        closed_by_server: false,
+                        error: None,
+                        error_kind: None,
+                    });
+                    if info.is_some() {
+                        self.tcp = info;
+                    }
+                }
+                Err(e) => self.record_error(Series::Fresh, t, e),
+            }
+        }
+    }
+
+    /// When not one sample succeeded: the first error.
+    fn all_failed(&mut self) -> Option<NetError> {
+        if self.samples.iter().any(|s| s.error.is_none()) {
+            return None;
+        }
+        Some(self.first_error.take().unwrap_or_else(interrupted))
+    }
+}
+
+fn interrupted() -> NetError {
+    NetError::Interrupted
+}

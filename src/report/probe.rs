@@ -1,0 +1,298 @@
+//! The probe as terminal text: per-phase min/p50/p90/max for the fresh and reused
+//! series (httpstat over many requests), what the kernel says, derived server time and
+//! handshake cost, the response and its caching headers; several URLs side by side.
+
+use crate::probe::{ProbeResult, PHASES};
+use crate::units::{fmt_bytes, fmt_ms};
+
+use super::findings;
+use super::table::Table;
+
+/// Headers shown because they matter for latency and caching.
+pub const SHOWN_HEADERS: [&str; 15] = [
+    "cache-control",
+    "etag",
+    "last-modified",
+    "expires",
+    "age",
+    "vary",
+    "content-encoding",
+    "server-timing",
+    "via",
+    "x-cache",
+    "cf-cache-status",
+    "cache-status",
+    "x-varnish",
+    "connection",
+    "server",
+];
+
+/// One probe, in full.
+pub fn render(p: &ProbeResult, summary: Option<&str>) -> String {
+    let mut out = format!("{}\n", p.target);
+    out.push_str(&response_line(p));
+    if p.interrupted {
+        out.push_str("  (interrupted: showing what was measured)\n");
+    }
+    out.push('\n');
+    out.push_str(&phase_table(p));
+    out.push('\n');
+    for (name, value) in details(p) {
+        out.push_str(&format!("  {name:<18}{value}\n"));
+    }
+    let errors: Vec<_> = p.samples.iter().filter(|s| s.error.is_some()).collect();
+    if !errors.is_empty() {
+        out.push_str(&format!(
+            "  {:<18}{} of {} requests: {}\n",
+            "errors",
+            errors.len(),
+            p.samples.len(),
+            errors[0].error.as_deref().unwrap_or("")
+        ));
+    }
+    let shown = headers(p);
+    if !shown.is_empty() {
+        out.push_str("  headers\n");
+        for (k, v) in shown {
+            out.push_str(&format!("    {k}: {v}\n"));
+        }
+    }
+    out.push('\n');
+    out.push_str(&findings::render(&p.findings));
+    if let Some(s) = summary {
+        out.push_str(&format!("\n  where the time goes: {s}\n"));
+    }
+    out
+}
+
+fn response_line(p: &ProbeResult) -> String {
+    let mut parts = vec![p.addresses.join(", ")];
+    if p.scheme == "tcp" {
+        parts.push("TCP connect only".into());
+    } else {
+        if let (Some(v), Some(s)) = (&p.http_version, p.status) {
+            parts.push(format!("{v} {s}"));
+        }
+        parts.push(fmt_bytes(p.body_bytes));
+    }
+    if let Some(t) = &p.tls {
+        let alpn = t.alpn.as_deref().unwrap_or("no ALPN");
+        let resumed = if t.resumed {
+            "sessions resumed"
+        } else {
+            "no session resumption"
+        };
+        parts.push(format!("{} · ALPN {alpn} · {resumed}", t.version));
+    }
+    format!("  {}\n", parts.join(" · "))
+}
+
+fn phase_table(p: &ProbeResult) -> String {
+    let reused = p.reused.as_ref().filter(|r| r.count > 0);
+    let mut header = vec!["phase", "fresh min", "p50", "p90", "max"];
+    if reused.is_some() {
+        header.extend(["reused min", "p50", "p90", "max"]);
+    }
+    let mut table = Table::new(header);
+    let phases: Vec<&str> = if p.scheme == "tcp" {
+        vec!["dns", "connect"]
+    } else {
+        PHASES.to_vec()
+    };
+    for phase in phases {
+        if phase == "tls" && p.tls.is_none() {
+            continue;
+        }
+        let f = p.fresh.phases_ms.get(phase);
+        let mut row = vec![
+            phase.to_string(),
+            fmt_ms(f.min),
+            fmt_ms(f.p50),
+            fmt_ms(f.p90),
+            fmt_ms(f.max),
+        ];
+        if let Some(r) = reused {
+            let s = r.phases_ms.get(phase);
+            row.extend([fmt_ms(s.min), fmt_ms(s.p50), fmt_ms(s.p90), fmt_ms(s.max)]);
+        }
+        table.row(row);
+    }
+    let mut caption = format!("  fresh: a new connection per request (×{})", p.fresh.count);
+    if let Some(r) = reused {
+        let reconnects = p
+            .samples
+            .iter()
+            .filter(|s| s.series == crate::probe::Series::Reused && s.new_connection)
+            .count();
+        caption.push_str(&format!(
+            " · reused: one kept-alive connection (×{})",
+            r.count
+        ));
+        if reconnects > 0 {
+            caption.push_str(&format!(
+                ", reconnected {reconnects}× after the server closed it"
+            ));
+        }
+    }
+    format!("{caption}\n{}", table.render(2))
+}
+
+fn details(p: &ProbeResult) -> Vec<(&'static str, String)> {
+    let mut d = Vec::new();
+    if let Some(f) = p.first_request {
+        let steady = p.fresh.phases_ms.total.p50;
+        let ratio = if steady > 0.0 {
+            format!(" ({:.1}× the fresh p50)", f.total_ms / steady)
+        } else {
+            String::new()
+        };
+        d.push((
+            "first request",
+            format!(
+                "total {} · ttfb {}{ratio}",
+                fmt_ms(f.total_ms),
+                fmt_ms(f.ttfb_ms)
+            ),
+        ));
+    }
+    if let Some(t) = p.tcp {
+        d.push((
+            "kernel TCP_INFO",
+            format!(
+                "rtt {} · min_rtt {} · retransmits {} (total {}) · cwnd {}",
+                fmt_ms(t.rtt_ms),
+                fmt_ms(t.min_rtt_ms),
+                t.retransmits,
+                t.total_retrans,
+                t.snd_cwnd
+            ),
+        ));
+    }
+    if let Some(s) = p.server_time_ms {
+        d.push((
+            "server time",
+            format!(
+                "≈ {} ({}: reused wait − kernel min RTT)",
+                fmt_ms(s.p50),
+                p.server_time_label
+            ),
+        ));
+    }
+    if let Some(c) = p.handshake_cost_ms {
+        let rt = p
+            .handshake_round_trips
+            .map(|r| format!(" ≈ {r:.1} round trips"))
+            .unwrap_or_default();
+        d.push((
+            "handshake cost",
+            format!("{}{rt} (fresh − reused TTFB p50)", fmt_ms(c)),
+        ));
+    }
+    if let Some(dl) = p.download {
+        d.push((
+            "download",
+            format!(
+                "{}: fresh {:.1} MiB/s ({}), warm {:.1} MiB/s ({})",
+                fmt_bytes(dl.body_bytes),
+                dl.fresh_mib_s,
+                fmt_ms(dl.fresh_receive_ms),
+                dl.warm_mib_s,
+                fmt_ms(dl.warm_receive_ms)
+            ),
+        ));
+    }
+    d
+}
+
+/// The latency- and cache-relevant headers of the response; Set-Cookie only as a count.
+fn headers(p: &ProbeResult) -> Vec<(String, String)> {
+    let mut shown: Vec<(String, String)> = SHOWN_HEADERS
+        .iter()
+        .filter_map(|h| p.headers.get(*h).map(|v| (display_name(h), v.clone())))
+        .collect();
+    if let Some(v) = p.headers.get("set-cookie") {
+        let n = v.matches(", ").count() + 1;
+        shown.push(("Set-Cookie".into(), format!("present ({n}, values hidden)")));
+    }
+    shown
+}
+
+fn display_name(h: &str) -> String {
+    h.split('-')
+        .map(|w| {
+            let mut c = w.chars();
+            match c.next() {
+                Some(f) => f.to_ascii_uppercase().to_string() + c.as_str(),
+                None => String::new(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+/// How one cell of the side-by-side table is computed.
+type Cell = Box<dyn Fn(&ProbeResult) -> String>;
+
+/// Several probes side by side: the headline numbers in one table.
+pub fn side_by_side(results: &[ProbeResult]) -> String {
+    let mut header = vec!["".to_string()];
+    header.extend(results.iter().map(|r| short(&r.target)));
+    let mut table = Table::new(header);
+    let opt = |v: Option<f64>| v.map(fmt_ms).unwrap_or_else(|| "-".into());
+    let rows: Vec<(&str, Cell)> = vec![
+        (
+            "status",
+            Box::new(|r| r.status.map(|s| s.to_string()).unwrap_or("-".into())),
+        ),
+        (
+            "version",
+            Box::new(|r| r.http_version.clone().unwrap_or("-".into())),
+        ),
+        (
+            "fresh ttfb p50",
+            Box::new(|r| fmt_ms(r.fresh.phases_ms.ttfb.p50)),
+        ),
+        (
+            "reused ttfb p50",
+            Box::new(move |r| opt(r.reused.as_ref().map(|x| x.phases_ms.ttfb.p50))),
+        ),
+        (
+            "connect p50",
+            Box::new(|r| fmt_ms(r.fresh.phases_ms.connect.p50)),
+        ),
+        ("tls p50", Box::new(|r| fmt_ms(r.fresh.phases_ms.tls.p50))),
+        (
+            "kernel rtt",
+            Box::new(move |r| opt(r.tcp.map(|t| t.rtt_ms))),
+        ),
+        (
+            "server time",
+            Box::new(move |r| opt(r.server_time_ms.map(|s| s.p50))),
+        ),
+        (
+            "first request",
+            Box::new(move |r| opt(r.first_request.map(|f| f.total_ms))),
+        ),
+        ("findings", Box::new(|r| r.findings.len().to_string())),
+    ];
+    for (name, f) in rows {
+        let mut row = vec![name.to_string()];
+        row.extend(results.iter().map(&f));
+        table.row(row);
+    }
+    table.render(2)
+}
+
+fn short(url: &str) -> String {
+    let s = url
+        .trim_start_matches("http://")
+        .trim_start_matches("https://")
+        .trim_start_matches("tcp://");
+    let n = s.chars().count();
+    if n > 32 {
+        let tail: String = s.chars().skip(n - 31).collect();
+        format!("…{tail}")
+    } else {
+        s.to_string()
+    }
+}

@@ -1,0 +1,356 @@
+//! `latscope probe` against the lab on 127.0.0.1: phases land in the right bucket
+//! around injected delays, TLS/ALPN/resumption are reported, several URLs and
+//! tcp:// work, and every kind of bad input or bad server gives a clear error.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::time::Duration;
+
+use latscope::lab::{self, LabOptions, LabTls};
+use serde_json::Value;
+
+use crate::util::{json_of, run_within};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn probe_json(args: &[&str]) -> Value {
+    let mut all = vec!["probe", "--json", "--no-save"];
+    all.extend_from_slice(args);
+    let out = run_within(&all, LIMIT);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json_of(&out)
+}
+
+fn f(v: &Value, path: &[&str]) -> f64 {
+    let mut cur = v;
+    for p in path {
+        cur = &cur[*p];
+    }
+    cur.as_f64()
+        .unwrap_or_else(|| panic!("{path:?} is not a number in {v}"))
+}
+
+fn near(what: &str, value: f64, want: f64, tol: f64) {
+    assert!(
+        (value - want).abs() <= tol,
+        "{what}: {value:.2} ms, wanted {want} ± {tol} ms"
+    );
+}
+
+#[test]
+fn phases_land_in_their_buckets_around_a_server_delay() {
+    let lab = lab::spawn(LabOptions::default()).unwrap();
+    let v = probe_json(&[&lab.url("/delay/20ms"), "-n", "10"]);
+    assert_eq!(v["kind"], "probe");
+    assert_eq!(v["status"], 200);
+    assert_eq!(v["http_version"], "HTTP/1.1");
+    assert_eq!(v["addresses"][0], "127.0.0.1");
+    // 10 fresh + the reused connection's first request (a fresh sample).
+    assert_eq!(v["fresh"]["count"], 11);
+    assert_eq!(v["reused"]["count"], 10);
+    assert_eq!(v["samples"].as_array().unwrap().len(), 21);
+    near(
+        "fresh wait p50",
+        f(&v, &["fresh", "phases_ms", "wait", "p50"]),
+        20.0,
+        15.0,
+    );
+    near(
+        "reused ttfb p50",
+        f(&v, &["reused", "phases_ms", "ttfb", "p50"]),
+        20.0,
+        15.0,
+    );
+    assert!(f(&v, &["fresh", "phases_ms", "wait", "min"]) >= 19.0);
+    assert!(f(&v, &["fresh", "phases_ms", "connect", "p50"]) > 0.0);
+    assert_eq!(f(&v, &["reused", "phases_ms", "connect", "max"]), 0.0);
+    near("server time", f(&v, &["server_time_ms", "p50"]), 20.0, 15.0);
+    assert_eq!(v["server_time_label"], "server");
+    assert!(v["tcp"]["rtt_ms"].is_number() && v["tcp"]["retransmits"].is_number());
+    assert!(f(&v, &["first_request", "total_ms"]) >= 19.0);
+    // Cumulative marks are sums of the durations, sample by sample.
+    for s in v["samples"].as_array().unwrap() {
+        let p = &s["phases_ms"];
+        let sum: f64 = ["dns", "connect", "tls", "send", "wait"]
+            .iter()
+            .map(|k| p[*k].as_f64().unwrap())
+            .sum();
+        assert!((p["ttfb"].as_f64().unwrap() - sum).abs() < 0.01, "{s}");
+        let total = p["ttfb"].as_f64().unwrap() + p["receive"].as_f64().unwrap();
+        assert!((p["total"].as_f64().unwrap() - total).abs() < 0.01, "{s}");
+        assert!(s["series"] == "fresh" || s["series"] == "reused");
+    }
+}
+
+#[test]
+fn text_output_shows_phases_kernel_view_and_headers() {
+    let lab = lab::spawn(LabOptions::default()).unwrap();
+    let out = run_within(
+        &["probe", "--no-save", &lab.url("/cache/public"), "-n", "3"],
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "fresh min",
+        "reused min",
+        "ttfb",
+        "kernel TCP_INFO",
+        "server time",
+        "Cache-Control:",
+        "Etag:",
+        "HTTP/1.1 200",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
+    }
+}
+
+fn tls_lab(http2: bool) -> (lab::RunningLab, std::path::PathBuf) {
+    let tls = LabTls::self_signed(&[]).unwrap();
+    let lab = lab::spawn(LabOptions {
+        tls: Some(tls),
+        http2,
+        ..LabOptions::default()
+    })
+    .unwrap();
+    let dir = std::env::temp_dir().join(format!("latscope-probe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pem = dir.join(format!("lab-{}.pem", lab.addr().port()));
+    std::fs::write(&pem, lab.cert_pem().unwrap()).unwrap();
+    (lab, pem)
+}
+
+#[test]
+fn https_reports_tls_alpn_and_resumption() {
+    let (lab, pem) = tls_lab(true);
+    let url = lab.url("/delay/5ms");
+    let v = probe_json(&[&url, "-n", "4", "--cacert", pem.to_str().unwrap()]);
+    assert_eq!(v["http_version"], "HTTP/2");
+    assert_eq!(v["tls"]["version"], "TLSv1.3");
+    assert_eq!(v["tls"]["alpn"], "h2");
+    assert_eq!(v["tls"]["resumed"], true, "{}", v["tls"]);
+    assert!(f(&v, &["fresh", "phases_ms", "tls", "min"]) > 0.0);
+    assert_eq!(f(&v, &["reused", "phases_ms", "tls", "max"]), 0.0);
+
+    let v = probe_json(&[
+        &url,
+        "-n",
+        "2",
+        "--cacert",
+        pem.to_str().unwrap(),
+        "--http1.1",
+    ]);
+    assert_eq!(v["http_version"], "HTTP/1.1");
+    assert_eq!(v["tls"]["alpn"], "http/1.1");
+}
+
+#[test]
+fn untrusted_certificates_fail_with_a_hint_unless_k() {
+    let (lab, _) = tls_lab(false);
+    let url = lab.url("/");
+    let out = run_within(&["probe", "--no-save", &url, "-n", "1"], LIMIT);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--cacert") && err.contains("-k"), "{err}");
+    let v = probe_json(&[&url, "-n", "1", "-k"]);
+    assert_eq!(v["status"], 200);
+}
+
+#[test]
+fn h2c_with_prior_knowledge() {
+    let lab = lab::spawn(LabOptions {
+        http2: true,
+        ..LabOptions::default()
+    })
+    .unwrap();
+    let v = probe_json(&[&lab.url("/"), "-n", "2", "--http2"]);
+    assert_eq!(v["http_version"], "HTTP/2");
+    assert!(v["tls"].is_null());
+}
+
+#[test]
+fn several_urls_and_a_tcp_ping() {
+    let lab = lab::spawn(LabOptions::default()).unwrap();
+    let tcp = format!("tcp://{}", lab.addr());
+    let v = probe_json(&[&lab.url("/delay/10ms"), &lab.url("/"), &tcp, "-n", "3"]);
+    assert_eq!(v["kind"], "probe");
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 3);
+    assert!(f(&results[0], &["reused", "phases_ms", "ttfb", "p50"]) >= 9.0);
+    let ping = &results[2];
+    assert_eq!(ping["scheme"], "tcp");
+    assert_eq!(ping["fresh"]["count"], 3);
+    assert!(ping["reused"].is_null());
+    assert!(f(ping, &["fresh", "phases_ms", "connect", "p50"]) > 0.0);
+
+    let out = run_within(
+        &["probe", "--no-save", &lab.url("/"), &tcp, "-n", "2"],
+        LIMIT,
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("side by side"), "{text}");
+}
+
+#[test]
+fn a_cold_start_shows_in_the_first_request_and_a_finding() {
+    let lab = lab::spawn(LabOptions {
+        cold: Duration::from_millis(700),
+        ..LabOptions::default()
+    })
+    .unwrap();
+    let v = probe_json(&[&lab.url("/cold"), "-n", "5"]);
+    assert!(f(&v, &["first_request", "total_ms"]) >= 650.0);
+    assert!(f(&v, &["fresh", "phases_ms", "total", "p50"]) < 300.0);
+    let ids: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    assert!(ids.contains(&"cold-start"), "{ids:?}");
+
+    // A healthy route: no cold-start finding.
+    let v = probe_json(&[&lab.url("/"), "-n", "5"]);
+    assert!(
+        !v["findings"].to_string().contains("cold-start"),
+        "{}",
+        v["findings"]
+    );
+}
+
+#[test]
+fn large_bodies_report_throughput_fresh_and_warm() {
+    let lab = lab::spawn(LabOptions::default()).unwrap();
+    let v = probe_json(&[&lab.url("/bytes/2MB"), "-n", "2"]);
+    assert_eq!(v["body_bytes"], 2 << 20);
+    assert_eq!(v["download"]["body_bytes"], 2 << 20);
+    assert!(f(&v, &["download", "fresh_mib_s"]) > 0.0);
+    assert!(f(&v, &["download", "warm_mib_s"]) > 0.0);
+}
+
+#[test]
+fn secrets_in_headers_are_not_printed_in_json() {
+    let lab = lab::spawn(LabOptions::default()).unwrap();
+    let v = probe_json(&[&lab.url("/cache/private-cookie"), "-n", "1"]);
+    let cookie = v["headers"]["set-cookie"].as_str().unwrap();
+    assert_eq!(cookie, "[redacted]");
+}
+
+fn expect_failure(args: &[&str], code: i32, needle: &str) {
+    let mut all = vec!["probe", "--no-save"];
+    all.extend_from_slice(args);
+    let out = run_within(&all, LIMIT);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+    assert!(err.contains(needle), "{args:?}: wanted {needle:?} in {err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    expect_failure(&["ftp://127.0.0.1/"], 2, "unknown scheme");
+    expect_failure(&["http://exa mple/"], 2, "not a valid URL");
+    expect_failure(&["tcp://127.0.0.1"], 2, "needs a port");
+    expect_failure(&["http://127.0.0.1:1/", "-n", "0"], 2, "-n");
+    expect_failure(&["http://127.0.0.1:1/", "--timeout", "5x"], 2, "--timeout");
+    expect_failure(&["http://127.0.0.1:1/", "-H", "nocolon"], 2, "-H");
+}
+
+#[test]
+fn run_failures_exit_1_with_a_clear_reason() {
+    let closed = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    expect_failure(
+        &[&format!("http://{closed}/"), "-n", "1"],
+        1,
+        "cannot connect",
+    );
+    expect_failure(
+        &[&format!("tcp://{closed}"), "-n", "1"],
+        1,
+        "cannot connect",
+    );
+    let lab = lab::spawn(LabOptions::default()).unwrap();
+    expect_failure(&[&lab.url("/reset"), "-n", "1"], 1, "closed the connection");
+    expect_failure(
+        &[&lab.url("/delay/10s"), "-n", "1", "--timeout", "300ms"],
+        1,
+        "timed out",
+    );
+}
+
+/// A one-shot raw server on 127.0.0.1 that answers every connection with `reply`.
+fn raw_server(reply: &'static [u8]) -> std::net::SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(8) {
+            let Ok(mut s) = stream else { return };
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let mut buf = [0u8; 2048];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(reply);
+        }
+    });
+    addr
+}
+
+#[test]
+fn garbage_and_truncated_responses_are_errors() {
+    let garbage = raw_server(b"this is not http\r\n\r\n");
+    expect_failure(
+        &[&format!("http://{garbage}/"), "-n", "1"],
+        1,
+        "invalid response",
+    );
+    let truncated = raw_server(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly a few bytes");
+    expect_failure(
+        &[&format!("http://{truncated}/"), "-n", "1"],
+        1,
+        "closed the connection",
+    );
+}
+
+#[test]
+fn probe_runs_are_saved_and_shown_again() {
+    let lab = lab::spawn(LabOptions::default()).unwrap();
+    let dir = std::env::temp_dir().join(format!("latscope-probe-db-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("runs.db");
+    let db = db.to_str().unwrap();
+    let url = lab.url("/delay/5ms");
+    let out = run_within(
+        &[
+            "probe",
+            &url,
+            "-n",
+            "2",
+            "--db",
+            db,
+            "--label",
+            "before",
+            "-H",
+            "Authorization: Bearer s3cret",
+        ],
+        LIMIT,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shown = run_within(&["show", "before", "--db", db], LIMIT);
+    assert_eq!(shown.stdout, out.stdout);
+    let doc = run_within(&["show", "before", "--json", "--db", db], LIMIT);
+    let text = String::from_utf8_lossy(&doc.stdout);
+    assert!(text.contains("\"probe\""), "{text}");
+    assert!(!text.contains("s3cret"), "{text}");
+}
