@@ -522,3 +522,95 @@ fn curl_tls_ttfb(url: &str, cacert: &str, n: usize) -> Option<f64> {
     }
     Some(p50_ms(ttfb))
 }
+
+/// `latscope probe` itself over `lab --rtt 40ms` on /delay/20ms: connect ≈ 40 ms,
+/// fresh TTFB ≈ 100 ms, reused ≈ 60 ms, kernel RTT ≈ 40 ms, server time ≈ 20 ms,
+/// handshake ≈ one round trip; with --tls the fresh TTFB adds the TLS 1.3 round trip.
+#[test]
+fn probe_sees_the_wire_in_every_phase() {
+    let _lock = lock();
+    if !can_run("probe_sees_the_wire_in_every_phase") {
+        return;
+    }
+    let (_lab, url) = start_lab(&["--listen", "127.0.0.1:0", "--rtt", "40ms"]);
+    let out = crate::util::run_within(
+        &[
+            "probe",
+            "--json",
+            "--no-save",
+            &format!("{url}delay/20ms"),
+            "-n",
+            "10",
+        ],
+        Duration::from_secs(60),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = crate::util::json_of(&out);
+    let get = |path: &[&str]| {
+        let mut cur = &v;
+        for p in path {
+            cur = &cur[*p];
+        }
+        cur.as_f64().unwrap()
+    };
+    let connect = get(&["fresh", "phases_ms", "connect", "p50"]);
+    let fresh = get(&["fresh", "phases_ms", "ttfb", "p50"]);
+    let reused = get(&["reused", "phases_ms", "ttfb", "p50"]);
+    let rtt = get(&["tcp", "min_rtt_ms"]);
+    let server = get(&["server_time_ms", "p50"]);
+    let trips = get(&["handshake_round_trips"]);
+    eprintln!(
+        "probe over rtt 40ms: connect {connect:.1}, fresh {fresh:.1}, reused {reused:.1}, \
+         min_rtt {rtt:.1}, server {server:.1}, handshake {trips:.2} RTT"
+    );
+    assert_near("connect p50", connect, 40.0, 15.0);
+    assert_near("fresh TTFB p50", fresh, 100.0, 15.0);
+    assert_near("reused TTFB p50", reused, 60.0, 15.0);
+    assert_near("kernel min RTT", rtt, 40.0, 15.0);
+    assert_near("server time p50", server, 20.0, 15.0);
+    assert!((0.6..1.5).contains(&trips), "handshake {trips} round trips");
+    drop(_lab);
+
+    let dir = std::env::temp_dir().join(format!("latscope-wire-probe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pem = dir.join("lab.pem");
+    let (_lab, url) = start_lab(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--rtt",
+        "40ms",
+        "--tls",
+        "--cert-out",
+        pem.to_str().unwrap(),
+    ]);
+    let out = crate::util::run_within(
+        &[
+            "probe",
+            "--json",
+            "--no-save",
+            &format!("{url}delay/20ms"),
+            "-n",
+            "10",
+            "--cacert",
+            pem.to_str().unwrap(),
+        ],
+        Duration::from_secs(60),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = crate::util::json_of(&out);
+    let fresh = v["fresh"]["phases_ms"]["ttfb"]["p50"].as_f64().unwrap();
+    let tls = v["fresh"]["phases_ms"]["tls"]["p50"].as_f64().unwrap();
+    eprintln!("probe over rtt 40ms with TLS: fresh TTFB {fresh:.1}, tls {tls:.1}");
+    assert_near("TLS handshake p50", tls, 40.0, 15.0);
+    assert_near("fresh TTFB p50 with TLS", fresh, 140.0, 20.0);
+}
