@@ -5,6 +5,7 @@
 mod lab;
 mod lab_options;
 mod lab_routes;
+mod load;
 mod store;
 mod util;
 mod util_lab;

@@ -1,4 +1,5 @@
 //! Presentation: terminal tables and JSON for every kind of run. Report code formats
 //! results it is given; it never measures.
 
+pub mod load;
 pub mod table;

@@ -1,0 +1,263 @@
+//! `latscope load` against the in-process lab (and the binary for exit codes): exact
+//! counts, closed-model pacing, error classification, the open model's coordinated
+//! omission correction, scenarios, thresholds, stages, protocols. Every run is short
+//! and bounded by its duration or count plus a small request timeout.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use latscope::lab::{self, LabOptions};
+use latscope::load::{self, LoadPlan, LoadResult, Model};
+
+use crate::util;
+use crate::util_lab::healthy;
+
+fn no_stop() -> Arc<AtomicBool> {
+    Arc::new(AtomicBool::new(false))
+}
+
+/// A closed plan for `url` with a short timeout, adjusted by `f`.
+fn plan(url: &str, c: u32, d: Duration, f: impl FnOnce(&mut LoadPlan)) -> LoadPlan {
+    let mut p = LoadPlan::closed(url, c, d).expect("plan");
+    p.client.timeout = Duration::from_secs(5);
+    p.threads = 2.min(c as usize);
+    f(&mut p);
+    p
+}
+
+fn run(p: &LoadPlan) -> LoadResult {
+    load::run(p, &no_stop()).expect("the run works")
+}
+
+fn json_of(out: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// Count mode (ab's -n) sends exactly N requests: the lab saw N, all ok, and the
+/// timeline adds up to N.
+#[test]
+fn count_mode_sends_exactly_n() {
+    let lab = healthy();
+    let p = plan(&lab.url("/"), 7, Duration::from_secs(30), |p| {
+        p.duration = None;
+        p.count = Some(1234);
+    });
+    let r = run(&p);
+    assert_eq!((r.requests, r.ok, r.incomplete), (1234, 1234, 0));
+    assert_eq!(lab.stats().total, 1234);
+    assert_eq!(r.timeline.iter().map(|s| s.requests).sum::<u64>(), 1234);
+    assert_eq!(r.connections_opened, 7, "keep-alive: one connection per VU");
+    assert_eq!(r.statuses.get(&200), Some(&1234));
+    assert!(r.bytes > 1234 * 20);
+}
+
+/// The closed model keeps -c requests in flight for -d: against a 20 ms route, 4 VUs
+/// for 1 s complete about 200 requests, each about 20 ms; what the lab counted is
+/// what was recorded (in-flight requests finish at the end).
+#[test]
+fn closed_model_paces_by_the_response() {
+    let lab = healthy();
+    let p = plan(&lab.url("/delay/20ms"), 4, Duration::from_secs(1), |_| {});
+    let t0 = Instant::now();
+    let r = run(&p);
+    assert!(t0.elapsed() < Duration::from_secs(4));
+    assert!((80..=210).contains(&r.requests), "{}", r.requests);
+    assert_eq!(lab.stats().total, r.requests + r.incomplete);
+    let p50 = r.latency_quantile_ms(0.5);
+    assert!((19.0..80.0).contains(&p50), "p50 {p50}");
+    let j = r.to_json();
+    for k in [
+        "kind",
+        "target",
+        "model",
+        "requests",
+        "ok",
+        "dropped",
+        "errors",
+        "duration_s",
+        "rps",
+        "bytes",
+        "latency_ms",
+        "connect_ms",
+        "incomplete",
+        "client_cpu_pct",
+        "endpoints",
+        "timeline",
+        "thresholds",
+    ] {
+        assert!(j.get(k).is_some(), "missing {k}");
+    }
+    let t = &j["timeline"][0];
+    for k in [
+        "t",
+        "requests",
+        "ok",
+        "errors",
+        "bytes",
+        "p50_ms",
+        "p90_ms",
+        "p99_ms",
+        "max_ms",
+        "active",
+        "cache_hits",
+        "retrans",
+    ] {
+        assert!(t.get(k).is_some(), "timeline missing {k}");
+    }
+    assert_eq!(t["active"], 4);
+    assert_eq!(j["model"], "closed");
+    assert!(j["latency_ms"]["p50"].as_f64().unwrap() >= 19.0);
+    assert!(r
+        .histograms()
+        .iter()
+        .any(|h| h.name == "latency" && h.second == Some(0)));
+}
+
+/// The binary: `-n` with `--json` prints the load JSON and exits 0.
+#[test]
+fn cli_count_json() {
+    let lab = healthy();
+    let out = util::run(&[
+        "load",
+        &lab.url("/bytes/100"),
+        "-n",
+        "50",
+        "-c",
+        "5",
+        "--json",
+        "--no-save",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = json_of(&out);
+    assert_eq!(
+        (j["requests"].as_u64(), j["ok"].as_u64()),
+        (Some(50), Some(50))
+    );
+    assert_eq!(lab.stats().route("bytes"), 50);
+    assert!(j["findings"].is_array());
+}
+
+/// Each failure lands in its kind: a reset connection, a 500, a 404, a closed port
+/// and a timeout.
+#[test]
+fn errors_are_classified() {
+    let lab = healthy();
+    let count = |path: &str, n: u64, f: &dyn Fn(&mut LoadPlan)| {
+        let p = plan(&lab.url(path), 2, Duration::from_secs(30), |p| {
+            p.duration = None;
+            p.count = Some(n);
+            f(p);
+        });
+        run(&p)
+    };
+    let r = count("/reset", 6, &|_| {});
+    assert_eq!(
+        (r.requests, r.errors.get("reset").copied()),
+        (6, Some(6)),
+        "{:?}",
+        r.errors
+    );
+    let r = count("/status/500", 6, &|_| {});
+    assert_eq!(r.errors.get("http_5xx"), Some(&6), "{:?}", r.errors);
+    assert_eq!(r.statuses.get(&500), Some(&6));
+    let r = count("/status/404", 4, &|_| {});
+    assert_eq!(r.errors.get("http_4xx"), Some(&4), "{:?}", r.errors);
+    let r = count("/delay/5s", 2, &|p| {
+        p.client.timeout = Duration::from_millis(500)
+    });
+    assert_eq!(r.errors.get("timeout"), Some(&2), "{:?}", r.errors);
+    assert!(r.elapsed < Duration::from_secs(3), "{:?}", r.elapsed);
+
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", closed.local_addr().unwrap());
+    drop(closed);
+    let p = plan(&url, 2, Duration::from_secs(30), |p| {
+        p.duration = None;
+        p.count = Some(4);
+    });
+    let r = run(&p);
+    assert_eq!(r.errors.get("connect"), Some(&4), "{:?}", r.errors);
+    assert_eq!(r.ok, 0);
+
+    // Every request failed: the binary says so and exits 1.
+    let out = util::run(&["load", &url, "-n", "3", "-c", "1", "--no-save"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("every request failed"));
+}
+
+/// Ctrl-C (SIGINT) ends a long run at once; what was measured is printed.
+#[test]
+fn sigint_stops_cleanly() {
+    let lab = healthy();
+    let mut child = util::latscope()
+        .args([
+            "load",
+            &lab.url("/delay/5ms"),
+            "-d",
+            "60s",
+            "-c",
+            "2",
+            "--json",
+            "--no-save",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while lab.stats().total < 20 && t0.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: plain kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if child.try_wait().unwrap().is_none() {
+        let _ = child.kill();
+        panic!("latscope load did not stop on SIGINT");
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = json_of(&out);
+    assert_eq!(j["aborted"], true);
+    assert!(j["requests"].as_u64().unwrap() >= 20);
+    assert!(j["duration_s"].as_f64().unwrap() < 30.0);
+}
+
+/// The stop flag also works through the library API.
+#[test]
+fn stop_flag_ends_a_library_run() {
+    let lab = healthy();
+    let p = plan(&lab.url("/delay/10ms"), 2, Duration::from_secs(60), |_| {});
+    let stop = no_stop();
+    let s2 = stop.clone();
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        s2.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    let r = load::run(&p, &stop).unwrap();
+    t.join().unwrap();
+    assert!(r.aborted && r.elapsed < Duration::from_secs(5));
+    assert!(r.requests > 5);
+    let _ = Model::Closed;
+    let _ = lab::spawn(LabOptions::default()).map(|l| l.shutdown());
+}
