@@ -261,3 +261,85 @@ fn stop_flag_ends_a_library_run() {
     let _ = Model::Closed;
     let _ = lab::spawn(LabOptions::default()).map(|l| l.shutdown());
 }
+
+/// Coordinated omission: the lab stalls every response for 1 s every 5 s; an open
+/// model at 200/s with 64 connections for 10 s must show what users waited — p99
+/// above 0.8 s, the stalled tenth of the requests spread over 0..1 s (p95 near 0.5 s)
+/// — while service time (from the actual send) stays low at p90: only the 64
+/// requests caught in flight saw the stall from the inside. A closed-loop tool would
+/// report roughly the service time.
+#[test]
+fn open_model_corrects_coordinated_omission() {
+    let lab = lab::spawn(LabOptions {
+        stall: Some(lab::StallOptions {
+            every: Duration::from_secs(5),
+            length: Duration::from_secs(1),
+        }),
+        ..Default::default()
+    })
+    .unwrap();
+    let p = plan(&lab.url("/"), 64, Duration::from_secs(10), |p| {
+        p.model = Model::Open { rate: 200.0 };
+    });
+    let r = run(&p);
+    let (p90, p95, p99) = (
+        r.latency_quantile_ms(0.90),
+        r.latency_quantile_ms(0.95),
+        r.latency_quantile_ms(0.99),
+    );
+    let s90 = r.service_quantile_ms(0.90).unwrap();
+    eprintln!(
+        "requests {} dropped {} incomplete {} p90 {p90} p95 {p95} p99 {p99} service p90 {s90} p99 {:?}",
+        r.requests,
+        r.dropped,
+        r.incomplete,
+        r.service_quantile_ms(0.99)
+    );
+    assert!(
+        (1900..=2010).contains(&(r.requests + r.incomplete)),
+        "{}",
+        r.requests
+    );
+    assert_eq!(r.dropped, 0);
+    assert!(p99 > 800.0, "latency p99 {p99} ms");
+    assert!((250.0..800.0).contains(&p95), "latency p95 {p95} ms");
+    assert!(s90 < 50.0, "service time p90 {s90} ms");
+    assert!(r.latency.len() == r.service.as_ref().unwrap().len());
+    assert_eq!(r.to_json()["model"], "open");
+    assert!(r.to_json()["service_time_ms"]["p90"].as_f64().unwrap() < 50.0);
+}
+
+/// Above what the server sustains (one worker, 50 ms per request: 20/s), an open
+/// model at 200/s says so: requests beyond the backlog are counted as dropped, the
+/// queued ones still waiting at the end as incomplete, and every arrival is one of
+/// completed, dropped or incomplete.
+#[test]
+fn open_model_over_capacity_drops_and_says_so() {
+    let lab = lab::spawn(LabOptions {
+        workers: Some(1),
+        ..Default::default()
+    })
+    .unwrap();
+    let p = plan(
+        &lab.url("/delay/50ms"),
+        4,
+        Duration::from_millis(1500),
+        |p| {
+            p.model = Model::Open { rate: 200.0 };
+            p.backlog = Some(20);
+        },
+    );
+    let r = run(&p);
+    let arrivals = r.requests + r.dropped + r.incomplete;
+    assert!(
+        (295..=302).contains(&arrivals),
+        "{} + {} + {}",
+        r.requests,
+        r.dropped,
+        r.incomplete
+    );
+    assert!(r.dropped > 150, "dropped {}", r.dropped);
+    assert!(r.requests < 60, "completed {}", r.requests);
+    assert!(r.latency_quantile_ms(0.99) > 300.0);
+    assert!(r.timeline.iter().map(|s| s.dropped).sum::<u64>() == r.dropped);
+}
