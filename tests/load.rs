@@ -343,3 +343,188 @@ fn open_model_over_capacity_drops_and_says_so() {
     assert!(r.latency_quantile_ms(0.99) > 300.0);
     assert!(r.timeline.iter().map(|s| s.dropped).sum::<u64>() == r.dropped);
 }
+
+fn write_scenario(text: &str) -> (tempdir::Dir, String) {
+    let dir = tempdir::Dir::new();
+    let path = dir.path().join("s.toml");
+    std::fs::write(&path, text).unwrap();
+    let p = path.display().to_string();
+    (dir, p)
+}
+
+/// A tiny self-removing temporary directory (no extra crate).
+mod tempdir {
+    pub struct Dir(std::path::PathBuf);
+    impl Dir {
+        pub fn new() -> Dir {
+            static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+            let p = std::env::temp_dir().join(format!(
+                "latscope-load-test-{}-{}",
+                std::process::id(),
+                N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            ));
+            std::fs::create_dir_all(&p).unwrap();
+            Dir(p)
+        }
+        pub fn path(&self) -> &std::path::Path {
+            &self.0
+        }
+    }
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+/// A scenario in sequence (story 5): every VU walks every endpoint; the per-endpoint
+/// counts are what the lab counted per route, and the JSON lists each endpoint.
+#[test]
+fn scenario_sequence_counts_per_endpoint() {
+    let lab = healthy();
+    let (_d, file) = write_scenario(&format!(
+        r#"
+base_url = "{}"
+order = "sequence"
+
+[load]
+connections = 3
+requests = 31
+
+[[request]]
+name = "slow"
+path = "/delay/2ms"
+
+[[request]]
+name = "data"
+path = "/bytes/64"
+headers = {{ Accept = "application/octet-stream" }}
+
+[[request]]
+name = "made"
+method = "POST"
+path = "/status/201"
+body = "x=1"
+"#,
+        lab.base_url()
+    ));
+    let out = util::run(&["load", "-f", &file, "--json", "--no-save"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = json_of(&out);
+    assert_eq!(j["requests"], 31);
+    let eps = j["endpoints"].as_array().unwrap();
+    let count = |name: &str| {
+        eps.iter()
+            .find(|e| e["name"] == name)
+            .and_then(|e| e["requests"].as_u64())
+            .unwrap()
+    };
+    let stats = lab.stats();
+    assert_eq!(count("slow"), stats.route("delay"));
+    assert_eq!(count("data"), stats.route("bytes"));
+    assert_eq!(count("made"), stats.route("status"));
+    // Sequence: each VU walks slow, data, made, …, so the counts differ by at most 3.
+    let counts = [count("slow"), count("data"), count("made")];
+    assert!(
+        counts.iter().max().unwrap() - counts.iter().min().unwrap() <= 3,
+        "{counts:?}"
+    );
+    assert!(eps
+        .iter()
+        .all(|e| e["latency_ms"]["p50"].as_f64().is_some()));
+}
+
+/// Weighted order picks requests in proportion to their weight.
+#[test]
+fn scenario_weighted_order() {
+    let lab = healthy();
+    let (_d, file) = write_scenario(&format!(
+        "base_url = \"{}\"\norder = \"weighted\"\n[[request]]\nname = \"a\"\npath = \"/bytes/1\"\nweight = 3\n[[request]]\nname = \"b\"\npath = \"/text/1\"\n",
+        lab.base_url()
+    ));
+    let out = util::run(&[
+        "load",
+        "-f",
+        &file,
+        "-n",
+        "800",
+        "-c",
+        "4",
+        "--json",
+        "--no-save",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (a, b) = (lab.stats().route("bytes"), lab.stats().route("text"));
+    assert_eq!(a + b, 800);
+    assert!((520..=680).contains(&a), "a {a} b {b}");
+}
+
+/// A bad scenario file is a usage error (exit 2) naming the line and the field.
+#[test]
+fn bad_scenario_names_line_and_field() {
+    let (_d, file) = write_scenario(
+        "base_url = \"http://127.0.0.1:9\"\n\n[[request]]\nname = \"x\"\npath = \"/\"\nweight = -2\n",
+    );
+    let out = util::run(&["load", "-f", &file, "--no-save"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("line 6") && err.contains("request[1].weight"),
+        "{err}"
+    );
+    let out = util::run(&["load", "-f", "/nonexistent/s.toml", "--no-save"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// Thresholds: passing ones exit 0, a failing one exits 99 and names itself, per
+/// endpoint and for every endpoint.
+#[test]
+fn thresholds_exit_codes() {
+    let lab = healthy();
+    let url = lab.url("/delay/30ms");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["load", url.as_str(), "-n", "20", "-c", "4", "--no-save"];
+        args.extend_from_slice(extra);
+        util::run(&args)
+    };
+    let out = run(&[
+        "--threshold",
+        "p99<5s",
+        "--threshold",
+        "error_rate<1%",
+        "--threshold",
+        "rps>1",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("pass p99<5s"));
+    let out = run(&["--threshold", "p99<5s", "--threshold", "p50<10ms"]);
+    assert_eq!(out.status.code(), Some(99));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("p50<10ms") && !err.contains("p99<5s"), "{err}");
+    let out = run(&["--threshold", "*:p99<10ms"]);
+    assert_eq!(out.status.code(), Some(99));
+    let out = run(&["--threshold", "/delay/30ms:p50>20ms"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = run(&["--threshold", "p99<<1s"]);
+    assert_eq!(out.status.code(), Some(2));
+}
