@@ -5,6 +5,7 @@
 mod lab;
 mod lab_options;
 mod lab_routes;
+mod load;
 mod probe;
 mod store;
 mod util;

@@ -1,8 +1,137 @@
-//! `latscope load`.
+//! `latscope load`: builds the plan from flags (and `-f FILE`), runs it with a
+//! progress line on a terminal, prints the summary (or `--json`), runs the finding
+//! rules, saves the run, and picks the exit code (99 when a threshold failed, 1 when
+//! every request failed). Ctrl-C stops the run cleanly; what was measured is printed
+//! and saved.
 
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::Context;
+
+use super::saving::{self, NewRun};
 use crate::cli::LoadArgs;
+use crate::diagnose::{self, Facts};
+use crate::error::exit;
+use crate::load::{self, LoadPlan, PlanError};
+use crate::report;
+use crate::usage;
+
+/// Sets `stop` on the first Ctrl-C; a second one exits at once.
+fn on_ctrl_c(stop: Arc<AtomicBool>) {
+    let _ = std::thread::Builder::new()
+        .name("latscope-sigint".into())
+        .spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(async {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    std::process::exit(130);
+                }
+            });
+        });
+}
 
 /// Runs `latscope load`.
-pub fn run(_args: LoadArgs) -> anyhow::Result<u8> {
-    anyhow::bail!("latscope load is not built yet")
+pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
+    let plan = LoadPlan::from_args(&args).map_err(|e| match e {
+        PlanError::Usage(m) => usage!("{m}"),
+        PlanError::Scenario(s) => usage!("{s}"),
+    })?;
+    let stop = Arc::new(AtomicBool::new(false));
+    on_ctrl_c(stop.clone());
+    let tty = std::io::stderr().is_terminal();
+    if !args.output.json {
+        print!("{}", report::load::header(&plan));
+        let _ = std::io::stdout().flush();
+    }
+    let mut shown = false;
+    let result = load::run_with_progress(&plan, &stop, &mut |p| {
+        if tty {
+            eprint!("\r\x1b[2K{}", report::load::progress_line(p));
+            shown = true;
+        }
+    });
+    if shown {
+        eprint!("\r\x1b[2K");
+    }
+    let result = result.context("the load run failed")?;
+
+    let facts = Facts {
+        load: Some(result.facts()),
+        ..Default::default()
+    };
+    let findings = diagnose::run_rules(&facts);
+    let mut doc = result.to_json();
+    doc["findings"] = serde_json::to_value(&findings)?;
+    let text = format!(
+        "{}{}",
+        report::load::header(&plan),
+        report::load::summary(&result, &findings)
+    );
+    if args.output.json {
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        print!("{}", report::load::summary(&result, &findings));
+    }
+    std::io::stdout().flush()?;
+    let secret_headers = Vec::new();
+    if let Some(id) = saving::save(
+        &args.output,
+        NewRun {
+            kind: "load",
+            target: plan.target.url.clone(),
+            started: result.started,
+            duration_s: result.elapsed.as_secs_f64(),
+            config: plan.to_json(),
+            timeline: result.timeline_json(),
+            summary: doc,
+            findings: serde_json::to_value(&findings)?,
+            text,
+            histograms: result.histograms(),
+            secret_headers,
+        },
+    ) {
+        if !args.output.json {
+            println!("\n  saved as run {id}");
+        }
+    }
+    if result.requests > 0 && result.ok == 0 && !result.aborted {
+        let kinds: Vec<String> = result
+            .errors
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        eprintln!(
+            "latscope: error: every request failed ({})",
+            kinds.join(", ")
+        );
+        return Ok(exit::RUN_FAILED);
+    }
+    if result.requests == 0 && !result.aborted {
+        eprintln!("latscope: error: no request completed");
+        return Ok(exit::RUN_FAILED);
+    }
+    if !result.thresholds_ok() {
+        let failed: Vec<String> = result
+            .thresholds
+            .iter()
+            .filter(|v| !v.ok)
+            .map(|v| match &v.endpoint {
+                Some(e) => format!("{} [{e}]", v.expr),
+                None => v.expr.clone(),
+            })
+            .collect();
+        eprintln!("latscope: threshold failed: {}", failed.join(", "));
+        return Ok(exit::THRESHOLD);
+    }
+    Ok(exit::OK)
 }

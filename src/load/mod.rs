@@ -1,1 +1,59 @@
-//! TODO(skeleton): owned by the load work.
+//! The load engine (`latscope load`, and the ramp of `diagnose`): closed, open, count
+//! and staged workloads over HTTP/1.1 and HTTP/2, recording every request into
+//! per-thread HdrHistograms and a per-second timeline (DESIGN.md, Measurements → Load).
+//!
+//! [`plan`] checks what to do (flags, scenario files), [`run`] does it: `engine`
+//! controls the run and starts one worker thread per core (`worker`, each a
+//! current-thread tokio runtime), `http1` is the pre-encoded HTTP/1.1 hot path,
+//! `http2` hyper's HTTP/2 client, `recorder` the lock-free per-thread recording,
+//! [`result`] the merged outcome and its JSON. Nothing here prints.
+
+pub mod engine;
+pub mod plan;
+pub mod raw;
+pub mod recorder;
+pub mod result;
+pub mod scenario;
+pub mod stages;
+pub mod sys;
+pub mod threshold;
+
+mod conn;
+mod http1;
+mod worker;
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+pub use engine::Progress;
+pub use plan::{Endpoint, LoadPlan, Model, PlanError};
+pub use result::LoadResult;
+pub use scenario::Order;
+
+/// Why a run could not be done (exit 1).
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot resolve {0}: {1}")]
+    Resolve(String, String),
+    #[error("{0}")]
+    Tls(String),
+    #[error("--raw {0}: {1}")]
+    Raw(String, std::io::Error),
+    #[error("{0}")]
+    Plan(String),
+}
+
+/// Runs a load plan until its duration or count is done, or until `stop` is set
+/// (then in-flight requests are abandoned and counted as incomplete).
+pub fn run(plan: &LoadPlan, stop: &Arc<AtomicBool>) -> Result<LoadResult, LoadError> {
+    engine::run(plan, stop, &mut |_| {})
+}
+
+/// [`run`], calling `progress` about once a second (from the calling thread).
+pub fn run_with_progress(
+    plan: &LoadPlan,
+    stop: &Arc<AtomicBool>,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<LoadResult, LoadError> {
+    engine::run(plan, stop, progress)
+}

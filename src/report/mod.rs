@@ -2,5 +2,6 @@
 //! results it is given; it never measures.
 
 pub mod findings;
+pub mod load;
 pub mod probe;
 pub mod table;

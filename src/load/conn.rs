@@ -1,0 +1,179 @@
+//! Opening the load engine's connections: TCP (with `TCP_NODELAY`) and, for https,
+//! a rustls handshake, each timed on its own. A [`Stream`] is either, behind one type
+//! so the HTTP/1.1 and HTTP/2 code does not care.
+
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use rustls::pki_types::ServerName;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+use tokio_rustls::TlsConnector;
+
+use super::recorder::ErrorKind;
+
+/// A plain or TLS connection.
+pub enum Stream {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            Stream::Plain(s) => s.is_write_vectored(),
+            Stream::Tls(s) => s.is_write_vectored(),
+        }
+    }
+}
+
+/// A new connection and what it cost.
+pub struct Opened {
+    pub stream: Stream,
+    pub connect: Duration,
+    pub tls: Option<Duration>,
+    /// The server chose h2 in ALPN.
+    pub h2: bool,
+}
+
+/// Opens connections to one address.
+#[derive(Clone)]
+pub struct Connector {
+    pub addr: SocketAddr,
+    tls: Option<(TlsConnector, ServerName<'static>)>,
+}
+
+impl Connector {
+    /// A connector for `addr`; `tls` makes it https.
+    pub fn new(
+        addr: SocketAddr,
+        tls: Option<(Arc<rustls::ClientConfig>, ServerName<'static>)>,
+    ) -> Self {
+        Connector {
+            addr,
+            tls: tls.map(|(c, n)| (TlsConnector::from(c), n)),
+        }
+    }
+
+    /// Whether connections are TLS.
+    pub fn is_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
+    /// Connects (and shakes hands). `phase` is set to `Tls` once TCP is up, so a
+    /// caller that times the whole thing out knows where it stopped.
+    pub async fn open(&self, phase: &std::cell::Cell<Phase>) -> Result<Opened, ErrorKind> {
+        phase.set(Phase::Connect);
+        let t0 = Instant::now();
+        let tcp = TcpStream::connect(self.addr)
+            .await
+            .map_err(|_| ErrorKind::Connect)?;
+        let _ = tcp.set_nodelay(true);
+        let t1 = Instant::now();
+        let connect = t1 - t0;
+        match &self.tls {
+            None => Ok(Opened {
+                stream: Stream::Plain(tcp),
+                connect,
+                tls: None,
+                h2: false,
+            }),
+            Some((connector, name)) => {
+                phase.set(Phase::Tls);
+                let tls = connector
+                    .connect(name.clone(), tcp)
+                    .await
+                    .map_err(|_| ErrorKind::Tls)?;
+                let h2 = tls.get_ref().1.alpn_protocol() == Some(crate::net::tls::ALPN_H2);
+                Ok(Opened {
+                    stream: Stream::Tls(Box::new(tls)),
+                    connect,
+                    tls: Some(t1.elapsed()),
+                    h2,
+                })
+            }
+        }
+    }
+}
+
+/// Where a request is, so a timeout can be classified.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Connect,
+    Tls,
+    Exchange,
+}
+
+impl Phase {
+    /// The error kind of a request timeout that struck in this phase: a connect that
+    /// never completed is a connect failure (dropped SYNs), the rest are timeouts.
+    pub fn timeout_kind(self) -> ErrorKind {
+        match self {
+            Phase::Connect => ErrorKind::Connect,
+            Phase::Tls | Phase::Exchange => ErrorKind::Timeout,
+        }
+    }
+}
+
+/// The error kind of an I/O error during an exchange.
+pub fn io_kind(e: &io::Error) -> ErrorKind {
+    match e.kind() {
+        io::ErrorKind::TimedOut => ErrorKind::Timeout,
+        io::ErrorKind::InvalidData => ErrorKind::Protocol,
+        _ => ErrorKind::Reset,
+    }
+}

@@ -1,0 +1,307 @@
+//! The engine's controller: prepares what every worker shares (resolved address, TLS
+//! configuration, pre-encoded requests), starts one worker thread per `--threads`
+//! (each with its own current-thread runtime, see `worker`), samples the host's TCP
+//! retransmits and the workers' CPU once a second, ends the run at its deadline or on
+//! the stop flag, and merges the threads' recorders into a [`LoadResult`].
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use bytes::Bytes;
+
+use super::conn::Connector;
+use super::plan::{LoadPlan, Model};
+use super::recorder::{Live, Recorder};
+use super::result::{self, LoadResult};
+use super::stages::Ramp;
+use super::{http1, raw, sys, worker, LoadError};
+use crate::config::http::{lookup_override, HttpVersionPref};
+use crate::net::tls::{self, TlsOptions};
+use crate::net::Scheme;
+
+/// Run phases (the `phase` atomic).
+pub const RUNNING: u8 = 0;
+/// No new requests; in-flight ones finish (until their timeout).
+pub const DRAIN: u8 = 1;
+/// Stop now: in-flight requests are abandoned and counted incomplete.
+pub const ABORT: u8 = 2;
+
+/// What the controller shares with every worker.
+pub struct Control {
+    pub start: Instant,
+    pub phase: AtomicU8,
+    /// Closed count mode: requests still to send (≤ 0: none).
+    pub tickets: Option<AtomicI64>,
+}
+
+impl Control {
+    /// Whether requests may still be started.
+    #[inline]
+    pub fn running(&self) -> bool {
+        self.phase.load(Ordering::Relaxed) == RUNNING
+    }
+
+    /// Claims the right to send one more request (closed model).
+    #[inline]
+    pub fn claim(&self) -> bool {
+        if !self.running() {
+            return false;
+        }
+        match &self.tickets {
+            None => true,
+            Some(t) => t.fetch_sub(1, Ordering::Relaxed) > 0,
+        }
+    }
+}
+
+/// What every worker reads: the plan and everything derived from it once.
+pub struct Prepared<'a> {
+    pub plan: &'a LoadPlan,
+    pub connector: Connector,
+    /// HTTP/1.1 requests, encoded once, per endpoint.
+    pub encoded: Vec<Bytes>,
+    pub is_head: Vec<bool>,
+    /// Cumulative weights, for weighted order.
+    pub cumulative: Vec<u32>,
+    pub ramp: Ramp,
+    pub raw: Option<Arc<std::fs::File>>,
+    pub raw_names: Arc<Vec<String>>,
+    /// Use HTTP/2 (decided up front for h2c; for https decided by ALPN per connection).
+    pub h2_prior_knowledge: bool,
+    pub tls_config: Option<Arc<rustls::ClientConfig>>,
+}
+
+fn resolve(plan: &LoadPlan) -> Result<SocketAddr, LoadError> {
+    let t = &plan.target;
+    if let Some(a) = lookup_override(&plan.client.resolve, &t.host, t.port) {
+        return Ok(a);
+    }
+    let addrs: Vec<SocketAddr> = (t.host.as_str(), t.port)
+        .to_socket_addrs()
+        .map_err(|e| LoadError::Resolve(t.host.clone(), e.to_string()))?
+        .collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .copied()
+        .ok_or_else(|| LoadError::Resolve(t.host.clone(), "no address".into()))
+}
+
+fn csv_name(n: &str) -> String {
+    if n.contains([',', '"', '\n']) {
+        format!("\"{}\"", n.replace('"', "\"\""))
+    } else {
+        n.to_string()
+    }
+}
+
+impl<'a> Prepared<'a> {
+    fn new(plan: &'a LoadPlan) -> Result<Prepared<'a>, LoadError> {
+        if plan.endpoints.is_empty() {
+            return Err(LoadError::Plan("no request to send".into()));
+        }
+        let addr = resolve(plan)?;
+        let tls_config = if plan.target.scheme == Scheme::Https {
+            let alpn = match plan.client.version {
+                HttpVersionPref::Http1 => vec![tls::ALPN_HTTP11.to_vec()],
+                HttpVersionPref::Http2 => vec![tls::ALPN_H2.to_vec()],
+                HttpVersionPref::Auto => vec![tls::ALPN_H2.to_vec(), tls::ALPN_HTTP11.to_vec()],
+            };
+            Some(
+                tls::client_config(&TlsOptions {
+                    insecure: plan.client.insecure,
+                    cacert: plan.client.cacert.clone(),
+                    alpn,
+                })
+                .map_err(|e| LoadError::Tls(e.to_string()))?,
+            )
+        } else {
+            None
+        };
+        let tls = match &tls_config {
+            Some(c) => Some((
+                c.clone(),
+                tls::server_name(&plan.target.host)
+                    .map_err(|e| LoadError::Tls(format!("{}: {e}", plan.target.host)))?,
+            )),
+            None => None,
+        };
+        let raw = match &plan.raw {
+            Some(p) => {
+                Some(raw::create(p).map_err(|e| LoadError::Raw(p.display().to_string(), e))?)
+            }
+            None => None,
+        };
+        let mut acc = 0;
+        Ok(Prepared {
+            plan,
+            connector: Connector::new(addr, tls),
+            encoded: plan
+                .endpoints
+                .iter()
+                .map(|e| http1::encode(&plan.target, e, plan.keepalive))
+                .collect(),
+            is_head: plan
+                .endpoints
+                .iter()
+                .map(|e| e.method == http::Method::HEAD)
+                .collect(),
+            cumulative: plan
+                .endpoints
+                .iter()
+                .map(|e| {
+                    acc += e.weight.max(1);
+                    acc
+                })
+                .collect(),
+            ramp: plan.ramp(),
+            raw,
+            raw_names: Arc::new(plan.endpoints.iter().map(|e| csv_name(&e.name)).collect()),
+            h2_prior_knowledge: plan.target.scheme == Scheme::Http
+                && plan.client.version == HttpVersionPref::Http2,
+            tls_config,
+        })
+    }
+}
+
+/// A snapshot for a progress line, once a second.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Progress {
+    pub elapsed: Duration,
+    /// The planned length, when known.
+    pub length: Option<Duration>,
+    pub requests: u64,
+    pub errors: u64,
+    pub dropped: u64,
+    /// Requests completed in the last second.
+    pub rps: f64,
+    /// The last second's p50 and p99 (the worst thread's), ms.
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub active: u64,
+}
+
+/// Runs the plan; see [`super::run`].
+pub fn run(
+    plan: &LoadPlan,
+    stop: &Arc<AtomicBool>,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<LoadResult, LoadError> {
+    let prepared = Prepared::new(plan)?;
+    let threads = plan.threads.max(1);
+    let started = SystemTime::now();
+    let start = Instant::now();
+    let control = Control {
+        start,
+        phase: AtomicU8::new(RUNNING),
+        tickets: match (plan.model, plan.count) {
+            (Model::Closed, Some(n)) => Some(AtomicI64::new(n.min(i64::MAX as u64) as i64)),
+            _ => None,
+        },
+    };
+    let lives: Vec<Arc<Live>> = (0..threads).map(|_| Arc::new(Live::default())).collect();
+    let length = plan.run_length();
+    let deadline = length.map(|d| start + d);
+    let mut seconds: Vec<sys::SecondSample> = Vec::new();
+    let mut aborted = false;
+
+    let outputs: Vec<(Recorder, u64)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|j| {
+                let (prep, ctl, live) = (&prepared, &control, lives[j].clone());
+                std::thread::Builder::new()
+                    .name(format!("latscope-load-{j}"))
+                    .spawn_scoped(s, move || worker::run_thread(j, threads, prep, ctl, live))
+                    .expect("spawn a load worker thread")
+            })
+            .collect();
+        let mut snmp = sys::retrans_segs();
+        let mut cpu_prev = 0u64;
+        let mut req_prev = 0u64;
+        let mut next_second = start + Duration::from_secs(1);
+        let mut drain_until: Option<Instant> = None;
+        loop {
+            if handles.iter().all(|h| h.is_finished()) {
+                break;
+            }
+            let now = Instant::now();
+            if stop.load(Ordering::Relaxed) && control.phase.load(Ordering::Relaxed) != ABORT {
+                control.phase.store(ABORT, Ordering::Relaxed);
+                aborted = true;
+            }
+            if let Some(d) = deadline {
+                if now >= d && control.phase.load(Ordering::Relaxed) == RUNNING {
+                    control.phase.store(DRAIN, Ordering::Relaxed);
+                    drain_until = Some(now + plan.client.timeout + Duration::from_secs(1));
+                }
+            }
+            if drain_until.is_some_and(|u| now >= u) {
+                control.phase.store(ABORT, Ordering::Relaxed);
+            }
+            if now >= next_second {
+                let retrans_now = sys::retrans_segs();
+                let cpu: u64 = lives.iter().map(|l| l.cpu_ns.load(Ordering::Relaxed)).sum();
+                let requests: u64 = lives
+                    .iter()
+                    .map(|l| l.requests.load(Ordering::Relaxed))
+                    .sum();
+                seconds.push(sys::SecondSample {
+                    retrans: match (snmp, retrans_now) {
+                        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+                        _ => None,
+                    },
+                    cpu_pct: (cpu.saturating_sub(cpu_prev)) as f64 / 1e7,
+                });
+                snmp = retrans_now;
+                cpu_prev = cpu;
+                progress(&Progress {
+                    elapsed: now - start,
+                    length,
+                    requests,
+                    errors: lives.iter().map(|l| l.errors.load(Ordering::Relaxed)).sum(),
+                    dropped: lives
+                        .iter()
+                        .map(|l| l.dropped.load(Ordering::Relaxed))
+                        .sum(),
+                    rps: requests.saturating_sub(req_prev) as f64,
+                    p50_ms: lives
+                        .iter()
+                        .map(|l| l.last_p50_ns.load(Ordering::Relaxed))
+                        .max()
+                        .unwrap_or(0) as f64
+                        / 1e6,
+                    p99_ms: lives
+                        .iter()
+                        .map(|l| l.last_p99_ns.load(Ordering::Relaxed))
+                        .max()
+                        .unwrap_or(0) as f64
+                        / 1e6,
+                    active: lives.iter().map(|l| l.active.load(Ordering::Relaxed)).sum(),
+                });
+                req_prev = requests;
+                next_second += Duration::from_secs(1);
+            }
+            let mut wake = next_second.min(now + Duration::from_millis(20));
+            if let Some(d) = deadline {
+                if d > now {
+                    wake = wake.min(d);
+                }
+            }
+            std::thread::sleep(wake.saturating_duration_since(Instant::now()));
+        }
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a load worker thread panicked"))
+            .collect()
+    });
+    let elapsed = start.elapsed();
+    // The last, partial second's sample.
+    let retrans_end = sys::retrans_segs();
+    let _ = retrans_end;
+    Ok(result::merge(
+        plan, started, elapsed, outputs, &seconds, aborted,
+    ))
+}

@@ -1,0 +1,471 @@
+//! The HTTP/1.1 hot path: each request is encoded once, before the run, and written
+//! as-is; responses are parsed with `httparse` from one reused buffer, the body is
+//! counted and skipped (Content-Length, chunked, or until close). No allocation per
+//! request. hyper's client would allocate a request and response object per request
+//! (DESIGN.md allows this lean path for HTTP/1.1; hyper serves HTTP/2).
+
+use std::io;
+
+use bytes::Bytes;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::conn::Stream;
+use super::plan::Endpoint;
+use crate::net::Target;
+
+/// Largest response head accepted.
+const MAX_HEAD: usize = 64 * 1024;
+const BUF: usize = 16 * 1024;
+
+/// Encodes a request once: request line, Host, the endpoint's headers, a
+/// Content-Length when there is a body, `Connection: close` without keep-alive.
+pub fn encode(target: &Target, e: &Endpoint, keepalive: bool) -> Bytes {
+    let mut out = Vec::with_capacity(128 + e.body.len());
+    out.extend_from_slice(e.method.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(e.path_and_query.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    let has = |n: &str| {
+        e.headers
+            .iter()
+            .any(|(h, _)| h.as_str().eq_ignore_ascii_case(n))
+    };
+    if !has("host") {
+        out.extend_from_slice(b"Host: ");
+        out.extend_from_slice(target.authority().as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    if !has("user-agent") {
+        out.extend_from_slice(
+            concat!("User-Agent: latscope/", env!("CARGO_PKG_VERSION"), "\r\n").as_bytes(),
+        );
+    }
+    for (n, v) in &e.headers {
+        out.extend_from_slice(n.as_str().as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(v.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    let body_method = !matches!(e.method.as_str(), "GET" | "HEAD" | "DELETE" | "OPTIONS");
+    if (!e.body.is_empty() || body_method) && !has("content-length") {
+        out.extend_from_slice(format!("Content-Length: {}\r\n", e.body.len()).as_bytes());
+    }
+    if !keepalive && !has("connection") {
+        out.extend_from_slice(b"Connection: close\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(&e.body);
+    Bytes::from(out)
+}
+
+/// A response, read to its end.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Response {
+    pub status: u16,
+    /// Bytes read for this response (head and body).
+    pub bytes: u64,
+    /// The connection cannot be used again.
+    pub close: bool,
+    pub cache_hit: bool,
+    pub first_byte: Option<std::time::Instant>,
+}
+
+/// Why an exchange failed.
+#[derive(Debug)]
+pub enum H1Error {
+    /// The server closed the connection before sending any byte of a response (a
+    /// stale keep-alive connection when it was reused).
+    EmptyEof,
+    Io(io::Error),
+    /// The connection ended in the middle of a response.
+    Truncated,
+    Protocol(#[allow(dead_code)] &'static str),
+}
+
+impl From<io::Error> for H1Error {
+    fn from(e: io::Error) -> Self {
+        H1Error::Io(e)
+    }
+}
+
+/// One HTTP/1.1 connection with its read buffer.
+pub struct H1 {
+    stream: Stream,
+    buf: Box<[u8]>,
+    start: usize,
+    end: usize,
+    /// Requests completed on it.
+    pub served: u64,
+}
+
+enum Body {
+    None,
+    Length(u64),
+    Chunked,
+    UntilClose,
+}
+
+impl H1 {
+    /// Wraps a connected stream.
+    pub fn new(stream: Stream) -> H1 {
+        H1 {
+            stream,
+            buf: vec![0; BUF].into_boxed_slice(),
+            start: 0,
+            end: 0,
+            served: 0,
+        }
+    }
+
+    /// Reads more bytes into the buffer; 0 at end of stream.
+    async fn fill(&mut self) -> io::Result<usize> {
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        } else if self.end == self.buf.len() {
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.start = 0;
+            } else if self.buf.len() < MAX_HEAD {
+                let mut bigger = vec![0; self.buf.len() * 2].into_boxed_slice();
+                bigger[..self.end].copy_from_slice(&self.buf[..self.end]);
+                self.buf = bigger;
+            } else {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "response head too large",
+                ));
+            }
+        }
+        let n = self.stream.read(&mut self.buf[self.end..]).await?;
+        self.end += n;
+        Ok(n)
+    }
+
+    /// Consumes `n` bytes (buffered first, then from the stream).
+    async fn skip(&mut self, mut n: u64, total: &mut u64) -> Result<(), H1Error> {
+        loop {
+            let avail = (self.end - self.start) as u64;
+            if avail >= n {
+                self.start += n as usize;
+                return Ok(());
+            }
+            n -= avail;
+            self.start = 0;
+            self.end = 0;
+            let got = self.fill().await?;
+            if got == 0 {
+                return Err(H1Error::Truncated);
+            }
+            *total += got as u64;
+        }
+    }
+
+    /// Sends `request` and reads the whole response. `head`: the request was HEAD
+    /// (no body follows). `mark_first_byte`: note when the first byte arrives.
+    pub async fn exchange(
+        &mut self,
+        request: &[u8],
+        head: bool,
+        mark_first_byte: bool,
+    ) -> Result<Response, H1Error> {
+        self.stream.write_all(request).await?;
+        let mut resp = Response::default();
+        let mut total = (self.end - self.start) as u64;
+        if total > 0 && mark_first_byte {
+            resp.first_byte = Some(std::time::Instant::now());
+        }
+        // The head (skipping 1xx interim responses).
+        let body = loop {
+            if self.end > self.start {
+                let mut headers = [httparse::EMPTY_HEADER; 64];
+                let mut r = httparse::Response::new(&mut headers);
+                match r.parse(&self.buf[self.start..self.end]) {
+                    Ok(httparse::Status::Complete(n)) => {
+                        self.start += n;
+                        let status = r.code.unwrap_or(0);
+                        if (100..200).contains(&status) && status != 101 {
+                            continue;
+                        }
+                        resp.status = status;
+                        break head_info(&r, head, &mut resp);
+                    }
+                    Ok(httparse::Status::Partial) => {}
+                    Err(httparse::Error::TooManyHeaders) => {
+                        return Err(H1Error::Protocol("more than 64 response headers"))
+                    }
+                    Err(_) => return Err(H1Error::Protocol("malformed response head")),
+                }
+            }
+            let n = self.fill().await?;
+            if n == 0 {
+                return Err(if total == 0 {
+                    H1Error::EmptyEof
+                } else {
+                    H1Error::Truncated
+                });
+            }
+            if total == 0 && mark_first_byte {
+                resp.first_byte = Some(std::time::Instant::now());
+            }
+            total += n as u64;
+        };
+        match body {
+            Body::None => {}
+            Body::Length(n) => self.skip(n, &mut total).await?,
+            Body::Chunked => self.chunked(&mut total).await?,
+            Body::UntilClose => {
+                self.start = 0;
+                self.end = 0;
+                loop {
+                    let n = self.fill().await?;
+                    if n == 0 {
+                        break;
+                    }
+                    total += n as u64;
+                    self.start = 0;
+                    self.end = 0;
+                }
+                resp.close = true;
+            }
+        }
+        // Bytes still buffered belong to no request we sent: count them out.
+        resp.bytes = total - (self.end - self.start) as u64;
+        self.served += 1;
+        Ok(resp)
+    }
+
+    async fn chunked(&mut self, total: &mut u64) -> Result<(), H1Error> {
+        loop {
+            let size = loop {
+                match httparse::parse_chunk_size(&self.buf[self.start..self.end]) {
+                    Ok(httparse::Status::Complete((used, size))) => {
+                        self.start += used;
+                        break size;
+                    }
+                    Ok(httparse::Status::Partial) => {
+                        let n = self.fill().await?;
+                        if n == 0 {
+                            return Err(H1Error::Truncated);
+                        }
+                        *total += n as u64;
+                    }
+                    Err(_) => return Err(H1Error::Protocol("bad chunk size")),
+                }
+            };
+            if size > 0 {
+                self.skip(size + 2, total).await?;
+                continue;
+            }
+            // Trailers, up to the empty line.
+            loop {
+                let window = &self.buf[self.start..self.end];
+                if let Some(pos) = window.windows(2).position(|w| w == b"\r\n") {
+                    self.start += pos + 2;
+                    if pos == 0 {
+                        return Ok(());
+                    }
+                    continue;
+                }
+                let n = self.fill().await?;
+                if n == 0 {
+                    return Err(H1Error::Truncated);
+                }
+                *total += n as u64;
+            }
+        }
+    }
+}
+
+fn head_info(r: &httparse::Response<'_, '_>, head: bool, resp: &mut Response) -> Body {
+    let mut length = None;
+    let mut chunked = false;
+    // HTTP/1.0 closes unless it says keep-alive.
+    let mut close = r.version == Some(0);
+    for h in r.headers.iter() {
+        let name = h.name.as_bytes();
+        match name.len() {
+            14 if name.eq_ignore_ascii_case(b"content-length") => {
+                length = std::str::from_utf8(h.value)
+                    .ok()
+                    .and_then(|v| v.trim().parse::<u64>().ok());
+            }
+            17 if name.eq_ignore_ascii_case(b"transfer-encoding") => {
+                chunked = h
+                    .value
+                    .windows(7)
+                    .any(|w| w.eq_ignore_ascii_case(b"chunked"));
+            }
+            10 if name.eq_ignore_ascii_case(b"connection") => {
+                if h.value.windows(5).any(|w| w.eq_ignore_ascii_case(b"close")) {
+                    close = true;
+                } else if h
+                    .value
+                    .windows(10)
+                    .any(|w| w.eq_ignore_ascii_case(b"keep-alive"))
+                {
+                    close = false;
+                }
+            }
+            7 | 12 | 15 | 14 | 3
+                if name.eq_ignore_ascii_case(b"x-cache")
+                    || name.eq_ignore_ascii_case(b"cache-status")
+                    || name.eq_ignore_ascii_case(b"cf-cache-status")
+                    || name.eq_ignore_ascii_case(b"x-cache-status")
+                    || name.eq_ignore_ascii_case(b"age") =>
+            {
+                resp.cache_hit |= is_hit(name, h.value);
+            }
+            _ => {}
+        }
+    }
+    resp.close = close;
+    let status = resp.status;
+    if head || status == 204 || status == 304 || (100..200).contains(&status) {
+        Body::None
+    } else if chunked {
+        Body::Chunked
+    } else if let Some(n) = length {
+        Body::Length(n)
+    } else {
+        resp.close = true;
+        Body::UntilClose
+    }
+}
+
+/// Whether a cache header says the response was served from a cache.
+fn is_hit(name: &[u8], value: &[u8]) -> bool {
+    let v = std::str::from_utf8(value).unwrap_or("").trim();
+    if name.eq_ignore_ascii_case(b"age") {
+        return v.parse::<u64>().is_ok_and(|a| a > 0);
+    }
+    if name.eq_ignore_ascii_case(b"cache-status") {
+        // RFC 9211: `cache; hit` (or fwd=… for misses).
+        return v.split(',').next_back().is_some_and(|last| {
+            last.split(';')
+                .any(|p| p.trim().eq_ignore_ascii_case("hit"))
+        });
+    }
+    // X-Cache may list several layers ("MISS, HIT"): the client-facing one is last.
+    let last = v.split(',').next_back().unwrap_or("").trim();
+    last.len() >= 3 && last[..3].eq_ignore_ascii_case("hit")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encodes_once() {
+        let t = Target::parse("http://127.0.0.1:8080/x?y=1").unwrap();
+        let e = Endpoint {
+            name: "x".into(),
+            method: http::Method::POST,
+            path_and_query: "/x?y=1".into(),
+            headers: vec![crate::config::http::parse_header("Accept: a/b").unwrap()],
+            body: Bytes::from_static(b"hi"),
+            weight: 1,
+        };
+        let s = String::from_utf8(encode(&t, &e, false).to_vec()).unwrap();
+        assert!(
+            s.starts_with("POST /x?y=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"),
+            "{s}"
+        );
+        assert!(
+            s.contains("accept: a/b\r\n") && s.contains("Content-Length: 2\r\n"),
+            "{s}"
+        );
+        assert!(s.ends_with("Connection: close\r\n\r\nhi"), "{s}");
+    }
+
+    #[test]
+    fn cache_hits() {
+        assert!(is_hit(b"x-cache", b"MISS, HIT"));
+        assert!(!is_hit(b"X-Cache", b"HIT, MISS"));
+        assert!(is_hit(b"cf-cache-status", b"HIT"));
+        assert!(is_hit(b"age", b"12"));
+        assert!(!is_hit(b"age", b"0"));
+        assert!(is_hit(b"cache-status", b"ExampleCache; hit"));
+        assert!(!is_hit(b"cache-status", b"ExampleCache; fwd=miss"));
+    }
+
+    async fn serve(reply: &'static [u8], n: usize) -> H1 {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.unwrap();
+            let mut buf = [0u8; 1024];
+            for _ in 0..n {
+                let _ = s.read(&mut buf).await.unwrap();
+                // Dribble the reply to exercise partial reads.
+                for chunk in reply.chunks(7) {
+                    s.write_all(chunk).await.unwrap();
+                    s.flush().await.unwrap();
+                }
+            }
+        });
+        let c = tokio::net::TcpStream::connect(addr).await.unwrap();
+        c.set_nodelay(true).unwrap();
+        H1::new(Stream::Plain(c))
+    }
+
+    #[tokio::test]
+    async fn reads_length_chunked_and_close() {
+        let mut h = serve(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Cache: HIT\r\n\r\nhello",
+            2,
+        )
+        .await;
+        for _ in 0..2 {
+            let r = h
+                .exchange(b"GET / HTTP/1.1\r\n\r\n", false, true)
+                .await
+                .unwrap();
+            assert_eq!(
+                (r.status, r.bytes, r.close, r.cache_hit),
+                (200, 57, false, true)
+            );
+            assert!(r.first_byte.is_some());
+        }
+        let mut h = serve(
+            b"HTTP/1.1 500 Oops\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n10\r\n0123456789abcdef\r\n0\r\nX-T: 1\r\n\r\n",
+            1,
+        )
+        .await;
+        let r = h
+            .exchange(b"GET / HTTP/1.1\r\n\r\n", false, false)
+            .await
+            .unwrap();
+        assert_eq!((r.status, r.close), (500, false));
+        assert_eq!(h.start, h.end);
+        let mut h = serve(b"HTTP/1.0 200 OK\r\n\r\nbody until close", 1).await;
+        let r = h
+            .exchange(b"GET / HTTP/1.1\r\n\r\n", false, false)
+            .await
+            .unwrap();
+        assert!(r.close);
+        assert_eq!(r.bytes, 35);
+        let mut h = serve(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No\r\n\r\n", 1).await;
+        let r = h
+            .exchange(b"GET / HTTP/1.1\r\n\r\n", false, false)
+            .await
+            .unwrap();
+        assert_eq!(r.status, 204);
+        let mut h = serve(b"garbage\r\n\r\n", 1).await;
+        assert!(matches!(
+            h.exchange(b"GET / HTTP/1.1\r\n\r\n", false, false).await,
+            Err(H1Error::Protocol(_))
+        ));
+        let mut h = serve(b"", 1).await;
+        assert!(matches!(
+            h.exchange(b"GET / HTTP/1.1\r\n\r\n", false, false).await,
+            Err(H1Error::EmptyEof)
+        ));
+        let mut h = serve(b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\nshort", 1).await;
+        assert!(matches!(
+            h.exchange(b"GET / HTTP/1.1\r\n\r\n", false, false).await,
+            Err(H1Error::Truncated)
+        ));
+    }
+}

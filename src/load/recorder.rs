@@ -1,0 +1,342 @@
+//! Per-thread recording: every request lands in this thread's HdrHistograms (all,
+//! per endpoint, service time, connect, TLS) and in the current second of its
+//! timeline. Nothing here is shared between threads, so the hot path takes no lock;
+//! each second's histogram is compressed (V2 deflate) when the second ends, and the
+//! threads' recorders are merged at the end (`result`).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+
+use super::raw::RawSink;
+use crate::stats::histogram::{new_histogram, record};
+
+/// The kinds of failed request (the JSON `errors` keys).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    Connect = 0,
+    Timeout = 1,
+    Reset = 2,
+    Tls = 3,
+    Http4xx = 4,
+    Http5xx = 5,
+    Protocol = 6,
+}
+
+/// Number of error kinds.
+pub const KINDS: usize = 7;
+
+impl ErrorKind {
+    /// Every kind, in JSON order.
+    pub const ALL: [ErrorKind; KINDS] = [
+        ErrorKind::Connect,
+        ErrorKind::Timeout,
+        ErrorKind::Reset,
+        ErrorKind::Tls,
+        ErrorKind::Http4xx,
+        ErrorKind::Http5xx,
+        ErrorKind::Protocol,
+    ];
+
+    /// Its JSON name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Connect => "connect",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Reset => "reset",
+            ErrorKind::Tls => "tls",
+            ErrorKind::Http4xx => "http_4xx",
+            ErrorKind::Http5xx => "http_5xx",
+            ErrorKind::Protocol => "protocol",
+        }
+    }
+
+    /// The kind of an HTTP status, None when it is a success (1xx–3xx).
+    pub fn of_status(status: u16) -> Option<ErrorKind> {
+        match status {
+            400..=499 => Some(ErrorKind::Http4xx),
+            500..=599 => Some(ErrorKind::Http5xx),
+            0 | 600.. => Some(ErrorKind::Protocol),
+            _ => None,
+        }
+    }
+}
+
+/// How one request ended.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Outcome {
+    /// HTTP status (0 when none arrived).
+    pub status: u16,
+    pub error: Option<ErrorKind>,
+    /// Bytes received (head and body).
+    pub bytes: u64,
+    /// The response said it came from a cache.
+    pub cache_hit: bool,
+    /// When the first response byte arrived (only kept for `--raw`).
+    pub first_byte: Option<Instant>,
+    /// TCP connect and TLS time this request paid for a new connection.
+    pub connect: Option<Duration>,
+    pub tls: Option<Duration>,
+}
+
+impl Outcome {
+    /// A failure with no response.
+    pub fn failed(kind: ErrorKind) -> Outcome {
+        Outcome {
+            error: Some(kind),
+            ..Default::default()
+        }
+    }
+}
+
+/// Live counters a thread publishes about once a second, for the progress line.
+#[derive(Debug, Default)]
+pub struct Live {
+    pub requests: AtomicU64,
+    pub errors: AtomicU64,
+    pub last_p50_ns: AtomicU64,
+    pub last_p99_ns: AtomicU64,
+    pub active: AtomicU64,
+    pub dropped: AtomicU64,
+    /// CPU time this worker thread used so far.
+    pub cpu_ns: AtomicU64,
+}
+
+/// Counters of one endpoint on one thread.
+pub struct EndpointAcc {
+    pub latency: Histogram<u64>,
+    pub requests: u64,
+    pub ok: u64,
+    pub bytes: u64,
+}
+
+/// One second of one thread.
+#[derive(Debug, Clone, Default)]
+pub struct SecondAcc {
+    pub requests: u64,
+    pub ok: u64,
+    pub errors: [u64; KINDS],
+    pub bytes: u64,
+    pub cache_hits: u64,
+    pub dropped: u64,
+    /// Most connections open at once during the second.
+    pub active: u64,
+    /// Latency histogram of the requests completed in this second (V2 deflate; empty
+    /// when none completed).
+    pub v2: Vec<u8>,
+}
+
+/// Everything one worker thread measured.
+pub struct Recorder {
+    start: Instant,
+    open_model: bool,
+    pub latency: Histogram<u64>,
+    pub service: Histogram<u64>,
+    pub connect: Histogram<u64>,
+    pub tls: Histogram<u64>,
+    pub endpoints: Vec<EndpointAcc>,
+    pub errors: [u64; KINDS],
+    /// Count per status code 0..=599 (index = status).
+    pub statuses: Vec<u64>,
+    pub requests: u64,
+    pub ok: u64,
+    pub bytes: u64,
+    pub cache_hits: u64,
+    pub dropped: u64,
+    pub incomplete: u64,
+    pub in_flight: u64,
+    pub connections_opened: u64,
+    active: u64,
+    pub timeline: Vec<SecondAcc>,
+    current: Histogram<u64>,
+    serializer: V2DeflateSerializer,
+    live: Arc<Live>,
+    raw: Option<RawSink>,
+}
+
+impl Recorder {
+    /// A recorder for a run that started at `start`, with `endpoints` endpoints.
+    pub fn new(
+        start: Instant,
+        endpoints: usize,
+        open_model: bool,
+        live: Arc<Live>,
+        raw: Option<RawSink>,
+    ) -> Recorder {
+        Recorder {
+            start,
+            open_model,
+            latency: new_histogram(),
+            service: new_histogram(),
+            connect: new_histogram(),
+            tls: new_histogram(),
+            endpoints: (0..endpoints)
+                .map(|_| EndpointAcc {
+                    latency: new_histogram(),
+                    requests: 0,
+                    ok: 0,
+                    bytes: 0,
+                })
+                .collect(),
+            errors: [0; KINDS],
+            statuses: vec![0; 600],
+            requests: 0,
+            ok: 0,
+            bytes: 0,
+            cache_hits: 0,
+            dropped: 0,
+            incomplete: 0,
+            in_flight: 0,
+            connections_opened: 0,
+            active: 0,
+            timeline: vec![SecondAcc::default()],
+            current: new_histogram(),
+            serializer: V2DeflateSerializer::new(),
+            live,
+            raw,
+        }
+    }
+
+    fn second_of(&self, at: Instant) -> usize {
+        at.saturating_duration_since(self.start).as_secs() as usize
+    }
+
+    /// Moves the current second forward to the one `now` falls in, closing the
+    /// seconds in between.
+    pub fn tick(&mut self, now: Instant) {
+        let sec = self.second_of(now);
+        if sec + 1 > self.timeline.len() {
+            self.roll(sec);
+        }
+        self.live.active.store(self.active, Ordering::Relaxed);
+    }
+
+    fn roll(&mut self, sec: usize) {
+        let last = self.timeline.len() - 1;
+        if !self.current.is_empty() {
+            let mut buf = Vec::new();
+            if self.serializer.serialize(&self.current, &mut buf).is_ok() {
+                self.timeline[last].v2 = buf;
+            }
+            self.live
+                .last_p50_ns
+                .store(self.current.value_at_quantile(0.5), Ordering::Relaxed);
+            self.live
+                .last_p99_ns
+                .store(self.current.value_at_quantile(0.99), Ordering::Relaxed);
+            self.current.reset();
+        } else {
+            self.live.last_p50_ns.store(0, Ordering::Relaxed);
+            self.live.last_p99_ns.store(0, Ordering::Relaxed);
+        }
+        while self.timeline.len() <= sec {
+            self.timeline.push(SecondAcc {
+                active: self.active,
+                ..Default::default()
+            });
+        }
+        self.live.requests.store(self.requests, Ordering::Relaxed);
+        self.live
+            .errors
+            .store(self.requests - self.ok, Ordering::Relaxed);
+        self.live.dropped.store(self.dropped, Ordering::Relaxed);
+    }
+
+    /// A connection was opened after `connect` (TCP) and `tls` (None for plain).
+    pub fn conn_opened(&mut self, connect: Duration, tls: Option<Duration>) {
+        record(&mut self.connect, connect);
+        if let Some(t) = tls {
+            record(&mut self.tls, t);
+        }
+        self.connections_opened += 1;
+        self.active += 1;
+        let a = self.active;
+        if let Some(s) = self.timeline.last_mut() {
+            s.active = s.active.max(a);
+        }
+    }
+
+    /// A connection was closed.
+    pub fn conn_closed(&mut self) {
+        self.active = self.active.saturating_sub(1);
+    }
+
+    /// A request due at `intended` was dropped (open model, backlog full).
+    pub fn dropped(&mut self, intended: Instant) {
+        self.dropped += 1;
+        let sec = self.second_of(intended);
+        if sec < self.timeline.len() {
+            self.timeline[sec].dropped += 1;
+        } else {
+            self.roll(sec);
+            self.timeline[sec].dropped += 1;
+        }
+    }
+
+    /// Records one finished request: due at `intended` (= `sent` in the closed model),
+    /// sent at `sent`, finished at `end`.
+    pub fn record(
+        &mut self,
+        endpoint: usize,
+        intended: Instant,
+        sent: Instant,
+        end: Instant,
+        o: &Outcome,
+    ) {
+        let sec = self.second_of(end);
+        if sec + 1 > self.timeline.len() {
+            self.roll(sec);
+        }
+        let latency = end.saturating_duration_since(intended);
+        let ns = u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX);
+        self.latency.saturating_record(ns);
+        self.current.saturating_record(ns);
+        if self.open_model {
+            record(&mut self.service, end.saturating_duration_since(sent));
+        }
+        let ok = o.error.is_none();
+        self.requests += 1;
+        self.bytes += o.bytes;
+        self.statuses[(o.status as usize).min(599)] += 1;
+        if let Some(k) = o.error {
+            self.errors[k as usize] += 1;
+        } else {
+            self.ok += 1;
+        }
+        if o.cache_hit {
+            self.cache_hits += 1;
+        }
+        let e = &mut self.endpoints[endpoint];
+        e.latency.saturating_record(ns);
+        e.requests += 1;
+        e.bytes += o.bytes;
+        e.ok += ok as u64;
+        let s = self.timeline.last_mut().expect("timeline has a second");
+        s.requests += 1;
+        s.bytes += o.bytes;
+        s.cache_hits += o.cache_hit as u64;
+        match o.error {
+            None => s.ok += 1,
+            Some(k) => s.errors[k as usize] += 1,
+        }
+        if let Some(raw) = &mut self.raw {
+            raw.row(self.start, endpoint, intended, sent, end, o);
+        }
+    }
+
+    /// Closes the last second and the raw file; hands back the measurements.
+    pub fn finish(mut self, now: Instant) -> Recorder {
+        let sec = self.second_of(now);
+        self.roll(sec + 1);
+        // The extra second rolled in above is empty; drop it.
+        self.timeline.pop();
+        if let Some(raw) = &mut self.raw {
+            raw.flush();
+        }
+        self.raw = None;
+        self
+    }
+}

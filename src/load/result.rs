@@ -1,0 +1,470 @@
+//! A finished load run: the worker threads' recorders merged (histograms add
+//! losslessly), the per-second timeline joined with the host samples, thresholds
+//! judged — and its views: the load JSON of DESIGN.md (a contract: extend, don't
+//! rename), the facts the finding rules read, and the histograms the store keeps.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime};
+
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+use serde_json::{json, Value};
+
+use super::plan::LoadPlan;
+use super::recorder::{ErrorKind, Recorder, KINDS};
+use super::sys::SecondSample;
+use super::threshold::{Metric, MetricSource, Verdict};
+use crate::diagnose::facts::{LoadFacts, Second};
+use crate::stats::histogram::new_histogram;
+use crate::stats::{Percentiles, Unit};
+use crate::store::StoredHistogram;
+
+/// One endpoint's results.
+#[derive(Debug, Clone)]
+pub struct EndpointResult {
+    pub name: String,
+    pub requests: u64,
+    pub ok: u64,
+    pub bytes: u64,
+    pub latency: Histogram<u64>,
+    /// Seconds the run lasted (for its rps).
+    elapsed_s: f64,
+}
+
+/// One second of the timeline.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SecondResult {
+    pub t: u32,
+    pub requests: u64,
+    pub ok: u64,
+    pub errors: u64,
+    pub errors_by_kind: BTreeMap<String, u64>,
+    pub bytes: u64,
+    pub dropped: u64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    /// Connections open (most during the second).
+    pub active: u64,
+    pub cache_hits: u64,
+    /// Host TCP retransmits during the second.
+    pub retrans: Option<u64>,
+    /// latscope's worker CPU, percent of one core.
+    pub cpu_pct: Option<f64>,
+    /// This second's latency histogram, V2 deflate (empty: no request completed).
+    pub v2: Vec<u8>,
+}
+
+/// What a load run measured.
+#[derive(Debug, Clone)]
+pub struct LoadResult {
+    pub target: String,
+    pub model: &'static str,
+    pub started: SystemTime,
+    pub elapsed: Duration,
+    pub connections: u32,
+    pub threads: usize,
+    /// Completed requests (ok + errors).
+    pub requests: u64,
+    pub ok: u64,
+    pub dropped: u64,
+    pub incomplete: u64,
+    pub bytes: u64,
+    pub cache_hits: u64,
+    pub connections_opened: u64,
+    pub errors: BTreeMap<String, u64>,
+    pub statuses: BTreeMap<u16, u64>,
+    pub latency: Histogram<u64>,
+    /// Open model only.
+    pub service: Option<Histogram<u64>>,
+    pub connect: Histogram<u64>,
+    pub tls: Histogram<u64>,
+    pub endpoints: Vec<EndpointResult>,
+    pub timeline: Vec<SecondResult>,
+    pub thresholds: Vec<Verdict>,
+    /// Worker-thread CPU over the run, percent of one core.
+    pub client_cpu_pct: f64,
+    /// Stopped by the stop flag (Ctrl-C) before its end.
+    pub aborted: bool,
+    /// `--raw` could not be written completely.
+    pub raw_error: Option<String>,
+}
+
+fn ms(p: &Histogram<u64>) -> Percentiles {
+    Percentiles::from_histogram(p, Unit::Millis)
+}
+
+struct Numbers<'a> {
+    latency: &'a Histogram<u64>,
+    requests: u64,
+    ok: u64,
+    elapsed_s: f64,
+}
+
+impl MetricSource for Numbers<'_> {
+    fn metric(&self, m: Metric) -> Option<f64> {
+        let lat = |v: u64| Some(v as f64 / 1e6);
+        match m {
+            Metric::Requests => Some(self.requests as f64),
+            Metric::Rps => Some(self.requests as f64 / self.elapsed_s.max(1e-9)),
+            Metric::ErrorRate if self.requests == 0 => None,
+            Metric::ErrorRate => {
+                Some((self.requests - self.ok) as f64 * 100.0 / self.requests as f64)
+            }
+            _ if self.latency.is_empty() => None,
+            Metric::Min => lat(self.latency.min()),
+            Metric::Max => lat(self.latency.max()),
+            Metric::Mean => Some(self.latency.mean() / 1e6),
+            Metric::Quantile(q) => lat(self.latency.value_at_quantile(q as f64 / 1e6)),
+        }
+    }
+}
+
+fn v2(h: &Histogram<u64>) -> Vec<u8> {
+    let mut buf = Vec::new();
+    let _ = V2DeflateSerializer::new().serialize(h, &mut buf);
+    buf
+}
+
+/// Merges the threads' recorders.
+pub fn merge(
+    plan: &LoadPlan,
+    started: SystemTime,
+    elapsed: Duration,
+    outputs: Vec<(Recorder, u64)>,
+    samples: &[SecondSample],
+    aborted: bool,
+) -> LoadResult {
+    let open = matches!(plan.model, super::plan::Model::Open { .. });
+    let mut latency = new_histogram();
+    let mut service = new_histogram();
+    let mut connect = new_histogram();
+    let mut tls = new_histogram();
+    let elapsed_s = elapsed.as_secs_f64();
+    let mut endpoints: Vec<EndpointResult> = plan
+        .endpoints
+        .iter()
+        .map(|e| EndpointResult {
+            name: e.name.clone(),
+            requests: 0,
+            ok: 0,
+            bytes: 0,
+            latency: new_histogram(),
+            elapsed_s,
+        })
+        .collect();
+    let (mut requests, mut ok, mut dropped, mut incomplete, mut bytes, mut hits, mut opened) =
+        (0, 0, 0, 0, 0, 0, 0);
+    let mut errors = [0u64; KINDS];
+    let mut statuses = BTreeMap::new();
+    let mut cpu_ns = 0u64;
+    let seconds = outputs
+        .iter()
+        .map(|(r, _)| r.timeline.len())
+        .max()
+        .unwrap_or(0);
+    let mut timeline: Vec<SecondResult> = (0..seconds)
+        .map(|t| SecondResult {
+            t: t as u32,
+            ..Default::default()
+        })
+        .collect();
+    let mut second_hists: Vec<Histogram<u64>> = (0..seconds).map(|_| new_histogram()).collect();
+    let mut second_errors = vec![[0u64; KINDS]; seconds];
+    let mut de = Deserializer::new();
+    for (r, cpu) in &outputs {
+        let _ = latency.add(&r.latency);
+        let _ = service.add(&r.service);
+        let _ = connect.add(&r.connect);
+        let _ = tls.add(&r.tls);
+        for (e, acc) in endpoints.iter_mut().zip(&r.endpoints) {
+            let _ = e.latency.add(&acc.latency);
+            e.requests += acc.requests;
+            e.ok += acc.ok;
+            e.bytes += acc.bytes;
+        }
+        requests += r.requests;
+        ok += r.ok;
+        dropped += r.dropped;
+        incomplete += r.incomplete;
+        bytes += r.bytes;
+        hits += r.cache_hits;
+        opened += r.connections_opened;
+        for (i, n) in r.errors.iter().enumerate() {
+            errors[i] += n;
+        }
+        for (status, n) in r.statuses.iter().enumerate() {
+            if *n > 0 {
+                *statuses.entry(status as u16).or_insert(0) += n;
+            }
+        }
+        cpu_ns += cpu;
+        for (t, s) in r.timeline.iter().enumerate() {
+            let out = &mut timeline[t];
+            out.requests += s.requests;
+            out.ok += s.ok;
+            out.bytes += s.bytes;
+            out.dropped += s.dropped;
+            out.active += s.active;
+            out.cache_hits += s.cache_hits;
+            for (i, n) in s.errors.iter().enumerate() {
+                second_errors[t][i] += n;
+            }
+            if !s.v2.is_empty() {
+                if let Ok(h) = de.deserialize::<u64, _>(&mut &s.v2[..]) {
+                    let _ = second_hists[t].add(&h);
+                }
+            }
+        }
+    }
+    for (t, out) in timeline.iter_mut().enumerate() {
+        let h = &second_hists[t];
+        let p = ms(h);
+        out.p50_ms = p.p50;
+        out.p90_ms = p.p90;
+        out.p99_ms = p.p99;
+        out.max_ms = p.max;
+        out.errors = second_errors[t].iter().sum();
+        out.errors_by_kind = ErrorKind::ALL
+            .iter()
+            .filter(|k| second_errors[t][**k as usize] > 0)
+            .map(|k| (k.name().to_string(), second_errors[t][*k as usize]))
+            .collect();
+        if !h.is_empty() {
+            out.v2 = v2(h);
+        }
+        if let Some(s) = samples.get(t) {
+            out.retrans = s.retrans;
+            out.cpu_pct = Some(s.cpu_pct);
+        }
+    }
+    let mut result = LoadResult {
+        target: plan.target.url.clone(),
+        model: plan.model_name(),
+        started,
+        elapsed,
+        connections: plan.connections,
+        threads: plan.threads,
+        requests,
+        ok,
+        dropped,
+        incomplete,
+        bytes,
+        cache_hits: hits,
+        connections_opened: opened,
+        errors: ErrorKind::ALL
+            .iter()
+            .filter(|k| errors[**k as usize] > 0)
+            .map(|k| (k.name().to_string(), errors[*k as usize]))
+            .collect(),
+        statuses,
+        latency,
+        service: open.then_some(service),
+        connect,
+        tls,
+        endpoints,
+        timeline,
+        thresholds: Vec::new(),
+        client_cpu_pct: cpu_ns as f64 / 1e7 / elapsed_s.max(1e-9),
+        aborted,
+        raw_error: None,
+    };
+    result.thresholds = plan
+        .thresholds
+        .iter()
+        .flat_map(|t| result.judge(t))
+        .collect();
+    result
+}
+
+impl LoadResult {
+    fn numbers(&self) -> Numbers<'_> {
+        Numbers {
+            latency: &self.latency,
+            requests: self.requests,
+            ok: self.ok,
+            elapsed_s: self.elapsed.as_secs_f64(),
+        }
+    }
+
+    fn judge(&self, t: &super::threshold::Threshold) -> Vec<Verdict> {
+        let all = self.numbers();
+        let eps: Vec<Numbers<'_>> = self
+            .endpoints
+            .iter()
+            .map(|e| Numbers {
+                latency: &e.latency,
+                requests: e.requests,
+                ok: e.ok,
+                elapsed_s: e.elapsed_s,
+            })
+            .collect();
+        let named: Vec<(String, &dyn MetricSource)> = self
+            .endpoints
+            .iter()
+            .zip(&eps)
+            .map(|(e, n)| (e.name.clone(), n as &dyn MetricSource))
+            .collect();
+        t.judge(&all, &named)
+    }
+
+    /// Completed requests per second.
+    pub fn rps(&self) -> f64 {
+        self.requests as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    /// Whether every threshold held.
+    pub fn thresholds_ok(&self) -> bool {
+        self.thresholds.iter().all(|v| v.ok)
+    }
+
+    /// Errors of all kinds.
+    pub fn error_count(&self) -> u64 {
+        self.requests - self.ok
+    }
+
+    /// The load JSON of DESIGN.md (without `findings`, which the command adds).
+    pub fn to_json(&self) -> Value {
+        let pct = |h: &Histogram<u64>| serde_json::to_value(ms(h)).unwrap_or(Value::Null);
+        let mut doc = json!({
+            "kind": "load",
+            "target": self.target,
+            "model": self.model,
+            "requests": self.requests,
+            "ok": self.ok,
+            "dropped": self.dropped,
+            "errors": self.errors,
+            "duration_s": self.elapsed.as_secs_f64(),
+            "rps": self.rps(),
+            "bytes": self.bytes,
+            "latency_ms": pct(&self.latency),
+            "connect_ms": pct(&self.connect),
+            "incomplete": self.incomplete,
+            "client_cpu_pct": self.client_cpu_pct,
+            "connections": self.connections,
+            "threads": self.threads,
+            "connections_opened": self.connections_opened,
+            "cache_hits": self.cache_hits,
+            "statuses": self.statuses.iter().map(|(s, n)| (s.to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
+            "aborted": self.aborted,
+            "endpoints": self.endpoints.iter().map(|e| json!({
+                "name": e.name,
+                "requests": e.requests,
+                "ok": e.ok,
+                "bytes": e.bytes,
+                "rps": e.requests as f64 / e.elapsed_s.max(1e-9),
+                "latency_ms": pct(&e.latency),
+            })).collect::<Vec<_>>(),
+            "timeline": self.timeline_json(),
+            "thresholds": self.thresholds,
+        });
+        if let Some(s) = &self.service {
+            doc["service_time_ms"] = pct(s);
+        }
+        if !self.tls.is_empty() {
+            doc["tls_ms"] = pct(&self.tls);
+        }
+        doc
+    }
+
+    /// The timeline as JSON (also stored on its own with the run).
+    pub fn timeline_json(&self) -> Value {
+        Value::Array(
+            self.timeline
+                .iter()
+                .map(|s| {
+                    json!({
+                        "t": s.t,
+                        "requests": s.requests,
+                        "ok": s.ok,
+                        "errors": s.errors,
+                        "error_kinds": s.errors_by_kind,
+                        "bytes": s.bytes,
+                        "dropped": s.dropped,
+                        "p50_ms": s.p50_ms,
+                        "p90_ms": s.p90_ms,
+                        "p99_ms": s.p99_ms,
+                        "max_ms": s.max_ms,
+                        "active": s.active,
+                        "cache_hits": s.cache_hits,
+                        "retrans": s.retrans,
+                        "cpu_pct": s.cpu_pct,
+                    })
+                })
+                .collect(),
+        )
+    }
+
+    /// What the finding rules read.
+    pub fn facts(&self) -> LoadFacts {
+        let p = ms(&self.latency);
+        LoadFacts {
+            steps: Vec::new(),
+            timeline: self
+                .timeline
+                .iter()
+                .map(|s| Second {
+                    t: s.t,
+                    requests: s.requests,
+                    errors: s.errors,
+                    p50_ms: s.p50_ms,
+                    p99_ms: s.p99_ms,
+                    retrans: s.retrans.unwrap_or(0),
+                })
+                .collect(),
+            p50_ms: p.p50,
+            p99_ms: p.p99,
+            p999_ms: p.p999,
+            requests: self.requests,
+            errors: self.error_count(),
+            errors_by_kind: self.errors.clone(),
+            connect_ms: self
+                .connect
+                .iter_recorded()
+                .map(|v| (v.value_iterated_to() as f64 / 1e6, v.count_at_value()))
+                .collect(),
+            client_cpu_pct: Some(self.client_cpu_pct),
+            threads: self.threads as u32,
+        }
+    }
+
+    /// The histograms to keep with the run (names as `StoredHistogram` documents).
+    pub fn histograms(&self) -> Vec<StoredHistogram> {
+        let one = |name: String, h: &Histogram<u64>| StoredHistogram {
+            name,
+            second: None,
+            v2: v2(h),
+        };
+        let mut out = vec![one("latency".into(), &self.latency)];
+        for e in &self.endpoints {
+            out.push(one(format!("latency:{}", e.name), &e.latency));
+        }
+        if let Some(s) = &self.service {
+            out.push(one("service_time".into(), s));
+        }
+        out.push(one("connect".into(), &self.connect));
+        for s in &self.timeline {
+            if !s.v2.is_empty() {
+                out.push(StoredHistogram {
+                    name: "latency".into(),
+                    second: Some(s.t),
+                    v2: s.v2.clone(),
+                });
+            }
+        }
+        out
+    }
+
+    /// A latency quantile (0..1) of the whole run, ms (0 when nothing completed).
+    pub fn latency_quantile_ms(&self, q: f64) -> f64 {
+        self.latency.value_at_quantile(q) as f64 / 1e6
+    }
+
+    /// A service-time quantile (open model), ms.
+    pub fn service_quantile_ms(&self, q: f64) -> Option<f64> {
+        self.service
+            .as_ref()
+            .map(|s| s.value_at_quantile(q) as f64 / 1e6)
+    }
+}

@@ -1,0 +1,403 @@
+//! Scenario files (`latscope load -f FILE`, TOML; DESIGN.md, Commands): several named
+//! requests walked in sequence by each VU or picked by weight, with the load settings
+//! under `[load]`. Every problem is reported with the file, the line and the field
+//! (a usage error); the values are checked here, the merge with flags is in `plan`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderName, HeaderValue, Method};
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::stages::{self, Stage};
+use super::threshold::{self, Threshold};
+
+/// How each VU picks its next request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Order {
+    /// Every VU walks the requests in order (story 5: every endpoint per iteration).
+    #[default]
+    Sequence,
+    /// Each request is picked at random, in proportion to its `weight`.
+    Weighted,
+}
+
+/// A bad scenario file: where and what.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("scenario {file}{}: {field}{message}", line.map(|l| format!(", line {l}")).unwrap_or_default())]
+pub struct ScenarioError {
+    pub file: String,
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// The field, as `field `x`: `, or empty.
+    pub field: String,
+    pub message: String,
+}
+
+/// `[load]`: the same names as the flags.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ScenarioLoad {
+    pub connections: Option<u32>,
+    pub duration: Option<Duration>,
+    pub requests: Option<u64>,
+    pub rate: Option<f64>,
+    pub stages: Option<Vec<Stage>>,
+    pub threads: Option<usize>,
+    pub streams: Option<u32>,
+    pub timeout: Option<Duration>,
+    pub no_keepalive: bool,
+}
+
+/// One `[[request]]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScenarioRequest {
+    pub name: String,
+    pub method: Method,
+    /// A path (relative to `base_url`) or a full URL.
+    pub path_or_url: String,
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    pub body: Bytes,
+    pub weight: u32,
+}
+
+/// A checked scenario file.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Scenario {
+    pub base_url: Option<String>,
+    pub order: Order,
+    pub think_time: Option<Duration>,
+    pub thresholds: Vec<Threshold>,
+    pub load: ScenarioLoad,
+    pub requests: Vec<ScenarioRequest>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScenario {
+    base_url: Option<Spanned<String>>,
+    order: Option<Spanned<String>>,
+    think_time: Option<Spanned<String>>,
+    #[serde(default)]
+    thresholds: Vec<Spanned<String>>,
+    load: Option<RawLoad>,
+    #[serde(default, rename = "request")]
+    requests: Vec<Spanned<RawRequest>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLoad {
+    connections: Option<Spanned<i64>>,
+    duration: Option<Spanned<String>>,
+    requests: Option<Spanned<i64>>,
+    rate: Option<Spanned<f64>>,
+    stages: Option<Spanned<String>>,
+    threads: Option<Spanned<i64>>,
+    streams: Option<Spanned<i64>>,
+    timeout: Option<Spanned<String>>,
+    no_keepalive: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRequest {
+    name: Option<Spanned<String>>,
+    method: Option<Spanned<String>>,
+    path: Option<Spanned<String>>,
+    url: Option<Spanned<String>>,
+    #[serde(default)]
+    headers: BTreeMap<String, Spanned<String>>,
+    body: Option<Spanned<String>>,
+    weight: Option<Spanned<i64>>,
+}
+
+/// Reads and checks a scenario file.
+pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+        file: path.display().to_string(),
+        line: None,
+        field: String::new(),
+        message: format!("cannot read it: {e}"),
+    })?;
+    parse(&path.display().to_string(), &text)
+}
+
+/// Parses scenario text; `file` names it in errors.
+pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
+    let line_of = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
+    let at = |span: std::ops::Range<usize>, field: &str, message: String| ScenarioError {
+        file: file.to_string(),
+        line: Some(line_of(span.start)),
+        field: format!("field `{field}`: "),
+        message,
+    };
+    let raw: RawScenario = toml::from_str(text).map_err(|e| {
+        let message = e.message().trim().to_string();
+        // serde names the field in its message ("unknown field `x`", "missing field").
+        ScenarioError {
+            file: file.to_string(),
+            line: e.span().map(|s| line_of(s.start)),
+            field: String::new(),
+            message,
+        }
+    })?;
+    let dur = |s: &Spanned<String>, field: &str| {
+        crate::units::parse_duration(s.get_ref()).map_err(|m| at(s.span(), field, m))
+    };
+    let positive = |s: &Spanned<i64>, field: &str, min: i64| {
+        let v = *s.get_ref();
+        if v < min {
+            Err(at(s.span(), field, format!("must be at least {min}")))
+        } else {
+            Ok(v)
+        }
+    };
+
+    let mut out = Scenario {
+        base_url: raw.base_url.map(Spanned::into_inner),
+        ..Default::default()
+    };
+    if let Some(o) = &raw.order {
+        out.order = match o.get_ref().as_str() {
+            "sequence" => Order::Sequence,
+            "weighted" => Order::Weighted,
+            other => {
+                return Err(at(
+                    o.span(),
+                    "order",
+                    format!("'{other}': use \"sequence\" or \"weighted\""),
+                ))
+            }
+        };
+    }
+    if let Some(t) = &raw.think_time {
+        out.think_time = Some(dur(t, "think_time")?);
+    }
+    for t in &raw.thresholds {
+        out.thresholds
+            .push(threshold::parse(t.get_ref()).map_err(|e| at(t.span(), "thresholds", e.reason))?);
+    }
+    if let Some(l) = &raw.load {
+        let mut load = ScenarioLoad {
+            no_keepalive: l.no_keepalive.unwrap_or(false),
+            ..Default::default()
+        };
+        if let Some(c) = &l.connections {
+            load.connections =
+                Some(positive(c, "load.connections", 1)?.min(u32::MAX as i64) as u32);
+        }
+        if let Some(d) = &l.duration {
+            let v = dur(d, "load.duration")?;
+            if v.is_zero() {
+                return Err(at(d.span(), "load.duration", "must be more than 0".into()));
+            }
+            load.duration = Some(v);
+        }
+        if let Some(n) = &l.requests {
+            load.requests = Some(positive(n, "load.requests", 1)? as u64);
+        }
+        if let Some(r) = &l.rate {
+            let v = *r.get_ref();
+            if !(v.is_finite() && v > 0.0) {
+                return Err(at(r.span(), "load.rate", "must be more than 0".into()));
+            }
+            load.rate = Some(v);
+        }
+        if let Some(s) = &l.stages {
+            load.stages = Some(
+                stages::parse(s.get_ref()).map_err(|e| at(s.span(), "load.stages", e.reason))?,
+            );
+        }
+        if let Some(t) = &l.threads {
+            load.threads = Some(positive(t, "load.threads", 1)? as usize);
+        }
+        if let Some(t) = &l.streams {
+            load.streams = Some(positive(t, "load.streams", 1)?.min(u32::MAX as i64) as u32);
+        }
+        if let Some(t) = &l.timeout {
+            let v = dur(t, "load.timeout")?;
+            if v.is_zero() {
+                return Err(at(t.span(), "load.timeout", "must be more than 0".into()));
+            }
+            load.timeout = Some(v);
+        }
+        out.load = load;
+    }
+    for (i, r) in raw.requests.iter().enumerate() {
+        let span = r.span();
+        let r = r.get_ref();
+        let field = |f: &str| format!("request[{}].{f}", i + 1);
+        let name = match &r.name {
+            Some(n) if n.get_ref().trim().is_empty() => {
+                return Err(at(n.span(), &field("name"), "must not be empty".into()))
+            }
+            Some(n) => n.get_ref().trim().to_string(),
+            None => format!("request{}", i + 1),
+        };
+        if out.requests.iter().any(|o| o.name == name) {
+            let s = r.name.as_ref().map_or(span.clone(), |n| n.span());
+            return Err(at(s, &field("name"), format!("'{name}' is used twice")));
+        }
+        let method = match &r.method {
+            Some(m) => {
+                Method::from_bytes(m.get_ref().to_ascii_uppercase().as_bytes()).map_err(|_| {
+                    at(
+                        m.span(),
+                        &field("method"),
+                        format!("'{}' is not a method", m.get_ref()),
+                    )
+                })?
+            }
+            None if r.body.is_some() => Method::POST,
+            None => Method::GET,
+        };
+        let path_or_url = match (&r.path, &r.url) {
+            (Some(_), Some(u)) => {
+                return Err(at(
+                    u.span(),
+                    &field("url"),
+                    "give either path or url, not both".into(),
+                ))
+            }
+            (Some(p), None) => {
+                if !p.get_ref().starts_with('/') {
+                    return Err(at(p.span(), &field("path"), "must start with '/'".into()));
+                }
+                p.get_ref().clone()
+            }
+            (None, Some(u)) => {
+                crate::net::Target::parse(u.get_ref())
+                    .map_err(|e| at(u.span(), &field("url"), e.to_string()))?;
+                u.get_ref().clone()
+            }
+            (None, None) => {
+                return Err(at(
+                    span,
+                    &field("path"),
+                    "missing (give path or url)".into(),
+                ))
+            }
+        };
+        let mut headers = Vec::new();
+        for (n, v) in &r.headers {
+            let name = HeaderName::from_bytes(n.trim().as_bytes()).map_err(|_| {
+                at(
+                    v.span(),
+                    &field("headers"),
+                    format!("'{n}' is not a header name"),
+                )
+            })?;
+            let value = HeaderValue::from_str(v.get_ref().trim()).map_err(|_| {
+                at(
+                    v.span(),
+                    &field("headers"),
+                    format!("the value of '{n}' has characters a header cannot carry"),
+                )
+            })?;
+            headers.push((name, value));
+        }
+        let weight = match &r.weight {
+            Some(w) => positive(w, &field("weight"), 1)?.min(u32::MAX as i64) as u32,
+            None => 1,
+        };
+        out.requests.push(ScenarioRequest {
+            name,
+            method,
+            path_or_url,
+            headers,
+            body: r
+                .body
+                .as_ref()
+                .map(|b| Bytes::from(b.get_ref().clone()))
+                .unwrap_or_default(),
+            weight,
+        });
+    }
+    if out.requests.is_empty() {
+        return Err(ScenarioError {
+            file: file.to_string(),
+            line: None,
+            field: String::new(),
+            message: "no [[request]] given".into(),
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+base_url = "http://127.0.0.1:8080"
+order = "weighted"
+think_time = "10ms"
+thresholds = ["p99<1s", "place:p99<300ms"]
+
+[load]
+connections = 4
+duration = "3s"
+
+[[request]]
+name = "places"
+path = "/places"
+
+[[request]]
+name = "search"
+method = "post"
+path = "/search"
+body = '{"q":"seoul"}'
+headers = { Accept = "application/json" }
+weight = 2
+"#;
+
+    #[test]
+    fn parses_the_design_example() {
+        let s = parse("s.toml", GOOD).unwrap();
+        assert_eq!(s.order, Order::Weighted);
+        assert_eq!(s.think_time, Some(Duration::from_millis(10)));
+        assert_eq!(s.thresholds.len(), 2);
+        assert_eq!(s.load.connections, Some(4));
+        assert_eq!(s.requests[1].method, Method::POST);
+        assert_eq!(s.requests[1].weight, 2);
+        assert_eq!(s.requests[1].headers[0].0.as_str(), "accept");
+    }
+
+    fn err(text: &str) -> ScenarioError {
+        parse("s.toml", text).unwrap_err()
+    }
+
+    #[test]
+    fn errors_name_line_and_field() {
+        let e = err("[load]\nduration = \"3 parsecs\"\n[[request]]\npath = \"/\"\n");
+        assert_eq!(e.line, Some(2), "{e}");
+        assert!(e.to_string().contains("load.duration"), "{e}");
+        let e = err("[[request]]\npath = \"/\"\n\n[[request]]\npath = \"nope\"\n");
+        assert_eq!(e.line, Some(5), "{e}");
+        assert!(e.to_string().contains("request[2].path"), "{e}");
+        let e = err("[[request]]\npath = \"/\"\nwieght = 3\n");
+        assert_eq!(e.line, Some(3), "{e}");
+        assert!(e.to_string().contains("wieght"), "{e}");
+        let e = err("order = \"random\"\n[[request]]\npath = \"/\"\n");
+        assert!(
+            e.to_string().contains("line 1") && e.to_string().contains("order"),
+            "{e}"
+        );
+        let e = err("thresholds = [\"p98<1s\"]\n[[request]]\npath = \"/\"\n");
+        assert!(e.to_string().contains("thresholds"), "{e}");
+        assert!(err("base_url = \"http://x\"\n")
+            .to_string()
+            .contains("no [[request]]"));
+        let e = err("[[request]]\npath = \"/\"\nweight = 0\n");
+        assert!(e.to_string().contains("request[1].weight"), "{e}");
+        let e = err(
+            "[[request]]\nname = \"a\"\npath = \"/\"\n[[request]]\nname = \"a\"\npath = \"/\"\n",
+        );
+        assert!(e.to_string().contains("used twice"), "{e}");
+        let e = err("x = [\n");
+        assert!(e.line.is_some(), "{e}");
+    }
+}

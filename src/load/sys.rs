@@ -1,0 +1,54 @@
+//! What the engine samples from the host while it runs: TCP retransmissions of the
+//! whole host (`/proc/net/snmp`, `RetransSegs`) and the CPU time of latscope's own
+//! worker threads (their thread CPU clocks, so a lab running in the same process is
+//! not counted as load-tool CPU).
+
+/// One second's host samples.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SecondSample {
+    /// TCP segments the host retransmitted during the second (None: not readable).
+    pub retrans: Option<u64>,
+    /// CPU the worker threads used, percent of one core.
+    pub cpu_pct: f64,
+}
+
+/// The host's `Tcp: RetransSegs` counter, None when `/proc/net/snmp` is unreadable.
+pub fn retrans_segs() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/net/snmp").ok()?;
+    parse_retrans(&text)
+}
+
+fn parse_retrans(text: &str) -> Option<u64> {
+    let mut tcp = text.lines().filter(|l| l.starts_with("Tcp:"));
+    let names = tcp.next()?;
+    let values = tcp.next()?;
+    let idx = names.split_whitespace().position(|n| n == "RetransSegs")?;
+    values.split_whitespace().nth(idx)?.parse().ok()
+}
+
+/// CPU time the calling thread has used, ns.
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid, writable timespec.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_snmp() {
+        let t = "Ip: A B\nIp: 1 2\nTcp: RtoAlgorithm RetransSegs InErrs\nTcp: 1 34 0\n";
+        assert_eq!(parse_retrans(t), Some(34));
+        assert_eq!(parse_retrans("Ip: A\nIp: 1\n"), None);
+        assert!(thread_cpu_ns() > 0);
+    }
+}

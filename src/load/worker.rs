@@ -1,0 +1,433 @@
+//! One worker thread: a current-thread tokio runtime driving this thread's share of
+//! the VUs (closed model) or of the arrivals and connections (open model), all
+//! recording into one thread-local [`Recorder`] without locks.
+//!
+//! Closed model: VU `i` (global index; thread `j` of `T` owns `i ≡ j mod T`) loops:
+//! claim, pick its next request, exchange, record, think. Under stages it is active
+//! while the ramp is above `i`. Open model: the thread's scheduler emits arrivals
+//! `k ≡ j mod T` at the ramp's times into a bounded local queue (beyond it they are
+//! dropped and counted); idle connections take them, and latency runs from the
+//! intended time (coordinated omission corrected), service time from the send.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use tokio::sync::Notify;
+
+use super::conn::Phase;
+use super::engine::{Control, Prepared, ABORT};
+use super::http1::{H1Error, H1};
+use super::plan::Model;
+use super::raw::RawSink;
+use super::recorder::{ErrorKind, Live, Outcome, Recorder};
+use super::scenario::Order;
+
+/// Runs one worker thread to the end; returns its recorder and its CPU time (ns).
+pub fn run_thread(
+    j: usize,
+    threads: usize,
+    prep: &Prepared<'_>,
+    ctl: &Control,
+    live: Arc<Live>,
+) -> (Recorder, u64) {
+    let open = matches!(prep.plan.model, Model::Open { .. });
+    let raw = prep
+        .raw
+        .as_ref()
+        .map(|f| RawSink::new(f.clone(), prep.raw_names.clone()));
+    let rec = RefCell::new(Recorder::new(
+        ctl.start,
+        prep.plan.endpoints.len(),
+        open,
+        live.clone(),
+        raw,
+    ));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a current-thread runtime");
+    let w = Worker {
+        j,
+        threads,
+        prep,
+        ctl,
+        rec: &rec,
+    };
+    rt.block_on(async {
+        let ticker = async {
+            loop {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                rec.borrow_mut().tick(Instant::now());
+                live.cpu_ns
+                    .store(super::sys::thread_cpu_ns(), Ordering::Relaxed);
+                if ctl.phase.load(Ordering::Relaxed) == ABORT {
+                    break;
+                }
+            }
+        };
+        tokio::select! {
+            _ = w.work() => {}
+            _ = ticker => {}
+        }
+    });
+    drop(rt);
+    let cpu = super::sys::thread_cpu_ns();
+    live.cpu_ns.store(cpu, Ordering::Relaxed);
+    let mut rec = rec.into_inner();
+    rec.incomplete += rec.in_flight;
+    (rec.finish(Instant::now()), cpu)
+}
+
+struct Worker<'a, 'p> {
+    j: usize,
+    threads: usize,
+    prep: &'a Prepared<'p>,
+    ctl: &'a Control,
+    rec: &'a RefCell<Recorder>,
+}
+
+/// One VU's or one open-model connection's HTTP/1.1 client state.
+struct Client<'a, 'p> {
+    w: &'a Worker<'a, 'p>,
+    conn: Option<H1>,
+    phase: Cell<Phase>,
+    timer: Pin<Box<tokio::time::Sleep>>,
+}
+
+impl<'a, 'p> Client<'a, 'p> {
+    fn new(w: &'a Worker<'a, 'p>) -> Self {
+        Client {
+            w,
+            conn: None,
+            phase: Cell::new(Phase::Exchange),
+            timer: Box::pin(tokio::time::sleep(Duration::ZERO)),
+        }
+    }
+
+    fn close(&mut self) {
+        if self.conn.take().is_some() {
+            self.w.rec.borrow_mut().conn_closed();
+        }
+    }
+
+    /// Sends endpoint `ep` and reads the answer, within the request timeout.
+    async fn request(&mut self, ep: usize) -> Outcome {
+        let timeout = self.w.prep.plan.client.timeout;
+        self.timer
+            .as_mut()
+            .reset(tokio::time::Instant::now() + timeout);
+        let mut timer = self.timer.as_mut();
+        let w = self.w;
+        let phase = &self.phase;
+        let conn = &mut self.conn;
+        let result = tokio::select! {
+            biased;
+            o = exchange(w, conn, phase, ep) => Some(o),
+            _ = &mut timer => None,
+        };
+        match result {
+            Some(o) => o,
+            None => {
+                let kind = self.phase.get().timeout_kind();
+                self.close();
+                Outcome::failed(kind)
+            }
+        }
+    }
+}
+
+/// Connects when needed, sends, reads; retries once on a fresh connection when a
+/// reused one turns out to have been closed by the server.
+async fn exchange(
+    w: &Worker<'_, '_>,
+    conn: &mut Option<H1>,
+    phase: &Cell<Phase>,
+    ep: usize,
+) -> Outcome {
+    let prep = w.prep;
+    let mut retried = false;
+    let mut paid = (None, None);
+    loop {
+        let fresh = conn.is_none();
+        if fresh {
+            match prep.connector.open(phase).await {
+                Ok(o) => {
+                    w.rec.borrow_mut().conn_opened(o.connect, o.tls);
+                    paid = (Some(o.connect), o.tls);
+                    *conn = Some(H1::new(o.stream));
+                }
+                Err(kind) => return Outcome::failed(kind),
+            }
+        }
+        phase.set(Phase::Exchange);
+        let c = conn.as_mut().expect("connected above");
+        let r = c
+            .exchange(&prep.encoded[ep], prep.is_head[ep], prep.raw.is_some())
+            .await;
+        let kind = match r {
+            Ok(resp) => {
+                if resp.close || !prep.plan.keepalive {
+                    *conn = None;
+                    w.rec.borrow_mut().conn_closed();
+                }
+                return Outcome {
+                    status: resp.status,
+                    error: ErrorKind::of_status(resp.status),
+                    bytes: resp.bytes,
+                    cache_hit: resp.cache_hit,
+                    first_byte: resp.first_byte,
+                    connect: paid.0,
+                    tls: paid.1,
+                };
+            }
+            Err(e) => {
+                *conn = None;
+                w.rec.borrow_mut().conn_closed();
+                match e {
+                    H1Error::EmptyEof if !fresh && !retried => {
+                        retried = true;
+                        continue;
+                    }
+                    H1Error::EmptyEof | H1Error::Truncated => ErrorKind::Reset,
+                    H1Error::Io(e) => super::conn::io_kind(&e),
+                    H1Error::Protocol(_) => ErrorKind::Protocol,
+                }
+            }
+        };
+        let mut o = Outcome::failed(kind);
+        o.connect = paid.0;
+        o.tls = paid.1;
+        return o;
+    }
+}
+
+/// Picks endpoints in sequence or by weight.
+struct Picker {
+    next: usize,
+    rng: SmallRng,
+}
+
+impl Picker {
+    fn new(seed: u64) -> Self {
+        Picker {
+            next: 0,
+            rng: SmallRng::seed_from_u64(seed),
+        }
+    }
+
+    #[inline]
+    fn pick(&mut self, prep: &Prepared<'_>) -> usize {
+        let n = prep.cumulative.len();
+        if n == 1 {
+            return 0;
+        }
+        match prep.plan.order {
+            Order::Sequence => {
+                let e = self.next % n;
+                self.next = e + 1;
+                e
+            }
+            Order::Weighted => {
+                let total = *prep.cumulative.last().expect("endpoints");
+                let x = self.rng.random_range(0..total);
+                prep.cumulative.partition_point(|&c| c <= x)
+            }
+        }
+    }
+}
+
+impl<'a, 'p> Worker<'a, 'p> {
+    async fn work(&self) {
+        match self.prep.plan.model {
+            Model::Closed => self.closed().await,
+            Model::Open { .. } => self.open().await,
+        }
+    }
+
+    fn share(&self, total: usize) -> impl Iterator<Item = usize> {
+        (self.j..total).step_by(self.threads)
+    }
+
+    async fn closed(&self) {
+        let vus = self.prep.plan.connections as usize;
+        let mut all: FuturesUnordered<_> = self.share(vus).map(|i| self.vu(i)).collect();
+        while all.next().await.is_some() {}
+    }
+
+    async fn vu(&self, i: usize) {
+        let prep = self.prep;
+        let staged = !prep.plan.stages.is_empty();
+        let think = prep.plan.think_time;
+        let mut client = Client::new(self);
+        let mut picker = Picker::new(i as u64);
+        loop {
+            if staged {
+                let t = self.ctl.start.elapsed().as_secs_f64();
+                if prep.ramp.at(t) <= i as f64 {
+                    client.close();
+                    match prep.ramp.next_above(i as f64, t) {
+                        Some(at) => {
+                            let when = self.ctl.start + Duration::from_secs_f64(at);
+                            tokio::time::sleep_until(when.into()).await;
+                            continue;
+                        }
+                        None => break,
+                    }
+                }
+            }
+            if !self.ctl.claim() {
+                break;
+            }
+            let ep = picker.pick(prep);
+            self.rec.borrow_mut().in_flight += 1;
+            let sent = Instant::now();
+            let o = client.request(ep).await;
+            let end = Instant::now();
+            {
+                let mut r = self.rec.borrow_mut();
+                r.in_flight -= 1;
+                r.record(ep, sent, sent, end, &o);
+            }
+            if !think.is_zero() {
+                tokio::time::sleep(think).await;
+            }
+        }
+        client.close();
+    }
+
+    async fn open(&self) {
+        let Model::Open { rate } = self.prep.plan.model else {
+            return;
+        };
+        let peak = if self.prep.plan.stages.is_empty() {
+            rate
+        } else {
+            self.prep.ramp.peak()
+        };
+        let backlog = self
+            .prep
+            .plan
+            .backlog
+            .unwrap_or(peak.ceil() as u64)
+            .div_ceil(self.threads as u64)
+            .max(1) as usize;
+        let d = Dispatch {
+            queue: RefCell::new(VecDeque::with_capacity(backlog.min(65_536))),
+            warm: Notify::new(),
+            cold: Notify::new(),
+            idle_warm: Cell::new(0),
+            closed: Cell::new(false),
+        };
+        let conns = self.prep.plan.connections as usize;
+        let mut workers: FuturesUnordered<_> =
+            self.share(conns).map(|i| self.open_conn(i, &d)).collect();
+        let sched = self.schedule(&d, backlog);
+        let drain = async { while workers.next().await.is_some() {} };
+        tokio::join!(sched, drain);
+    }
+
+    /// Emits this thread's arrivals into the queue.
+    async fn schedule(&self, d: &Dispatch, backlog: usize) {
+        let count = self.prep.plan.count;
+        let mut k = self.j as u64;
+        loop {
+            if !self.ctl.running() || count.is_some_and(|n| k >= n) {
+                break;
+            }
+            let Some(at) = self.prep.ramp.arrival(k as f64) else {
+                break;
+            };
+            let due = self.ctl.start + Duration::from_secs_f64(at);
+            if due > Instant::now() {
+                tokio::time::sleep_until(due.into()).await;
+                if !self.ctl.running() {
+                    break;
+                }
+            }
+            if d.queue.borrow().len() >= backlog {
+                self.rec.borrow_mut().dropped(due);
+            } else {
+                d.push(due);
+            }
+            k += self.threads as u64;
+        }
+        d.close();
+    }
+
+    async fn open_conn(&self, i: usize, d: &Dispatch) {
+        let mut client = Client::new(self);
+        let mut picker = Picker::new(i as u64 ^ 0x5eed);
+        while let Some(due) = d.take(client.conn.is_some()).await {
+            if !self.ctl.running() {
+                // Due before the end but never sent: the run ended first.
+                self.rec.borrow_mut().incomplete += 1;
+                continue;
+            }
+            let ep = picker.pick(self.prep);
+            self.rec.borrow_mut().in_flight += 1;
+            let sent = Instant::now();
+            let o = client.request(ep).await;
+            let end = Instant::now();
+            let mut r = self.rec.borrow_mut();
+            r.in_flight -= 1;
+            r.record(ep, due, sent, end, &o);
+        }
+        client.close();
+    }
+}
+
+/// The open model's local queue of due requests, and idle connections waiting on it.
+/// Idle connected ("warm") connections are woken before unconnected ("cold") ones,
+/// so new connections open only when the warm ones are all busy.
+struct Dispatch {
+    queue: RefCell<VecDeque<Instant>>,
+    warm: Notify,
+    cold: Notify,
+    /// Warm connections waiting and not yet notified.
+    idle_warm: Cell<usize>,
+    closed: Cell<bool>,
+}
+
+impl Dispatch {
+    fn push(&self, due: Instant) {
+        self.queue.borrow_mut().push_back(due);
+        let idle = self.idle_warm.get();
+        if idle > 0 {
+            self.idle_warm.set(idle - 1);
+            self.warm.notify_one();
+        } else {
+            self.cold.notify_one();
+        }
+    }
+
+    fn close(&self) {
+        self.closed.set(true);
+        self.idle_warm.set(0);
+        self.warm.notify_waiters();
+        self.cold.notify_waiters();
+    }
+
+    async fn take(&self, warm: bool) -> Option<Instant> {
+        loop {
+            if let Some(due) = self.queue.borrow_mut().pop_front() {
+                return Some(due);
+            }
+            if self.closed.get() {
+                return None;
+            }
+            if warm {
+                self.idle_warm.set(self.idle_warm.get() + 1);
+                self.warm.notified().await;
+            } else {
+                self.cold.notified().await;
+            }
+        }
+    }
+}

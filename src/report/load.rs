@@ -1,0 +1,238 @@
+//! The terminal view of a load run: a header saying what ran, a summary a siege/ab/k6
+//! user recognises (transactions, availability, elapsed, data, response time, rate,
+//! throughput, concurrency, longest/shortest, successful/failed), latency percentiles
+//! overall and per endpoint, errors, status codes, thresholds and findings; and the
+//! one-line live progress for stderr. Formats only; never measures.
+
+use std::fmt::Write as _;
+
+use crate::diagnose::Finding;
+use crate::load::{LoadPlan, LoadResult, Model, Progress};
+use crate::report::table::Table;
+use crate::stats::{Percentiles, Unit};
+use crate::units::{fmt_bytes, fmt_ms};
+
+/// One line saying what is about to run.
+pub fn header(plan: &LoadPlan) -> String {
+    let what = match plan.model {
+        Model::Closed if !plan.stages.is_empty() => "closed model, staged VUs".to_string(),
+        Model::Closed => format!("closed model, {} connections", plan.connections),
+        Model::Open { rate } if plan.stages.is_empty() => {
+            format!(
+                "open model, {rate} req/s, up to {} connections",
+                plan.connections
+            )
+        }
+        Model::Open { .. } => format!(
+            "open model, staged rate, up to {} connections",
+            plan.connections
+        ),
+    };
+    let length = match (plan.count, plan.run_length()) {
+        (Some(n), Some(d)) => format!("{n} requests or {}", humantime::format_duration(d)),
+        (Some(n), None) => format!("{n} requests"),
+        (None, Some(d)) => humantime::format_duration(d).to_string(),
+        (None, None) => String::new(),
+    };
+    let eps = if plan.endpoints.len() > 1 {
+        format!(", {} endpoints", plan.endpoints.len())
+    } else {
+        String::new()
+    };
+    format!(
+        "latscope load {} — {what}, {length}, {} thread{}{eps}{}\n",
+        plan.target.url,
+        plan.threads,
+        if plan.threads == 1 { "" } else { "s" },
+        if plan.keepalive {
+            ""
+        } else {
+            ", no keep-alive"
+        }
+    )
+}
+
+fn pct_row(t: &mut Table, name: &str, p: &Percentiles) {
+    t.row([
+        name.to_string(),
+        fmt_ms(p.min),
+        fmt_ms(p.mean),
+        fmt_ms(p.p50),
+        fmt_ms(p.p90),
+        fmt_ms(p.p99),
+        fmt_ms(p.p999),
+        fmt_ms(p.p9999),
+        fmt_ms(p.max),
+    ]);
+}
+
+/// The summary printed at the end of a run.
+pub fn summary(r: &LoadResult, findings: &[Finding]) -> String {
+    let mut s = String::new();
+    let secs = r.elapsed.as_secs_f64().max(1e-9);
+    let lat = Percentiles::from_histogram(&r.latency, Unit::Millis);
+    let availability = if r.requests == 0 {
+        0.0
+    } else {
+        r.ok as f64 * 100.0 / r.requests as f64
+    };
+    // Siege's "concurrency": total time spent in requests / elapsed.
+    let concurrency = lat.mean * r.requests as f64 / 1000.0 / secs;
+    if r.aborted {
+        s.push_str("Interrupted: the numbers below cover what ran before the stop.\n");
+    }
+    let mut kv = |k: &str, v: String| {
+        let _ = writeln!(s, "  {k:<24}{v:>16}");
+    };
+    kv("Transactions:", format!("{} hits", r.requests));
+    kv("Availability:", format!("{availability:.2} %"));
+    kv("Elapsed time:", format!("{secs:.2} s"));
+    kv("Data transferred:", fmt_bytes(r.bytes));
+    kv("Response time (mean):", fmt_ms(lat.mean));
+    kv("Transaction rate:", format!("{:.1} trans/s", r.rps()));
+    kv(
+        "Throughput:",
+        format!("{}/s", fmt_bytes((r.bytes as f64 / secs) as u64)),
+    );
+    kv("Concurrency:", format!("{concurrency:.1}"));
+    kv("Successful transactions:", r.ok.to_string());
+    kv("Failed transactions:", r.error_count().to_string());
+    kv("Longest transaction:", fmt_ms(lat.max));
+    kv("Shortest transaction:", fmt_ms(lat.min));
+    if r.dropped > 0 || r.model == "open" {
+        kv("Dropped (backlog full):", r.dropped.to_string());
+    }
+    if r.incomplete > 0 {
+        kv("Incomplete at the end:", r.incomplete.to_string());
+    }
+    kv("Connections opened:", r.connections_opened.to_string());
+    kv(
+        "latscope CPU:",
+        format!("{:.0} % of a core", r.client_cpu_pct),
+    );
+    s.push('\n');
+
+    let mut t = Table::new([
+        "latency", "min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max",
+    ]);
+    pct_row(&mut t, "all", &lat);
+    if r.endpoints.len() > 1 {
+        for e in &r.endpoints {
+            pct_row(
+                &mut t,
+                &e.name,
+                &Percentiles::from_histogram(&e.latency, Unit::Millis),
+            );
+        }
+    }
+    if let Some(svc) = &r.service {
+        pct_row(
+            &mut t,
+            "service time",
+            &Percentiles::from_histogram(svc, Unit::Millis),
+        );
+    }
+    if !r.connect.is_empty() {
+        pct_row(
+            &mut t,
+            "connect",
+            &Percentiles::from_histogram(&r.connect, Unit::Millis),
+        );
+    }
+    if !r.tls.is_empty() {
+        pct_row(
+            &mut t,
+            "tls",
+            &Percentiles::from_histogram(&r.tls, Unit::Millis),
+        );
+    }
+    s.push_str(&t.render(2));
+    if r.service.is_some() {
+        s.push_str("  (open model: latency counts from the intended send time, service time from the actual send)\n");
+    }
+    if r.endpoints.len() > 1 {
+        let mut t = Table::new(["endpoint", "requests", "ok", "errors", "req/s"]);
+        for e in &r.endpoints {
+            t.row([
+                e.name.clone(),
+                e.requests.to_string(),
+                e.ok.to_string(),
+                (e.requests - e.ok).to_string(),
+                format!("{:.1}", e.requests as f64 / secs),
+            ]);
+        }
+        s.push('\n');
+        s.push_str(&t.render(2));
+    }
+    if !r.errors.is_empty() {
+        let list: Vec<String> = r.errors.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        let _ = writeln!(s, "\n  Errors: {}", list.join(", "));
+    }
+    if !r.statuses.is_empty() {
+        let list: Vec<String> = r
+            .statuses
+            .iter()
+            .map(|(c, n)| {
+                if *c == 0 {
+                    format!("none {n}")
+                } else {
+                    format!("{c} {n}")
+                }
+            })
+            .collect();
+        let _ = writeln!(s, "  Status codes: {}", list.join(", "));
+    }
+    if !r.thresholds.is_empty() {
+        s.push_str("\n  Thresholds:\n");
+        for v in &r.thresholds {
+            let value = v.value.map_or("no data".to_string(), |x| format!("{x:.3}"));
+            let on = v
+                .endpoint
+                .as_ref()
+                .map(|e| format!(" [{e}]"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                s,
+                "    {} {}{on}  (measured {value})",
+                if v.ok { "pass" } else { "FAIL" },
+                v.expr
+            );
+        }
+    }
+    if let Some(e) = &r.raw_error {
+        let _ = writeln!(s, "\n  warning: --raw was not written completely: {e}");
+    }
+    if !findings.is_empty() {
+        s.push_str("\n  Findings:\n");
+        for f in findings {
+            let _ = writeln!(s, "    [{}] {}: {}", f.severity, f.id, f.title);
+            if !f.advice.is_empty() {
+                let _ = writeln!(s, "           {}", f.advice);
+            }
+        }
+    }
+    s
+}
+
+/// One progress line (no newline), for stderr on a terminal.
+pub fn progress_line(p: &Progress) -> String {
+    let elapsed = p.elapsed.as_secs();
+    let of = p
+        .length
+        .map(|l| format!("/{}s", l.as_secs()))
+        .unwrap_or_default();
+    let dropped = if p.dropped > 0 {
+        format!("  dropped {}", p.dropped)
+    } else {
+        String::new()
+    };
+    format!(
+        "  {elapsed}s{of}  {:.0} req/s  p50 {}  p99 {}  requests {}  errors {}{dropped}  conns {}",
+        p.rps,
+        fmt_ms(p.p50_ms),
+        fmt_ms(p.p99_ms),
+        p.requests,
+        p.errors,
+        p.active
+    )
+}

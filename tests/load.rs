@@ -1,0 +1,530 @@
+//! `latscope load` against the in-process lab (and the binary for exit codes): exact
+//! counts, closed-model pacing, error classification, the open model's coordinated
+//! omission correction, scenarios, thresholds, stages, protocols. Every run is short
+//! and bounded by its duration or count plus a small request timeout.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use latscope::lab::{self, LabOptions};
+use latscope::load::{self, LoadPlan, LoadResult, Model};
+
+use crate::util;
+use crate::util_lab::healthy;
+
+fn no_stop() -> Arc<AtomicBool> {
+    Arc::new(AtomicBool::new(false))
+}
+
+/// A closed plan for `url` with a short timeout, adjusted by `f`.
+fn plan(url: &str, c: u32, d: Duration, f: impl FnOnce(&mut LoadPlan)) -> LoadPlan {
+    let mut p = LoadPlan::closed(url, c, d).expect("plan");
+    p.client.timeout = Duration::from_secs(5);
+    p.threads = 2.min(c as usize);
+    f(&mut p);
+    p
+}
+
+fn run(p: &LoadPlan) -> LoadResult {
+    load::run(p, &no_stop()).expect("the run works")
+}
+
+fn json_of(out: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// Count mode (ab's -n) sends exactly N requests: the lab saw N, all ok, and the
+/// timeline adds up to N.
+#[test]
+fn count_mode_sends_exactly_n() {
+    let lab = healthy();
+    let p = plan(&lab.url("/"), 7, Duration::from_secs(30), |p| {
+        p.duration = None;
+        p.count = Some(1234);
+    });
+    let r = run(&p);
+    assert_eq!((r.requests, r.ok, r.incomplete), (1234, 1234, 0));
+    assert_eq!(lab.stats().total, 1234);
+    assert_eq!(r.timeline.iter().map(|s| s.requests).sum::<u64>(), 1234);
+    assert_eq!(r.connections_opened, 7, "keep-alive: one connection per VU");
+    assert_eq!(r.statuses.get(&200), Some(&1234));
+    assert!(r.bytes > 1234 * 20);
+}
+
+/// The closed model keeps -c requests in flight for -d: against a 20 ms route, 4 VUs
+/// for 1 s complete about 200 requests, each about 20 ms; what the lab counted is
+/// what was recorded (in-flight requests finish at the end).
+#[test]
+fn closed_model_paces_by_the_response() {
+    let lab = healthy();
+    let p = plan(&lab.url("/delay/20ms"), 4, Duration::from_secs(1), |_| {});
+    let t0 = Instant::now();
+    let r = run(&p);
+    assert!(t0.elapsed() < Duration::from_secs(4));
+    assert!((80..=210).contains(&r.requests), "{}", r.requests);
+    assert_eq!(lab.stats().total, r.requests + r.incomplete);
+    let p50 = r.latency_quantile_ms(0.5);
+    assert!((19.0..80.0).contains(&p50), "p50 {p50}");
+    let j = r.to_json();
+    for k in [
+        "kind",
+        "target",
+        "model",
+        "requests",
+        "ok",
+        "dropped",
+        "errors",
+        "duration_s",
+        "rps",
+        "bytes",
+        "latency_ms",
+        "connect_ms",
+        "incomplete",
+        "client_cpu_pct",
+        "endpoints",
+        "timeline",
+        "thresholds",
+    ] {
+        assert!(j.get(k).is_some(), "missing {k}");
+    }
+    let t = &j["timeline"][0];
+    for k in [
+        "t",
+        "requests",
+        "ok",
+        "errors",
+        "bytes",
+        "p50_ms",
+        "p90_ms",
+        "p99_ms",
+        "max_ms",
+        "active",
+        "cache_hits",
+        "retrans",
+    ] {
+        assert!(t.get(k).is_some(), "timeline missing {k}");
+    }
+    assert_eq!(t["active"], 4);
+    assert_eq!(j["model"], "closed");
+    assert!(j["latency_ms"]["p50"].as_f64().unwrap() >= 19.0);
+    assert!(r
+        .histograms()
+        .iter()
+        .any(|h| h.name == "latency" && h.second == Some(0)));
+}
+
+/// The binary: `-n` with `--json` prints the load JSON and exits 0.
+#[test]
+fn cli_count_json() {
+    let lab = healthy();
+    let out = util::run(&[
+        "load",
+        &lab.url("/bytes/100"),
+        "-n",
+        "50",
+        "-c",
+        "5",
+        "--json",
+        "--no-save",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = json_of(&out);
+    assert_eq!(
+        (j["requests"].as_u64(), j["ok"].as_u64()),
+        (Some(50), Some(50))
+    );
+    assert_eq!(lab.stats().route("bytes"), 50);
+    assert!(j["findings"].is_array());
+}
+
+/// Each failure lands in its kind: a reset connection, a 500, a 404, a closed port
+/// and a timeout.
+#[test]
+fn errors_are_classified() {
+    let lab = healthy();
+    let count = |path: &str, n: u64, f: &dyn Fn(&mut LoadPlan)| {
+        let p = plan(&lab.url(path), 2, Duration::from_secs(30), |p| {
+            p.duration = None;
+            p.count = Some(n);
+            f(p);
+        });
+        run(&p)
+    };
+    let r = count("/reset", 6, &|_| {});
+    assert_eq!(
+        (r.requests, r.errors.get("reset").copied()),
+        (6, Some(6)),
+        "{:?}",
+        r.errors
+    );
+    let r = count("/status/500", 6, &|_| {});
+    assert_eq!(r.errors.get("http_5xx"), Some(&6), "{:?}", r.errors);
+    assert_eq!(r.statuses.get(&500), Some(&6));
+    let r = count("/status/404", 4, &|_| {});
+    assert_eq!(r.errors.get("http_4xx"), Some(&4), "{:?}", r.errors);
+    let r = count("/delay/5s", 2, &|p| {
+        p.client.timeout = Duration::from_millis(500)
+    });
+    assert_eq!(r.errors.get("timeout"), Some(&2), "{:?}", r.errors);
+    assert!(r.elapsed < Duration::from_secs(3), "{:?}", r.elapsed);
+
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", closed.local_addr().unwrap());
+    drop(closed);
+    let p = plan(&url, 2, Duration::from_secs(30), |p| {
+        p.duration = None;
+        p.count = Some(4);
+    });
+    let r = run(&p);
+    assert_eq!(r.errors.get("connect"), Some(&4), "{:?}", r.errors);
+    assert_eq!(r.ok, 0);
+
+    // Every request failed: the binary says so and exits 1.
+    let out = util::run(&["load", &url, "-n", "3", "-c", "1", "--no-save"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("every request failed"));
+}
+
+/// Ctrl-C (SIGINT) ends a long run at once; what was measured is printed.
+#[test]
+fn sigint_stops_cleanly() {
+    let lab = healthy();
+    let mut child = util::latscope()
+        .args([
+            "load",
+            &lab.url("/delay/5ms"),
+            "-d",
+            "60s",
+            "-c",
+            "2",
+            "--json",
+            "--no-save",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while lab.stats().total < 20 && t0.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: plain kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if child.try_wait().unwrap().is_none() {
+        let _ = child.kill();
+        panic!("latscope load did not stop on SIGINT");
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = json_of(&out);
+    assert_eq!(j["aborted"], true);
+    assert!(j["requests"].as_u64().unwrap() >= 20);
+    assert!(j["duration_s"].as_f64().unwrap() < 30.0);
+}
+
+/// The stop flag also works through the library API.
+#[test]
+fn stop_flag_ends_a_library_run() {
+    let lab = healthy();
+    let p = plan(&lab.url("/delay/10ms"), 2, Duration::from_secs(60), |_| {});
+    let stop = no_stop();
+    let s2 = stop.clone();
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        s2.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    let r = load::run(&p, &stop).unwrap();
+    t.join().unwrap();
+    assert!(r.aborted && r.elapsed < Duration::from_secs(5));
+    assert!(r.requests > 5);
+    let _ = Model::Closed;
+    let _ = lab::spawn(LabOptions::default()).map(|l| l.shutdown());
+}
+
+/// Coordinated omission: the lab stalls every response for 1 s every 5 s; an open
+/// model at 200/s with 64 connections for 10 s must show what users waited — p99
+/// above 0.8 s, the stalled tenth of the requests spread over 0..1 s (p95 near 0.5 s)
+/// — while service time (from the actual send) stays low at p90: only the 64
+/// requests caught in flight saw the stall from the inside. A closed-loop tool would
+/// report roughly the service time.
+#[test]
+fn open_model_corrects_coordinated_omission() {
+    let lab = lab::spawn(LabOptions {
+        stall: Some(lab::StallOptions {
+            every: Duration::from_secs(5),
+            length: Duration::from_secs(1),
+        }),
+        ..Default::default()
+    })
+    .unwrap();
+    let p = plan(&lab.url("/"), 64, Duration::from_secs(10), |p| {
+        p.model = Model::Open { rate: 200.0 };
+    });
+    let r = run(&p);
+    let (p90, p95, p99) = (
+        r.latency_quantile_ms(0.90),
+        r.latency_quantile_ms(0.95),
+        r.latency_quantile_ms(0.99),
+    );
+    let s90 = r.service_quantile_ms(0.90).unwrap();
+    eprintln!(
+        "requests {} dropped {} incomplete {} p90 {p90} p95 {p95} p99 {p99} service p90 {s90} p99 {:?}",
+        r.requests,
+        r.dropped,
+        r.incomplete,
+        r.service_quantile_ms(0.99)
+    );
+    assert!(
+        (1900..=2010).contains(&(r.requests + r.incomplete)),
+        "{}",
+        r.requests
+    );
+    assert_eq!(r.dropped, 0);
+    assert!(p99 > 800.0, "latency p99 {p99} ms");
+    assert!((250.0..800.0).contains(&p95), "latency p95 {p95} ms");
+    assert!(s90 < 50.0, "service time p90 {s90} ms");
+    assert!(r.latency.len() == r.service.as_ref().unwrap().len());
+    assert_eq!(r.to_json()["model"], "open");
+    assert!(r.to_json()["service_time_ms"]["p90"].as_f64().unwrap() < 50.0);
+}
+
+/// Above what the server sustains (one worker, 50 ms per request: 20/s), an open
+/// model at 200/s says so: requests beyond the backlog are counted as dropped, the
+/// queued ones still waiting at the end as incomplete, and every arrival is one of
+/// completed, dropped or incomplete.
+#[test]
+fn open_model_over_capacity_drops_and_says_so() {
+    let lab = lab::spawn(LabOptions {
+        workers: Some(1),
+        ..Default::default()
+    })
+    .unwrap();
+    let p = plan(
+        &lab.url("/delay/50ms"),
+        4,
+        Duration::from_millis(1500),
+        |p| {
+            p.model = Model::Open { rate: 200.0 };
+            p.backlog = Some(20);
+        },
+    );
+    let r = run(&p);
+    let arrivals = r.requests + r.dropped + r.incomplete;
+    assert!(
+        (295..=302).contains(&arrivals),
+        "{} + {} + {}",
+        r.requests,
+        r.dropped,
+        r.incomplete
+    );
+    assert!(r.dropped > 150, "dropped {}", r.dropped);
+    assert!(r.requests < 60, "completed {}", r.requests);
+    assert!(r.latency_quantile_ms(0.99) > 300.0);
+    assert!(r.timeline.iter().map(|s| s.dropped).sum::<u64>() == r.dropped);
+}
+
+fn write_scenario(text: &str) -> (tempdir::Dir, String) {
+    let dir = tempdir::Dir::new();
+    let path = dir.path().join("s.toml");
+    std::fs::write(&path, text).unwrap();
+    let p = path.display().to_string();
+    (dir, p)
+}
+
+/// A tiny self-removing temporary directory (no extra crate).
+mod tempdir {
+    pub struct Dir(std::path::PathBuf);
+    impl Dir {
+        pub fn new() -> Dir {
+            static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+            let p = std::env::temp_dir().join(format!(
+                "latscope-load-test-{}-{}",
+                std::process::id(),
+                N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            ));
+            std::fs::create_dir_all(&p).unwrap();
+            Dir(p)
+        }
+        pub fn path(&self) -> &std::path::Path {
+            &self.0
+        }
+    }
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+/// A scenario in sequence (story 5): every VU walks every endpoint; the per-endpoint
+/// counts are what the lab counted per route, and the JSON lists each endpoint.
+#[test]
+fn scenario_sequence_counts_per_endpoint() {
+    let lab = healthy();
+    let (_d, file) = write_scenario(&format!(
+        r#"
+base_url = "{}"
+order = "sequence"
+
+[load]
+connections = 3
+requests = 31
+
+[[request]]
+name = "slow"
+path = "/delay/2ms"
+
+[[request]]
+name = "data"
+path = "/bytes/64"
+headers = {{ Accept = "application/octet-stream" }}
+
+[[request]]
+name = "made"
+method = "POST"
+path = "/status/201"
+body = "x=1"
+"#,
+        lab.base_url()
+    ));
+    let out = util::run(&["load", "-f", &file, "--json", "--no-save"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = json_of(&out);
+    assert_eq!(j["requests"], 31);
+    let eps = j["endpoints"].as_array().unwrap();
+    let count = |name: &str| {
+        eps.iter()
+            .find(|e| e["name"] == name)
+            .and_then(|e| e["requests"].as_u64())
+            .unwrap()
+    };
+    let stats = lab.stats();
+    assert_eq!(count("slow"), stats.route("delay"));
+    assert_eq!(count("data"), stats.route("bytes"));
+    assert_eq!(count("made"), stats.route("status"));
+    // Sequence: each VU walks slow, data, made, …, so the counts differ by at most 3.
+    let counts = [count("slow"), count("data"), count("made")];
+    assert!(
+        counts.iter().max().unwrap() - counts.iter().min().unwrap() <= 3,
+        "{counts:?}"
+    );
+    assert!(eps
+        .iter()
+        .all(|e| e["latency_ms"]["p50"].as_f64().is_some()));
+}
+
+/// Weighted order picks requests in proportion to their weight.
+#[test]
+fn scenario_weighted_order() {
+    let lab = healthy();
+    let (_d, file) = write_scenario(&format!(
+        "base_url = \"{}\"\norder = \"weighted\"\n[[request]]\nname = \"a\"\npath = \"/bytes/1\"\nweight = 3\n[[request]]\nname = \"b\"\npath = \"/text/1\"\n",
+        lab.base_url()
+    ));
+    let out = util::run(&[
+        "load",
+        "-f",
+        &file,
+        "-n",
+        "800",
+        "-c",
+        "4",
+        "--json",
+        "--no-save",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (a, b) = (lab.stats().route("bytes"), lab.stats().route("text"));
+    assert_eq!(a + b, 800);
+    assert!((520..=680).contains(&a), "a {a} b {b}");
+}
+
+/// A bad scenario file is a usage error (exit 2) naming the line and the field.
+#[test]
+fn bad_scenario_names_line_and_field() {
+    let (_d, file) = write_scenario(
+        "base_url = \"http://127.0.0.1:9\"\n\n[[request]]\nname = \"x\"\npath = \"/\"\nweight = -2\n",
+    );
+    let out = util::run(&["load", "-f", &file, "--no-save"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("line 6") && err.contains("request[1].weight"),
+        "{err}"
+    );
+    let out = util::run(&["load", "-f", "/nonexistent/s.toml", "--no-save"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// Thresholds: passing ones exit 0, a failing one exits 99 and names itself, per
+/// endpoint and for every endpoint.
+#[test]
+fn thresholds_exit_codes() {
+    let lab = healthy();
+    let url = lab.url("/delay/30ms");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["load", url.as_str(), "-n", "20", "-c", "4", "--no-save"];
+        args.extend_from_slice(extra);
+        util::run(&args)
+    };
+    let out = run(&[
+        "--threshold",
+        "p99<5s",
+        "--threshold",
+        "error_rate<1%",
+        "--threshold",
+        "rps>1",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("pass p99<5s"));
+    let out = run(&["--threshold", "p99<5s", "--threshold", "p50<10ms"]);
+    assert_eq!(out.status.code(), Some(99));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("p50<10ms") && !err.contains("p99<5s"), "{err}");
+    let out = run(&["--threshold", "*:p99<10ms"]);
+    assert_eq!(out.status.code(), Some(99));
+    let out = run(&["--threshold", "/delay/30ms:p50>20ms"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = run(&["--threshold", "p99<<1s"]);
+    assert_eq!(out.status.code(), Some(2));
+}
