@@ -9,8 +9,6 @@ mod lab;
 mod load;
 mod probe;
 mod runs;
-// Used by the measuring commands as they are wired to the store.
-#[allow(dead_code)]
 pub(crate) mod saving;
 
 /// Runs one parsed command line; returns the process exit code.
