@@ -269,9 +269,9 @@ pub struct DiskArgs {
     /// Queue depth (I/Os in flight).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub iodepth: u32,
-    /// Test file size.
-    #[arg(long, default_value = "256MB", value_parser = size)]
-    pub size: u64,
+    /// Test file size [default: 256MB; an existing file: its length].
+    #[arg(long, value_parser = size)]
+    pub size: Option<u64>,
     /// How long to measure.
     #[arg(short = 'd', long, default_value = "30s", value_parser = duration)]
     pub duration: Duration,

@@ -1,8 +1,156 @@
-//! `latscope disk`.
+//! `latscope disk PATH`: measure storage latency, find what the numbers say
+//! (`disk-tail`, `slow-fsync`), print text or the disk JSON, save the run. Ctrl-C
+//! ends the measurement early: what was measured is still printed and saved, and the
+//! test file is removed.
+
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Instant, SystemTime};
 
 use crate::cli::DiskArgs;
+use crate::diagnose::{self, Facts};
+use crate::disk::{self, DiskOptions, Observer, SecondStats, Setup};
+use crate::report;
+use crate::usage;
+
+use super::saving::{self, NewRun};
+
+/// Set by SIGINT/SIGTERM.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+/// Makes Ctrl-C (and SIGTERM) set [`STOP`] instead of killing the process, so the
+/// run ends cleanly and the test file is removed.
+fn catch_signals() {
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_signal as *const () as libc::sighandler_t;
+        sa.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
+        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
+    }
+}
+
+/// Prints the header when measuring starts and progress on a terminal.
+struct Printer<'a> {
+    opts: &'a DiskOptions,
+    json: bool,
+    tty: bool,
+    total_s: u64,
+    header: String,
+    last_layout: Option<Instant>,
+}
+
+impl Observer for Printer<'_> {
+    fn laying_out(&mut self, done: u64, total: u64) {
+        if !self.tty {
+            return;
+        }
+        let due = self
+            .last_layout
+            .is_none_or(|t| t.elapsed().as_millis() >= 100);
+        if due || done == total {
+            self.last_layout = Some(Instant::now());
+            eprint!("\r\x1b[2K{}", report::disk::layout_progress(done, total));
+        }
+    }
+
+    fn started(&mut self, setup: &Setup) {
+        self.header = report::disk::header(self.opts, setup);
+        if self.tty {
+            eprint!("\r\x1b[2K");
+        }
+        for w in setup.warnings.iter().chain(&setup.engine_note) {
+            eprintln!("latscope: warning: {w}");
+        }
+        if !self.json {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(self.header.as_bytes());
+            let _ = out.flush();
+        }
+    }
+
+    fn second(&mut self, s: &SecondStats) {
+        if self.tty {
+            eprint!("\r\x1b[2K{}", report::disk::progress(s, self.total_s));
+        }
+    }
+}
 
 /// Runs `latscope disk`.
-pub fn run(_args: DiskArgs) -> anyhow::Result<u8> {
-    anyhow::bail!("latscope disk is not built yet")
+pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
+    let opts = DiskOptions::from_args(&args).map_err(|m| usage!("{m}"))?;
+    catch_signals();
+    let started = SystemTime::now();
+    let mut printer = Printer {
+        opts: &opts,
+        json: args.output.json,
+        tty: std::io::stderr().is_terminal(),
+        total_s: opts.duration.as_secs_f64().ceil() as u64,
+        header: String::new(),
+        last_layout: None,
+    };
+    let outcome = disk::run(&opts, &STOP, &mut printer);
+    if printer.tty {
+        eprint!("\r\x1b[2K");
+    }
+    let result = match outcome {
+        Ok(r) => r,
+        Err(e) if e.is_usage() => return Err(usage!("{e}")),
+        Err(e) => return Err(anyhow::Error::new(e)),
+    };
+
+    let facts = Facts {
+        disk: Some(result.facts()),
+        ..Facts::default()
+    };
+    let findings = diagnose::run_rules(&facts);
+    let doc = result.to_json(&findings);
+    let body = report::disk::render(&result, &findings);
+    let text = format!("{}{body}", printer.header);
+    let mut out = std::io::stdout().lock();
+    if args.output.json {
+        serde_json::to_writer_pretty(&mut out, &doc).map_err(std::io::Error::from)?;
+        writeln!(out)?;
+    } else {
+        out.write_all(body.as_bytes())?;
+    }
+    out.flush()?;
+    drop(out);
+
+    saving::save(
+        &args.output,
+        NewRun {
+            kind: "disk",
+            target: opts.path.display().to_string(),
+            started,
+            duration_s: result.elapsed.as_secs_f64(),
+            config: serde_json::json!({
+                "path": opts.path.display().to_string(),
+                "pattern": opts.pattern.name(),
+                "read_pct": opts.read_pct,
+                "bs": opts.bs,
+                "iodepth": opts.iodepth,
+                "size": result.setup.size,
+                "duration_s": opts.duration.as_secs_f64(),
+                "direct": format!("{:?}", opts.direct).to_lowercase(),
+                "fsync": opts.fsync,
+                "precondition": opts.precondition,
+                "write": opts.allow_write,
+                "engine": format!("{:?}", opts.engine).to_lowercase(),
+            }),
+            summary: doc,
+            timeline: result.timeline_json(),
+            findings: serde_json::to_value(&findings)?,
+            text,
+            histograms: result.histograms(),
+            secret_headers: Vec::new(),
+        },
+    );
+    Ok(0)
 }

@@ -1,1 +1,234 @@
-//! TODO(skeleton): owned by the disk work.
+//! `latscope disk`: storage latency as a database sees it (DESIGN.md, Measurements →
+//! Disk). Lays out a test file (or opens an existing one), then keeps `iodepth` I/Os
+//! of `bs` bytes in flight for the run's duration with io_uring or a thread pool,
+//! O_DIRECT on aligned buffers where the filesystem allows it, optionally with an
+//! fdatasync after every write (timed on its own). Completion latencies land in
+//! HdrHistograms, per direction and per second.
+//!
+//! This module measures; it never prints. Progress and the setup reach the caller
+//! through an [`Observer`].
+
+pub mod file;
+pub mod options;
+pub mod result;
+pub mod workload;
+
+mod buf;
+mod engine_threads;
+mod engine_uring;
+mod recorder;
+
+use std::fs::File;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+pub use options::{DirectMode, DiskError, DiskOptions, EngineChoice};
+pub use recorder::SecondHists;
+pub use result::{DirSummary, DiskResult, SecondStats};
+pub use workload::Pattern;
+
+use recorder::Recorder;
+use workload::OpGen;
+
+/// The engine that did the I/O.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineKind {
+    /// io_uring, one ring with `iodepth` entries in flight.
+    Uring,
+    /// A pread/pwrite thread per queue slot.
+    Threads,
+}
+
+impl EngineKind {
+    /// `io_uring` or `threads`.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Uring => "io_uring",
+            EngineKind::Threads => "threads",
+        }
+    }
+}
+
+/// How the run was set up, known once the file is ready.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    /// The file measured.
+    pub file: std::path::PathBuf,
+    /// latscope created it (and removes it).
+    pub created: bool,
+    /// Bytes of the file the run touches.
+    pub size: u64,
+    /// O_DIRECT is in effect.
+    pub direct: bool,
+    /// O_DIRECT alignment (memory, offset) in bytes, when direct.
+    pub align: (u32, u32),
+    /// The whole region was written before measuring.
+    pub laid_out: bool,
+    pub engine: EngineKind,
+    /// Why io_uring was not used, when `--engine auto` fell back to threads.
+    pub engine_note: Option<String>,
+    /// Things the user should know (O_DIRECT fallback, a sparse file…).
+    pub warnings: Vec<String>,
+}
+
+/// Receives progress while a run goes on (the command prints it; tests ignore it).
+pub trait Observer {
+    /// Laying out the test file: `done` of `total` bytes written.
+    fn laying_out(&mut self, _done: u64, _total: u64) {}
+    /// The file is ready and the measurement starts now.
+    fn started(&mut self, _setup: &Setup) {}
+    /// One second of the measurement closed.
+    fn second(&mut self, _s: &SecondStats) {}
+}
+
+/// An observer that ignores everything.
+pub struct Quiet;
+impl Observer for Quiet {}
+
+/// What every engine worker shares.
+pub(crate) struct Ctx<'a> {
+    pub file: &'a File,
+    pub bs: u64,
+    pub iodepth: u32,
+    pub mem_align: usize,
+    pub fsync: bool,
+    pub deadline: Instant,
+    /// Ctrl-C.
+    pub stop: &'a AtomicBool,
+    /// A worker failed: everyone stops.
+    pub halted: &'a AtomicBool,
+}
+
+impl Ctx<'_> {
+    /// Whether to stop issuing I/O.
+    pub(crate) fn stopping(&self, now: Instant) -> bool {
+        now >= self.deadline
+            || self.stop.load(Ordering::Relaxed)
+            || self.halted.load(Ordering::Relaxed)
+    }
+
+    /// Makes every worker stop.
+    pub(crate) fn halt(&self) {
+        self.halted.store(true, Ordering::Relaxed);
+    }
+
+    /// A failed read or write: stop everyone and say what failed.
+    pub(crate) fn fail(&self, op: workload::Op, off: u64, e: std::io::Error) -> DiskError {
+        self.halt();
+        engine_threads::io_error(op, off, e)
+    }
+
+    /// A failed fdatasync.
+    pub(crate) fn fail_sync(&self, e: std::io::Error) -> DiskError {
+        self.halt();
+        DiskError::io("fdatasync", e)
+    }
+}
+
+/// Runs a disk measurement. `stop` (set by Ctrl-C) ends it early: what was measured
+/// is kept and the test file is still removed.
+pub fn run(
+    opts: &DiskOptions,
+    stop: &AtomicBool,
+    obs: &mut dyn Observer,
+) -> Result<DiskResult, DiskError> {
+    let tf = file::prepare(opts, stop, &mut |d, t| obs.laying_out(d, t))?;
+    if stop.load(Ordering::Relaxed) {
+        return Err(DiskError::Interrupted);
+    }
+    let (ring, engine, engine_note) = match opts.engine {
+        EngineChoice::Threads => (None, EngineKind::Threads, None),
+        EngineChoice::Uring => {
+            let ring = engine_uring::ring(opts.iodepth).map_err(DiskError::Uring)?;
+            (Some(ring), EngineKind::Uring, None)
+        }
+        EngineChoice::Auto => match engine_uring::ring(opts.iodepth) {
+            Ok(ring) => (Some(ring), EngineKind::Uring, None),
+            Err(e) => (
+                None,
+                EngineKind::Threads,
+                Some(format!("io_uring unavailable ({e}), using threads")),
+            ),
+        },
+    };
+    let setup = Setup {
+        file: tf.path.clone(),
+        created: tf.created,
+        size: tf.size,
+        direct: tf.direct,
+        align: (tf.mem_align, tf.offset_align),
+        laid_out: tf.laid_out,
+        engine,
+        engine_note,
+        warnings: tf.warnings.clone(),
+    };
+    obs.started(&setup);
+
+    let halted = AtomicBool::new(false);
+    let t0 = Instant::now();
+    let ctx = Ctx {
+        file: &tf.file,
+        bs: opts.bs,
+        iodepth: opts.iodepth,
+        mem_align: tf.mem_align as usize,
+        fsync: opts.fsync,
+        deadline: t0 + opts.duration,
+        stop,
+        halted: &halted,
+    };
+    let blocks = tf.size / opts.bs;
+    let cursor = Arc::new(AtomicU64::new(0));
+    let gen = |seed: u64| {
+        OpGen::new(
+            opts.pattern,
+            opts.read_pct,
+            opts.bs,
+            blocks,
+            cursor.clone(),
+            seed,
+        )
+    };
+    let (tx, rx) = mpsc::channel();
+    let collected = std::thread::scope(|s| {
+        let workers = match ring {
+            Some(ring) => {
+                let (g, r) = (gen(0x9e37), Recorder::new(0, t0, tx.clone()));
+                let ctx = &ctx;
+                s.spawn(move || engine_uring::worker(ctx, ring, g, r));
+                1
+            }
+            None => {
+                for w in 0..opts.iodepth as usize {
+                    let (g, r) = (gen(0x9e37 + w as u64), Recorder::new(w, t0, tx.clone()));
+                    let ctx = &ctx;
+                    s.spawn(move || engine_threads::worker(ctx, g, r, w as u64));
+                }
+                opts.iodepth as usize
+            }
+        };
+        drop(tx);
+        recorder::collect(rx, workers, &mut |sec| {
+            obs.second(&SecondStats::from_hists(sec, opts.bs, 1.0));
+        })
+    });
+    if let Some(e) = collected.error {
+        return Err(e);
+    }
+    let elapsed = collected
+        .end
+        .map(|e| e.saturating_duration_since(t0))
+        .unwrap_or(Duration::ZERO)
+        .min(opts.duration);
+    let interrupted = stop.load(Ordering::Relaxed) && elapsed < opts.duration;
+    let result = DiskResult::new(
+        opts.clone(),
+        setup,
+        elapsed,
+        interrupted,
+        collected.totals,
+        collected.seconds,
+    );
+    drop(tf);
+    Ok(result)
+}

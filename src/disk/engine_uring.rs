@@ -1,0 +1,233 @@
+//! The io_uring engine: one thread keeps `iodepth` I/Os in flight on one ring
+//! (fdatasync goes through the ring too, after each write with `--fsync`). Timing
+//! follows fio's completion latency (clat): from just after the submitting system
+//! call returns to the reaping of the completion, with one clock read per batch of
+//! completions, as fio does.
+
+use std::io;
+use std::os::fd::AsRawFd;
+use std::time::Instant;
+
+use io_uring::{opcode, squeue, types, IoUring, Probe};
+
+use crate::disk::buf::AlignedBuf;
+use crate::disk::engine_threads::io_error;
+use crate::disk::recorder::{Kind, Recorder};
+use crate::disk::workload::{Op, OpGen};
+use crate::disk::Ctx;
+
+/// A ring for `iodepth` I/Os, after checking that the kernel supports the opcodes
+/// used. An error means: use the threads engine.
+pub(crate) fn ring(iodepth: u32) -> io::Result<IoUring> {
+    let ring = IoUring::new(iodepth.max(1).next_power_of_two())?;
+    let mut probe = Probe::new();
+    ring.submitter().register_probe(&mut probe)?;
+    for code in [opcode::Read::CODE, opcode::Write::CODE, opcode::Fsync::CODE] {
+        if !probe.is_supported(code) {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "the kernel's io_uring lacks read/write/fsync",
+            ));
+        }
+    }
+    Ok(ring)
+}
+
+/// What one queue slot is doing.
+#[derive(Debug, Clone, Copy)]
+enum State {
+    Idle,
+    /// A read or write; `done` bytes already transferred (short I/O is resubmitted,
+    /// keeping the first submission time).
+    Io {
+        op: Op,
+        off: u64,
+        done: u32,
+        start: Option<Instant>,
+    },
+    /// fdatasync after a write.
+    Sync {
+        start: Option<Instant>,
+    },
+}
+
+struct Slot {
+    buf: AlignedBuf,
+    state: State,
+}
+
+/// Runs the ring until the deadline, Ctrl-C or an error, then drains it.
+pub(crate) fn worker(ctx: &Ctx<'_>, mut ring: IoUring, mut gen: OpGen, mut rec: Recorder) {
+    let qd = ctx.iodepth as usize;
+    let bs = ctx.bs as u32;
+    let fd = types::Fd(ctx.file.as_raw_fd());
+    let mut slots: Vec<Slot> = (0..qd)
+        .map(|i| Slot {
+            buf: AlignedBuf::new(ctx.bs as usize, ctx.mem_align, 0x5eed + i as u64),
+            state: State::Idle,
+        })
+        .collect();
+    let mut ready: Vec<usize> = (0..qd).collect();
+    let mut inflight = 0usize;
+    let mut stopping = false;
+    let mut result = Ok(());
+    let mut end = Instant::now();
+    let mut busy = 0u32;
+    loop {
+        if stopping {
+            ready.clear();
+        }
+        let t = Instant::now();
+        for i in ready.drain(..) {
+            let slot = &mut slots[i];
+            match &mut slot.state {
+                State::Idle => {
+                    let (op, off) = gen.next_op();
+                    slot.state = State::Io {
+                        op,
+                        off,
+                        done: 0,
+                        start: Some(t),
+                    };
+                }
+                State::Io { start, .. } | State::Sync { start } => {
+                    start.get_or_insert(t);
+                }
+            }
+            let entry = build(slot, fd, bs).user_data(i as u64);
+            // SAFETY: the buffer lives in `slots`, which outlives the I/O: the loop
+            // only ends once nothing is in flight (or leaks `slots` if it cannot tell).
+            // The ring has at least `iodepth` entries, so the push cannot fail.
+            if unsafe { ring.submission().push(&entry) }.is_ok() {
+                inflight += 1;
+            }
+        }
+        if inflight == 0 {
+            break;
+        }
+        // Submits what was queued and waits for at least one completion.
+        match ring.submit_and_wait(1) {
+            Ok(_) => busy = 0,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e)
+                if busy < 10_000
+                    && matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EBUSY)) =>
+            {
+                busy += 1;
+                std::thread::yield_now();
+                continue;
+            }
+            Err(e) => {
+                result = Err(io_error(Op::Read, 0, e));
+                ctx.halt();
+                // In-flight I/Os may still write into the buffers: never free them.
+                std::mem::forget(slots);
+                break;
+            }
+        }
+        let now = Instant::now();
+        end = now;
+        if !stopping && ctx.stopping(now) {
+            stopping = true;
+        }
+        for cqe in ring.completion() {
+            inflight -= 1;
+            let i = cqe.user_data() as usize;
+            let res = cqe.result();
+            let Some(slot) = slots.get_mut(i) else {
+                continue;
+            };
+            match slot.state {
+                State::Io {
+                    op,
+                    off,
+                    done,
+                    start,
+                } => {
+                    if res == -libc::EINTR || res == -libc::EAGAIN {
+                        ready.push(i);
+                        continue;
+                    }
+                    if res <= 0 {
+                        let e = if res == 0 {
+                            io::ErrorKind::UnexpectedEof.into()
+                        } else {
+                            io::Error::from_raw_os_error(-res)
+                        };
+                        if result.is_ok() {
+                            result = Err(io_error(op, off, e));
+                        }
+                        ctx.halt();
+                        stopping = true;
+                        slot.state = State::Idle;
+                        continue;
+                    }
+                    let done = done + res as u32;
+                    if done < bs {
+                        slot.state = State::Io {
+                            op,
+                            off,
+                            done,
+                            start,
+                        };
+                        ready.push(i);
+                        continue;
+                    }
+                    if now <= ctx.deadline {
+                        if let Some(start) = start {
+                            let kind = if op == Op::Read {
+                                Kind::Read
+                            } else {
+                                Kind::Write
+                            };
+                            rec.record(kind, now - start, now);
+                        }
+                    }
+                    slot.state = if op == Op::Write && ctx.fsync {
+                        State::Sync { start: None }
+                    } else {
+                        State::Idle
+                    };
+                    ready.push(i);
+                }
+                State::Sync { start } => {
+                    if res == -libc::EINTR || res == -libc::EAGAIN {
+                        ready.push(i);
+                        continue;
+                    }
+                    if res < 0 {
+                        if result.is_ok() {
+                            result = Err(ctx.fail_sync(io::Error::from_raw_os_error(-res)));
+                        }
+                        stopping = true;
+                    } else if let (Some(start), true) = (start, now <= ctx.deadline) {
+                        rec.record(Kind::Fsync, now - start, now);
+                    }
+                    slot.state = State::Idle;
+                    ready.push(i);
+                }
+                State::Idle => {}
+            }
+        }
+    }
+    rec.finish(end.min(ctx.deadline), result);
+}
+
+/// The submission entry for a slot's current state.
+fn build(slot: &mut Slot, fd: types::Fd, bs: u32) -> squeue::Entry {
+    match slot.state {
+        State::Io { op, off, done, .. } => {
+            // SAFETY: done < bs = the buffer's length.
+            let ptr = unsafe { slot.buf.as_mut_ptr().add(done as usize) };
+            let len = bs - done;
+            let off = off + u64::from(done);
+            match op {
+                Op::Read => opcode::Read::new(fd, ptr, len).offset(off).build(),
+                Op::Write => opcode::Write::new(fd, ptr, len).offset(off).build(),
+            }
+        }
+        State::Sync { .. } | State::Idle => opcode::Fsync::new(fd)
+            .flags(types::FsyncFlags::DATASYNC)
+            .build(),
+    }
+}

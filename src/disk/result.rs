@@ -1,0 +1,306 @@
+//! The outcome of a disk run: per-direction IOPS, bandwidth and completion-latency
+//! percentiles (µs, to p99.99), fdatasync latency on its own, a per-second timeline,
+//! and the three shapes other layers want — the disk JSON of DESIGN.md
+//! ([`DiskResult::to_json`]), the facts the findings rules read
+//! ([`DiskResult::facts`]) and the histograms the store keeps
+//! ([`DiskResult::histograms`]).
+
+use std::time::Duration;
+
+use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+use serde_json::{json, Value};
+
+use crate::diagnose::facts::DiskFacts;
+use crate::diagnose::finding::Finding;
+use crate::disk::options::DiskOptions;
+use crate::disk::recorder::{Hists, SecondHists};
+use crate::disk::workload::Pattern;
+use crate::disk::Setup;
+use crate::stats::{Percentiles, Unit};
+use crate::store::StoredHistogram;
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// One direction (reads or writes) over the whole run.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct DirSummary {
+    /// Completed I/Os.
+    pub ios: u64,
+    pub iops: f64,
+    /// MiB/s.
+    pub bw_mib_s: f64,
+    /// Completion latency, µs.
+    pub lat_us: Percentiles,
+}
+
+/// One second of the timeline.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SecondStats {
+    /// Seconds since the start (this second is `[t, t+1)`).
+    pub t: u32,
+    /// Length of the second that was measured (less than 1 for a last, cut second).
+    pub length_s: f64,
+    pub read_ios: u64,
+    pub write_ios: u64,
+    pub fsyncs: u64,
+    /// Block size, to turn I/Os into bandwidth.
+    pub bs: u64,
+    pub read_p50_us: f64,
+    pub read_p99_us: f64,
+    pub read_max_us: f64,
+    pub write_p50_us: f64,
+    pub write_p99_us: f64,
+    pub write_max_us: f64,
+    pub fsync_p99_us: f64,
+}
+
+impl SecondStats {
+    /// Summarises one closed second.
+    pub fn from_hists(s: &SecondHists, bs: u64, length_s: f64) -> SecondStats {
+        let h = &s.hists;
+        let us = |h: &Histogram<u64>, q: f64| {
+            if h.is_empty() {
+                0.0
+            } else {
+                h.value_at_quantile(q) as f64 / 1e3
+            }
+        };
+        SecondStats {
+            t: s.t,
+            length_s,
+            read_ios: h.read.len(),
+            write_ios: h.write.len(),
+            fsyncs: h.fsync.len(),
+            bs,
+            read_p50_us: us(&h.read, 0.5),
+            read_p99_us: us(&h.read, 0.99),
+            read_max_us: us(&h.read, 1.0),
+            write_p50_us: us(&h.write, 0.5),
+            write_p99_us: us(&h.write, 0.99),
+            write_max_us: us(&h.write, 1.0),
+            fsync_p99_us: us(&h.fsync, 0.99),
+        }
+    }
+
+    /// Read I/Os per second.
+    pub fn read_iops(&self) -> f64 {
+        rate(self.read_ios, self.length_s)
+    }
+
+    /// Write I/Os per second.
+    pub fn write_iops(&self) -> f64 {
+        rate(self.write_ios, self.length_s)
+    }
+
+    fn to_json(self) -> Value {
+        let mib = |ios: u64| r2(rate(ios, self.length_s) * self.bs as f64 / MIB);
+        json!({
+            "t": self.t,
+            "read_iops": r1(self.read_iops()),
+            "write_iops": r1(self.write_iops()),
+            "read_mib_s": mib(self.read_ios),
+            "write_mib_s": mib(self.write_ios),
+            "read_p50_us": r1(self.read_p50_us),
+            "read_p99_us": r1(self.read_p99_us),
+            "read_max_us": r1(self.read_max_us),
+            "write_p50_us": r1(self.write_p50_us),
+            "write_p99_us": r1(self.write_p99_us),
+            "write_max_us": r1(self.write_max_us),
+            "fsyncs": self.fsyncs,
+            "fsync_p99_us": r1(self.fsync_p99_us),
+        })
+    }
+}
+
+/// Everything a disk run measured.
+#[derive(Debug, Clone)]
+pub struct DiskResult {
+    pub options: DiskOptions,
+    pub setup: Setup,
+    /// Time measured (the duration, or less after Ctrl-C).
+    pub elapsed: Duration,
+    /// Ctrl-C ended the run early.
+    pub interrupted: bool,
+    /// The per-second timeline.
+    pub timeline: Vec<SecondStats>,
+    totals: Hists,
+    seconds: Vec<SecondHists>,
+}
+
+impl DiskResult {
+    pub(crate) fn new(
+        options: DiskOptions,
+        setup: Setup,
+        elapsed: Duration,
+        interrupted: bool,
+        totals: Hists,
+        seconds: Vec<SecondHists>,
+    ) -> DiskResult {
+        let el = elapsed.as_secs_f64();
+        let timeline = seconds
+            .iter()
+            .map(|s| {
+                let length = (el - f64::from(s.t)).clamp(0.001, 1.0);
+                SecondStats::from_hists(s, options.bs, length)
+            })
+            .collect();
+        DiskResult {
+            options,
+            setup,
+            elapsed,
+            interrupted,
+            timeline,
+            totals,
+            seconds,
+        }
+    }
+
+    fn summary(&self, h: &Histogram<u64>) -> DirSummary {
+        let ios = h.len();
+        let secs = self.elapsed.as_secs_f64();
+        DirSummary {
+            ios,
+            iops: rate(ios, secs),
+            bw_mib_s: rate(ios, secs) * self.options.bs as f64 / MIB,
+            lat_us: Percentiles::from_histogram(h, Unit::Micros),
+        }
+    }
+
+    /// Reads over the whole run.
+    pub fn read(&self) -> DirSummary {
+        self.summary(&self.totals.read)
+    }
+
+    /// Writes over the whole run.
+    pub fn write(&self) -> DirSummary {
+        self.summary(&self.totals.write)
+    }
+
+    /// fdatasync count and latency (µs), with `--fsync`.
+    pub fn fsync(&self) -> Option<(u64, Percentiles)> {
+        self.options.fsync.then(|| {
+            (
+                self.totals.fsync.len(),
+                Percentiles::from_histogram(&self.totals.fsync, Unit::Micros),
+            )
+        })
+    }
+
+    /// The disk JSON of DESIGN.md (`--json`, and the stored summary).
+    pub fn to_json(&self, findings: &[Finding]) -> Value {
+        let o = &self.options;
+        let dir = |d: DirSummary| {
+            json!({
+                "ios": d.ios,
+                "iops": r1(d.iops),
+                "bw_mib_s": r2(d.bw_mib_s),
+                "lat_us": lat_json(&d.lat_us),
+            })
+        };
+        let mut doc = json!({
+            "kind": "disk",
+            "path": o.path.display().to_string(),
+            "file": self.setup.file.display().to_string(),
+            "created": self.setup.created,
+            "size": self.setup.size,
+            "pattern": o.pattern.name(),
+            "mix": if o.pattern == Pattern::RandRw { json!(o.read_pct) } else { Value::Null },
+            "bs": o.bs,
+            "iodepth": o.iodepth,
+            "direct": self.setup.direct,
+            "fsync": o.fsync,
+            "engine": self.setup.engine.name(),
+            "duration_s": r2(self.elapsed.as_secs_f64()),
+            "interrupted": self.interrupted,
+            "laid_out": self.setup.laid_out,
+            "read": dir(self.read()),
+            "write": dir(self.write()),
+            "timeline": self.timeline_json(),
+            "warnings": self.warnings(),
+            "findings": findings,
+        });
+        if let Some((count, lat)) = self.fsync() {
+            doc["fsync"] = json!({ "count": count, "lat_us": lat_json(&lat) });
+        }
+        doc
+    }
+
+    /// Warnings for the user (O_DIRECT fallback, sparse file, io_uring fallback).
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w = self.setup.warnings.clone();
+        w.extend(self.setup.engine_note.clone());
+        w
+    }
+
+    /// The timeline as JSON rows.
+    pub fn timeline_json(&self) -> Value {
+        Value::Array(self.timeline.iter().map(|s| s.to_json()).collect())
+    }
+
+    /// The facts the findings rules read (ms).
+    pub fn facts(&self) -> DiskFacts {
+        let ms = |h: &Histogram<u64>, q: f64| {
+            (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / 1e6)
+        };
+        let t = &self.totals;
+        DiskFacts {
+            read_p9999_ms: ms(&t.read, 0.9999),
+            write_p9999_ms: ms(&t.write, 0.9999),
+            read_p50_ms: ms(&t.read, 0.5),
+            write_p50_ms: ms(&t.write, 0.5),
+            fsync_p99_ms: ms(&t.fsync, 0.99),
+            fsync_count: t.fsync.len(),
+        }
+    }
+
+    /// `read`, `write`, `fsync` for the whole run and for each second (V2 deflate),
+    /// leaving out empty ones.
+    pub fn histograms(&self) -> Vec<StoredHistogram> {
+        let mut out = Vec::new();
+        let mut add = |name: &str, second: Option<u32>, h: &Histogram<u64>| {
+            if h.is_empty() {
+                return;
+            }
+            let mut v2 = Vec::new();
+            if V2DeflateSerializer::new().serialize(h, &mut v2).is_ok() {
+                out.push(StoredHistogram {
+                    name: name.to_string(),
+                    second,
+                    v2,
+                });
+            }
+        };
+        let all = std::iter::once((None, &self.totals))
+            .chain(self.seconds.iter().map(|s| (Some(s.t), &s.hists)));
+        for (second, h) in all {
+            add("read", second, &h.read);
+            add("write", second, &h.write);
+            add("fsync", second, &h.fsync);
+        }
+        out
+    }
+}
+
+fn lat_json(p: &Percentiles) -> Value {
+    json!({
+        "min": r1(p.min), "mean": r1(p.mean), "p50": r1(p.p50), "p90": r1(p.p90),
+        "p99": r1(p.p99), "p999": r1(p.p999), "p9999": r1(p.p9999), "max": r1(p.max),
+    })
+}
+
+fn rate(n: u64, secs: f64) -> f64 {
+    if secs > 0.0 {
+        n as f64 / secs
+    } else {
+        0.0
+    }
+}
+
+fn r1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+fn r2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
