@@ -1,4 +1,9 @@
-//! Presentation: terminal tables and JSON for every kind of run. Report code formats
-//! results it is given; it never measures.
+//! Presentation: terminal tables and JSON for every kind of run, comparisons of
+//! stored runs, the HTML report with its SVG charts, and the CSV timeline and
+//! HdrHistogram interval log exports. Report code formats results it is given; it
+//! never measures.
 
+pub mod compare;
+pub mod compare_text;
+pub mod rundata;
 pub mod table;
