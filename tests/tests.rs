@@ -6,6 +6,7 @@ mod compare;
 mod lab;
 mod lab_options;
 mod lab_routes;
+mod report;
 mod store;
 mod util;
 mod util_lab;

@@ -1,10 +1,22 @@
 //! `latscope report RUN... -o report.html`: the HTML report, CSV timeline and
 //! HdrHistogram interval log of stored runs.
 
+use std::path::Path;
+
+use anyhow::Context;
+
 use crate::cli::ReportArgs;
 use crate::error::exit;
+use crate::report::{csv, hdrlog, html};
 
 use super::compare::load_runs;
+
+fn write(path: &Path, bytes: &[u8], what: &str) -> anyhow::Result<()> {
+    std::fs::write(path, bytes)
+        .with_context(|| format!("writing the {what} to {}", path.display()))?;
+    eprintln!("wrote {what}: {}", path.display());
+    Ok(())
+}
 
 /// `latscope report`.
 pub fn run(args: ReportArgs) -> anyhow::Result<u8> {
@@ -13,6 +25,19 @@ pub fn run(args: ReportArgs) -> anyhow::Result<u8> {
             "say where to write: -o report.html, --csv FILE or --hdr-log FILE"
         ));
     }
-    let _runs = load_runs(&args.db.db, &args.runs)?;
+    let runs = load_runs(&args.db.db, &args.runs)?;
+    if let Some(path) = &args.hdr_log {
+        let log = hdrlog::interval_log(&runs).map_err(|e| match e {
+            hdrlog::HdrLogError::Empty => crate::usage!("--hdr-log: {e}"),
+            other => other.into(),
+        })?;
+        write(path, &log, "HdrHistogram interval log")?;
+    }
+    if let Some(path) = &args.csv {
+        write(path, csv::timeline_csv(&runs)?.as_bytes(), "CSV timeline")?;
+    }
+    if let Some(path) = &args.output {
+        write(path, html::render(&runs)?.as_bytes(), "HTML report")?;
+    }
     Ok(exit::OK)
 }

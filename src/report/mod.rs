@@ -3,7 +3,13 @@
 //! HdrHistogram interval log exports. Report code formats results it is given; it
 //! never measures.
 
+pub mod charts;
 pub mod compare;
 pub mod compare_text;
+pub mod csv;
+pub mod hdrlog;
+pub mod html;
+mod html_overlay;
+mod html_runs;
 pub mod rundata;
 pub mod table;
