@@ -112,6 +112,7 @@ fn draw_lines<DB: DrawingBackend>(
     let mut chart = ChartBuilder::on(area)
         .caption(caption, ("sans-serif", 16))
         .margin(8)
+        .margin_right(28)
         .x_label_area_size(34)
         .y_label_area_size(64)
         .build_cartesian_2d(x.range, 0f64..y_max(series))
@@ -239,7 +240,8 @@ pub fn phase_bars(bars: &[Bar]) -> Result<String, ChartError> {
         .iter()
         .map(|b| b.segments.iter().map(|s| s.1.max(0.0)).sum::<f64>())
         .fold(0.0, f64::max);
-    let x_max = if x_max > 0.0 { x_max * 1.05 } else { 1.0 };
+    // Room on the right for the legend.
+    let x_max = if x_max > 0.0 { x_max * 1.3 } else { 1.0 };
     let mut phases: Vec<String> = Vec::new();
     for b in bars {
         for (p, _) in &b.segments {
@@ -249,7 +251,7 @@ pub fn phase_bars(bars: &[Bar]) -> Result<String, ChartError> {
         }
     }
     {
-        let height = 70 + 46 * n as u32;
+        let height = (70 + 46 * n as u32).max(90 + 18 * phases.len() as u32);
         let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
         root.fill(&WHITE).map_err(err("phase"))?;
         let mut chart = ChartBuilder::on(&root)
@@ -306,7 +308,7 @@ pub fn phase_bars(bars: &[Bar]) -> Result<String, ChartError> {
             .map_err(err("phase"))?;
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
+            .position(SeriesLabelPosition::UpperRight)
             .background_style(WHITE.mix(0.85))
             .border_style(RGBColor(200, 200, 200))
             .draw()

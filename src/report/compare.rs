@@ -59,9 +59,9 @@ pub struct Row {
     pub better: Better,
     /// One per run; `None` when the run lacks it.
     pub values: Vec<Option<f64>>,
-    /// value / first run's value; `None` for the first run or when undefined.
+    /// value / the baseline run's value; `None` for the baseline or when undefined.
     pub ratios: Vec<Option<f64>>,
-    /// The test against the first run; `None` for the first run or when either run
+    /// The test against the baseline; `None` for the baseline or when either run
     /// has no blocks or samples for this metric.
     pub tests: Vec<Option<Test>>,
 }
@@ -70,6 +70,11 @@ pub struct Row {
 #[derive(Debug, Clone, Serialize)]
 pub struct Section {
     pub name: String,
+    /// Index of the run the others are compared with: the first run that has this
+    /// section (run 0 unless it lacks the section, as a load run lacks a probe's).
+    pub baseline: usize,
+    /// Indices of the runs that have this section.
+    pub present: Vec<usize>,
     pub rows: Vec<Row>,
 }
 
@@ -127,7 +132,7 @@ const PERCENTILES: [(&str, &str, f64); 6] = [
     ("max", "max", 1.0),
 ];
 
-/// Builds the comparison of `runs` (the first is the baseline).
+/// Builds the comparison of `runs` (the first that has a section is its baseline).
 pub fn compare(runs: &[RunRecord]) -> Result<Comparison, RunDataError> {
     let mut per_run: Vec<RunSections> = Vec::with_capacity(runs.len());
     for run in runs {
@@ -151,7 +156,7 @@ pub fn compare(runs: &[RunRecord]) -> Result<Comparison, RunDataError> {
             })
             .collect(),
         test: format!(
-            "{TEST_NAME} against the first run, on per-second blocks for load and disk \
+            "{TEST_NAME} against the first run that has the section, on per-second blocks for load and disk \
              runs (each full second's percentile, request or I/O count, errors) and on \
              the probe's samples (independent sequential requests); never on raw requests"
         ),
@@ -177,6 +182,8 @@ fn align(per_run: &[RunSections]) -> Vec<Section> {
             .iter()
             .map(|r| r.iter().find(|(s, _)| *s == name).map(|(_, m)| m))
             .collect();
+        let present: Vec<usize> = (0..of_run.len()).filter(|i| of_run[*i].is_some()).collect();
+        let baseline = present.first().copied().unwrap_or(0);
         let mut metrics: Vec<(String, &'static str, Better)> = Vec::new();
         for m in of_run.iter().flatten().flat_map(|ms| ms.iter()) {
             if !metrics.iter().any(|(n, _, _)| *n == m.name) {
@@ -199,22 +206,22 @@ fn align(per_run: &[RunSections]) -> Vec<Section> {
             {
                 continue;
             }
-            let base = values[0];
+            let base = values[baseline];
             let ratios = values
                 .iter()
                 .enumerate()
-                .map(|(i, v)| match (i, base, v) {
-                    (0, _, _) => None,
-                    (_, Some(b), Some(v)) if b != 0.0 => Some(v / b),
+                .map(|(i, v)| match (base, v) {
+                    _ if i == baseline => None,
+                    (Some(b), Some(v)) if b != 0.0 => Some(v / b),
                     _ => None,
                 })
                 .collect();
-            let base_blocks = cells[0].and_then(|m| m.blocks.as_ref());
+            let base_blocks = cells[baseline].and_then(|m| m.blocks.as_ref());
             let tests = cells
                 .iter()
                 .enumerate()
                 .map(|(i, c)| {
-                    if i == 0 {
+                    if i == baseline {
                         return None;
                     }
                     let (basis, a) = base_blocks?;
@@ -238,7 +245,12 @@ fn align(per_run: &[RunSections]) -> Vec<Section> {
             });
         }
         if !rows.is_empty() {
-            sections.push(Section { name, rows });
+            sections.push(Section {
+                name,
+                baseline,
+                present,
+                rows,
+            });
         }
     }
     sections

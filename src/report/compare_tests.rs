@@ -73,6 +73,12 @@ fn sections_match_across_kinds() {
     assert_eq!(names, ["probe: fresh connections", "disk: read"]);
     let read = &cmp.sections[1];
     assert_eq!(read.rows[0].values, vec![None, None, Some(80.0)]);
+    // Each section is compared with the first run that has it.
+    assert_eq!((read.baseline, read.present.clone()), (2, vec![2]));
+    let probe = &cmp.sections[0];
+    assert_eq!((probe.baseline, probe.present.clone()), (0, vec![0, 1]));
+    let ttfb = probe.rows.iter().find(|r| r.metric == "ttfb p50").unwrap();
+    assert!(ttfb.ratios[1].is_some() && ttfb.ratios[2].is_none());
     let text = super::super::compare_text::render(&cmp);
     assert!(
         text.contains("disk: read") && text.contains("80.0 µs"),

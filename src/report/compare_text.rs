@@ -3,7 +3,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use super::compare::{Comparison, Test};
+use super::compare::{Comparison, Section, Test};
 use super::table::{Align, Table};
 use crate::units::fmt_ms;
 
@@ -88,10 +88,43 @@ pub fn fmt_test(t: &Test) -> String {
     }
 }
 
+/// A section as a header and rows of text: the metric, the baseline's value, then
+/// for each other run that has the section its value, ratio and verdict.
+pub fn grid(s: &Section) -> (Vec<String>, Vec<Vec<String>>) {
+    let base = letter(s.baseline);
+    let mut header = vec!["metric".to_string(), base.clone()];
+    for &i in s.present.iter().filter(|&&i| i != s.baseline) {
+        let l = letter(i);
+        header.push(l.clone());
+        header.push(format!("{l}/{base}"));
+        header.push(format!("{l} differs?"));
+    }
+    let rows = s
+        .rows
+        .iter()
+        .map(|row| {
+            let mut cells = vec![row.metric.clone()];
+            for &i in &s.present {
+                let v = row.values.get(i).copied().flatten();
+                cells.push(v.map(|v| fmt_value(v, &row.unit)).unwrap_or("-".into()));
+                if i != s.baseline {
+                    cells.push(row.ratios[i].map(fmt_ratio).unwrap_or_default());
+                    cells.push(row.tests[i].as_ref().map(fmt_test).unwrap_or_default());
+                }
+            }
+            cells
+        })
+        .collect();
+    (header, rows)
+}
+
 /// Renders the comparison for the terminal.
 pub fn render(c: &Comparison) -> String {
     let mut out = String::new();
-    out.push_str("Runs (ratios and significance are against A):\n");
+    out.push_str(
+        "Runs (ratios and significance are against the first run in each table, \
+         A unless A lacks that measurement):\n",
+    );
     let mut t = Table::new(["", "id", "label", "kind", "target", "when (UTC)", "host"]);
     for i in 1..7 {
         t = t.align(i, Align::Left);
@@ -115,27 +148,13 @@ pub fn render(c: &Comparison) -> String {
         out.push('\n');
         out.push_str(&s.name);
         out.push('\n');
-        let mut header = vec!["metric".to_string(), "A".to_string()];
-        for i in 1..c.runs.len() {
-            let l = letter(i);
-            header.push(l.clone());
-            header.push(format!("{l}/A"));
-            header.push(format!("{l} differs?"));
-        }
+        let (header, rows) = grid(s);
         let mut t = Table::new(header);
-        for i in 1..c.runs.len() {
-            t = t.align(2 + 3 * i, Align::Left);
+        for k in 1..s.present.len() {
+            t = t.align(1 + 3 * k, Align::Left);
         }
-        for row in &s.rows {
-            let mut cells = vec![row.metric.clone()];
-            for (i, v) in row.values.iter().enumerate() {
-                cells.push(v.map(|v| fmt_value(v, &row.unit)).unwrap_or("-".into()));
-                if i > 0 {
-                    cells.push(row.ratios[i].map(fmt_ratio).unwrap_or_default());
-                    cells.push(row.tests[i].as_ref().map(fmt_test).unwrap_or_default());
-                }
-            }
-            t.row(cells);
+        for r in rows {
+            t.row(r);
         }
         out.push_str(&t.render(2));
     }

@@ -12,7 +12,7 @@ use crate::store::RunRecord;
 
 use super::charts::ChartError;
 use super::compare::{self, Comparison};
-use super::compare_text::{fmt_ratio, fmt_test, fmt_value, letter, when};
+use super::compare_text::{grid, letter, when};
 use super::html_runs;
 use super::rundata::{run_name, RunDataError};
 
@@ -135,10 +135,7 @@ fn run_list(out: &mut String, runs: &[RunRecord]) {
                 r.target.clone(),
                 when(r.started_at_ms),
                 format!("{:.1} s", r.duration_s),
-                format!(
-                    "{} ({} cores, {})",
-                    r.env.hostname, r.env.cores, r.env.kernel
-                ),
+                host(r),
                 r.version.clone(),
             ]
         })
@@ -161,38 +158,33 @@ fn run_list(out: &mut String, runs: &[RunRecord]) {
     );
 }
 
+/// "host (2 cores, Linux 6.1)", leaving out what the run did not record.
+fn host(r: &RunRecord) -> String {
+    let mut extra = Vec::new();
+    if r.env.cores > 0 {
+        extra.push(format!("{} cores", r.env.cores));
+    }
+    if !r.env.kernel.is_empty() {
+        extra.push(r.env.kernel.clone());
+    }
+    if extra.is_empty() {
+        r.env.hostname.clone()
+    } else {
+        format!("{} ({})", r.env.hostname, extra.join(", "))
+    }
+}
+
 /// The comparison table of `latscope compare`, as HTML.
 fn comparison(out: &mut String, c: &Comparison) {
     out.push_str("<h3>Side by side</h3>\n");
     out.push_str(&format!(
-        "<p class=\"note\">Ratios are to run A. Differs?: {}; yes when p &lt; {}.</p>\n",
+        "<p class=\"note\">Ratios are to the first run in each table. Differs?: {}; yes when p &lt; {}.</p>\n",
         esc(&c.test),
         c.alpha
     ));
     for s in &c.sections {
         out.push_str(&format!("<h4>{}</h4>\n", esc(&s.name)));
-        let mut header: Vec<String> = vec!["metric".into(), "A".into()];
-        for i in 1..c.runs.len() {
-            let l = letter(i);
-            header.push(l.clone());
-            header.push(format!("{l}/A"));
-            header.push(format!("{l} differs?"));
-        }
-        let rows: Vec<Vec<String>> = s
-            .rows
-            .iter()
-            .map(|row| {
-                let mut cells = vec![row.metric.clone()];
-                for (i, v) in row.values.iter().enumerate() {
-                    cells.push(v.map(|v| fmt_value(v, &row.unit)).unwrap_or("-".into()));
-                    if i > 0 {
-                        cells.push(row.ratios[i].map(fmt_ratio).unwrap_or_default());
-                        cells.push(row.tests[i].as_ref().map(fmt_test).unwrap_or_default());
-                    }
-                }
-                cells
-            })
-            .collect();
+        let (header, rows) = grid(s);
         let header: Vec<&str> = header.iter().map(String::as_str).collect();
         table(out, "compare", &header, &rows);
     }

@@ -10,6 +10,7 @@ pub mod csv;
 pub mod hdrlog;
 pub mod html;
 mod html_overlay;
+mod html_probe;
 mod html_runs;
 pub mod rundata;
 pub mod table;
