@@ -49,6 +49,10 @@ pub enum Command {
     Export(ExportArgs),
     /// Add an exported run to this store.
     Import(ImportArgs),
+    /// Stored runs side by side: ratios to the first and whether they differ significantly.
+    Compare(CompareArgs),
+    /// A self-contained HTML report of stored runs (charts as inline SVG), CSV, HDR log.
+    Report(ReportArgs),
 }
 
 /// Where the run store is, for the commands that read it.
@@ -113,6 +117,38 @@ pub struct ImportArgs {
     /// A file written by `latscope export`.
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// `latscope compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Runs to compare (id, id prefix, label, last, last~N); the first is the baseline.
+    #[arg(value_name = "RUN", required = true, num_args = 2..)]
+    pub runs: Vec<String>,
+    /// Print the comparison as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// `latscope report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Runs to report on (id, id prefix, label, last, last~N); several are overlaid.
+    #[arg(value_name = "RUN", required = true)]
+    pub runs: Vec<String>,
+    /// Write the HTML report to FILE.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Write the per-second timeline as CSV to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Write the per-second latency histograms as an HdrHistogram interval log to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub hdr_log: Option<PathBuf>,
     #[command(flatten)]
     pub db: DbArgs,
 }

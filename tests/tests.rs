@@ -2,12 +2,14 @@
 //! Every test uses real sockets on 127.0.0.1 or on a lab wire inside a network
 //! namespace the test made itself.
 
+mod compare;
 mod disk;
 mod lab;
 mod lab_options;
 mod lab_routes;
 mod load;
 mod probe;
+mod report;
 mod store;
 mod util;
 mod util_lab;

@@ -4,10 +4,12 @@
 
 use crate::cli::{Cli, Command};
 
+mod compare;
 mod disk;
 mod lab;
 mod load;
 mod probe;
+mod report;
 mod runs;
 pub(crate) mod saving;
 
@@ -22,5 +24,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Show(args) => runs::show(args),
         Command::Export(args) => runs::export(args),
         Command::Import(args) => runs::import(args),
+        Command::Compare(args) => compare::run(args),
+        Command::Report(args) => report::run(args),
     }
 }

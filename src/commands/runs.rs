@@ -23,12 +23,12 @@ struct ExportFile {
 
 const FORMAT_NAME: &str = "latscope-run";
 
-fn open(db: &Option<std::path::PathBuf>) -> anyhow::Result<Store> {
+pub(crate) fn open(db: &Option<std::path::PathBuf>) -> anyhow::Result<Store> {
     Ok(Store::open(&db_path(db))?)
 }
 
 /// Turns "no such run" into a usage error (exit 2): the user named something wrong.
-fn resolve(store: &Store, spec: &str) -> anyhow::Result<String> {
+pub(crate) fn resolve(store: &Store, spec: &str) -> anyhow::Result<String> {
     store.resolve(spec).map_err(|e| match e {
         StoreError::NotFound(_) | StoreError::Ambiguous(..) => {
             anyhow::Error::new(UsageError(e.to_string()))

@@ -1,8 +1,20 @@
-//! Presentation: terminal tables and JSON for every kind of run. Report code formats
-//! results it is given; it never measures.
+//! Presentation: terminal tables and JSON for every kind of run, comparisons of
+//! stored runs, the HTML report with its SVG charts, and the CSV timeline and
+//! HdrHistogram interval log exports. Report code formats results it is given; it
+//! never measures.
 
+mod html_overlay;
+mod html_probe;
+mod html_runs;
+pub mod charts;
+pub mod compare;
+pub mod compare_text;
+pub mod csv;
 pub mod disk;
 pub mod findings;
+pub mod hdrlog;
+pub mod html;
 pub mod load;
 pub mod probe;
+pub mod rundata;
 pub mod table;

@@ -5,6 +5,7 @@
 //! per-thread recorders are added together at the end. This module computes; it never
 //! prints.
 
+pub mod compare;
 pub mod histogram;
 
 pub use histogram::{new_histogram, Percentiles, Unit};

@@ -1,0 +1,450 @@
+//! `latscope compare`: stored runs side by side. For every percentile, throughput
+//! and error count: each run's value, its ratio to the first run, and whether the
+//! difference from the first run is statistically meaningful.
+//!
+//! Significance is judged per DESIGN.md on blocks, never on raw requests: load and
+//! disk runs contribute one value per full second (that second's p99 from its stored
+//! histogram, its request or I/O count, its errors); probe runs contribute their
+//! samples, which are independent sequential requests. The test is
+//! [`crate::stats::compare::mann_whitney_u`]. Sections (probe fresh/reused, load
+//! overall and per endpoint, disk read/write/fsync) are matched across runs by name,
+//! so a probe of the proxy compares with a probe of the origin, and a disk run made
+//! on another host with this one.
+
+use serde::Serialize;
+
+use crate::stats::compare::{mann_whitney_u, ALPHA, MIN_SAMPLES, TEST_NAME};
+use crate::store::RunRecord;
+
+use super::rundata::{self, num, Histograms, RunDataError, PHASES};
+
+/// Which way is better for a metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Better {
+    Lower,
+    Higher,
+}
+
+/// A run, as the comparison names it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunRef {
+    pub id: String,
+    pub label: Option<String>,
+    pub kind: String,
+    pub target: String,
+    pub started_at_ms: i64,
+    pub duration_s: f64,
+    pub hostname: String,
+}
+
+/// The significance test of one run against the first, for one metric.
+#[derive(Debug, Clone, Serialize)]
+pub struct Test {
+    /// What was tested, e.g. "per-second p99" or "probe samples".
+    pub basis: String,
+    /// Blocks or samples of the first run and of this one.
+    pub n: [usize; 2],
+    /// Two-sided p value; `None` when there were too few blocks.
+    pub p_value: Option<f64>,
+    /// p < alpha; `None` when no verdict was possible.
+    pub significant: Option<bool>,
+}
+
+/// One metric across the runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub metric: String,
+    pub unit: String,
+    pub better: Better,
+    /// One per run; `None` when the run lacks it.
+    pub values: Vec<Option<f64>>,
+    /// value / the baseline run's value; `None` for the baseline or when undefined.
+    pub ratios: Vec<Option<f64>>,
+    /// The test against the baseline; `None` for the baseline or when either run
+    /// has no blocks or samples for this metric.
+    pub tests: Vec<Option<Test>>,
+}
+
+/// A group of metrics: "load: all endpoints", "probe: fresh connections", "disk: read".
+#[derive(Debug, Clone, Serialize)]
+pub struct Section {
+    pub name: String,
+    /// Index of the run the others are compared with: the first run that has this
+    /// section (run 0 unless it lacks the section, as a load run lacks a probe's).
+    pub baseline: usize,
+    /// Indices of the runs that have this section.
+    pub present: Vec<usize>,
+    pub rows: Vec<Row>,
+}
+
+/// The whole comparison (`latscope compare --json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub runs: Vec<RunRef>,
+    /// The significance test and on what it runs.
+    pub test: String,
+    pub alpha: f64,
+    pub min_blocks: usize,
+    pub sections: Vec<Section>,
+}
+
+/// What one run says about one metric: its value and the blocks to test on.
+#[derive(Debug, Clone, Default)]
+struct Metric {
+    name: String,
+    unit: &'static str,
+    better: Option<Better>,
+    value: Option<f64>,
+    /// (basis, values) for the test.
+    blocks: Option<(String, Vec<f64>)>,
+}
+
+fn metric(name: &str, unit: &'static str, better: Better, value: Option<f64>) -> Metric {
+    Metric {
+        name: name.to_string(),
+        unit,
+        better: Some(better),
+        value,
+        blocks: None,
+    }
+}
+
+impl Metric {
+    fn blocks(mut self, basis: impl Into<String>, values: Vec<f64>) -> Metric {
+        if !values.is_empty() {
+            self.blocks = Some((basis.into(), values));
+        }
+        self
+    }
+}
+
+/// One run's sections: (section name, metrics).
+type RunSections = Vec<(String, Vec<Metric>)>;
+
+/// The percentiles compared for latencies: (name, summary key, quantile).
+const PERCENTILES: [(&str, &str, f64); 6] = [
+    ("p50", "p50", 0.50),
+    ("p90", "p90", 0.90),
+    ("p99", "p99", 0.99),
+    ("p99.9", "p999", 0.999),
+    ("p99.99", "p9999", 0.9999),
+    ("max", "max", 1.0),
+];
+
+/// Builds the comparison of `runs` (the first that has a section is its baseline).
+pub fn compare(runs: &[RunRecord]) -> Result<Comparison, RunDataError> {
+    let mut per_run: Vec<RunSections> = Vec::with_capacity(runs.len());
+    for run in runs {
+        let hist = Histograms::decode(run)?;
+        let mut sections = probe_sections(run);
+        sections.extend(load_sections(run, &hist));
+        sections.extend(disk_sections(run, &hist));
+        per_run.push(sections);
+    }
+    Ok(Comparison {
+        runs: runs
+            .iter()
+            .map(|r| RunRef {
+                id: r.id.clone(),
+                label: r.label.clone(),
+                kind: r.kind.clone(),
+                target: r.target.clone(),
+                started_at_ms: r.started_at_ms,
+                duration_s: r.duration_s,
+                hostname: r.env.hostname.clone(),
+            })
+            .collect(),
+        test: format!(
+            "{TEST_NAME} against the first run that has the section, on per-second blocks for load and disk \
+             runs (each full second's percentile, request or I/O count, errors) and on \
+             the probe's samples (independent sequential requests); never on raw requests"
+        ),
+        alpha: ALPHA,
+        min_blocks: MIN_SAMPLES,
+        sections: align(&per_run),
+    })
+}
+
+/// Matches sections and metrics by name across runs, in order of first appearance.
+fn align(per_run: &[RunSections]) -> Vec<Section> {
+    let mut names: Vec<String> = Vec::new();
+    for run in per_run {
+        for (s, _) in run {
+            if !names.contains(s) {
+                names.push(s.clone());
+            }
+        }
+    }
+    let mut sections = Vec::new();
+    for name in names {
+        let of_run: Vec<Option<&Vec<Metric>>> = per_run
+            .iter()
+            .map(|r| r.iter().find(|(s, _)| *s == name).map(|(_, m)| m))
+            .collect();
+        let present: Vec<usize> = (0..of_run.len()).filter(|i| of_run[*i].is_some()).collect();
+        let baseline = present.first().copied().unwrap_or(0);
+        let mut metrics: Vec<(String, &'static str, Better)> = Vec::new();
+        for m in of_run.iter().flatten().flat_map(|ms| ms.iter()) {
+            if !metrics.iter().any(|(n, _, _)| *n == m.name) {
+                metrics.push((m.name.clone(), m.unit, m.better.unwrap_or(Better::Lower)));
+            }
+        }
+        let mut rows = Vec::new();
+        for (metric, unit, better) in metrics {
+            let cells: Vec<Option<&Metric>> = of_run
+                .iter()
+                .map(|ms| ms.and_then(|ms| ms.iter().find(|m| m.name == metric)))
+                .collect();
+            let values: Vec<Option<f64>> = cells.iter().map(|c| c.and_then(|m| m.value)).collect();
+            // A latency that is zero or missing everywhere (dns on reused
+            // connections) says nothing; zero errors do.
+            let zero_says_nothing = better == Better::Lower && !unit.is_empty();
+            if values
+                .iter()
+                .all(|v| v.is_none_or(|x| zero_says_nothing && x == 0.0))
+            {
+                continue;
+            }
+            let base = values[baseline];
+            let ratios = values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| match (base, v) {
+                    _ if i == baseline => None,
+                    (Some(b), Some(v)) if b != 0.0 => Some(v / b),
+                    _ => None,
+                })
+                .collect();
+            let base_blocks = cells[baseline].and_then(|m| m.blocks.as_ref());
+            let tests = cells
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    if i == baseline {
+                        return None;
+                    }
+                    let (basis, a) = base_blocks?;
+                    let (_, b) = c.and_then(|m| m.blocks.as_ref())?;
+                    let r = mann_whitney_u(a, b);
+                    Some(Test {
+                        basis: basis.clone(),
+                        n: [a.len(), b.len()],
+                        p_value: r.map(|r| r.p_value),
+                        significant: r.map(|r| r.significant()),
+                    })
+                })
+                .collect();
+            rows.push(Row {
+                metric,
+                unit: unit.to_string(),
+                better,
+                values,
+                ratios,
+                tests,
+            });
+        }
+        if !rows.is_empty() {
+            sections.push(Section {
+                name,
+                baseline,
+                present,
+                rows,
+            });
+        }
+    }
+    sections
+}
+
+fn probe_sections(run: &RunRecord) -> RunSections {
+    let results = rundata::probe_results(run);
+    let many = results.len() > 1;
+    let mut out = Vec::new();
+    for (i, result) in results.iter().enumerate() {
+        for (series, title) in [
+            ("fresh", "fresh connections"),
+            ("reused", "reused connection"),
+        ] {
+            let Some(s) = result.get(series) else {
+                continue;
+            };
+            let mut metrics = Vec::new();
+            for phase in PHASES {
+                let samples = rundata::probe_samples(result, series, phase);
+                for (name, key) in [("p50", "p50"), ("p90", "p90"), ("p99", "p99")] {
+                    metrics.push(
+                        metric(
+                            &format!("{phase} {name}"),
+                            "ms",
+                            Better::Lower,
+                            num(s, &["phases_ms", phase, key]),
+                        )
+                        .blocks(format!("probe samples of {phase}"), samples.clone()),
+                    );
+                }
+            }
+            let name = if many {
+                format!("probe URL {}: {title}", i + 1)
+            } else {
+                format!("probe: {title}")
+            };
+            out.push((name, metrics));
+        }
+    }
+    out
+}
+
+/// Per-second values of one quantile (1.0 = max) in `unit_ns` units.
+fn per_second_quantile(
+    seconds: &[(u32, &hdrhistogram::Histogram<u64>)],
+    q: f64,
+    unit_ns: f64,
+) -> Vec<f64> {
+    seconds
+        .iter()
+        .filter(|(_, h)| !h.is_empty())
+        .map(|(_, h)| {
+            let v = if q >= 1.0 {
+                h.max()
+            } else {
+                h.value_at_quantile(q)
+            };
+            v as f64 / unit_ns
+        })
+        .collect()
+}
+
+/// Keeps only full seconds: a last second cut short by the end of the run would look
+/// like a drop in throughput.
+fn full_seconds<T>(rows: Vec<(u32, T)>, duration_s: f64) -> Vec<(u32, T)> {
+    let full = duration_s.floor();
+    if full < 1.0 {
+        return rows;
+    }
+    rows.into_iter()
+        .filter(|(t, _)| (*t as f64) < full)
+        .collect()
+}
+
+fn latency_metrics(
+    summary: &serde_json::Value,
+    key: &str,
+    unit: &'static str,
+    seconds: &[(u32, &hdrhistogram::Histogram<u64>)],
+    unit_ns: f64,
+) -> Vec<Metric> {
+    PERCENTILES
+        .iter()
+        .map(|(name, k, q)| {
+            metric(name, unit, Better::Lower, num(summary, &[key, k])).blocks(
+                format!("per-second {name}"),
+                per_second_quantile(seconds, *q, unit_ns),
+            )
+        })
+        .collect()
+}
+
+fn load_sections(run: &RunRecord, hist: &Histograms) -> RunSections {
+    let Some(load) = rundata::load_summary(run) else {
+        return Vec::new();
+    };
+    let duration = num(load, &["duration_s"]).unwrap_or(run.duration_s);
+    let timeline: Vec<(u32, rundata::Second)> = rundata::timeline(run)
+        .into_iter()
+        .map(|s| (s.t, s))
+        .collect();
+    let timeline = full_seconds(timeline, duration);
+    let seconds = full_seconds(hist.per_second("latency"), duration);
+    let mut all = latency_metrics(load, "latency_ms", "ms", &seconds, 1e6);
+    if seconds.is_empty() {
+        // No per-second histograms: fall back on the timeline's percentiles.
+        for m in all.iter_mut() {
+            let pick: Option<fn(&rundata::Second) -> Option<f64>> = match m.name.as_str() {
+                "p50" => Some(|s| s.p50_ms),
+                "p90" => Some(|s| s.p90_ms),
+                "p99" => Some(|s| s.p99_ms),
+                "max" => Some(|s| s.max_ms),
+                _ => None,
+            };
+            if let Some(pick) = pick {
+                let v: Vec<f64> = timeline.iter().filter_map(|(_, s)| pick(s)).collect();
+                *m = std::mem::take(m).blocks(format!("per-second {} (timeline)", m.name), v);
+            }
+        }
+    }
+    let rps_blocks: Vec<f64> = if timeline.iter().any(|(_, s)| s.requests.is_some()) {
+        timeline.iter().filter_map(|(_, s)| s.requests).collect()
+    } else {
+        seconds.iter().map(|(_, h)| h.len() as f64).collect()
+    };
+    all.push(
+        metric("requests/s", "req/s", Better::Higher, num(load, &["rps"]))
+            .blocks("per-second requests", rps_blocks),
+    );
+    let errors = rundata::count(load.get("errors"));
+    let err_blocks: Vec<f64> = timeline.iter().filter_map(|(_, s)| s.errors).collect();
+    all.push(metric("errors", "", Better::Lower, errors).blocks("per-second errors", err_blocks));
+    let mut out = vec![("load: all endpoints".to_string(), all)];
+    for ep in load
+        .get("endpoints")
+        .and_then(|e| e.as_array())
+        .into_iter()
+        .flatten()
+    {
+        let Some(name) = ep.get("name").and_then(|n| n.as_str()) else {
+            continue;
+        };
+        let hname = format!("latency:{name}");
+        let seconds = full_seconds(hist.per_second(&hname), duration);
+        let mut metrics = latency_metrics(ep, "latency_ms", "ms", &seconds, 1e6);
+        let requests = num(ep, &["requests"]);
+        let rps = requests.filter(|_| duration > 0.0).map(|r| r / duration);
+        metrics.push(metric("requests/s", "req/s", Better::Higher, rps).blocks(
+            "per-second requests",
+            seconds.iter().map(|(_, h)| h.len() as f64).collect(),
+        ));
+        let errors = match (requests, num(ep, &["ok"])) {
+            (Some(r), Some(ok)) => Some((r - ok).max(0.0)),
+            _ => rundata::count(ep.get("errors")),
+        };
+        metrics.push(metric("errors", "", Better::Lower, errors));
+        out.push((format!("load endpoint: {name}"), metrics));
+    }
+    out
+}
+
+fn disk_sections(run: &RunRecord, hist: &Histograms) -> RunSections {
+    let Some(disk) = rundata::disk_summary(run) else {
+        return Vec::new();
+    };
+    let duration = num(disk, &["duration_s"]).unwrap_or(run.duration_s);
+    let mut out = Vec::new();
+    for dir in ["read", "write", "fsync"] {
+        let Some(d) = disk.get(dir).filter(|d| d.is_object()) else {
+            continue;
+        };
+        let seconds = full_seconds(hist.per_second(dir), duration);
+        let mut metrics = latency_metrics(d, "lat_us", "µs", &seconds, 1e3);
+        let counts: Vec<f64> = seconds.iter().map(|(_, h)| h.len() as f64).collect();
+        if dir == "fsync" {
+            metrics.push(metric("count", "", Better::Higher, num(d, &["count"])));
+        } else {
+            metrics.push(
+                metric("IOPS", "IOPS", Better::Higher, num(d, &["iops"]))
+                    .blocks("per-second I/Os", counts),
+            );
+            metrics.push(metric(
+                "bandwidth",
+                "MiB/s",
+                Better::Higher,
+                num(d, &["bw_mib_s"]),
+            ));
+        }
+        out.push((format!("disk: {dir}"), metrics));
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "compare_tests.rs"]
+mod tests;

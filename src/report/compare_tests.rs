@@ -1,0 +1,87 @@
+//! Unit tests of the comparison model on small hand-made runs.
+
+use serde_json::{json, Value};
+
+use super::*;
+
+fn run(id: &str, kind: &str, summary: Value) -> RunRecord {
+    RunRecord {
+        id: id.into(),
+        kind: kind.into(),
+        label: None,
+        target: "http://127.0.0.1:1/".into(),
+        started_at_ms: 0,
+        duration_s: 10.0,
+        version: String::new(),
+        config: Value::Null,
+        env: Default::default(),
+        summary,
+        timeline: Value::Null,
+        findings: json!([]),
+        text: String::new(),
+        histograms: Vec::new(),
+    }
+}
+
+fn probe(ttfb: &[f64]) -> Value {
+    let samples: Vec<Value> = ttfb
+        .iter()
+        .map(|t| json!({"series": "fresh", "phases_ms": {"ttfb": t, "dns": 0.0}}))
+        .collect();
+    let p = crate::stats::Percentiles::from_samples(ttfb);
+    json!({"kind": "probe", "fresh": {"count": ttfb.len(),
+        "phases_ms": {"ttfb": {"p50": p.p50, "p90": p.p90, "p99": p.p99}, "dns": {"p50": 0.0}}},
+        "samples": samples})
+}
+
+/// Probe sections compare per phase on the samples; all-zero phases are dropped.
+#[test]
+fn probe_phases_tested_on_samples() {
+    let a = run("a", "probe", probe(&[10.0, 11.0, 12.0, 10.5, 11.5, 12.5]));
+    let b = run("b", "probe", probe(&[20.0, 21.0, 22.0, 20.5, 21.5, 22.5]));
+    let c = run("c", "probe", probe(&[10.2, 11.2, 12.2, 10.7, 11.7, 12.7]));
+    let cmp = compare(&[a, b, c]).unwrap();
+    assert_eq!(cmp.sections.len(), 1);
+    let s = &cmp.sections[0];
+    assert_eq!(s.name, "probe: fresh connections");
+    assert!(s.rows.iter().all(|r| !r.metric.starts_with("dns")));
+    let p50 = s.rows.iter().find(|r| r.metric == "ttfb p50").unwrap();
+    assert!((p50.ratios[1].unwrap() - 21.0 / 11.0).abs() < 1e-9);
+    let tb = p50.tests[1].as_ref().unwrap();
+    assert_eq!(tb.n, [6, 6]);
+    assert_eq!(tb.significant, Some(true));
+    assert_eq!(p50.tests[2].as_ref().unwrap().significant, Some(false));
+    assert!(p50.tests[0].is_none());
+}
+
+/// Runs of different kinds share no section; a diagnose run's probe matches a probe.
+#[test]
+fn sections_match_across_kinds() {
+    let a = run("a", "probe", probe(&[1.0, 2.0, 3.0, 4.0]));
+    let d = run(
+        "d",
+        "diagnose",
+        json!({"kind": "diagnose", "probe": probe(&[1.5, 2.5, 3.5, 4.5]), "load": {"skipped": "public"}}),
+    );
+    let disk = run(
+        "x",
+        "disk",
+        json!({"kind": "disk", "read": {"iops": 100.0, "lat_us": {"p50": 80.0}}}),
+    );
+    let cmp = compare(&[a, d, disk]).unwrap();
+    let names: Vec<&str> = cmp.sections.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["probe: fresh connections", "disk: read"]);
+    let read = &cmp.sections[1];
+    assert_eq!(read.rows[0].values, vec![None, None, Some(80.0)]);
+    // Each section is compared with the first run that has it.
+    assert_eq!((read.baseline, read.present.clone()), (2, vec![2]));
+    let probe = &cmp.sections[0];
+    assert_eq!((probe.baseline, probe.present.clone()), (0, vec![0, 1]));
+    let ttfb = probe.rows.iter().find(|r| r.metric == "ttfb p50").unwrap();
+    assert!(ttfb.ratios[1].is_some() && ttfb.ratios[2].is_none());
+    let text = super::super::compare_text::render(&cmp);
+    assert!(
+        text.contains("disk: read") && text.contains("80.0 µs"),
+        "{text}"
+    );
+}

@@ -1,0 +1,193 @@
+//! The terminal rendering of a [`Comparison`]: one table per section, each run after
+//! the first with its ratio to the first and the verdict of the significance test.
+
+use std::time::{Duration, SystemTime};
+
+use super::compare::{Comparison, Section, Test};
+use super::table::{Align, Table};
+use crate::units::fmt_ms;
+
+/// Run letters: A is the baseline.
+pub fn letter(i: usize) -> String {
+    let letters = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    match letters.get(i) {
+        Some(c) => (*c as char).to_string(),
+        None => format!("R{}", i + 1),
+    }
+}
+
+/// A UTC time as `2026-11-23 06:40:12`.
+pub fn when(ms: i64) -> String {
+    let t = SystemTime::UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64);
+    humantime::format_rfc3339_seconds(t)
+        .to_string()
+        .replace('T', " ")
+        .trim_end_matches('Z')
+        .to_string()
+}
+
+/// A value in its unit, for people.
+pub fn fmt_value(v: f64, unit: &str) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    match unit {
+        "ms" => fmt_ms(v),
+        "µs" => {
+            if v >= 1000.0 {
+                fmt_ms(v / 1000.0)
+            } else if v >= 100.0 {
+                format!("{v:.0} µs")
+            } else {
+                format!("{v:.1} µs")
+            }
+        }
+        "" => {
+            if v.fract() == 0.0 {
+                format!("{v:.0}")
+            } else {
+                format!("{v:.2}")
+            }
+        }
+        u => {
+            if v >= 100.0 {
+                format!("{v:.0} {u}")
+            } else {
+                format!("{v:.1} {u}")
+            }
+        }
+    }
+}
+
+/// A ratio as `×2.09`.
+pub fn fmt_ratio(r: f64) -> String {
+    if r >= 100.0 {
+        format!("×{r:.0}")
+    } else if r >= 10.0 {
+        format!("×{r:.1}")
+    } else {
+        format!("×{r:.2}")
+    }
+}
+
+/// A p value as `p=0.031` or `p<0.001`.
+pub fn fmt_p(p: f64) -> String {
+    if p < 0.001 {
+        "p<0.001".into()
+    } else {
+        format!("p={p:.3}")
+    }
+}
+
+/// A test's verdict: `yes p<0.001`, `no p=0.41`, `n/a 3 vs 30 blocks`.
+pub fn fmt_test(t: &Test) -> String {
+    match (t.significant, t.p_value) {
+        (Some(true), Some(p)) => format!("yes {}", fmt_p(p)),
+        (Some(false), Some(p)) => format!("no {}", fmt_p(p)),
+        _ => format!("n/a {} vs {}", t.n[0], t.n[1]),
+    }
+}
+
+/// A section as a header and rows of text: the metric, the baseline's value, then
+/// for each other run that has the section its value, ratio and verdict.
+pub fn grid(s: &Section) -> (Vec<String>, Vec<Vec<String>>) {
+    let base = letter(s.baseline);
+    let mut header = vec!["metric".to_string(), base.clone()];
+    for &i in s.present.iter().filter(|&&i| i != s.baseline) {
+        let l = letter(i);
+        header.push(l.clone());
+        header.push(format!("{l}/{base}"));
+        header.push(format!("{l} differs?"));
+    }
+    let rows = s
+        .rows
+        .iter()
+        .map(|row| {
+            let mut cells = vec![row.metric.clone()];
+            for &i in &s.present {
+                let v = row.values.get(i).copied().flatten();
+                cells.push(v.map(|v| fmt_value(v, &row.unit)).unwrap_or("-".into()));
+                if i != s.baseline {
+                    cells.push(row.ratios[i].map(fmt_ratio).unwrap_or_default());
+                    cells.push(row.tests[i].as_ref().map(fmt_test).unwrap_or_default());
+                }
+            }
+            cells
+        })
+        .collect();
+    (header, rows)
+}
+
+/// Renders the comparison for the terminal.
+pub fn render(c: &Comparison) -> String {
+    let mut out = String::new();
+    out.push_str(
+        "Runs (ratios and significance are against the first run in each table, \
+         A unless A lacks that measurement):\n",
+    );
+    let mut t = Table::new(["", "id", "label", "kind", "target", "when (UTC)", "host"]);
+    for i in 1..7 {
+        t = t.align(i, Align::Left);
+    }
+    for (i, r) in c.runs.iter().enumerate() {
+        t.row([
+            letter(i),
+            r.id.clone(),
+            r.label.clone().unwrap_or_default(),
+            r.kind.clone(),
+            r.target.clone(),
+            when(r.started_at_ms),
+            r.hostname.clone(),
+        ]);
+    }
+    out.push_str(&t.render(2));
+    if c.sections.is_empty() {
+        out.push_str("\nThese runs have no measurement in common to compare.\n");
+    }
+    for s in &c.sections {
+        out.push('\n');
+        out.push_str(&s.name);
+        out.push('\n');
+        let (header, rows) = grid(s);
+        let mut t = Table::new(header);
+        for k in 1..s.present.len() {
+            t = t.align(1 + 3 * k, Align::Left);
+        }
+        for r in rows {
+            t.row(r);
+        }
+        out.push_str(&t.render(2));
+    }
+    out.push('\n');
+    out.push_str(&wrap(
+        &format!(
+            "Differs?: {}; yes when p < {}. n/a: fewer than {} blocks on a side; \
+             blank: no per-second data or samples for that metric.",
+            c.test, c.alpha, c.min_blocks
+        ),
+        88,
+    ));
+    out
+}
+
+/// Wraps text at `width` columns on spaces.
+fn wrap(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            out.push_str(&line);
+            out.push('\n');
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,262 @@
+//! `latscope report -o report.html`: one self-contained HTML file. Charts are inline
+//! SVG drawn by `plotters` (see `charts`), styles are inline, there is no script and
+//! nothing is fetched; a Content-Security-Policy forbids scripts and outside loads on
+//! top of that.
+//!
+//! Everything that came from a server or a run (headers, targets, labels, finding
+//! text, evidence) goes through [`esc`]; only markup written here is unescaped.
+
+use serde_json::Value;
+
+use crate::store::RunRecord;
+
+use super::charts::ChartError;
+use super::compare::{self, Comparison};
+use super::compare_text::{grid, letter, when};
+use super::html_runs;
+use super::rundata::{run_name, RunDataError};
+
+/// The report could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error(transparent)]
+    RunData(#[from] RunDataError),
+    #[error(transparent)]
+    Chart(#[from] ChartError),
+}
+
+/// Escapes text for HTML element content and attribute values.
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Appends a table; every header and cell is escaped.
+pub fn table<S: AsRef<str>>(out: &mut String, class: &str, header: &[&str], rows: &[Vec<S>]) {
+    out.push_str(&format!("<table class=\"{}\"><thead><tr>", esc(class)));
+    for h in header {
+        out.push_str(&format!("<th>{}</th>", esc(h)));
+    }
+    out.push_str("</tr></thead><tbody>\n");
+    for r in rows {
+        out.push_str("<tr>");
+        for c in r {
+            out.push_str(&format!("<td>{}</td>", esc(c.as_ref())));
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody></table>\n");
+}
+
+/// Appends a chart (an SVG string from `charts`) in a figure.
+pub fn figure(out: &mut String, svg: &str) {
+    out.push_str("<figure class=\"chart\">");
+    out.push_str(svg);
+    out.push_str("</figure>\n");
+}
+
+const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;\
+margin:2em auto;max-width:1000px;color:#222;padding:0 1em}\
+h1{font-size:1.6em}h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:2em}\
+h3{margin-top:1.5em}table{border-collapse:collapse;margin:.6em 0;font-size:.9em}\
+th,td{border:1px solid #ddd;padding:.25em .6em;text-align:right;vertical-align:top}\
+th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}\
+table.kv td{text-align:left}table.headers td{text-align:left;font-family:monospace;\
+word-break:break-all}figure.chart{margin:1em 0}figure.chart svg{max-width:100%;height:auto}\
+.finding{border-left:5px solid #999;padding:.3em .8em;margin:.8em 0;background:#fafafa}\
+.finding.crit{border-color:#c62828}.finding.warn{border-color:#ef6c00}\
+.finding.info{border-color:#1565c0}.finding .sev{font-weight:bold;text-transform:uppercase;\
+font-size:.8em}.finding .id{color:#666;font-family:monospace}.yes{font-weight:bold}\
+.note{color:#555;font-size:.9em}";
+
+/// Renders the report for `runs` (several are overlaid and compared with the first).
+pub fn render(runs: &[RunRecord]) -> Result<String, ReportError> {
+    let names: Vec<String> = runs.iter().map(run_name).collect();
+    let mut out = String::with_capacity(256 * 1024);
+    out.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n");
+    out.push_str(
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; \
+         style-src 'unsafe-inline'; img-src data:\">\n",
+    );
+    out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
+    out.push_str(&format!(
+        "<title>latscope report: {}</title>\n<style>{STYLE}</style></head><body>\n",
+        esc(&names.join(" vs "))
+    ));
+    out.push_str("<h1>latscope report</h1>\n");
+    run_list(&mut out, runs);
+    if runs.len() > 1 {
+        out.push_str("<section id=\"overlay\"><h2>All runs overlaid</h2>\n");
+        html_runs::overlay(&mut out, runs)?;
+        comparison(&mut out, &compare::compare(runs)?);
+        out.push_str("</section>\n");
+    }
+    for (i, run) in runs.iter().enumerate() {
+        out.push_str(&format!(
+            "<section class=\"run\" id=\"run-{}\"><h2>{} · {} · {} {}</h2>\n",
+            esc(&run.id),
+            letter(i),
+            esc(&run_name(run)),
+            esc(&run.kind),
+            esc(&run.target)
+        ));
+        html_runs::run_section(&mut out, run)?;
+        findings(&mut out, run);
+        out.push_str("</section>\n");
+    }
+    out.push_str(&format!(
+        "<p class=\"note\">Made by latscope {} from the run store. Charts are SVG drawn \
+         by plotters; this file loads nothing from the network.</p>\n</body></html>\n",
+        esc(env!("CARGO_PKG_VERSION"))
+    ));
+    Ok(out)
+}
+
+fn run_list(out: &mut String, runs: &[RunRecord]) {
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            vec![
+                letter(i),
+                r.id.clone(),
+                r.label.clone().unwrap_or_default(),
+                r.kind.clone(),
+                r.target.clone(),
+                when(r.started_at_ms),
+                format!("{:.1} s", r.duration_s),
+                host(r),
+                r.version.clone(),
+            ]
+        })
+        .collect();
+    table(
+        out,
+        "runs",
+        &[
+            "",
+            "id",
+            "label",
+            "kind",
+            "target",
+            "started (UTC)",
+            "duration",
+            "host",
+            "latscope",
+        ],
+        &rows,
+    );
+}
+
+/// "host (2 cores, Linux 6.1)", leaving out what the run did not record.
+fn host(r: &RunRecord) -> String {
+    let mut extra = Vec::new();
+    if r.env.cores > 0 {
+        extra.push(format!("{} cores", r.env.cores));
+    }
+    if !r.env.kernel.is_empty() {
+        extra.push(r.env.kernel.clone());
+    }
+    if extra.is_empty() {
+        r.env.hostname.clone()
+    } else {
+        format!("{} ({})", r.env.hostname, extra.join(", "))
+    }
+}
+
+/// The comparison table of `latscope compare`, as HTML.
+fn comparison(out: &mut String, c: &Comparison) {
+    out.push_str("<h3>Side by side</h3>\n");
+    out.push_str(&format!(
+        "<p class=\"note\">Ratios are to the first run in each table. Differs?: {}; yes when p &lt; {}.</p>\n",
+        esc(&c.test),
+        c.alpha
+    ));
+    for s in &c.sections {
+        out.push_str(&format!("<h4>{}</h4>\n", esc(&s.name)));
+        let (header, rows) = grid(s);
+        let header: Vec<&str> = header.iter().map(String::as_str).collect();
+        table(out, "compare", &header, &rows);
+    }
+}
+
+/// A JSON value as short text for an evidence table.
+pub fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => match n.as_f64() {
+            Some(x) if x.fract() != 0.0 => format!("{x:.3}"),
+            _ => n.to_string(),
+        },
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// The run's findings with their evidence and advice.
+fn findings(out: &mut String, run: &RunRecord) {
+    let list = run
+        .findings
+        .as_array()
+        .filter(|a| !a.is_empty())
+        .or_else(|| run.summary.get("findings").and_then(Value::as_array));
+    let Some(list) = list.filter(|l| !l.is_empty()) else {
+        out.push_str("<h3>Findings</h3><p class=\"note\">No findings.</p>\n");
+        return;
+    };
+    out.push_str("<h3>Findings</h3>\n");
+    for f in list {
+        let s = |k: &str| f.get(k).map(value_text).unwrap_or_default();
+        let severity = s("severity");
+        let class = match severity.as_str() {
+            "crit" | "warn" | "info" => severity.as_str(),
+            _ => "",
+        };
+        out.push_str(&format!(
+            "<div class=\"finding {class}\"><span class=\"sev\">{}</span> \
+             <span class=\"id\">{}</span> <span class=\"cat\">({})</span>\
+             <p class=\"title\">{}</p>\n",
+            esc(&severity),
+            esc(&s("id")),
+            esc(&s("category")),
+            esc(&s("title"))
+        ));
+        if let Some(ev) = f.get("evidence").and_then(Value::as_object) {
+            let rows: Vec<Vec<String>> = ev
+                .iter()
+                .map(|(k, v)| vec![k.clone(), value_text(v)])
+                .collect();
+            if !rows.is_empty() {
+                table(out, "kv evidence", &["evidence", "value"], &rows);
+            }
+        }
+        let advice = s("advice");
+        if !advice.is_empty() {
+            out.push_str(&format!("<p class=\"advice\">{}</p>\n", esc(&advice)));
+        }
+        out.push_str("</div>\n");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_markup() {
+        assert_eq!(
+            esc("<script>alert('x')</script> & \"q\""),
+            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;"
+        );
+    }
+}

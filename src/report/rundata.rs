@@ -1,0 +1,251 @@
+//! Reading a stored run back into typed pieces for compare and the reports: its
+//! histograms decoded (whole-run and per-second), its timeline rows, and the parts
+//! of its summary (the kind's `--json` document, DESIGN.md) each report needs. A
+//! diagnose run holds a probe and a load; a multi-URL probe holds several results.
+//! Fields the summary lacks come back as `None`: a report shows what it has.
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::serialization::Deserializer;
+use hdrhistogram::Histogram;
+use serde_json::Value;
+
+use crate::store::RunRecord;
+
+/// What can go wrong reading a stored run.
+#[derive(Debug, thiserror::Error)]
+pub enum RunDataError {
+    #[error("run {id}: histogram '{name}'{second} cannot be decoded: {reason}")]
+    Histogram {
+        id: String,
+        name: String,
+        second: String,
+        reason: String,
+    },
+}
+
+/// A run's histograms, decoded (values in nanoseconds).
+#[derive(Debug, Default)]
+pub struct Histograms {
+    /// Whole-run histograms by name (`latency`, `latency:<endpoint>`, `read`, …).
+    pub totals: BTreeMap<String, Histogram<u64>>,
+    /// Per-second histograms by name, then second.
+    pub seconds: BTreeMap<String, BTreeMap<u32, Histogram<u64>>>,
+}
+
+impl Histograms {
+    /// Decodes every histogram of `run`.
+    pub fn decode(run: &RunRecord) -> Result<Histograms, RunDataError> {
+        let mut out = Histograms::default();
+        let mut de = Deserializer::new();
+        for h in &run.histograms {
+            let hist: Histogram<u64> =
+                de.deserialize(&mut h.v2.as_slice())
+                    .map_err(|e| RunDataError::Histogram {
+                        id: run.id.clone(),
+                        name: h.name.clone(),
+                        second: h
+                            .second
+                            .map(|s| format!(" (second {s})"))
+                            .unwrap_or_default(),
+                        reason: format!("{e:?}"),
+                    })?;
+            match h.second {
+                None => {
+                    out.totals.insert(h.name.clone(), hist);
+                }
+                Some(s) => {
+                    out.seconds
+                        .entry(h.name.clone())
+                        .or_default()
+                        .insert(s, hist);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The per-second histograms called `name`, in time order (empty when none).
+    pub fn per_second(&self, name: &str) -> Vec<(u32, &Histogram<u64>)> {
+        self.seconds
+            .get(name)
+            .map(|m| m.iter().map(|(t, h)| (*t, h)).collect())
+            .unwrap_or_default()
+    }
+}
+
+/// One second of a timeline (load: DESIGN.md's `timeline` entries).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Second {
+    pub t: u32,
+    pub requests: Option<f64>,
+    pub ok: Option<f64>,
+    /// Errors that second (a count, or the sum of an `{kind: count}` object).
+    pub errors: Option<f64>,
+    pub bytes: Option<f64>,
+    pub p50_ms: Option<f64>,
+    pub p90_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+    pub active: Option<f64>,
+    pub cache_hits: Option<f64>,
+    pub retrans: Option<f64>,
+}
+
+/// A number, or the sum of an object's numbers (errors by kind).
+pub fn count(v: Option<&Value>) -> Option<f64> {
+    match v? {
+        Value::Object(m) => Some(m.values().filter_map(Value::as_f64).sum()),
+        other => other.as_f64(),
+    }
+}
+
+/// The run's per-second timeline: `run.timeline` when it is an array, else the
+/// `timeline` of the summary (or of a diagnose run's load). Rows without `t` are
+/// numbered in order.
+pub fn timeline(run: &RunRecord) -> Vec<Second> {
+    let rows = run
+        .timeline
+        .as_array()
+        .filter(|a| !a.is_empty())
+        .or_else(|| load_summary(run)?.get("timeline")?.as_array())
+        .or_else(|| run.summary.get("timeline")?.as_array());
+    let Some(rows) = rows else {
+        return Vec::new();
+    };
+    rows.iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let f = |k: &str| r.get(k).and_then(Value::as_f64);
+            Second {
+                t: f("t").map(|t| t.max(0.0) as u32).unwrap_or(i as u32),
+                requests: f("requests"),
+                ok: f("ok"),
+                errors: count(r.get("errors")),
+                bytes: f("bytes"),
+                p50_ms: f("p50_ms"),
+                p90_ms: f("p90_ms"),
+                p99_ms: f("p99_ms"),
+                max_ms: f("max_ms"),
+                active: f("active"),
+                cache_hits: f("cache_hits"),
+                retrans: f("retrans"),
+            }
+        })
+        .collect()
+}
+
+/// The load part of a run's summary: the summary of a load run, the `load` of a
+/// diagnose run (unless it was skipped).
+pub fn load_summary(run: &RunRecord) -> Option<&Value> {
+    match run.kind.as_str() {
+        "load" => Some(&run.summary),
+        "diagnose" => run
+            .summary
+            .get("load")
+            .filter(|l| l.is_object() && l.get("skipped").is_none()),
+        _ => None,
+    }
+}
+
+/// The probe results of a run: one per URL (a diagnose run has one).
+pub fn probe_results(run: &RunRecord) -> Vec<&Value> {
+    let probe = match run.kind.as_str() {
+        "probe" => &run.summary,
+        "diagnose" => match run.summary.get("probe") {
+            Some(p) => p,
+            None => return Vec::new(),
+        },
+        _ => return Vec::new(),
+    };
+    match probe.get("results").and_then(Value::as_array) {
+        Some(results) => results.iter().collect(),
+        None => vec![probe],
+    }
+}
+
+/// The disk part of a run's summary.
+pub fn disk_summary(run: &RunRecord) -> Option<&Value> {
+    (run.kind == "disk").then_some(&run.summary)
+}
+
+/// The phases of a request, in order, as the probe names them.
+pub const PHASES: [&str; 8] = [
+    "dns", "connect", "tls", "send", "wait", "receive", "ttfb", "total",
+];
+
+/// The values of `phase` (ms) over a probe result's samples of `series` (`fresh` or
+/// `reused`). Samples carry their phases under `phases_ms`, or flat as `<phase>` /
+/// `<phase>_ms`.
+pub fn probe_samples(result: &Value, series: &str, phase: &str) -> Vec<f64> {
+    let Some(samples) = result.get("samples").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    samples
+        .iter()
+        .filter(|s| s.get("series").and_then(Value::as_str) == Some(series))
+        .filter_map(|s| {
+            s.get("phases_ms")
+                .and_then(|p| p.get(phase))
+                .or_else(|| s.get(phase))
+                .or_else(|| s.get(format!("{phase}_ms")))
+                .and_then(Value::as_f64)
+        })
+        .collect()
+}
+
+/// A number at `path` inside `v`.
+pub fn num(v: &Value, path: &[&str]) -> Option<f64> {
+    let mut v = v;
+    for p in path {
+        v = v.get(p)?;
+    }
+    v.as_f64()
+}
+
+/// A run's display name: its label, else its id.
+pub fn run_name(run: &RunRecord) -> String {
+    run.label.clone().unwrap_or_else(|| run.id.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn timeline_reads_counts_and_error_objects() {
+        let run = RunRecord {
+            id: "x".into(),
+            kind: "load".into(),
+            label: None,
+            target: String::new(),
+            started_at_ms: 0,
+            duration_s: 2.0,
+            version: String::new(),
+            config: Value::Null,
+            env: Default::default(),
+            summary: json!({"timeline": [{"t": 0, "requests": 10, "errors": {"timeout": 2, "reset": 1}},
+                                         {"t": 1, "requests": 12, "errors": 0, "p99_ms": 4.5}]}),
+            timeline: Value::Null,
+            findings: json!([]),
+            text: String::new(),
+            histograms: Vec::new(),
+        };
+        let tl = timeline(&run);
+        assert_eq!(tl.len(), 2);
+        assert_eq!(tl[0].errors, Some(3.0));
+        assert_eq!(tl[1].p99_ms, Some(4.5));
+        assert_eq!(tl[1].requests, Some(12.0));
+    }
+
+    #[test]
+    fn probe_samples_nested_or_flat() {
+        let r = json!({"samples": [
+            {"series": "fresh", "t_ms": 0, "phases_ms": {"ttfb": 3.0}},
+            {"series": "reused", "t_ms": 5, "ttfb": 1.0},
+            {"series": "fresh", "t_ms": 9, "ttfb_ms": 4.0}]});
+        assert_eq!(probe_samples(&r, "fresh", "ttfb"), vec![3.0, 4.0]);
+        assert_eq!(probe_samples(&r, "reused", "ttfb"), vec![1.0]);
+    }
+}
