@@ -43,11 +43,15 @@ pub fn esc(s: &str) -> String {
 
 /// Appends a table; every header and cell is escaped.
 pub fn table<S: AsRef<str>>(out: &mut String, class: &str, header: &[&str], rows: &[Vec<S>]) {
-    out.push_str(&format!("<table class=\"{}\"><thead><tr>", esc(class)));
-    for h in header {
-        out.push_str(&format!("<th>{}</th>", esc(h)));
+    out.push_str(&format!("<table class=\"{}\">", esc(class)));
+    if header.iter().any(|h| !h.is_empty()) {
+        out.push_str("<thead><tr>");
+        for h in header {
+            out.push_str(&format!("<th>{}</th>", esc(h)));
+        }
+        out.push_str("</tr></thead>");
     }
-    out.push_str("</tr></thead><tbody>\n");
+    out.push_str("<tbody>\n");
     for r in rows {
         out.push_str("<tr>");
         for c in r {
