@@ -33,6 +33,10 @@ pub struct Cli {
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Probe + cache audit + a short bounded load ramp → findings (also `latscope URL`).
+    Diagnose(DiagnoseArgs),
+    /// Start the lab with known problems and diagnose it.
+    Demo(DemoArgs),
     /// Sequential timed requests over fresh and reused connections, phase by phase.
     Probe(ProbeArgs),
     /// Load test: closed (-c), open (--rate), count (-n) or staged.
@@ -401,4 +405,55 @@ pub struct LabArgs {
     /// Wire: length of each outage.
     #[arg(long, value_name = "DUR", value_parser = duration, requires = "outage_every")]
     pub outage_for: Option<Duration>,
+}
+
+/// `latscope diagnose` (and `latscope URL`).
+#[derive(Debug, Args)]
+pub struct DiagnoseArgs {
+    /// URLs to diagnose (several are shown side by side).
+    #[arg(required = true, value_name = "URL")]
+    pub urls: Vec<String>,
+    /// Probe requests per series (fresh, then reused).
+    #[arg(short = 'n', long = "count", default_value_t = 10, value_name = "N")]
+    pub count: u32,
+    /// Also probe the origin directly at ADDR (IP or IP:PORT): what the CDN hop costs.
+    #[arg(long, value_name = "ADDR")]
+    pub origin: Option<String>,
+    /// Distance to the server, km: adds the physical floor (2 × distance / 200,000 km/s).
+    #[arg(long, value_name = "KM")]
+    pub distance_km: Option<f64>,
+    /// Run the load ramp even against a public address.
+    #[arg(long, conflicts_with = "no_load")]
+    pub load: bool,
+    /// Skip the load ramp.
+    #[arg(long)]
+    pub no_load: bool,
+    /// Highest concurrency of the load ramp.
+    #[arg(long, default_value_t = 64, value_name = "N")]
+    pub max_connections: u32,
+    /// Length of each load ramp step.
+    #[arg(long, default_value = "2s", value_name = "DUR", value_parser = duration)]
+    pub step: Duration,
+    #[command(flatten)]
+    pub http: HttpArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `latscope demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Where to write the HTML report.
+    #[arg(
+        short = 'o',
+        long,
+        default_value = "latscope-demo.html",
+        value_name = "FILE"
+    )]
+    pub output_html: PathBuf,
+    /// Leave out the wire (no 40 ms RTT), e.g. where TUN devices are refused.
+    #[arg(long)]
+    pub no_wire: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }

@@ -7,7 +7,7 @@ use clap::Parser;
 use latscope::error::{exit, UsageError};
 
 fn main() -> ExitCode {
-    let cli = latscope::cli::Cli::parse();
+    let cli = latscope::cli::Cli::parse_from(with_default_command(std::env::args_os()));
     match latscope::run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
@@ -27,4 +27,22 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// `latscope URL …` means `latscope diagnose URL …`: insert the command when the
+/// first argument is neither a command nor a flag.
+fn with_default_command(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    use clap::CommandFactory;
+    let mut args: Vec<_> = args.collect();
+    if let Some(first) = args.get(1).and_then(|a| a.to_str()) {
+        let command = latscope::cli::Cli::command();
+        let known = first == "help"
+            || command
+                .get_subcommands()
+                .any(|c| c.get_name() == first || c.get_all_aliases().any(|a| a == first));
+        if !known && !first.starts_with('-') {
+            args.insert(1, "diagnose".into());
+        }
+    }
+    args
 }

@@ -3,6 +3,7 @@
 //! namespace the test made itself.
 
 mod compare;
+mod diagnose;
 mod disk;
 mod lab;
 mod lab_options;

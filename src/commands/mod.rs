@@ -5,10 +5,13 @@
 use crate::cli::{Cli, Command};
 
 mod compare;
+mod demo;
+mod diagnose;
 mod disk;
 mod lab;
 mod load;
 mod probe;
+mod ramp;
 mod report;
 mod runs;
 pub(crate) mod saving;
@@ -16,6 +19,8 @@ pub(crate) mod saving;
 /// Runs one parsed command line; returns the process exit code.
 pub fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
+        Command::Diagnose(args) => diagnose::run(args),
+        Command::Demo(args) => demo::run(args),
         Command::Probe(args) => probe::run(args),
         Command::Load(args) => load::run(args),
         Command::Disk(args) => disk::run(args),

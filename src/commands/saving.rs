@@ -35,6 +35,11 @@ pub(crate) fn save(output: &OutputArgs, run: NewRun) -> Option<String> {
     if output.no_save {
         return None;
     }
+    save_record(output, &record(output, run))
+}
+
+/// The record a run is stored as (secrets redacted; no id yet).
+pub(crate) fn record(output: &OutputArgs, run: NewRun) -> RunRecord {
     let mut record = RunRecord {
         id: String::new(),
         kind: run.kind.to_string(),
@@ -63,8 +68,16 @@ pub(crate) fn save(output: &OutputArgs, run: NewRun) -> Option<String> {
     ] {
         store::redact_json(doc, &run.secret_headers);
     }
+    record
+}
+
+/// Saves a record unless `--no-save`; returns its id, or `None` with a warning.
+pub(crate) fn save_record(output: &OutputArgs, record: &RunRecord) -> Option<String> {
+    if output.no_save {
+        return None;
+    }
     let path = db_path(&output.db);
-    let result = Store::open(&path).and_then(|mut s| s.save(&record));
+    let result = Store::open(&path).and_then(|mut s| s.save(record));
     match result {
         Ok(id) => Some(id),
         Err(e) => {

@@ -1,8 +1,13 @@
-//! Adapter: a probe's result as the facts the rules read.
+//! Adapters: a probe's result and a cache audit's observations as the facts the
+//! rules read.
 
+use crate::probe::audit::{CacheObservation, Seen};
 use crate::probe::{ProbeResult, Sample, Series, SeriesSummary};
 
-use super::facts::{DownloadFacts, Headers, Phases, ProbeFacts, SeriesFacts, TcpFacts, TlsFacts};
+use super::facts::{
+    CacheFacts, ConditionalFacts, DownloadFacts, Headers, Phases, ProbeFacts, RedirectHop,
+    RepeatFacts, SeriesFacts, TcpFacts, TlsFacts,
+};
 
 /// The facts of one probe. `offered_h2`: the client put h2 in ALPN.
 pub fn probe_facts(p: &ProbeResult, offered_h2: bool) -> ProbeFacts {
@@ -88,4 +93,47 @@ pub fn probe_facts(p: &ProbeResult, offered_h2: bool) -> ProbeFacts {
             .map(|s| s.closed_by_server)
             .collect(),
     }
+}
+
+/// The facts of a cache audit; `load_hit_ratio` from the load ramp when the
+/// responses said.
+pub fn cache_facts(c: &CacheObservation, load_hit_ratio: Option<f64>) -> CacheFacts {
+    let cond = |s: &Option<Seen>| {
+        s.as_ref().map(|s| ConditionalFacts {
+            status: s.status,
+            body_bytes: s.body_bytes,
+            time_ms: s.time_ms,
+        })
+    };
+    let mut repeats = vec![RepeatFacts {
+        headers: Headers::from_pairs(&c.full.headers),
+        ttfb_ms: c.full.ttfb_ms,
+    }];
+    repeats.extend(c.repeats.iter().map(|r| RepeatFacts {
+        headers: Headers::from_pairs(&r.headers),
+        ttfb_ms: r.ttfb_ms,
+    }));
+    CacheFacts {
+        get: c.method == "GET" || c.method == "HEAD",
+        anonymous: c.anonymous,
+        status: c.full.status,
+        headers: Headers::from_pairs(&c.full.headers),
+        full_time_ms: Some(c.full.time_ms),
+        if_none_match: cond(&c.if_none_match),
+        if_modified_since: cond(&c.if_modified_since),
+        repeats,
+        load_hit_ratio,
+    }
+}
+
+/// The redirects an audit followed, as the probe facts carry them.
+pub fn redirect_facts(c: &CacheObservation) -> Vec<RedirectHop> {
+    c.redirects
+        .iter()
+        .map(|h| RedirectHop {
+            status: h.status,
+            location: h.location.clone(),
+            time_ms: h.time_ms,
+        })
+        .collect()
 }

@@ -8,6 +8,7 @@
 pub mod audit;
 pub mod cache;
 pub mod cache_status;
+pub mod diagnosis;
 pub mod facts;
 pub mod finding;
 pub mod from_probe;

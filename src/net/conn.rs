@@ -77,10 +77,10 @@ pub async fn open(target: &Target, opts: &ConnectOptions) -> Result<Connected, N
                     after: opts.timeout,
                 })
             }
-            Err(source) => {
+            Err(reason) => {
                 last_err = Some(NetError::Connect {
                     addr: *addr,
-                    source,
+                    reason,
                 })
             }
         }

@@ -11,10 +11,10 @@ pub enum NetError {
     #[error("cannot resolve {host}: {reason}")]
     Dns { host: String, reason: String },
     /// The TCP connection could not be made.
-    #[error("cannot connect to {addr}: {source}")]
+    #[error("cannot connect to {addr}: {reason}")]
     Connect {
         addr: std::net::SocketAddr,
-        source: io::Error,
+        reason: io::Error,
     },
     /// The TLS handshake failed.
     #[error("TLS handshake with {host} failed: {reason}{hint}")]

@@ -3,6 +3,7 @@
 //! (DESIGN.md, Measurements). `tcp://host:port` is a TCP-connect ping. Nothing here
 //! prints; `report::probe` renders a [`ProbeResult`].
 
+pub mod audit;
 mod result;
 mod run;
 pub mod sample;

@@ -66,7 +66,7 @@ pub async fn probe(config: &ProbeConfig, stop: &Stop) -> Result<ProbeResult, Net
     ))
 }
 
-fn connect_options(config: &ProbeConfig) -> Result<ConnectOptions, NetError> {
+pub(super) fn connect_options(config: &ProbeConfig) -> Result<ConnectOptions, NetError> {
     let tls = if config.target.scheme == Scheme::Https {
         let alpn = match config.client.version {
             HttpVersionPref::Auto => vec![ALPN_H2.to_vec(), ALPN_HTTP11.to_vec()],

@@ -3,17 +3,18 @@
 //! HdrHistogram interval log exports. Report code formats results it is given; it
 //! never measures.
 
-mod html_overlay;
-mod html_probe;
-mod html_runs;
 pub mod charts;
 pub mod compare;
 pub mod compare_text;
 pub mod csv;
+pub mod diagnose;
 pub mod disk;
 pub mod findings;
 pub mod hdrlog;
 pub mod html;
+mod html_overlay;
+mod html_probe;
+mod html_runs;
 pub mod load;
 pub mod probe;
 pub mod rundata;

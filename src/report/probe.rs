@@ -27,8 +27,19 @@ pub const SHOWN_HEADERS: [&str; 15] = [
     "server",
 ];
 
-/// One probe, in full.
+/// One probe, in full: measurements, findings, where the time goes.
 pub fn render(p: &ProbeResult, summary: Option<&str>) -> String {
+    let mut out = measurements(p);
+    out.push('\n');
+    out.push_str(&findings::render(&p.findings));
+    if let Some(s) = summary {
+        out.push_str(&format!("\n  where the time goes: {s}\n"));
+    }
+    out
+}
+
+/// The probe's measurements: response, phase table, kernel view, headers.
+pub fn measurements(p: &ProbeResult) -> String {
     let mut out = format!("{}\n", p.target);
     out.push_str(&response_line(p));
     if p.interrupted {
@@ -56,11 +67,6 @@ pub fn render(p: &ProbeResult, summary: Option<&str>) -> String {
         for (k, v) in shown {
             out.push_str(&format!("    {k}: {v}\n"));
         }
-    }
-    out.push('\n');
-    out.push_str(&findings::render(&p.findings));
-    if let Some(s) = summary {
-        out.push_str(&format!("\n  where the time goes: {s}\n"));
     }
     out
 }

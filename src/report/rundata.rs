@@ -140,11 +140,19 @@ pub fn timeline(run: &RunRecord) -> Vec<Second> {
 pub fn load_summary(run: &RunRecord) -> Option<&Value> {
     match run.kind.as_str() {
         "load" => Some(&run.summary),
-        "diagnose" => run
-            .summary
-            .get("load")
-            .filter(|l| l.is_object() && l.get("skipped").is_none()),
+        "diagnose" => diagnoses(run)
+            .into_iter()
+            .filter_map(|d| d.get("load"))
+            .find(|l| l.is_object() && l.get("skipped").is_none()),
         _ => None,
+    }
+}
+
+/// The diagnoses of a diagnose run: its `results` (several URLs, the demo) or itself.
+pub fn diagnoses(run: &RunRecord) -> Vec<&Value> {
+    match run.summary.get("results").and_then(Value::as_array) {
+        Some(results) => results.iter().collect(),
+        None => vec![&run.summary],
     }
 }
 
@@ -152,10 +160,12 @@ pub fn load_summary(run: &RunRecord) -> Option<&Value> {
 pub fn probe_results(run: &RunRecord) -> Vec<&Value> {
     let probe = match run.kind.as_str() {
         "probe" => &run.summary,
-        "diagnose" => match run.summary.get("probe") {
-            Some(p) => p,
-            None => return Vec::new(),
-        },
+        "diagnose" => {
+            return diagnoses(run)
+                .into_iter()
+                .filter_map(|d| d.get("probe"))
+                .collect()
+        }
         _ => return Vec::new(),
     };
     match probe.get("results").and_then(Value::as_array) {

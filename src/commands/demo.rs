@@ -1,0 +1,221 @@
+//! `latscope demo`: the lab with known problems switched on — a 40 ms RTT on the wire,
+//! a cold start, cookies that defeat caching, no validators, a server that saturates,
+//! periodic stalls — diagnosed as a user would diagnose their own site. Prints the
+//! findings, writes an HTML report, says what to try next. Its JSON is the diagnose
+//! JSON plus `planted: [ids]`; every planted problem must be among the findings.
+
+use std::io::Write;
+use std::time::{Duration, SystemTime};
+
+use anyhow::Context;
+use serde_json::json;
+
+use crate::cli::DemoArgs;
+use crate::config::http::{ClientOptions, RequestSpec};
+use crate::diagnose::diagnosis::Diagnosis;
+use crate::lab::wire::{self, Wire, WireOptions};
+use crate::lab::{self, LabOptions, StallOptions};
+use crate::net::Target;
+
+use super::diagnose::{self, diagnosis_json, Interrupt, Plan};
+use super::ramp::RampPlan;
+use super::saving;
+
+/// The round trip the demo's wire adds.
+pub const DEMO_RTT: Duration = Duration::from_millis(40);
+
+/// What the demo plants, and the finding that must show each.
+fn planted(with_wire: bool) -> Vec<&'static str> {
+    let mut ids = vec![
+        "cold-start",
+        "not-shared-cacheable",
+        "no-validators",
+        "knee",
+        "periodic-spikes",
+    ];
+    if with_wire {
+        ids.push("handshake-dominates");
+    }
+    ids
+}
+
+/// The lab's problems.
+fn lab_options() -> LabOptions {
+    LabOptions {
+        capacity: Some(100.0),
+        stall: Some(StallOptions {
+            every: Duration::from_secs(3),
+            length: Duration::from_millis(500),
+        }),
+        cold: Duration::from_millis(1500),
+        ..LabOptions::default()
+    }
+}
+
+/// Runs `latscope demo`.
+pub fn run(args: DemoArgs) -> anyhow::Result<u8> {
+    // The wire first: a private namespace can only be entered while single-threaded.
+    let (wire, wire_note) = if args.no_wire {
+        (None, Some("--no-wire: no RTT on the wire".to_string()))
+    } else {
+        start_wire()
+    };
+    if let Some(note) = &wire_note {
+        eprintln!("latscope demo: NOTE: {note}; the 40 ms round trip is left out of this demo");
+    }
+    let listener = match &wire {
+        Some(w) => w.bind_listener(0).context("bind the lab on the wire")?,
+        None => std::net::TcpListener::bind("127.0.0.1:0").context("bind the lab")?,
+    };
+    let lab = lab::spawn_on(listener, lab_options()).context("start the lab")?;
+    eprintln!(
+        "latscope demo: lab at {} ({}); diagnosing it, about 30 s…",
+        lab.base_url(),
+        if wire.is_some() {
+            "40 ms RTT, cold start, cookies, no validators, 100 req/s capacity, a 0.5 s stall every 3 s"
+        } else {
+            "cold start, cookies, no validators, 100 req/s capacity, a 0.5 s stall every 3 s"
+        }
+    );
+    let started = SystemTime::now();
+    let interrupt = Interrupt::install()?;
+    let base = Plan {
+        count: 10,
+        request: RequestSpec::default(),
+        client: ClientOptions {
+            timeout: Duration::from_secs(10),
+            ..ClientOptions::default()
+        },
+        origin: None,
+        distance_km: None,
+        force_load: false,
+        no_load: true,
+        ramp: RampPlan {
+            max_connections: 32,
+            step: Duration::from_secs(2),
+        },
+    };
+    let mut progress = diagnose::progress_printer();
+    let mut results: Vec<Diagnosis> = Vec::new();
+    for (path, load) in [
+        ("/cold", false),
+        ("/cache/no-validators", false),
+        ("/cache/private-cookie", true),
+    ] {
+        let target = Target::parse(&lab.url(path)).map_err(anyhow::Error::new)?;
+        let plan = Plan {
+            no_load: !load,
+            ..base.clone()
+        };
+        results.push(diagnose::diagnose_url(
+            &interrupt,
+            &target,
+            &plan,
+            &mut progress,
+        )?);
+        if interrupt.stop.is_stopped() {
+            break;
+        }
+    }
+    drop(lab);
+    drop(wire);
+
+    let planted = planted(wire_note.is_none());
+    let found: Vec<&str> = results
+        .iter()
+        .flat_map(|d| d.findings.iter().map(|f| f.id.as_str()))
+        .collect();
+    let missing: Vec<&str> = planted
+        .iter()
+        .copied()
+        .filter(|id| !found.contains(id))
+        .collect();
+    let mut doc = json!({
+        "kind": "diagnose",
+        "demo": true,
+        "results": results.iter().map(diagnosis_json).collect::<Vec<_>>(),
+        "planted": planted,
+        "findings": results.iter().flat_map(|d| d.findings.clone()).collect::<Vec<_>>(),
+    });
+    if let Some(note) = &wire_note {
+        doc["wire_skipped"] = json!(note);
+    }
+    let mut text = diagnose::render_text(&results);
+    text.push_str(&format!("planted problems: {}\n", planted.join(", ")));
+    if missing.is_empty() {
+        text.push_str("all of them were found.\n");
+    } else {
+        text.push_str(&format!("NOT found: {}\n", missing.join(", ")));
+    }
+    let urls: Vec<String> = results.iter().map(|d| d.target.clone()).collect();
+    let mut record = diagnose::record(
+        &args.output,
+        &results,
+        doc.clone(),
+        text.clone(),
+        started,
+        &urls,
+    );
+    let id = saving::save_record(&args.output, &record);
+    record.id = id.clone().unwrap_or_else(|| "demo".to_string());
+    let html = crate::report::html::render(std::slice::from_ref(&record))
+        .map_err(|e| e.to_string())
+        .and_then(|page| {
+            std::fs::write(&args.output_html, page)
+                .map(|_| args.output_html.clone())
+                .map_err(|e| format!("cannot write {}: {e}", args.output_html.display()))
+        });
+    text.push_str(&next_steps(&html, id.as_deref()));
+
+    let mut out = std::io::stdout().lock();
+    if args.output.json {
+        serde_json::to_writer_pretty(&mut out, &doc)?;
+        writeln!(out)?;
+    } else {
+        out.write_all(text.as_bytes())?;
+    }
+    out.flush()?;
+    Ok(0)
+}
+
+/// A wire with the demo's RTT: in a private namespace of our own (any user who may
+/// open /dev/net/tun), else on the host as root; `None` and why when neither works.
+fn start_wire() -> (Option<Wire>, Option<String>) {
+    let options = WireOptions {
+        rtt: DEMO_RTT,
+        ..WireOptions::default()
+    };
+    let private = wire::enter_private_namespace();
+    match Wire::start(options) {
+        Ok(w) => (Some(w), None),
+        Err(e) => {
+            let why = match private {
+                Ok(()) => format!("the wire could not start ({e})"),
+                Err(p) => format!("no private network namespace ({p}) and no wire ({e})"),
+            };
+            (None, Some(why))
+        }
+    }
+}
+
+fn next_steps(html: &Result<std::path::PathBuf, String>, id: Option<&str>) -> String {
+    let mut s = String::from("\nwhat to try next:\n");
+    match html {
+        Ok(p) => s.push_str(&format!(
+            "  open {} in a browser (charts, findings)\n",
+            p.display()
+        )),
+        Err(e) => s.push_str(&format!("  (the HTML report was not written: {e})\n")),
+    }
+    if let Some(id) = id {
+        s.push_str(&format!(
+            "  latscope show {id}            print this run again\n"
+        ));
+    }
+    s.push_str(
+        "  latscope lab --listen 127.0.0.1:8080 --stall-every 3s --stall-for 500ms\n\
+         \x20 latscope load http://127.0.0.1:8080/ -c 20 -d 15s   see the stalls in a load timeline\n\
+         \x20 latscope https://your.site/                            diagnose your own site\n",
+    );
+    s
+}

@@ -1,0 +1,437 @@
+//! `latscope diagnose URL...` (and `latscope URL`): probe, cache audit, a short load
+//! ramp where it is allowed, then the findings and "where the time goes", bounded in
+//! time. The demo runs the same steps against the lab.
+
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use anyhow::Context;
+use serde_json::{json, Value};
+
+use crate::cli::DiagnoseArgs;
+use crate::config::http::{
+    self as httpcfg, ClientOptions, HttpVersionPref, RequestSpec, ResolveOverride,
+};
+use crate::diagnose::diagnosis::Diagnosis;
+use crate::diagnose::{self, audit, from_probe, rules, Facts, Finding};
+use crate::net::{NetError, Target};
+use crate::probe::{self, ProbeConfig, ProbeResult, Stop};
+use crate::report;
+use crate::usage;
+
+use super::ramp::{self, RampPlan};
+use super::saving::{self, NewRun};
+
+/// How one diagnosis runs.
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    pub count: u32,
+    pub request: RequestSpec,
+    pub client: ClientOptions,
+    pub origin: Option<String>,
+    pub distance_km: Option<f64>,
+    /// Run the ramp against a public address too (`--load`).
+    pub force_load: bool,
+    pub no_load: bool,
+    pub ramp: RampPlan,
+}
+
+/// Runs `latscope diagnose`.
+pub fn run(args: DiagnoseArgs) -> anyhow::Result<u8> {
+    let (request, client) = httpcfg::from_args(&args.http)?;
+    if args.count == 0 {
+        return Err(usage!("-n must be at least 1"));
+    }
+    if args.max_connections == 0 || args.max_connections > 10_000 {
+        return Err(usage!("--max-connections must be between 1 and 10000"));
+    }
+    if args.step < Duration::from_millis(200) || args.step > Duration::from_secs(60) {
+        return Err(usage!("--step must be between 200ms and 60s"));
+    }
+    if let Some(d) = args.distance_km {
+        if !(d > 0.0 && d < 40_000.0) {
+            return Err(usage!("--distance-km must be between 0 and 40000"));
+        }
+    }
+    if let Some(o) = &args.origin {
+        origin_override(o, 80)?;
+    }
+    let targets = args
+        .urls
+        .iter()
+        .map(|u| Target::parse(u).map_err(|e| usage!("{e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(t) = targets.iter().find(|t| t.scheme == crate::net::Scheme::Tcp) {
+        return Err(usage!(
+            "{t}: diagnose needs an http:// or https:// URL (probe tcp:// instead)"
+        ));
+    }
+    let plan = Plan {
+        count: args.count,
+        request,
+        client,
+        origin: args.origin.clone(),
+        distance_km: args.distance_km,
+        force_load: args.load,
+        no_load: args.no_load,
+        ramp: RampPlan {
+            max_connections: args.max_connections,
+            step: args.step,
+        },
+    };
+    let started = SystemTime::now();
+    let interrupt = Interrupt::install()?;
+    let mut results = Vec::new();
+    let mut failures = Vec::new();
+    for target in &targets {
+        if interrupt.stop.is_stopped() && !results.is_empty() {
+            break;
+        }
+        match diagnose_url(&interrupt, target, &plan, &mut progress_printer()) {
+            Ok(d) => results.push(d),
+            Err(e) => failures.push((target.url.clone(), e)),
+        }
+    }
+    if results.is_empty() {
+        let (url, e) = failures.remove(0);
+        return Err(e.context(format!("diagnosing {url}")));
+    }
+    let text = render_text(&results);
+    let doc = json_doc(&results);
+    let mut out = std::io::stdout().lock();
+    if args.output.json {
+        serde_json::to_writer_pretty(&mut out, &doc)?;
+        writeln!(out)?;
+    } else {
+        out.write_all(text.as_bytes())?;
+    }
+    out.flush()?;
+    drop(out);
+    for (url, e) in &failures {
+        eprintln!("latscope: {url}: {e:#}");
+    }
+    save(&args.output, &results, doc, text, started, &args.urls);
+    Ok(if failures.is_empty() { 0 } else { 1 })
+}
+
+/// Ctrl-C as both a probe [`Stop`] and a flag for the load engine; the watcher runs
+/// on a runtime of its own so it fires while a blocking ramp runs too.
+pub(crate) struct Interrupt {
+    pub stop: Stop,
+    pub flag: Arc<AtomicBool>,
+    pub runtime: tokio::runtime::Runtime,
+}
+
+impl Interrupt {
+    pub fn install() -> anyhow::Result<Interrupt> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .context("cannot start the async runtime")?;
+        let stop = Stop::new();
+        let flag = Arc::new(AtomicBool::new(false));
+        let (s, f) = (stop.clone(), flag.clone());
+        runtime.spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                f.store(true, Ordering::SeqCst);
+                s.stop();
+            }
+        });
+        Ok(Interrupt {
+            stop,
+            flag,
+            runtime,
+        })
+    }
+}
+
+/// A progress line on stderr, only on a terminal.
+pub(crate) fn progress_printer() -> impl FnMut(&str) {
+    let tty = std::io::stderr().is_terminal();
+    move |msg: &str| {
+        if tty {
+            eprint!("\r\x1b[2K{msg}");
+            if msg.is_empty() {
+                eprint!("\r");
+            }
+        }
+    }
+}
+
+/// `--origin ADDR` as a `--resolve` override for the target's host and port.
+fn origin_override(origin: &str, port: u16) -> anyhow::Result<(std::net::IpAddr, u16)> {
+    if let Ok(sa) = origin.parse::<std::net::SocketAddr>() {
+        return Ok((sa.ip(), sa.port()));
+    }
+    let ip = origin
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse()
+        .map_err(|_| usage!("--origin '{origin}': expected an IP address or IP:PORT"))?;
+    Ok((ip, port))
+}
+
+/// Whether a load ramp may run by itself against these addresses: loopback, private,
+/// link-local, or the lab's benchmarking range.
+pub(crate) fn local_enough(addresses: &[String]) -> bool {
+    !addresses.is_empty()
+        && addresses
+            .iter()
+            .all(|a| match a.parse::<std::net::IpAddr>() {
+                Ok(std::net::IpAddr::V4(v4)) => {
+                    v4.is_loopback()
+                        || v4.is_private()
+                        || v4.is_link_local()
+                        || (v4.octets()[0] == 198 && (v4.octets()[1] & 0xfe) == 18)
+                }
+                Ok(std::net::IpAddr::V6(v6)) => {
+                    v6.is_loopback() || (v6.segments()[0] & 0xfe00) == 0xfc00
+                }
+                Err(_) => false,
+            })
+}
+
+/// Diagnoses one URL: probe, cache audit, origin, ramp, rules.
+pub(crate) fn diagnose_url(
+    interrupt: &Interrupt,
+    target: &Target,
+    plan: &Plan,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<Diagnosis> {
+    let config = ProbeConfig {
+        target: target.clone(),
+        count: plan.count,
+        request: plan.request.clone(),
+        client: plan.client.clone(),
+    };
+    let stop = &interrupt.stop;
+    progress(&format!(
+        "{}: probing ({} requests per series)…",
+        target, plan.count
+    ));
+    let probe = interrupt
+        .runtime
+        .block_on(probe::probe(&config, stop))
+        .map_err(anyhow::Error::new)?;
+    progress(&format!("{target}: cache audit…"));
+    let (cache, cache_error) = match interrupt
+        .runtime
+        .block_on(probe::audit::audit(&config, stop))
+    {
+        Ok(c) => (Some(c), None),
+        Err(NetError::Interrupted) => (None, Some("interrupted".to_string())),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    let origin = match &plan.origin {
+        Some(o) if !stop.is_stopped() => {
+            progress(&format!("{target}: probing the origin at {o}…"));
+            let (ip, port) = origin_override(o, target.port)?;
+            let mut config = config.clone();
+            config
+                .client
+                .resolve
+                .retain(|r| r.host != target.host.to_ascii_lowercase());
+            config.client.resolve.push(ResolveOverride {
+                host: target.host.to_ascii_lowercase(),
+                port: target.port,
+                addr: ip,
+            });
+            if port != target.port {
+                config.target = Target::parse(&target.url.replacen(
+                    &target.authority(),
+                    &format!("{}:{port}", target.host),
+                    1,
+                ))
+                .map_err(|e| usage!("{e}"))?;
+                config.client.resolve.push(ResolveOverride {
+                    host: target.host.to_ascii_lowercase(),
+                    port,
+                    addr: ip,
+                });
+            }
+            Some(
+                interrupt
+                    .runtime
+                    .block_on(probe::probe(&config, stop))
+                    .with_context(|| format!("probing the origin {o}"))?,
+            )
+        }
+        _ => None,
+    };
+    let (ramp, skipped) = if plan.no_load {
+        (None, Some("--no-load".to_string()))
+    } else if stop.is_stopped() {
+        (None, Some("interrupted".to_string()))
+    } else if !plan.force_load && !local_enough(&probe.addresses) {
+        (
+            None,
+            Some(format!(
+                "{} is a public address: the load ramp runs against public sites only with --load",
+                probe.addresses.first().cloned().unwrap_or_default()
+            )),
+        )
+    } else {
+        let mut step_progress =
+            |c: u32| progress(&format!("{target}: load ramp, {c} connections…"));
+        match ramp::run(
+            target,
+            &plan.request,
+            &plan.client,
+            &plan.ramp,
+            &interrupt.flag,
+            &mut step_progress,
+        ) {
+            Ok(r) => (Some(r), None),
+            Err(e) => (None, Some(format!("the load ramp failed: {e:#}"))),
+        }
+    };
+    progress("");
+    let offered_h2 = plan.client.version != HttpVersionPref::Http1;
+    let mut probe = probe;
+    let mut probe_facts = from_probe::probe_facts(&probe, offered_h2);
+    if let Some(c) = &cache {
+        probe_facts.redirects = from_probe::redirect_facts(c);
+    }
+    let hit_ratio = ramp.as_ref().and_then(|r| r.hit_ratio);
+    let facts = Facts {
+        probe: Some(probe_facts),
+        origin: origin
+            .as_ref()
+            .map(|o| from_probe::probe_facts(o, offered_h2)),
+        cache: cache
+            .as_ref()
+            .map(|c| from_probe::cache_facts(c, hit_ratio)),
+        load: ramp.as_ref().map(|r| r.facts.clone()),
+        disk: None,
+        distance_km: plan.distance_km,
+    };
+    let findings = diagnose::run_rules(&facts);
+    probe.server_time_label = rules::server_label(rules::behind_proxy(&facts)).to_string();
+    let summary = diagnose::summary(&facts);
+    Ok(Diagnosis {
+        target: target.url.clone(),
+        probe,
+        cache,
+        cache_error,
+        origin,
+        ramp,
+        skipped,
+        facts,
+        findings,
+        summary,
+    })
+}
+
+/// The diagnose JSON of one diagnosis (DESIGN.md).
+pub(crate) fn diagnosis_json(d: &Diagnosis) -> Value {
+    let mut probe = serde_json::to_value(&d.probe).unwrap_or_default();
+    if let Some(p) = probe.as_object_mut() {
+        p.remove("findings");
+    }
+    let cache = match (&d.facts.cache, &d.cache) {
+        (Some(facts), Some(obs)) => {
+            let mut v = serde_json::to_value(audit::audit(facts)).unwrap_or_default();
+            v["redirects"] = serde_json::to_value(&obs.redirects).unwrap_or_default();
+            v["url"] = json!(obs.url);
+            v
+        }
+        _ => json!({"error": d.cache_error}),
+    };
+    let mut doc = json!({
+        "kind": "diagnose",
+        "target": d.target,
+        "probe": probe,
+        "cache": cache,
+        "summary": d.summary,
+        "findings": d.findings,
+    });
+    match (&d.ramp, &d.skipped) {
+        (Some(r), _) => doc["load"] = r.json.clone(),
+        (None, reason) => doc["skipped"] = json!(reason),
+    }
+    if let Some(o) = &d.origin {
+        let mut v = serde_json::to_value(o).unwrap_or_default();
+        if let Some(p) = v.as_object_mut() {
+            p.remove("findings");
+        }
+        doc["origin"] = v;
+    }
+    doc
+}
+
+fn json_doc(results: &[Diagnosis]) -> Value {
+    if results.len() == 1 {
+        diagnosis_json(&results[0])
+    } else {
+        json!({"kind": "diagnose", "results": results.iter().map(diagnosis_json).collect::<Vec<_>>()})
+    }
+}
+
+pub(crate) fn render_text(results: &[Diagnosis]) -> String {
+    let mut text = String::new();
+    for d in results {
+        text.push_str(&report::diagnose::render(d));
+        text.push('\n');
+    }
+    if results.len() > 1 {
+        let probes: Vec<ProbeResult> = results
+            .iter()
+            .map(|d| {
+                let mut p = d.probe.clone();
+                p.findings = d.findings.clone();
+                p
+            })
+            .collect();
+        text.push_str("side by side\n");
+        text.push_str(&report::probe::side_by_side(&probes));
+    }
+    text
+}
+
+fn save(
+    output: &crate::cli::OutputArgs,
+    results: &[Diagnosis],
+    doc: Value,
+    text: String,
+    started: SystemTime,
+    urls: &[String],
+) -> Option<String> {
+    saving::save_record(output, &record(output, results, doc, text, started, urls))
+}
+
+/// The run record of a diagnosis (what is saved and what the HTML report renders).
+pub(crate) fn record(
+    output: &crate::cli::OutputArgs,
+    results: &[Diagnosis],
+    doc: Value,
+    text: String,
+    started: SystemTime,
+    urls: &[String],
+) -> crate::store::RunRecord {
+    let findings: Vec<&Finding> = results.iter().flat_map(|d| &d.findings).collect();
+    let mut histograms = Vec::new();
+    let mut timeline = Value::Null;
+    if let Some(r) = results.iter().find_map(|d| d.ramp.as_ref()) {
+        histograms = r.histograms.clone();
+        timeline = r.json.get("timeline").cloned().unwrap_or(Value::Null);
+    }
+    saving::record(
+        output,
+        NewRun {
+            kind: "diagnose",
+            target: urls.join(" "),
+            started,
+            duration_s: started.elapsed().map(|d| d.as_secs_f64()).unwrap_or(0.0),
+            config: json!({"urls": urls}),
+            summary: doc,
+            timeline,
+            findings: serde_json::to_value(&findings).unwrap_or_default(),
+            text,
+            histograms,
+            secret_headers: Vec::new(),
+        },
+    )
+}

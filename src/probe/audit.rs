@@ -1,0 +1,195 @@
+//! The cache audit's measurements (DESIGN.md, story 4): follow redirects and time
+//! each hop, fetch the page in full, repeat the GET to see whether a cache in the path
+//! starts answering, and send real conditional GETs (If-None-Match, If-Modified-Since)
+//! to see whether they come back 304 with no body. The verdicts live in `diagnose`.
+
+use http::{HeaderName, HeaderValue, Method};
+use serde::{Deserialize, Serialize};
+
+use crate::config::http::RequestSpec;
+use crate::net::http::{Exchange, HttpConn};
+use crate::net::{conn, NetError, Target};
+use crate::units::ms;
+
+use super::run::{connect_options, ProbeConfig};
+use super::stop::Stop;
+
+/// Redirects followed at most.
+pub const MAX_REDIRECTS: usize = 10;
+/// GETs after the first, to see a cache warm up.
+pub const REPEATS: usize = 3;
+
+/// One redirect: its status, where it pointed, what it cost (a fresh connection).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hop {
+    pub url: String,
+    pub status: u16,
+    pub location: String,
+    pub time_ms: f64,
+}
+
+/// A response as the audit keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Seen {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body_bytes: u64,
+    pub ttfb_ms: f64,
+    pub time_ms: f64,
+}
+
+impl Seen {
+    fn of(x: &Exchange) -> Seen {
+        Seen {
+            status: x.status,
+            headers: x.headers.clone(),
+            body_bytes: x.body_bytes,
+            ttfb_ms: ms(x.send + x.wait),
+            time_ms: ms(x.send + x.wait + x.receive),
+        }
+    }
+
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// What the audit saw.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CacheObservation {
+    /// The URL finally audited (after redirects).
+    pub url: String,
+    pub method: String,
+    /// The request carried no Cookie or Authorization.
+    pub anonymous: bool,
+    pub redirects: Vec<Hop>,
+    /// The first full response (over a warm connection).
+    pub full: Seen,
+    /// The repeated GETs, in order.
+    pub repeats: Vec<Seen>,
+    pub if_none_match: Option<Seen>,
+    pub if_modified_since: Option<Seen>,
+}
+
+/// Runs the audit against `config.target`.
+pub async fn audit(config: &ProbeConfig, stop: &Stop) -> Result<CacheObservation, NetError> {
+    let mut target = config.target.clone();
+    let mut redirects = Vec::new();
+    let opts = connect_options(config)?;
+    let h2c = config.client.version == crate::config::http::HttpVersionPref::Http2;
+    let timeout = config.client.timeout;
+    let bounded = |stop: &Stop| {
+        let stop = stop.clone();
+        async move { stop.stopped().await }
+    };
+    let open = |t: Target| {
+        let opts = opts.clone();
+        async move {
+            let c = conn::open(&t, &opts).await?;
+            let (dns, connect, tls) = (c.dns, c.connect, c.tls);
+            let http = HttpConn::handshake(c, h2c).await?;
+            Ok::<_, NetError>((http, ms(dns + connect + tls)))
+        }
+    };
+    // Follow redirects, each hop on a connection of its own, as a browser would.
+    let (mut http, full) = loop {
+        let (mut http, setup_ms) = tokio::select! {
+            r = open(target.clone()) => r?,
+            _ = bounded(stop) => return Err(NetError::Interrupted),
+        };
+        let x = tokio::select! {
+            r = http.send(&target, &config.request, timeout) => r?,
+            _ = bounded(stop) => return Err(NetError::Interrupted),
+        };
+        let seen = Seen::of(&x);
+        let location = seen.header("location").map(str::to_string);
+        match location {
+            Some(loc) if (300..400).contains(&x.status) && redirects.len() < MAX_REDIRECTS => {
+                let next = resolve_location(&target, &loc)?;
+                redirects.push(Hop {
+                    url: target.url.clone(),
+                    status: x.status,
+                    location: loc,
+                    time_ms: setup_ms + seen.time_ms,
+                });
+                target = next;
+            }
+            _ => break (http, seen),
+        }
+    };
+    let mut repeats = Vec::new();
+    let conditional = |name: &'static str, value: Option<&str>| {
+        value.map(|v| {
+            let mut spec = config.request.clone();
+            spec.method = Method::GET;
+            if let Ok(v) = HeaderValue::from_str(v) {
+                spec.headers.push((HeaderName::from_static(name), v));
+            }
+            spec
+        })
+    };
+    let inm = conditional("if-none-match", full.header("etag"));
+    let ims = conditional("if-modified-since", full.header("last-modified"));
+    for _ in 0..REPEATS {
+        if !http.is_usable() {
+            http = open(target.clone()).await?.0;
+        }
+        repeats.push(send(&mut http, &target, &config.request, timeout, stop).await?);
+    }
+    let mut cond = Vec::new();
+    for spec in [inm, ims] {
+        match spec {
+            None => cond.push(None),
+            Some(spec) => {
+                if !http.is_usable() {
+                    http = open(target.clone()).await?.0;
+                }
+                cond.push(Some(send(&mut http, &target, &spec, timeout, stop).await?));
+            }
+        }
+    }
+    let anonymous = !config
+        .request
+        .headers
+        .iter()
+        .any(|(k, _)| k == http::header::COOKIE || k == http::header::AUTHORIZATION);
+    let mut cond = cond.into_iter();
+    Ok(CacheObservation {
+        url: target.url.clone(),
+        method: config.request.method.to_string(),
+        anonymous,
+        redirects,
+        full,
+        repeats,
+        if_none_match: cond.next().flatten(),
+        if_modified_since: cond.next().flatten(),
+    })
+}
+
+/// One request over `http`, bounded by the timeout and the stop flag.
+async fn send(
+    http: &mut HttpConn,
+    target: &Target,
+    spec: &RequestSpec,
+    timeout: std::time::Duration,
+    stop: &Stop,
+) -> Result<Seen, NetError> {
+    tokio::select! {
+        r = http.send(target, spec, timeout) => r.map(|x| Seen::of(&x)),
+        _ = stop.stopped() => Err(NetError::Interrupted),
+    }
+}
+
+/// The target a Location header points to (absolute, or relative to `from`).
+fn resolve_location(from: &Target, location: &str) -> Result<Target, NetError> {
+    let base = url::Url::parse(&from.url)
+        .map_err(|e| NetError::Protocol(format!("bad URL {}: {e}", from.url)))?;
+    let next = base
+        .join(location)
+        .map_err(|e| NetError::Protocol(format!("bad redirect Location {location:?}: {e}")))?;
+    Target::parse(next.as_str())
+        .map_err(|e| NetError::Protocol(format!("redirect to an unusable URL: {e}")))
+}

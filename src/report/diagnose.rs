@@ -1,0 +1,145 @@
+//! A diagnosis as terminal text: the probe's measurements, the cache audit, the origin
+//! comparison, the load ramp, then the findings and "where the time goes".
+
+use crate::diagnose::audit::audit;
+use crate::diagnose::diagnosis::Diagnosis;
+use crate::units::{fmt_bytes, fmt_ms};
+
+use super::table::Table;
+use super::{findings, probe};
+
+/// One diagnosis.
+pub fn render(d: &Diagnosis) -> String {
+    let mut out = probe::measurements(&d.probe);
+    out.push('\n');
+    out.push_str(&cache(d));
+    if let Some(o) = &d.origin {
+        out.push_str(&format!(
+            "  origin (direct)   fresh TTFB p50 {} vs {} through the edge; reused {} vs {}\n",
+            fmt_ms(o.fresh.phases_ms.ttfb.p50),
+            fmt_ms(d.probe.fresh.phases_ms.ttfb.p50),
+            o.reused
+                .as_ref()
+                .map(|r| fmt_ms(r.phases_ms.ttfb.p50))
+                .unwrap_or("-".into()),
+            d.probe
+                .reused
+                .as_ref()
+                .map(|r| fmt_ms(r.phases_ms.ttfb.p50))
+                .unwrap_or("-".into()),
+        ));
+    }
+    out.push_str(&ramp(d));
+    out.push('\n');
+    out.push_str(&findings::render(&d.findings));
+    if let Some(s) = &d.summary {
+        out.push_str(&format!("\n  where the time goes: {s}\n"));
+    }
+    out
+}
+
+fn cache(d: &Diagnosis) -> String {
+    let (Some(facts), Some(obs)) = (&d.facts.cache, &d.cache) else {
+        return format!(
+            "  cache audit       not run: {}\n",
+            d.cache_error.as_deref().unwrap_or("no response")
+        );
+    };
+    let a = audit(facts);
+    let mut out = String::from("  cache audit\n");
+    for hop in &obs.redirects {
+        out.push_str(&format!(
+            "    redirect        {} → {} ({})\n",
+            hop.status,
+            hop.location,
+            fmt_ms(hop.time_ms)
+        ));
+    }
+    let storable = if a.shared_cacheable {
+        "yes".to_string()
+    } else {
+        format!("no ({})", a.unstorable.join(", "))
+    };
+    out.push_str(&format!("    shared cache    may store it: {storable}\n"));
+    let fresh = match a.freshness_s {
+        Some(s) => format!("{s} s from {}", a.freshness_source),
+        None => format!("none ({})", a.freshness_source),
+    };
+    out.push_str(&format!("    freshness       {fresh}\n"));
+    out.push_str(&format!(
+        "    validators      ETag {} · Last-Modified {}\n",
+        if a.etag.is_some() { "yes" } else { "no" },
+        if a.last_modified.is_some() {
+            "yes"
+        } else {
+            "no"
+        }
+    ));
+    for (name, c) in [
+        ("If-None-Match", &a.if_none_match),
+        ("If-Modified-Since", &a.if_modified_since),
+    ] {
+        if let Some(c) = c {
+            out.push_str(&format!(
+                "    {name:<18}{} · {} · {}{}\n",
+                c.status,
+                fmt_bytes(c.body_bytes),
+                fmt_ms(c.time_ms),
+                if c.ok {
+                    ""
+                } else {
+                    "  (expected 304 with no body)"
+                }
+            ));
+        }
+    }
+    if let Some(full) = facts.full_time_ms {
+        out.push_str(&format!(
+            "    full GET        {} · {}\n",
+            facts.status,
+            fmt_ms(full)
+        ));
+    }
+    let states: Vec<&str> = a.repeats.iter().map(|s| s.as_str()).collect();
+    let via = a.proxy.map(|p| format!(" (from {p})")).unwrap_or_default();
+    if states.iter().all(|s| *s == "unknown") {
+        out.push_str(
+            "    repeated GETs   no cache status in the headers (no CDN or proxy cache seen)\n",
+        );
+    } else {
+        out.push_str(&format!("    repeated GETs   {}{via}\n", states.join(", ")));
+    }
+    if let Some(edge) = &a.edge {
+        out.push_str(&format!("    edge            {edge}\n"));
+    }
+    if let Some(r) = a.load_hit_ratio {
+        out.push_str(&format!("    under load      {:.0}% hits\n", r * 100.0));
+    }
+    out
+}
+
+fn ramp(d: &Diagnosis) -> String {
+    let Some(r) = &d.ramp else {
+        return format!(
+            "  load ramp         skipped: {}\n",
+            d.skipped.as_deref().unwrap_or("not run")
+        );
+    };
+    let mut t = Table::new(["connections", "req/s", "p50", "p99", "requests", "errors"]);
+    for s in &r.steps {
+        t.row([
+            s.concurrency.to_string(),
+            format!("{:.0}", s.rps),
+            fmt_ms(s.p50_ms),
+            fmt_ms(s.p99_ms),
+            s.requests.to_string(),
+            s.errors.to_string(),
+        ]);
+    }
+    let mut out = String::from("  load ramp\n");
+    out.push_str(&t.render(4));
+    if let Some(why) = &r.stopped_early {
+        out.push_str(&format!("    stopped early: {why}\n"));
+    }
+    out
+}

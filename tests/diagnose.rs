@@ -1,0 +1,247 @@
+//! `latscope diagnose` / `latscope URL` and `latscope demo` against the lab: each
+//! planted problem gives its finding, a healthy route gives none of them, the ramp
+//! stays bounded, and the diagnose JSON has its parts.
+
+use std::time::Duration;
+
+use latscope::lab::{self, LabOptions};
+use serde_json::Value;
+
+use crate::util::{json_of, run_within};
+
+const LIMIT: Duration = Duration::from_secs(90);
+
+fn diagnose(args: &[&str]) -> Value {
+    let mut all = vec!["diagnose", "--json", "--no-save", "-n", "5"];
+    if !args.contains(&"--step") {
+        all.extend(["--step", "300ms"]);
+    }
+    all.extend_from_slice(args);
+    let out = run_within(&all, LIMIT);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json_of(&out)
+}
+
+fn ids(v: &Value) -> Vec<String> {
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn has(v: &Value, id: &str) -> bool {
+    ids(v).iter().any(|i| i == id)
+}
+
+#[test]
+fn a_diagnosis_has_probe_cache_load_summary_and_findings() {
+    let lab = lab::spawn(LabOptions::default()).unwrap();
+    let v = diagnose(&[&lab.url("/cache/public"), "--max-connections", "4"]);
+    assert_eq!(v["kind"], "diagnose");
+    assert_eq!(v["probe"]["kind"], "probe");
+    assert_eq!(v["probe"]["fresh"]["count"], 6);
+    assert_eq!(v["cache"]["status"], 200);
+    let ramp = v["load"]["ramp"].as_array().unwrap();
+    let conns: Vec<u64> = ramp
+        .iter()
+        .map(|s| s["connections"].as_u64().unwrap())
+        .collect();
+    assert_eq!(conns, vec![1, 2, 4]);
+    assert!(ramp.iter().all(|s| s["requests"].as_u64().unwrap() > 0));
+    assert!(
+        v["summary"].as_str().unwrap().contains("TTFB"),
+        "{}",
+        v["summary"]
+    );
+    assert!(v["findings"].is_array());
+    // A healthy route: none of the planted problems' findings.
+    for id in [
+        "cold-start",
+        "knee",
+        "not-shared-cacheable",
+        "no-validators",
+        "no-304",
+        "errors-under-load",
+        "periodic-spikes",
+    ] {
+        assert!(!has(&v, id), "{id} fired on a healthy route: {:?}", ids(&v));
+    }
+}
+
+#[test]
+fn latscope_url_is_diagnose_and_no_load_skips_the_ramp() {
+    let lab = lab::spawn(LabOptions::default()).unwrap();
+    let out = run_within(
+        &[
+            &lab.url("/cache/public"),
+            "--no-load",
+            "--no-save",
+            "--json",
+            "-n",
+            "3",
+        ],
+        LIMIT,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json_of(&out);
+    assert_eq!(v["kind"], "diagnose");
+    assert_eq!(v["skipped"], "--no-load");
+    assert!(v["load"].is_null());
+    // Public with validators: the conditional GETs come back 304 with no body.
+    assert_eq!(v["cache"]["if_none_match"]["status"], 304);
+    assert_eq!(v["cache"]["if_none_match"]["ok"], true);
+    assert_eq!(v["cache"]["shared_cacheable"], true);
+    for id in ["not-shared-cacheable", "no-validators", "no-304"] {
+        assert!(!has(&v, id), "{id} fired on /cache/public: {:?}", ids(&v));
+    }
+    let text = run_within(
+        &[
+            &lab.url("/cache/public"),
+            "--no-load",
+            "--no-save",
+            "-n",
+            "2",
+        ],
+        LIMIT,
+    );
+    let text = String::from_utf8_lossy(&text.stdout);
+    for needle in [
+        "cache audit",
+        "If-None-Match",
+        "load ramp         skipped",
+        "where the time goes",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in\n{text}");
+    }
+}
+
+#[test]
+fn cache_problems_are_found() {
+    let lab = lab::spawn(LabOptions::default()).unwrap();
+    let v = diagnose(&[&lab.url("/cache/private-cookie"), "--no-load"]);
+    assert!(has(&v, "not-shared-cacheable"), "{:?}", ids(&v));
+    assert_eq!(v["cache"]["set_cookie"], true);
+    let v = diagnose(&[&lab.url("/cache/no-validators"), "--no-load"]);
+    assert!(has(&v, "no-validators"), "{:?}", ids(&v));
+    let v = diagnose(&[&lab.url("/cdn/miss"), "--no-load"]);
+    assert!(has(&v, "cdn-not-caching"), "{:?}", ids(&v));
+    assert_eq!(v["probe"]["server_time_label"], "edge → origin + server");
+    let v = diagnose(&[&lab.url("/cdn/hit"), "--no-load"]);
+    assert!(!has(&v, "cdn-not-caching"), "{:?}", ids(&v));
+}
+
+#[test]
+fn redirects_and_closed_connections_are_found() {
+    let lab = lab::spawn(LabOptions::default()).unwrap();
+    let v = diagnose(&[&lab.url("/redirect/3"), "--no-load"]);
+    assert_eq!(v["cache"]["redirects"].as_array().unwrap().len(), 3);
+    assert!(has(&v, "redirect-chain"), "{:?}", ids(&v));
+    let v = diagnose(&[&lab.url("/close"), "--no-load"]);
+    assert!(has(&v, "no-keepalive"), "{:?}", ids(&v));
+    let v = diagnose(&[&lab.url("/delay/1ms"), "--no-load"]);
+    assert!(
+        !has(&v, "no-keepalive") && !has(&v, "redirect-chain"),
+        "{:?}",
+        ids(&v)
+    );
+}
+
+#[test]
+fn a_saturating_server_shows_a_knee_in_the_ramp() {
+    let lab = lab::spawn(LabOptions {
+        capacity: Some(200.0),
+        ..LabOptions::default()
+    })
+    .unwrap();
+    let v = diagnose(&[
+        &lab.url("/delay/5ms"),
+        "--max-connections",
+        "32",
+        "--step",
+        "500ms",
+    ]);
+    let ramp = v["load"]["ramp"].as_array().unwrap();
+    assert!(ramp.len() >= 4, "{ramp:?}");
+    assert!(has(&v, "knee"), "{:?} {ramp:?}", ids(&v));
+}
+
+#[test]
+fn bad_input_is_a_usage_error() {
+    for (args, needle) in [
+        (vec!["diagnose", "ftp://x/"], "unknown scheme"),
+        (vec!["diagnose", "tcp://127.0.0.1:1"], "http:// or https://"),
+        (
+            vec!["diagnose", "http://127.0.0.1:1/", "--origin", "nowhere"],
+            "--origin",
+        ),
+        (
+            vec!["diagnose", "http://127.0.0.1:1/", "--step", "1ms"],
+            "--step",
+        ),
+        (
+            vec!["diagnose", "http://127.0.0.1:1/", "--max-connections", "0"],
+            "--max-connections",
+        ),
+    ] {
+        let out = run_within(&args, LIMIT);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let out = run_within(
+        &["diagnose", "--no-save", &format!("http://{closed}/")],
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot connect"));
+}
+
+/// The demo: every planted problem is among the findings, the HTML report is written,
+/// and the JSON is the diagnose JSON plus `planted`.
+#[test]
+fn the_demo_finds_every_planted_problem() {
+    let _lock = crate::util_wire::lock();
+    let dir = std::env::temp_dir().join(format!("latscope-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let html = dir.join("demo.html");
+    let out = run_within(
+        &["demo", "--json", "--no-save", "-o", html.to_str().unwrap()],
+        Duration::from_secs(120),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let v = json_of(&out);
+    assert_eq!(v["kind"], "diagnose");
+    let planted: Vec<&str> = v["planted"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    assert!(planted.len() >= 5, "{planted:?}");
+    let found = ids(&v);
+    for p in &planted {
+        assert!(
+            found.iter().any(|f| f == p),
+            "planted {p} not found; found {found:?}; {err}"
+        );
+    }
+    let page = std::fs::read_to_string(&html).expect("the demo writes its HTML report");
+    assert!(page.contains("<svg"), "no chart in the report");
+}
