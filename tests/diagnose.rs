@@ -242,6 +242,8 @@ fn the_demo_finds_every_planted_problem() {
             "planted {p} not found; found {found:?}; {err}"
         );
     }
+    assert_eq!(v["missing"], serde_json::json!([]), "{err}");
+    assert_eq!(v["unexpected"], serde_json::json!([]), "found {found:?}");
     let page = std::fs::read_to_string(&html).expect("the demo writes its HTML report");
     assert!(page.contains("<svg"), "no chart in the report");
 }

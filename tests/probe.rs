@@ -128,9 +128,21 @@ fn tls_lab(http2: bool) -> (lab::RunningLab, std::path::PathBuf) {
 #[test]
 fn https_reports_tls_alpn_and_resumption() {
     let (lab, pem) = tls_lab(true);
-    let url = lab.url("/delay/5ms");
-    let v = probe_json(&[&url, "-n", "4", "--cacert", pem.to_str().unwrap()]);
+    let url = lab.url("/delay/20ms");
+    let v = probe_json(&[&url, "-n", "10", "--cacert", pem.to_str().unwrap()]);
     assert_eq!(v["http_version"], "HTTP/2");
+    near(
+        "h2 fresh wait p50",
+        f(&v, &["fresh", "phases_ms", "wait", "p50"]),
+        20.0,
+        15.0,
+    );
+    near(
+        "h2 reused ttfb p50",
+        f(&v, &["reused", "phases_ms", "ttfb", "p50"]),
+        20.0,
+        15.0,
+    );
     assert_eq!(v["tls"]["version"], "TLSv1.3");
     assert_eq!(v["tls"]["alpn"], "h2");
     assert_eq!(v["tls"]["resumed"], true, "{}", v["tls"]);
@@ -168,9 +180,23 @@ fn h2c_with_prior_knowledge() {
         ..LabOptions::default()
     })
     .unwrap();
-    let v = probe_json(&[&lab.url("/"), "-n", "2", "--http2"]);
+    let v = probe_json(&[&lab.url("/delay/20ms"), "-n", "10", "--http2"]);
     assert_eq!(v["http_version"], "HTTP/2");
     assert!(v["tls"].is_null());
+    near(
+        "h2c fresh wait p50",
+        f(&v, &["fresh", "phases_ms", "wait", "p50"]),
+        20.0,
+        15.0,
+    );
+    near(
+        "h2c reused ttfb p50",
+        f(&v, &["reused", "phases_ms", "ttfb", "p50"]),
+        20.0,
+        15.0,
+    );
+    assert!(f(&v, &["fresh", "phases_ms", "connect", "min"]) > 0.0);
+    assert_eq!(f(&v, &["reused", "phases_ms", "connect", "max"]), 0.0);
 }
 
 #[test]
@@ -396,4 +422,59 @@ fn sigint_keeps_what_was_measured() {
     assert_eq!(v["interrupted"], true);
     let n = v["samples"].as_array().unwrap().len();
     assert!((2..50).contains(&n), "{n} samples");
+}
+
+/// The same route measured by `curl -w` (ten fresh connections): connect and TTFB
+/// p50 agree with the probe's fresh series within 10 % or 2 ms.
+#[test]
+fn phases_agree_with_curl() {
+    if std::process::Command::new("curl")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("SKIPPED phases_agree_with_curl: curl is not installed");
+        return;
+    }
+    let lab = lab::spawn(LabOptions::default()).unwrap();
+    let url = lab.url("/delay/20ms");
+    let (mut connect, mut ttfb) = (Vec::new(), Vec::new());
+    for _ in 0..10 {
+        let out = std::process::Command::new("curl")
+            .args([
+                "-s",
+                "-o",
+                "/dev/null",
+                "--max-time",
+                "10",
+                "-w",
+                "%{time_connect} %{time_starttransfer}",
+                &url,
+            ])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let mut parts = text
+            .split_whitespace()
+            .map(|p| p.parse::<f64>().unwrap() * 1000.0);
+        connect.push(parts.next().unwrap());
+        ttfb.push(parts.next().unwrap());
+    }
+    let p50 = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (curl_connect, curl_ttfb) = (p50(connect), p50(ttfb));
+    let v = probe_json(&[&url, "-n", "10"]);
+    let connect = f(&v, &["fresh", "phases_ms", "connect", "p50"]);
+    let ttfb = f(&v, &["fresh", "phases_ms", "ttfb", "p50"]);
+    eprintln!("curl connect {curl_connect:.2} ttfb {curl_ttfb:.2}; latscope connect {connect:.2} ttfb {ttfb:.2}");
+    let agree = |what: &str, a: f64, b: f64| {
+        assert!(
+            (a - b).abs() <= (0.1 * b).max(2.0),
+            "{what}: latscope {a:.2} ms vs curl {b:.2} ms"
+        );
+    };
+    agree("connect p50", connect, curl_connect);
+    agree("ttfb p50", ttfb, curl_ttfb);
 }

@@ -30,6 +30,7 @@ fn planted(with_wire: bool) -> Vec<&'static str> {
         "cold-start",
         "not-shared-cacheable",
         "no-validators",
+        "no-compression",
         "knee",
         "periodic-spikes",
     ];
@@ -38,6 +39,14 @@ fn planted(with_wire: bool) -> Vec<&'static str> {
     }
     ids
 }
+
+/// Findings that follow from a planted problem without being one, and what they
+/// follow from.
+const FOLLOWS: &[(&str, &str)] = &[
+    ("network-dominates", "the 40 ms round trip"),
+    ("tail-heavy", "the periodic stalls"),
+    ("errors-under-load", "the saturating server"),
+];
 
 /// The lab's problems.
 fn lab_options() -> LabOptions {
@@ -72,9 +81,9 @@ pub fn run(args: DemoArgs) -> anyhow::Result<u8> {
         "latscope demo: lab at {} ({}); diagnosing it, about 30 s…",
         lab.base_url(),
         if wire.is_some() {
-            "40 ms RTT, cold start, cookies, no validators, 100 req/s capacity, a 0.5 s stall every 3 s"
+            "40 ms RTT, cold start, cookies, no validators, uncompressed text, 100 req/s capacity, a 0.5 s stall every 3 s"
         } else {
-            "cold start, cookies, no validators, 100 req/s capacity, a 0.5 s stall every 3 s"
+            "cold start, cookies, no validators, uncompressed text, 100 req/s capacity, a 0.5 s stall every 3 s"
         }
     );
     let started = SystemTime::now();
@@ -130,11 +139,20 @@ pub fn run(args: DemoArgs) -> anyhow::Result<u8> {
         .copied()
         .filter(|id| !found.contains(id))
         .collect();
+    let mut unexpected: Vec<&str> = found
+        .iter()
+        .copied()
+        .filter(|id| !planted.contains(id) && !FOLLOWS.iter().any(|(f, _)| f == id))
+        .collect();
+    unexpected.sort_unstable();
+    unexpected.dedup();
     let mut doc = json!({
         "kind": "diagnose",
         "demo": true,
         "results": results.iter().map(diagnosis_json).collect::<Vec<_>>(),
         "planted": planted,
+        "missing": missing,
+        "unexpected": unexpected,
         "findings": results.iter().flat_map(|d| d.findings.clone()).collect::<Vec<_>>(),
     });
     if let Some(note) = &wire_note {
@@ -146,6 +164,17 @@ pub fn run(args: DemoArgs) -> anyhow::Result<u8> {
         text.push_str("all of them were found.\n");
     } else {
         text.push_str(&format!("NOT found: {}\n", missing.join(", ")));
+    }
+    for (id, why) in FOLLOWS {
+        if found.contains(id) {
+            text.push_str(&format!("{id} follows from {why}.\n"));
+        }
+    }
+    if !unexpected.is_empty() {
+        text.push_str(&format!(
+            "also found, not planted: {}\n",
+            unexpected.join(", ")
+        ));
     }
     let urls: Vec<String> = results.iter().map(|d| d.target.clone()).collect();
     let mut record = diagnose::record(
