@@ -335,7 +335,7 @@ fn head_info(r: &httparse::Response<'_, '_>, head: bool, resp: &mut Response) ->
 }
 
 /// Whether a cache header says the response was served from a cache.
-fn is_hit(name: &[u8], value: &[u8]) -> bool {
+pub(crate) fn is_hit(name: &[u8], value: &[u8]) -> bool {
     let v = std::str::from_utf8(value).unwrap_or("").trim();
     if name.eq_ignore_ascii_case(b"age") {
         return v.parse::<u64>().is_ok_and(|a| a > 0);
