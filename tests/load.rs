@@ -528,3 +528,169 @@ fn thresholds_exit_codes() {
     let out = run(&["--threshold", "p99<<1s"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Closed-model stages ramp VUs linearly: 0 → 4 over 1 s, then 4 for 1 s; the
+/// timeline's active connections reach 4 and the plateau does more than the ramp.
+#[test]
+fn stages_ramp_vus() {
+    let lab = healthy();
+    let p = plan(&lab.url("/delay/10ms"), 4, Duration::from_secs(30), |p| {
+        p.duration = None;
+        p.stages = load::stages::parse("1s:4,1s:4").unwrap();
+    });
+    let r = run(&p);
+    assert!(r.elapsed < Duration::from_secs(4), "{:?}", r.elapsed);
+    let t = &r.timeline;
+    assert!(t.len() >= 2, "{t:?}");
+    assert_eq!(
+        t[1].active,
+        4,
+        "{:?}",
+        t.iter().map(|s| s.active).collect::<Vec<_>>()
+    );
+    assert!(
+        t[0].requests < t[1].requests,
+        "{} vs {}",
+        t[0].requests,
+        t[1].requests
+    );
+    assert!(
+        t[0].requests > 20,
+        "the ramp sends something: {}",
+        t[0].requests
+    );
+}
+
+/// Open-model stages ramp the rate: 0 → 200/s over 1 s (100 arrivals), then 200/s
+/// for 1 s (200 more).
+#[test]
+fn stages_ramp_rate() {
+    let lab = healthy();
+    let p = plan(&lab.url("/"), 50, Duration::from_secs(30), |p| {
+        p.duration = None;
+        p.model = Model::Open { rate: 1.0 };
+        p.stages = load::stages::parse("1s:200,1s:200").unwrap();
+    });
+    let r = run(&p);
+    let arrivals = r.requests + r.dropped + r.incomplete;
+    assert!((296..=302).contains(&arrivals), "{arrivals}");
+    assert!(
+        (85..=115).contains(&r.timeline[0].requests),
+        "{}",
+        r.timeline[0].requests
+    );
+    assert!(
+        (185..=215).contains(&r.timeline[1].requests),
+        "{}",
+        r.timeline[1].requests
+    );
+}
+
+/// --no-keepalive opens a new connection per request, and each request's latency
+/// includes the connect it paid; connect time is recorded on its own.
+#[test]
+fn no_keepalive_connects_every_time() {
+    let lab = healthy();
+    let p = plan(&lab.url("/"), 2, Duration::from_secs(30), |p| {
+        p.duration = None;
+        p.count = Some(20);
+        p.keepalive = false;
+    });
+    let r = run(&p);
+    assert_eq!((r.ok, r.connections_opened, r.connect.len()), (20, 20, 20));
+    assert_eq!(lab.stats().connections, 20);
+    assert!(r.latency.min() >= r.connect.min());
+}
+
+fn tls_lab(http2: bool) -> (lab::RunningLab, tempdir::Dir, String) {
+    let lab = lab::spawn(LabOptions {
+        tls: Some(lab::LabTls::self_signed(&[]).unwrap()),
+        http2,
+        ..Default::default()
+    })
+    .unwrap();
+    let dir = tempdir::Dir::new();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, lab.cert_pem().unwrap()).unwrap();
+    let ca = ca.display().to_string();
+    (lab, dir, ca)
+}
+
+/// https over HTTP/1.1 (the lab offers only http/1.1 without --http2): the lab's
+/// certificate is trusted through --cacert, the TLS handshake is timed per
+/// connection, and an untrusted certificate is a `tls` error.
+#[test]
+fn https_http1() {
+    let (lab, _dir, ca) = tls_lab(false);
+    let p = plan(&lab.url("/bytes/1k"), 2, Duration::from_secs(30), |p| {
+        p.duration = None;
+        p.count = Some(30);
+        p.client.cacert = Some(ca.clone().into());
+    });
+    let r = run(&p);
+    assert_eq!(r.ok, 30, "{:?}", r.errors);
+    assert_eq!(r.tls.len(), 2);
+    assert!(r.bytes >= 30 * 1024);
+    let p = plan(&lab.url("/"), 1, Duration::from_secs(30), |p| {
+        p.duration = None;
+        p.count = Some(2);
+    });
+    let r = run(&p);
+    assert_eq!(r.errors.get("tls"), Some(&2), "{:?}", r.errors);
+}
+
+/// h2 via ALPN with --streams: 2 connections carry 4 streams each.
+#[test]
+fn https_h2_streams() {
+    let (lab, _dir, ca) = tls_lab(true);
+    let p = plan(&lab.url("/delay/5ms"), 2, Duration::from_secs(30), |p| {
+        p.duration = None;
+        p.count = Some(80);
+        p.streams = 4;
+        p.client.cacert = Some(ca.clone().into());
+    });
+    let r = run(&p);
+    assert_eq!(r.ok, 80, "{:?}", r.errors);
+    assert_eq!(r.connections_opened, 2);
+    // One more connection: the ALPN check before the run.
+    assert_eq!(lab.stats().connections, 3);
+    assert_eq!(lab.stats().total, 80);
+}
+
+/// h2c with prior knowledge (--http2 on http): 8 streams on one connection run at
+/// once, so 16 requests of 50 ms take about two rounds, not sixteen.
+#[test]
+fn h2c_streams_run_concurrently() {
+    let lab = lab::spawn(LabOptions {
+        http2: true,
+        ..Default::default()
+    })
+    .unwrap();
+    let out = util::run(&[
+        "load",
+        &lab.url("/delay/50ms"),
+        "--http2",
+        "-n",
+        "16",
+        "-c",
+        "1",
+        "--streams",
+        "8",
+        "--json",
+        "--no-save",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = json_of(&out);
+    assert_eq!(
+        (j["ok"].as_u64(), j["connections_opened"].as_u64()),
+        (Some(16), Some(1))
+    );
+    let secs = j["duration_s"].as_f64().unwrap();
+    assert!(secs < 0.5, "16 × 50 ms over 8 streams took {secs} s");
+    assert_eq!(lab.stats().connections, 1);
+}

@@ -68,9 +68,41 @@ pub struct Prepared<'a> {
     pub ramp: Ramp,
     pub raw: Option<Arc<std::fs::File>>,
     pub raw_names: Arc<Vec<String>>,
-    /// Use HTTP/2 (decided up front for h2c; for https decided by ALPN per connection).
-    pub h2_prior_knowledge: bool,
-    pub tls_config: Option<Arc<rustls::ClientConfig>>,
+    /// Speak HTTP/2: h2c with prior knowledge (`--http2` on http), or h2 because the
+    /// server chose it in ALPN on a first connection made before the run.
+    pub h2: bool,
+    /// HTTP/2 requests, prepared once, per endpoint.
+    pub h2_requests: Vec<super::http2::H2Request>,
+}
+
+impl Prepared<'_> {
+    /// VUs per connection: `--streams` on HTTP/2, 1 on HTTP/1.1.
+    pub fn streams(&self) -> usize {
+        if self.h2 {
+            self.plan.streams.max(1) as usize
+        } else {
+            1
+        }
+    }
+}
+
+/// Whether the server picks h2 in ALPN: one connection before the run (not
+/// recorded). A failure to connect leaves the choice to the offer (h2 only when it
+/// was the only protocol offered); the run then records the failures itself.
+fn alpn_says_h2(connector: &Connector, only_h2: bool) -> bool {
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return only_h2;
+    };
+    rt.block_on(async {
+        let phase = std::cell::Cell::new(super::conn::Phase::Connect);
+        match tokio::time::timeout(Duration::from_secs(10), connector.open(&phase)).await {
+            Ok(Ok(o)) => o.h2,
+            _ => only_h2,
+        }
+    })
 }
 
 fn resolve(plan: &LoadPlan) -> Result<SocketAddr, LoadError> {
@@ -108,6 +140,8 @@ impl<'a> Prepared<'a> {
             let alpn = match plan.client.version {
                 HttpVersionPref::Http1 => vec![tls::ALPN_HTTP11.to_vec()],
                 HttpVersionPref::Http2 => vec![tls::ALPN_H2.to_vec()],
+                // A new connection per request is an HTTP/1.1 habit (curl loops, ab).
+                HttpVersionPref::Auto if !plan.keepalive => vec![tls::ALPN_HTTP11.to_vec()],
                 HttpVersionPref::Auto => vec![tls::ALPN_H2.to_vec(), tls::ALPN_HTTP11.to_vec()],
             };
             Some(
@@ -121,9 +155,9 @@ impl<'a> Prepared<'a> {
         } else {
             None
         };
-        let tls = match &tls_config {
+        let tls = match tls_config {
             Some(c) => Some((
-                c.clone(),
+                c,
                 tls::server_name(&plan.target.host)
                     .map_err(|e| LoadError::Tls(format!("{}: {e}", plan.target.host)))?,
             )),
@@ -136,9 +170,24 @@ impl<'a> Prepared<'a> {
             None => None,
         };
         let mut acc = 0;
+        let connector = Connector::new(addr, tls);
+        let h2 = match (plan.target.scheme, plan.client.version) {
+            (_, HttpVersionPref::Http1) => false,
+            (Scheme::Https, v) if plan.keepalive || v == HttpVersionPref::Http2 => {
+                alpn_says_h2(&connector, v == HttpVersionPref::Http2)
+            }
+            (Scheme::Https, _) => false,
+            (_, v) => v == HttpVersionPref::Http2,
+        };
+        let h2_requests = plan
+            .endpoints
+            .iter()
+            .map(|e| super::http2::H2Request::new(&plan.target, e))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(LoadError::Plan)?;
         Ok(Prepared {
             plan,
-            connector: Connector::new(addr, tls),
+            connector,
             encoded: plan
                 .endpoints
                 .iter()
@@ -160,9 +209,8 @@ impl<'a> Prepared<'a> {
             ramp: plan.ramp(),
             raw,
             raw_names: Arc::new(plan.endpoints.iter().map(|e| csv_name(&e.name)).collect()),
-            h2_prior_knowledge: plan.target.scheme == Scheme::Http
-                && plan.client.version == HttpVersionPref::Http2,
-            tls_config,
+            h2,
+            h2_requests,
         })
     }
 }

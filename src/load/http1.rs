@@ -15,7 +15,11 @@ use crate::net::Target;
 
 /// Largest response head accepted.
 const MAX_HEAD: usize = 64 * 1024;
-const BUF: usize = 16 * 1024;
+/// A connection's first buffer: enough for small responses, small enough for
+/// thousands of connections.
+const BUF: usize = 4 * 1024;
+/// What a buffer grows to once a body is bigger than it (fewer reads per body).
+const BULK: usize = 64 * 1024;
 
 /// Encodes a request once: request line, Host, the endpoint's headers, a
 /// Content-Length when there is a body, `Connection: close` without keep-alive.
@@ -154,6 +158,9 @@ impl H1 {
             n -= avail;
             self.start = 0;
             self.end = 0;
+            if n > self.buf.len() as u64 && self.buf.len() < BULK {
+                self.buf = vec![0; BULK].into_boxed_slice();
+            }
             let got = self.fill().await?;
             if got == 0 {
                 return Err(H1Error::Truncated);
@@ -335,7 +342,7 @@ fn head_info(r: &httparse::Response<'_, '_>, head: bool, resp: &mut Response) ->
 }
 
 /// Whether a cache header says the response was served from a cache.
-fn is_hit(name: &[u8], value: &[u8]) -> bool {
+pub(crate) fn is_hit(name: &[u8], value: &[u8]) -> bool {
     let v = std::str::from_utf8(value).unwrap_or("").trim();
     if name.eq_ignore_ascii_case(b"age") {
         return v.parse::<u64>().is_ok_and(|a| a > 0);

@@ -20,6 +20,7 @@ pub mod threshold;
 
 mod conn;
 mod http1;
+mod http2;
 mod worker;
 
 use std::sync::atomic::AtomicBool;

@@ -409,6 +409,9 @@ fn from_parts(
     {
         return usage("--streams needs HTTP/2: add --http2 (h2c) or use an https:// URL");
     }
+    if (args.no_keepalive || load.no_keepalive) && client.version == HttpVersionPref::Http2 {
+        return usage("--no-keepalive is an HTTP/1.1 mode; it does not go with --http2");
+    }
     if let Some(t) = load.timeout {
         // A scenario timeout applies unless the flag was changed from its default.
         if args.http.timeout == Duration::from_secs(60) {
@@ -419,10 +422,8 @@ fn from_parts(
     for t in &args.thresholds {
         thresholds.push(threshold::parse(t).map_err(|e| PlanError::Usage(e.to_string()))?);
     }
-    let vus = match (model, streams) {
-        (Model::Closed, Some(s)) => connections as usize * s as usize,
-        _ => connections as usize,
-    };
+    // Connections are split between threads: more threads would idle.
+    let vus = connections as usize;
     let threads = threads
         .unwrap_or_else(default_threads)
         .min(vus.max(1))

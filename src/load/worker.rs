@@ -24,6 +24,7 @@ use tokio::sync::Notify;
 use super::conn::Phase;
 use super::engine::{Control, Prepared, ABORT};
 use super::http1::{H1Error, H1};
+use super::http2::{self, H2Slot, Slot};
 use super::plan::Model;
 use super::raw::RawSink;
 use super::recorder::{ErrorKind, Live, Outcome, Recorder};
@@ -72,8 +73,11 @@ pub fn run_thread(
                 }
             }
         };
+        // All of this thread's VUs live in one task; tokio's cooperative budget
+        // (128 operations per task poll) would make most of them yield and re-wake
+        // at every turn. FuturesUnordered already yields every 32 polls.
         tokio::select! {
-            _ = w.work() => {}
+            _ = tokio::task::unconstrained(w.work()) => {}
             _ = ticker => {}
         }
     });
@@ -93,24 +97,35 @@ struct Worker<'a, 'p> {
     rec: &'a RefCell<Recorder>,
 }
 
-/// One VU's or one open-model connection's HTTP/1.1 client state.
+/// One VU's or one open-model connection's client state: its own HTTP/1.1
+/// connection, or a share of an HTTP/2 connection.
 struct Client<'a, 'p> {
     w: &'a Worker<'a, 'p>,
     conn: Option<H1>,
+    slot: Option<&'a H2Slot>,
     phase: Cell<Phase>,
     timer: Pin<Box<tokio::time::Sleep>>,
 }
 
 impl<'a, 'p> Client<'a, 'p> {
-    fn new(w: &'a Worker<'a, 'p>) -> Self {
+    fn new(w: &'a Worker<'a, 'p>, slot: Option<&'a H2Slot>) -> Self {
         Client {
             w,
             conn: None,
+            slot,
             phase: Cell::new(Phase::Exchange),
             timer: Box::pin(tokio::time::sleep(Duration::ZERO)),
         }
     }
 
+    fn is_connected(&self) -> bool {
+        match self.slot {
+            Some(s) => s.is_connected(),
+            None => self.conn.is_some(),
+        }
+    }
+
+    /// Closes this client's own HTTP/1.1 connection (an HTTP/2 one is shared).
     fn close(&mut self) {
         if self.conn.take().is_some() {
             self.w.rec.borrow_mut().conn_closed();
@@ -126,11 +141,22 @@ impl<'a, 'p> Client<'a, 'p> {
         let mut timer = self.timer.as_mut();
         let w = self.w;
         let phase = &self.phase;
-        let conn = &mut self.conn;
-        let result = tokio::select! {
-            biased;
-            o = exchange(w, conn, phase, ep) => Some(o),
-            _ = &mut timer => None,
+        let result = match self.slot {
+            None => {
+                let conn = &mut self.conn;
+                tokio::select! {
+                    biased;
+                    o = exchange(w, conn, phase, ep) => Some(o),
+                    _ = &mut timer => None,
+                }
+            }
+            Some(slot) => {
+                tokio::select! {
+                    biased;
+                    o = exchange_h2(w, slot, phase, ep) => Some(o),
+                    _ = &mut timer => None,
+                }
+            }
         };
         match result {
             Some(o) => o,
@@ -141,6 +167,52 @@ impl<'a, 'p> Client<'a, 'p> {
             }
         }
     }
+}
+
+/// Ends a slot's connect attempt also when the attempt is abandoned (timeout).
+struct Connecting<'a>(&'a H2Slot, bool);
+
+impl Drop for Connecting<'_> {
+    fn drop(&mut self) {
+        if !self.1 {
+            self.0.connected(None);
+        }
+    }
+}
+
+/// HTTP/2: takes the slot's connection (opening it when this VU is the first to
+/// need it) and sends one stream.
+async fn exchange_h2(w: &Worker<'_, '_>, slot: &H2Slot, phase: &Cell<Phase>, ep: usize) -> Outcome {
+    let prep = w.prep;
+    let mut paid = (None, None);
+    let sender = match slot.get().await {
+        Slot::Ready(s) => s,
+        Slot::Connect => {
+            let mut guard = Connecting(slot, false);
+            let opened = match prep.connector.open(phase).await {
+                Ok(o) => o,
+                Err(kind) => return Outcome::failed(kind),
+            };
+            phase.set(Phase::Exchange);
+            let sender = match http2::handshake(opened.stream).await {
+                Ok(s) => s,
+                Err(kind) => return Outcome::failed(kind),
+            };
+            w.rec.borrow_mut().conn_opened(opened.connect, opened.tls);
+            paid = (Some(opened.connect), opened.tls);
+            slot.connected(Some(sender.clone()));
+            guard.1 = true;
+            sender
+        }
+    };
+    phase.set(Phase::Exchange);
+    let mut o = http2::exchange(sender, &prep.h2_requests[ep], prep.raw.is_some()).await;
+    if o.error.is_some() && slot.drop_if_closed() {
+        w.rec.borrow_mut().conn_closed();
+    }
+    o.connect = paid.0;
+    o.tls = paid.1;
+    o
 }
 
 /// Connects when needed, sends, reads; retries once on a fresh connection when a
@@ -255,17 +327,39 @@ impl<'a, 'p> Worker<'a, 'p> {
         (self.j..total).step_by(self.threads)
     }
 
+    /// This thread's workers (global indexes) and, for HTTP/2, their shared
+    /// connections: connections are split between threads, and each HTTP/2
+    /// connection carries `--streams` workers.
+    fn layout(&self) -> (Vec<usize>, Vec<H2Slot>, usize) {
+        let streams = self.prep.streams();
+        let conns: Vec<usize> = self.share(self.prep.plan.connections as usize).collect();
+        let local: Vec<usize> = conns
+            .iter()
+            .flat_map(|g| (g * streams)..((g + 1) * streams))
+            .collect();
+        let slots = if self.prep.h2 {
+            conns.iter().map(|_| H2Slot::default()).collect()
+        } else {
+            Vec::new()
+        };
+        (local, slots, streams)
+    }
+
     async fn closed(&self) {
-        let vus = self.prep.plan.connections as usize;
-        let mut all: FuturesUnordered<_> = self.share(vus).map(|i| self.vu(i)).collect();
+        let (local, slots, streams) = self.layout();
+        let mut all: FuturesUnordered<_> = local
+            .iter()
+            .enumerate()
+            .map(|(li, &i)| self.vu(i, slots.get(li / streams)))
+            .collect();
         while all.next().await.is_some() {}
     }
 
-    async fn vu(&self, i: usize) {
+    async fn vu(&self, i: usize, slot: Option<&H2Slot>) {
         let prep = self.prep;
         let staged = !prep.plan.stages.is_empty();
         let think = prep.plan.think_time;
-        let mut client = Client::new(self);
+        let mut client = Client::new(self, slot);
         let mut picker = Picker::new(i as u64);
         loop {
             if staged {
@@ -325,9 +419,12 @@ impl<'a, 'p> Worker<'a, 'p> {
             idle_warm: Cell::new(0),
             closed: Cell::new(false),
         };
-        let conns = self.prep.plan.connections as usize;
-        let mut workers: FuturesUnordered<_> =
-            self.share(conns).map(|i| self.open_conn(i, &d)).collect();
+        let (local, slots, streams) = self.layout();
+        let mut workers: FuturesUnordered<_> = local
+            .iter()
+            .enumerate()
+            .map(|(li, &i)| self.open_conn(i, &d, slots.get(li / streams)))
+            .collect();
         let sched = self.schedule(&d, backlog);
         let drain = async { while workers.next().await.is_some() {} };
         tokio::join!(sched, drain);
@@ -361,10 +458,10 @@ impl<'a, 'p> Worker<'a, 'p> {
         d.close();
     }
 
-    async fn open_conn(&self, i: usize, d: &Dispatch) {
-        let mut client = Client::new(self);
+    async fn open_conn(&self, i: usize, d: &Dispatch, slot: Option<&H2Slot>) {
+        let mut client = Client::new(self, slot);
         let mut picker = Picker::new(i as u64 ^ 0x5eed);
-        while let Some(due) = d.take(client.conn.is_some()).await {
+        while let Some(due) = d.take(client.is_connected()).await {
             if !self.ctl.running() {
                 // Due before the end but never sent: the run ended first.
                 self.rec.borrow_mut().incomplete += 1;
