@@ -329,7 +329,10 @@ fn compare_text_names_test_and_verdicts() {
         .lines()
         .find(|l| l.trim_start().starts_with("p50 "))
         .unwrap();
-    assert!(p50.contains("no p="), "{p50}");
+    assert!(
+        p50.contains("no p=") || p50.contains("no, too small"),
+        "{p50}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

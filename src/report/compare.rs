@@ -47,8 +47,26 @@ pub struct Test {
     pub n: [usize; 2],
     /// Two-sided p value; `None` when there were too few blocks.
     pub p_value: Option<f64>,
-    /// p < alpha; `None` when no verdict was possible.
+    /// p < alpha and the difference is not negligible; `None` when no verdict was
+    /// possible.
     pub significant: Option<bool>,
+    /// The medians differ by less than a difference that matters (5 % and 0.1 ms, or
+    /// 5 µs for disk latencies): even a "significant" p does not make it a difference.
+    pub negligible: bool,
+}
+
+/// Whether the change from `a` to `b` is too small to matter, whatever the test says.
+pub fn negligible(a: Option<f64>, b: Option<f64>, unit: &str) -> bool {
+    let (Some(a), Some(b)) = (a, b) else {
+        return false;
+    };
+    let floor = match unit {
+        "ms" => 0.1,
+        "µs" | "us" => 5.0,
+        _ => 0.0,
+    };
+    let d = (a - b).abs();
+    d < floor || d < 0.05 * a.abs().max(b.abs())
 }
 
 /// One metric across the runs.
@@ -227,11 +245,13 @@ fn align(per_run: &[RunSections]) -> Vec<Section> {
                     let (basis, a) = base_blocks?;
                     let (_, b) = c.and_then(|m| m.blocks.as_ref())?;
                     let r = mann_whitney_u(a, b);
+                    let small = negligible(values[baseline], values[i], unit);
                     Some(Test {
                         basis: basis.clone(),
                         n: [a.len(), b.len()],
                         p_value: r.map(|r| r.p_value),
-                        significant: r.map(|r| r.significant()),
+                        significant: r.map(|r| r.significant() && !small),
+                        negligible: small,
                     })
                 })
                 .collect();

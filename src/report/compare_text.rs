@@ -83,6 +83,7 @@ pub fn fmt_p(p: f64) -> String {
 pub fn fmt_test(t: &Test) -> String {
     match (t.significant, t.p_value) {
         (Some(true), Some(p)) => format!("yes {}", fmt_p(p)),
+        (Some(false), Some(p)) if t.negligible => format!("no, too small ({})", fmt_p(p)),
         (Some(false), Some(p)) => format!("no {}", fmt_p(p)),
         _ => format!("n/a {} vs {}", t.n[0], t.n[1]),
     }
@@ -161,8 +162,10 @@ pub fn render(c: &Comparison) -> String {
     out.push('\n');
     out.push_str(&wrap(
         &format!(
-            "Differs?: {}; yes when p < {}. n/a: fewer than {} blocks on a side; \
-             blank: no per-second data or samples for that metric.",
+            "Differs?: {}; yes when p < {} and the values differ by at least 5 % (and \
+             0.1 ms, or 5 µs for disk latencies): smaller differences are called too small \
+             whatever p says. n/a: fewer than {} blocks on a side; blank: no per-second \
+             data or samples for that metric.",
             c.test, c.alpha, c.min_blocks
         ),
         88,

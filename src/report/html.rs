@@ -182,7 +182,7 @@ fn host(r: &RunRecord) -> String {
 fn comparison(out: &mut String, c: &Comparison) {
     out.push_str("<h3>Side by side</h3>\n");
     out.push_str(&format!(
-        "<p class=\"note\">Ratios are to the first run in each table. Differs?: {}; yes when p &lt; {}.</p>\n",
+        "<p class=\"note\">Ratios are to the first run in each table. Differs?: {}; yes when p &lt; {} and the values differ by at least 5 % (and 0.1 ms, or 5 µs for disk latencies).</p>\n",
         esc(&c.test),
         c.alpha
     ));
