@@ -170,7 +170,6 @@ pub fn merge(
             ..Default::default()
         })
         .collect();
-    let mut second_hists: Vec<Histogram<u64>> = (0..seconds).map(|_| new_histogram()).collect();
     let mut second_errors = vec![[0u64; KINDS]; seconds];
     let mut de = Deserializer::new();
     for (r, cpu) in &outputs {
@@ -211,15 +210,21 @@ pub fn merge(
             for (i, n) in s.errors.iter().enumerate() {
                 second_errors[t][i] += n;
             }
+        }
+    }
+    // One second at a time, so memory does not grow with the length of the run.
+    let mut h = new_histogram();
+    for (t, out) in timeline.iter_mut().enumerate() {
+        h.reset();
+        for (r, _) in &outputs {
+            let Some(s) = r.timeline.get(t) else { continue };
             if !s.v2.is_empty() {
-                if let Ok(h) = de.deserialize::<u64, _>(&mut &s.v2[..]) {
-                    let _ = second_hists[t].add(&h);
+                if let Ok(one) = de.deserialize::<u64, _>(&mut &s.v2[..]) {
+                    let _ = h.add(&one);
                 }
             }
         }
-    }
-    for (t, out) in timeline.iter_mut().enumerate() {
-        let h = &second_hists[t];
+        let h = &h;
         let p = ms(h);
         out.p50_ms = p.p50;
         out.p90_ms = p.p90;

@@ -105,6 +105,8 @@ struct Client<'a, 'p> {
     slot: Option<&'a H2Slot>,
     phase: Cell<Phase>,
     timer: Pin<Box<tokio::time::Sleep>>,
+    /// When `timer` fires.
+    armed: tokio::time::Instant,
 }
 
 impl<'a, 'p> Client<'a, 'p> {
@@ -115,6 +117,7 @@ impl<'a, 'p> Client<'a, 'p> {
             slot,
             phase: Cell::new(Phase::Exchange),
             timer: Box::pin(tokio::time::sleep(Duration::ZERO)),
+            armed: tokio::time::Instant::now(),
         }
     }
 
@@ -132,31 +135,32 @@ impl<'a, 'p> Client<'a, 'p> {
         }
     }
 
-    /// Sends endpoint `ep` and reads the answer, within the request timeout.
-    async fn request(&mut self, ep: usize) -> Outcome {
-        let timeout = self.w.prep.plan.client.timeout;
-        self.timer
-            .as_mut()
-            .reset(tokio::time::Instant::now() + timeout);
-        let mut timer = self.timer.as_mut();
+    /// Sends endpoint `ep` and reads the answer, within the request timeout
+    /// counted from `sent`.
+    async fn request(&mut self, ep: usize, sent: Instant) -> Outcome {
+        let deadline = tokio::time::Instant::from_std(sent + self.w.prep.plan.client.timeout);
+        // The timer is re-armed only when it has passed; an earlier deadline left
+        // from a previous request is pushed out when it fires. That saves a timer
+        // reset per request.
+        if self.armed <= tokio::time::Instant::from_std(sent) {
+            self.timer.as_mut().reset(deadline);
+            self.armed = deadline;
+        }
         let w = self.w;
         let phase = &self.phase;
+        let timer = &mut self.timer;
+        let armed = &mut self.armed;
         let result = match self.slot {
             None => {
-                let conn = &mut self.conn;
-                tokio::select! {
-                    biased;
-                    o = exchange(w, conn, phase, ep) => Some(o),
-                    _ = &mut timer => None,
-                }
+                within(
+                    timer,
+                    armed,
+                    deadline,
+                    exchange(w, &mut self.conn, phase, ep),
+                )
+                .await
             }
-            Some(slot) => {
-                tokio::select! {
-                    biased;
-                    o = exchange_h2(w, slot, phase, ep) => Some(o),
-                    _ = &mut timer => None,
-                }
-            }
+            Some(slot) => within(timer, armed, deadline, exchange_h2(w, slot, phase, ep)).await,
         };
         match result {
             Some(o) => o,
@@ -164,6 +168,29 @@ impl<'a, 'p> Client<'a, 'p> {
                 let kind = self.phase.get().timeout_kind();
                 self.close();
                 Outcome::failed(kind)
+            }
+        }
+    }
+}
+
+/// Runs `fut` until `deadline`, with `timer` (armed at `armed`, ≤ `deadline`).
+async fn within<F: std::future::Future>(
+    timer: &mut Pin<Box<tokio::time::Sleep>>,
+    armed: &mut tokio::time::Instant,
+    deadline: tokio::time::Instant,
+    fut: F,
+) -> Option<F::Output> {
+    tokio::pin!(fut);
+    loop {
+        tokio::select! {
+            biased;
+            o = &mut fut => return Some(o),
+            _ = timer.as_mut() => {
+                if tokio::time::Instant::now() >= deadline {
+                    return None;
+                }
+                timer.as_mut().reset(deadline);
+                *armed = deadline;
             }
         }
     }
@@ -382,7 +409,7 @@ impl<'a, 'p> Worker<'a, 'p> {
             let ep = picker.pick(prep);
             self.rec.borrow_mut().in_flight += 1;
             let sent = Instant::now();
-            let o = client.request(ep).await;
+            let o = client.request(ep, sent).await;
             let end = Instant::now();
             {
                 let mut r = self.rec.borrow_mut();
@@ -470,7 +497,7 @@ impl<'a, 'p> Worker<'a, 'p> {
             let ep = picker.pick(self.prep);
             self.rec.borrow_mut().in_flight += 1;
             let sent = Instant::now();
-            let o = client.request(ep).await;
+            let o = client.request(ep, sent).await;
             let end = Instant::now();
             let mut r = self.rec.borrow_mut();
             r.in_flight -= 1;
