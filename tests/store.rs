@@ -201,3 +201,43 @@ fn newer_schema_store_is_refused() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("newer latscope"));
 }
+
+/// A run killed mid-way (SIGKILL, no chance to clean up) leaves the store readable and
+/// the runs saved before it intact.
+#[test]
+fn sigkill_mid_run_leaves_the_store_intact() {
+    use std::time::{Duration, Instant};
+    let dir = temp_dir("sigkill");
+    let db = dir.join("runs.db");
+    let db = db.to_str().unwrap();
+    let lab = latscope::lab::spawn(latscope::lab::LabOptions::default()).unwrap();
+    let url = lab.url("/delay/1ms");
+    run_ok(&["probe", &url, "-n", "2", "--db", db, "--label", "before"]);
+    let mut child = latscope()
+        .args([
+            "load", &url, "-c", "4", "-d", "30s", "--db", db, "--label", "killed",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let seen = lab.stats().total;
+    while lab.stats().total < seen + 200 {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the load never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let list = run_ok(&["runs", "--db", db]);
+    assert!(list.contains("before"), "{list}");
+    assert!(!list.contains("killed"), "{list}");
+    let shown = run_ok(&["show", "before", "--db", db]);
+    assert!(shown.contains("/delay/1ms"), "{shown}");
+    // The store still takes new runs.
+    run_ok(&["probe", &url, "-n", "1", "--db", db, "--label", "after"]);
+    assert!(run_ok(&["runs", "--db", db]).contains("after"));
+}
