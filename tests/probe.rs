@@ -478,3 +478,39 @@ fn phases_agree_with_curl() {
     agree("connect p50", connect, curl_connect);
     agree("ttfb p50", ttfb, curl_ttfb);
 }
+
+/// A name that does not resolve is a run failure (exit 1) that says so. Run inside a
+/// network namespace of the test's own with no interfaces up, so the lookup cannot
+/// leave the machine (root only; skipped otherwise).
+#[test]
+fn unresolvable_names_exit_1() {
+    if unsafe { libc::geteuid() } != 0
+        || std::process::Command::new("unshare")
+            .arg("--version")
+            .output()
+            .is_err()
+    {
+        eprintln!("SKIPPED unresolvable_names_exit_1: needs root and unshare");
+        return;
+    }
+    let out = std::process::Command::new("unshare")
+        .args(["--net", "--"])
+        .arg(env!("CARGO_BIN_EXE_latscope"))
+        .args([
+            "probe",
+            "--no-save",
+            "-n",
+            "1",
+            "--timeout",
+            "5s",
+            "http://no-such-host.invalid/",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("cannot resolve no-such-host.invalid") || err.contains("timed out"),
+        "{err}"
+    );
+}
