@@ -694,3 +694,32 @@ fn h2c_streams_run_concurrently() {
     assert!(secs < 0.5, "16 × 50 ms over 8 streams took {secs} s");
     assert_eq!(lab.stats().connections, 1);
 }
+
+/// `--raw FILE` writes a header and one CSV row per request, from every thread.
+#[test]
+fn raw_csv_has_a_row_per_request() {
+    let lab = healthy();
+    let dir = tempdir::Dir::new();
+    let path = dir.path().join("raw.csv");
+    let p = plan(&lab.url("/bytes/10"), 4, Duration::from_secs(30), |p| {
+        p.duration = None;
+        p.count = Some(300);
+        p.raw = Some(path.clone());
+    });
+    let r = run(&p);
+    assert_eq!(r.ok, 300);
+    assert!(r.raw_error.is_none());
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], load::raw::HEADER.trim_end());
+    assert_eq!(lines.len(), 301);
+    for l in &lines[1..] {
+        let f: Vec<&str> = l.split(',').collect();
+        assert_eq!(f.len(), 10, "{l}");
+        assert_eq!((f[1], f[2], f[3]), ("/bytes/10", "200", ""), "{l}");
+        assert!(
+            f[7].parse::<u64>().unwrap() >= f[6].parse::<u64>().unwrap(),
+            "{l}"
+        );
+    }
+}

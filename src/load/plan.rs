@@ -101,9 +101,10 @@ impl LoadPlan {
     /// A closed-model plan: `connections` VUs sending GET `url` for `duration`.
     pub fn closed(url: &str, connections: u32, duration: Duration) -> Result<LoadPlan, PlanError> {
         let target = parse_target(url, "URL")?;
+        let name = target.path_and_query.clone();
         Self::build(
             target,
-            vec![endpoint_from("request", &RequestSpec::default(), None)],
+            vec![endpoint_from(&name, &RequestSpec::default(), None)],
             connections,
             Some(duration),
         )
@@ -117,9 +118,10 @@ impl LoadPlan {
         connections: u32,
         duration: Duration,
     ) -> Result<LoadPlan, PlanError> {
+        let name = target.path_and_query.clone();
         let mut plan = Self::build(
             target,
-            vec![endpoint_from("request", request, None)],
+            vec![endpoint_from(&name, request, None)],
             connections,
             Some(duration),
         )?;

@@ -155,6 +155,8 @@ pub struct Recorder {
     serializer: V2DeflateSerializer,
     live: Arc<Live>,
     raw: Option<RawSink>,
+    /// Why `--raw` could not be written completely, if it could not.
+    pub raw_error: Option<String>,
 }
 
 impl Recorder {
@@ -197,6 +199,7 @@ impl Recorder {
             serializer: V2DeflateSerializer::new(),
             live,
             raw,
+            raw_error: None,
         }
     }
 
@@ -333,10 +336,10 @@ impl Recorder {
         self.roll(sec + 1);
         // The extra second rolled in above is empty; drop it.
         self.timeline.pop();
-        if let Some(raw) = &mut self.raw {
+        if let Some(mut raw) = self.raw.take() {
             raw.flush();
+            self.raw_error = raw.error.map(|e| e.to_string());
         }
-        self.raw = None;
         self
     }
 }

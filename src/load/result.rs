@@ -273,7 +273,7 @@ pub fn merge(
         thresholds: Vec::new(),
         client_cpu_pct: cpu_ns as f64 / 1e7 / elapsed_s.max(1e-9),
         aborted,
-        raw_error: None,
+        raw_error: outputs.iter().find_map(|(r, _)| r.raw_error.clone()),
     };
     result.thresholds = plan
         .thresholds

@@ -30,6 +30,9 @@ use super::raw::RawSink;
 use super::recorder::{ErrorKind, Live, Outcome, Recorder};
 use super::scenario::Order;
 
+/// The timer's granularity.
+const TICK: Duration = Duration::from_millis(1);
+
 /// Runs one worker thread to the end; returns its recorder and its CPU time (ns).
 pub fn run_thread(
     j: usize,
@@ -469,8 +472,11 @@ impl<'a, 'p> Worker<'a, 'p> {
                 break;
             };
             let due = self.ctl.start + Duration::from_secs_f64(at);
-            if due > Instant::now() {
-                tokio::time::sleep_until(due.into()).await;
+            // tokio's timer fires on the next millisecond tick after its deadline:
+            // aim one tick early so requests leave on time, not up to 1 ms late (a
+            // lateness that would be counted as latency).
+            if due > Instant::now() + TICK {
+                tokio::time::sleep_until((due - TICK).into()).await;
                 if !self.ctl.running() {
                     break;
                 }
@@ -501,7 +507,9 @@ impl<'a, 'p> Worker<'a, 'p> {
             let end = Instant::now();
             let mut r = self.rec.borrow_mut();
             r.in_flight -= 1;
-            r.record(ep, due, sent, end, &o);
+            // Latency counts from the intended time, or from the send when the timer
+            // let it leave a little early.
+            r.record(ep, due.min(sent), sent, end, &o);
         }
         client.close();
     }
