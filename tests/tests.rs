@@ -5,6 +5,7 @@
 mod compare;
 mod diagnose;
 mod disk;
+mod findings;
 mod lab;
 mod lab_options;
 mod lab_routes;
