@@ -1,7 +1,7 @@
 //! Every finding against the lab, both ways (issue 6): a route or option that has the
 //! problem makes the finding fire with its evidence, and a healthy configuration does
-//! not. The wire findings (round trips, loss) run on the lab's wire: root only, one at
-//! a time under `util_wire::lock()`, skipped with a note otherwise.
+//! not. The wire findings (round trips, loss) are in tests/findings_wire.rs; their
+//! healthy side (loopback) is here.
 //!
 //! Not here: `cold-start`, `not-shared-cacheable`, `no-validators`, `cdn-not-caching`,
 //! `redirect-chain`, `no-keepalive` and `knee` (tests/diagnose.rs and tests/probe.rs),
@@ -24,7 +24,7 @@ use crate::util::{json_of, run_within};
 const LIMIT: Duration = Duration::from_secs(60);
 
 /// `latscope diagnose --json --no-save -n 5 ARGS` (`--step 300ms` unless given).
-fn diagnose(args: &[&str]) -> Value {
+pub(crate) fn diagnose(args: &[&str]) -> Value {
     let mut all = vec!["diagnose", "--json", "--no-save", "-n", "5"];
     if !args.contains(&"--step") && !args.contains(&"--no-load") {
         all.extend(["--step", "300ms"]);
@@ -34,7 +34,7 @@ fn diagnose(args: &[&str]) -> Value {
 }
 
 /// Runs latscope, asserts exit 0, parses its JSON.
-fn run_ok(args: &[&str]) -> Value {
+pub(crate) fn run_ok(args: &[&str]) -> Value {
     let out = run_within(args, LIMIT);
     assert_eq!(
         out.status.code(),
@@ -45,7 +45,7 @@ fn run_ok(args: &[&str]) -> Value {
     json_of(&out)
 }
 
-fn ids(v: &Value) -> Vec<String> {
+pub(crate) fn ids(v: &Value) -> Vec<String> {
     v["findings"]
         .as_array()
         .unwrap()
@@ -55,7 +55,7 @@ fn ids(v: &Value) -> Vec<String> {
 }
 
 /// The finding `id`, failing with the ids found when it is missing.
-fn finding<'a>(v: &'a Value, id: &str) -> &'a Value {
+pub(crate) fn finding<'a>(v: &'a Value, id: &str) -> &'a Value {
     v["findings"]
         .as_array()
         .unwrap()
@@ -65,20 +65,20 @@ fn finding<'a>(v: &'a Value, id: &str) -> &'a Value {
 }
 
 /// A number of the finding's evidence.
-fn num(f: &Value, key: &str) -> f64 {
+pub(crate) fn num(f: &Value, key: &str) -> f64 {
     f["evidence"][key]
         .as_f64()
         .unwrap_or_else(|| panic!("no evidence {key} in {f}"))
 }
 
 /// A text of the finding's evidence.
-fn text<'a>(f: &'a Value, key: &str) -> &'a str {
+pub(crate) fn text<'a>(f: &'a Value, key: &str) -> &'a str {
     f["evidence"][key]
         .as_str()
         .unwrap_or_else(|| panic!("no evidence {key} in {f}"))
 }
 
-fn assert_quiet(v: &Value, id: &str, what: &str) {
+pub(crate) fn assert_quiet(v: &Value, id: &str, what: &str) {
     assert!(
         !ids(v).iter().any(|i| i == id),
         "{id} fired on {what}: {}",
@@ -86,7 +86,7 @@ fn assert_quiet(v: &Value, id: &str, what: &str) {
     );
 }
 
-fn assert_in(what: &str, value: f64, lo: f64, hi: f64) {
+pub(crate) fn assert_in(what: &str, value: f64, lo: f64, hi: f64) {
     assert!(
         (lo..=hi).contains(&value),
         "{what} = {value}, expected {lo}..={hi}"
