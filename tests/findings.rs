@@ -8,10 +8,7 @@
 //! `disk-tail` and `slow-fsync` (tests/disk.rs). `no-tls-resumption` only quiet: the
 //! lab always resumes sessions, so nothing can plant it. `client-bound` only quiet:
 //! making latscope itself the bottleneck on a shared 2-core machine is not
-//! reproducible. `syn-retries` is not planted: a periodic `--outage` drops the SYN only
-//! when its phase happens to line up with a connect, so whether (and how many)
-//! connects retry is luck, and a retried median hides the pattern.
-//! `slow-dns` needs a slow resolver, which the lab has none of.
+//! reproducible. `slow-dns` needs a slow resolver, which the lab has none of.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -390,6 +387,7 @@ fn loopback_has_no_distance_findings() {
         "above-physical-floor",
         "handshake-dominates",
         "retransmits",
+        "syn-retries",
     ] {
         assert_quiet(&v, id, "loopback");
     }

@@ -2,6 +2,10 @@
 //! only, one at a time under `util_wire::lock()`, skipped with a note otherwise. Their
 //! healthy side (loopback, where none of them fires) is in tests/findings.rs.
 
+use std::time::{Duration, Instant};
+
+use latscope::lab::wire::{Outage, Wire, WireOptions};
+use latscope::lab::{self, LabOptions};
 use serde_json::Value;
 
 use crate::findings::{assert_in, assert_quiet, diagnose, finding, ids, num, run_ok, text};
@@ -100,4 +104,64 @@ fn retransmits_on_a_lossy_wire() {
     eprintln!("retransmits under --loss 3%: {}", f["evidence"]);
     assert!(num(f, "total_retrans") >= 5.0, "{f}");
     assert_eq!(text(f, "source"), "load");
+}
+
+/// Sleeps until `t` (a scheduled start, lined up with the wire's outage windows).
+fn wait_until(t: Instant) {
+    let now = Instant::now();
+    if t > now {
+        std::thread::sleep(t - now);
+    }
+}
+
+/// `--outage-every 2s --outage-for 1s` over `--rtt 10ms`: a probe started 150 ms into
+/// an outage sends its first SYN into it; Linux resends it after 1 s, when the wire
+/// is clear again, so one connect takes ≈ 1 s against a ≈ 10 ms median. A probe
+/// started between outages connects at once every time.
+#[test]
+fn syn_retries_when_a_syn_falls_into_an_outage() {
+    let _lock = lock();
+    if !can_run("syn_retries_when_a_syn_falls_into_an_outage") {
+        return;
+    }
+    let outage = Outage {
+        every: Duration::from_secs(2),
+        length: Duration::from_secs(1),
+    };
+    let wire = Wire::start(WireOptions {
+        rtt: Duration::from_millis(10),
+        outage: Some(outage),
+        ..WireOptions::default()
+    })
+    .expect("wire starts");
+    let listener = wire.bind_listener(0).expect("binds inside the namespace");
+    let lab = lab::spawn_on(listener, LabOptions::default()).expect("lab starts");
+    let probe = |at: Instant| {
+        wait_until(at);
+        let v = run_ok(&["probe", "--json", "--no-save", "-n", "4", &lab.url("/")]);
+        (v, Instant::now())
+    };
+    // Outages: [2 s, 3 s), [4 s, 5 s), … after the wire's start.
+    let start = wire.started() + outage.every + Duration::from_millis(150);
+    let (v, done) = probe(start);
+    assert!(wire.in_outage(start));
+    eprintln!(
+        "probe from {:?} to {:?} after the wire's start",
+        start - wire.started(),
+        done - wire.started()
+    );
+    let f = finding(&v, "syn-retries");
+    eprintln!("syn-retries: {}", f["evidence"]);
+    assert!(num(f, "retried") >= 1.0, "{f}");
+    assert!(num(f, "near_1s") >= 1.0, "{f}");
+    assert_in("connect p50", num(f, "connect_p50_ms"), 5.0, 60.0);
+    assert_eq!(text(f, "source"), "probe");
+    // Between outages ([5 s, 6 s) is clear): no SYN is lost.
+    let clear = wire.started() + outage.every * 2 + outage.length + Duration::from_millis(50);
+    let (v, done) = probe(clear);
+    if !wire.in_outage(done) && done - wire.started() < outage.every * 3 {
+        assert_quiet(&v, "syn-retries", "a probe between outages");
+    } else {
+        eprintln!("note: the clear probe ran into the next outage; not judged");
+    }
 }
