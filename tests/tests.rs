@@ -5,6 +5,8 @@
 mod compare;
 mod diagnose;
 mod disk;
+mod findings;
+mod findings_wire;
 mod lab;
 mod lab_options;
 mod lab_routes;

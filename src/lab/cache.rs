@@ -1,5 +1,6 @@
 //! Caching stories: `/cache/{policy}` pages with the headers a cache (or a cache
-//! audit) reads, and real conditional GETs (304) where the policy has validators;
+//! audit) reads, and real conditional GETs (304) where the policy has validators
+//! (except `/cache/no-304`, which has them but ignores conditional requests);
 //! `/cdn/{hit|miss|dynamic}` answers as a CDN edge would, a miss paying an origin
 //! fetch.
 
@@ -22,6 +23,8 @@ enum Policy {
     PrivateCookie,
     /// No validators: every request is a full 200.
     NoValidators,
+    /// ETag and Last-Modified, but conditional GETs still get a full 200.
+    No304,
 }
 
 impl Policy {
@@ -30,6 +33,7 @@ impl Policy {
             "public" => Some(Policy::Public),
             "private-cookie" => Some(Policy::PrivateCookie),
             "no-validators" => Some(Policy::NoValidators),
+            "no-304" => Some(Policy::No304),
             _ => None,
         }
     }
@@ -39,6 +43,7 @@ impl Policy {
             Policy::Public => "public",
             Policy::PrivateCookie => "private-cookie",
             Policy::NoValidators => "no-validators",
+            Policy::No304 => "no-304",
         }
     }
 
@@ -47,6 +52,7 @@ impl Policy {
             Policy::Public => "public, max-age=60, s-maxage=300",
             Policy::PrivateCookie => "private, max-age=0, must-revalidate",
             Policy::NoValidators => "no-cache",
+            Policy::No304 => "public, max-age=60",
         }
     }
 
@@ -59,12 +65,14 @@ impl Policy {
 pub(crate) fn cache(arg: &str, parts: &Parts, app: &App) -> Resp {
     let Some(policy) = Policy::parse(arg) else {
         return bad_request(format!(
-            "/cache/{arg}: unknown policy; use public, private-cookie or no-validators"
+            "/cache/{arg}: unknown policy; use public, private-cookie, no-validators or no-304"
         ));
     };
     let etag = format!("\"lab-{}-{:08x}\"", policy.name(), app.nonce as u32);
     let last_modified = httpdate::fmt_http_date(app.modified);
-    let fresh = policy.has_validators() && not_modified(parts, &etag, app.modified);
+    let fresh = policy.has_validators()
+        && policy != Policy::No304
+        && not_modified(parts, &etag, app.modified);
     let mut resp = if fresh {
         let mut r = Response::new(LabBody::empty());
         *r.status_mut() = StatusCode::NOT_MODIFIED;

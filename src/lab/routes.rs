@@ -168,6 +168,7 @@ latscope lab: routes that each reproduce one latency story
 /cache/public         cacheable: public, max-age, s-maxage, ETag, Last-Modified, 304s
 /cache/private-cookie private, and a Set-Cookie on every response
 /cache/no-validators  no-cache, no ETag or Last-Modified: never a 304
+/cache/no-304         ETag and Last-Modified, but conditional GETs get a full 200
 /cdn/{hit|miss|dynamic}  CDN-style headers; miss and dynamic pay an origin fetch
 /server-timing        spends db and app time and reports it (?db=15ms&app=5ms)
 /redirect/{n}         a chain of n 302 redirects down to /redirect/0

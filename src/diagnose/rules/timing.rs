@@ -132,10 +132,16 @@ pub fn server_timing_gap(p: &ProbeFacts, proxied: bool) -> Option<Finding> {
     if durs.is_empty() {
         return None;
     }
-    let explained = durs
-        .iter()
-        .find(|(n, _)| ["total", "app", "server"].contains(&n.to_ascii_lowercase().as_str()))
-        .map(|(_, d)| *d)
+    // A metric naming the whole wins, `total` first: `app` is often one part of it
+    // (the lab sends `db, app, total`).
+    let whole = |name: &str| {
+        durs.iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, d)| *d)
+    };
+    let explained = whole("total")
+        .or_else(|| whole("server"))
+        .or_else(|| whole("app"))
         .unwrap_or_else(|| durs.iter().map(|(_, d)| d).sum());
     let (_, _, server) = split(p)?;
     let gap = server - explained;
@@ -269,6 +275,10 @@ mod tests {
         assert_eq!(f.evidence_f64("explained_ms"), Some(12.0));
         assert_eq!(f.evidence_f64("gap_ms"), Some(168.0));
         p.headers = Headers::from_pairs(&[("server-timing", "db;dur=8, total;dur=175")]);
+        assert!(server_timing_gap(&p, false).is_none());
+        // `total` is the whole even after `app` (the lab's header order).
+        p.headers =
+            Headers::from_pairs(&[("server-timing", "db;dur=150, app;dur=5, total;dur=155")]);
         assert!(server_timing_gap(&p, false).is_none());
         // Fast loopback with a tiny Server-Timing: the gap is under 20 ms.
         let mut p = healthy_probe();

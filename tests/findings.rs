@@ -1,0 +1,405 @@
+//! Every finding against the lab, both ways (issue 6): a route or option that has the
+//! problem makes the finding fire with its evidence, and a healthy configuration does
+//! not. The wire findings (round trips, loss) are in tests/findings_wire.rs; their
+//! healthy side (loopback) is here.
+//!
+//! Not here: `cold-start`, `not-shared-cacheable`, `no-validators`, `cdn-not-caching`,
+//! `redirect-chain`, `no-keepalive` and `knee` (tests/diagnose.rs and tests/probe.rs),
+//! `disk-tail` and `slow-fsync` (tests/disk.rs). `no-tls-resumption` only quiet: the
+//! lab always resumes sessions, so nothing can plant it. `client-bound` only quiet:
+//! making latscope itself the bottleneck on a shared 2-core machine is not
+//! reproducible. `slow-dns` needs a slow resolver, which the lab has none of.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use latscope::lab::{self, LabOptions, LabTls, OverloadPolicy, StallOptions};
+use serde_json::Value;
+
+use crate::util::{json_of, run_within};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// `latscope diagnose --json --no-save -n 5 ARGS` (`--step 300ms` unless given).
+pub(crate) fn diagnose(args: &[&str]) -> Value {
+    let mut all = vec!["diagnose", "--json", "--no-save", "-n", "5"];
+    if !args.contains(&"--step") && !args.contains(&"--no-load") {
+        all.extend(["--step", "300ms"]);
+    }
+    all.extend_from_slice(args);
+    run_ok(&all)
+}
+
+/// Runs latscope, asserts exit 0, parses its JSON.
+pub(crate) fn run_ok(args: &[&str]) -> Value {
+    let out = run_within(args, LIMIT);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{args:?}: stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json_of(&out)
+}
+
+pub(crate) fn ids(v: &Value) -> Vec<String> {
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The finding `id`, failing with the ids found when it is missing.
+pub(crate) fn finding<'a>(v: &'a Value, id: &str) -> &'a Value {
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == id)
+        .unwrap_or_else(|| panic!("{id} did not fire; found {:?}", ids(v)))
+}
+
+/// A number of the finding's evidence.
+pub(crate) fn num(f: &Value, key: &str) -> f64 {
+    f["evidence"][key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no evidence {key} in {f}"))
+}
+
+/// A text of the finding's evidence.
+pub(crate) fn text<'a>(f: &'a Value, key: &str) -> &'a str {
+    f["evidence"][key]
+        .as_str()
+        .unwrap_or_else(|| panic!("no evidence {key} in {f}"))
+}
+
+pub(crate) fn assert_quiet(v: &Value, id: &str, what: &str) {
+    assert!(
+        !ids(v).iter().any(|i| i == id),
+        "{id} fired on {what}: {}",
+        serde_json::to_string_pretty(&v["findings"]).unwrap()
+    );
+}
+
+pub(crate) fn assert_in(what: &str, value: f64, lo: f64, hi: f64) {
+    assert!(
+        (lo..=hi).contains(&value),
+        "{what} = {value}, expected {lo}..={hi}"
+    );
+}
+
+/// A temporary file holding `text`, removed on drop.
+struct TempFile(PathBuf);
+
+impl TempFile {
+    fn new(name: &str, text: &str) -> TempFile {
+        let path =
+            std::env::temp_dir().join(format!("latscope-findings-{}-{name}", std::process::id()));
+        std::fs::write(&path, text).unwrap();
+        TempFile(path)
+    }
+
+    fn arg(&self) -> &str {
+        self.0.to_str().unwrap()
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// `/cache/no-304` sends ETag and Last-Modified but answers conditional GETs with a
+/// full 200; `/cache/public` answers them 304 without a body.
+#[test]
+fn no_304_fires_on_ignored_conditional_gets() {
+    let lab = lab::spawn(LabOptions::default()).unwrap();
+    let v = diagnose(&[&lab.url("/cache/no-304"), "--no-load"]);
+    let f = finding(&v, "no-304");
+    assert_eq!(num(f, "status"), 200.0);
+    assert_eq!(num(f, "inm_status"), 200.0);
+    assert_eq!(num(f, "ims_status"), 200.0);
+    assert!(num(f, "body_bytes") > 1000.0, "{f}");
+    assert_quiet(&v, "no-validators", "/cache/no-304 (it has validators)");
+    let v = diagnose(&[&lab.url("/cache/public"), "--no-load"]);
+    assert_quiet(&v, "no-304", "/cache/public");
+}
+
+/// 4 KiB of text without Content-Encoding fires; the gzipped variant does not.
+#[test]
+fn no_compression_fires_on_plain_text() {
+    let lab = lab::spawn(LabOptions::default()).unwrap();
+    let v = diagnose(&[&lab.url("/text/4k"), "--no-load"]);
+    let f = finding(&v, "no-compression");
+    assert_eq!(num(f, "body_bytes"), 4096.0);
+    assert!(text(f, "content_type").starts_with("text/plain"), "{f}");
+    let v = diagnose(&[&lab.url("/text/4k?gzip=1"), "--no-load"]);
+    assert_eq!(v["probe"]["headers"]["content-encoding"], "gzip", "{v}");
+    assert_quiet(&v, "no-compression", "/text/4k?gzip=1");
+}
+
+/// The CDN's cache status: all hits on `/cdn/hit`, all misses (each paying the
+/// origin fetch) on `/cdn/miss`; quiet when no header reports a cache status.
+#[test]
+fn cache_status_reports_hits_and_misses() {
+    let lab = lab::spawn(LabOptions {
+        cdn_origin_delay: Duration::from_millis(60),
+        ..LabOptions::default()
+    })
+    .unwrap();
+    let v = diagnose(&[&lab.url("/cdn/hit"), "--no-load"]);
+    let f = finding(&v, "cache-status");
+    let n = num(f, "requests");
+    assert!(n >= 3.0, "{f}");
+    assert_eq!(num(f, "hits"), n);
+    assert_eq!(num(f, "misses"), 0.0);
+    assert_eq!(text(f, "last"), "hit");
+    assert_eq!(text(f, "source"), "cf-cache-status");
+    assert_in("hit TTFB", num(f, "hit_ttfb_ms"), 0.0, 40.0);
+    let v = diagnose(&[&lab.url("/cdn/miss"), "--no-load"]);
+    let f = finding(&v, "cache-status");
+    assert_eq!(num(f, "hits"), 0.0);
+    assert_eq!(num(f, "misses"), num(f, "requests"));
+    assert_eq!(text(f, "last"), "miss");
+    assert_in("miss TTFB", num(f, "miss_ttfb_ms"), 55.0, 1000.0);
+    let v = diagnose(&[&lab.url("/cache/public"), "--no-load"]);
+    assert_quiet(&v, "cache-status", "/cache/public (no CDN headers)");
+}
+
+/// `--origin`: a CDN lab whose misses pay an 80 ms origin fetch against an origin
+/// that answers at once costs ≈ 80 ms; cached answers from both cost nothing.
+#[test]
+fn cdn_cost_compares_the_edge_with_the_origin() {
+    let edge = lab::spawn(LabOptions {
+        cdn_origin_delay: Duration::from_millis(80),
+        ..LabOptions::default()
+    })
+    .unwrap();
+    let origin = lab::spawn(LabOptions {
+        cdn_origin_delay: Duration::ZERO,
+        ..LabOptions::default()
+    })
+    .unwrap();
+    let origin_addr = origin.addr().to_string();
+    let v = diagnose(&[
+        &edge.url("/cdn/miss"),
+        "--no-load",
+        "--origin",
+        &origin_addr,
+    ]);
+    let f = finding(&v, "cdn-cost");
+    assert_eq!(f["severity"], "warn", "{f}");
+    assert_in("cost", num(f, "cost_ms"), 60.0, 500.0);
+    assert_in("origin TTFB", num(f, "origin_ttfb_ms"), 0.0, 50.0);
+    assert_eq!(text(f, "cache"), "miss");
+    assert_eq!(text(f, "edge"), "Cloudflare LAB");
+    assert!(v["origin"].is_object(), "the origin probe is in the JSON");
+    let v = diagnose(&[&edge.url("/cdn/hit"), "--no-load", "--origin", &origin_addr]);
+    assert_quiet(&v, "cdn-cost", "/cdn/hit against an equally fast origin");
+}
+
+/// Queueing before the handler (`--capacity 4`: a request waits ≈ 250 ms for its
+/// turn) is server time Server-Timing does not explain; without the queue, even a
+/// 60 ms database metric explains the whole server time.
+#[test]
+fn server_timing_gap_fires_on_queueing() {
+    let lab = lab::spawn(LabOptions {
+        capacity: Some(4.0),
+        ..LabOptions::default()
+    })
+    .unwrap();
+    let v = diagnose(&[&lab.url("/server-timing"), "--no-load"]);
+    let f = finding(&v, "server-timing-gap");
+    // `total` (db 15 ms + app 5 ms) is the explained part, not `app` alone.
+    assert_in("explained", num(f, "explained_ms"), 15.0, 80.0);
+    assert_in("gap", num(f, "gap_ms"), 120.0, 400.0);
+    assert!(text(f, "server_timing").contains("total;dur="), "{f}");
+    let healthy = lab::spawn(LabOptions::default()).unwrap();
+    let v = diagnose(&[&healthy.url("/server-timing?db=60ms"), "--no-load"]);
+    assert_quiet(
+        &v,
+        "server-timing-gap",
+        "/server-timing?db=60ms without a queue",
+    );
+}
+
+/// 200 ms in the handler on loopback: the server is all of the TTFB; `/` is not.
+#[test]
+fn server_dominates_fires_on_a_slow_handler() {
+    let lab = lab::spawn(LabOptions::default()).unwrap();
+    let v = diagnose(&[&lab.url("/delay/200ms"), "--no-load"]);
+    let f = finding(&v, "server-dominates");
+    assert_in("server time", num(f, "server_ms"), 190.0, 600.0);
+    assert_in("share", num(f, "share"), 0.9, 1.0);
+    assert_eq!(text(f, "server_label"), "server");
+    assert_quiet(&v, "network-dominates", "loopback");
+    let v = diagnose(&[&lab.url("/"), "--no-load"]);
+    assert_quiet(&v, "server-dominates", "/");
+}
+
+/// A TLS lab without HTTP/2 negotiates http/1.1 although latscope offers h2; with
+/// `--http2` it picks h2. Both resume TLS sessions, so `no-tls-resumption` stays quiet.
+#[test]
+fn no_http2_fires_on_a_tls_endpoint_without_h2() {
+    let tls = LabTls::self_signed(&[]).unwrap();
+    let cert = TempFile::new("lab.pem", tls.cert_pem());
+    for http2 in [false, true] {
+        let lab = lab::spawn(LabOptions {
+            tls: Some(tls.clone()),
+            http2,
+            ..LabOptions::default()
+        })
+        .unwrap();
+        let v = diagnose(&[&lab.url("/"), "--no-load", "--cacert", cert.arg()]);
+        if http2 {
+            assert_quiet(&v, "no-http2", "a TLS lab with --http2");
+            assert_eq!(v["probe"]["http_version"], "HTTP/2", "{}", v["probe"]);
+        } else {
+            let f = finding(&v, "no-http2");
+            assert_eq!(text(f, "alpn"), "http/1.1");
+            assert_eq!(text(f, "http_version"), "HTTP/1.1");
+        }
+        assert_quiet(&v, "no-tls-resumption", "a lab that resumes sessions");
+    }
+}
+
+/// `--workers 2 --overload 503`: from 4 connections on, most requests get a 503 at
+/// once.
+#[test]
+fn errors_under_load_fires_when_the_server_sheds_load() {
+    let lab = lab::spawn(LabOptions {
+        workers: Some(2),
+        overload: OverloadPolicy::Reject,
+        ..LabOptions::default()
+    })
+    .unwrap();
+    let v = diagnose(&[&lab.url("/delay/20ms"), "--max-connections", "8"]);
+    let f = finding(&v, "errors-under-load");
+    assert_eq!(num(f, "concurrency"), 4.0, "{f}");
+    assert!(num(f, "error_rate") > 0.1, "{f}");
+    assert!(num(f, "errors") >= 5.0, "{f}");
+    assert!(text(f, "kinds").contains("http_5xx"), "{f}");
+    assert_eq!(f["severity"], "crit");
+}
+
+/// Stalls of 200 ms every 500 ms hold the request in flight: p99 ≈ 200 ms against a
+/// ≈ 10 ms p50.
+#[test]
+fn tail_heavy_fires_on_stalls() {
+    let lab = lab::spawn(LabOptions {
+        stall: Some(StallOptions {
+            every: Duration::from_millis(500),
+            length: Duration::from_millis(200),
+        }),
+        ..LabOptions::default()
+    })
+    .unwrap();
+    let v = diagnose(&[
+        &lab.url("/delay/10ms"),
+        "--step",
+        "1s",
+        "--max-connections",
+        "1",
+    ]);
+    let f = finding(&v, "tail-heavy");
+    assert_eq!(text(f, "source"), "load run");
+    assert_in("p50", num(f, "p50_ms"), 9.0, 50.0);
+    assert_in("p99", num(f, "p99_ms"), 100.0, 400.0);
+    assert!(num(f, "ratio") >= 5.0, "{f}");
+}
+
+/// Stalls of 400 ms every 2 s over an 8 s step: a spike every ≈ 2 s, and no
+/// retransmissions to blame them on.
+#[test]
+fn periodic_spikes_fire_on_periodic_stalls() {
+    let lab = lab::spawn(LabOptions {
+        stall: Some(StallOptions {
+            every: Duration::from_secs(2),
+            length: Duration::from_millis(400),
+        }),
+        ..LabOptions::default()
+    })
+    .unwrap();
+    let v = diagnose(&[
+        &lab.url("/delay/20ms"),
+        "--step",
+        "8s",
+        "--max-connections",
+        "1",
+    ]);
+    let p99s: Vec<String> = v["load"]["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| format!("{}:{:.0}", s["t"], s["p99_ms"].as_f64().unwrap_or(-1.0)))
+        .collect();
+    eprintln!("per-second p99: {p99s:?}");
+    let f = finding(&v, "periodic-spikes");
+    assert_in("period", num(f, "period_s"), 1.5, 2.5);
+    assert!(num(f, "spikes") >= 3.0, "{f}");
+    assert_in("max p99", num(f, "max_p99_ms"), 200.0, 800.0);
+    // Up to half of the seconds hold a stalled request, so the median may be either.
+    assert!(num(f, "median_p99_ms") < num(f, "max_p99_ms"), "{f}");
+    assert_quiet(&v, "retransmits", "loopback");
+}
+
+/// The healthy counterpart of the load findings: the same kind of ramp, long enough
+/// for periodic spikes to show, against a lab without limits or stalls.
+#[test]
+fn a_healthy_ramp_has_no_load_findings() {
+    let lab = lab::spawn(LabOptions::default()).unwrap();
+    let v = diagnose(&[
+        &lab.url("/delay/20ms"),
+        "--step",
+        "2s",
+        "--max-connections",
+        "4",
+    ]);
+    assert_eq!(
+        v["load"]["ramp"].as_array().unwrap().len(),
+        3,
+        "{}",
+        v["load"]
+    );
+    assert!(v["load"]["timeline"].as_array().unwrap().len() >= 6);
+    for id in [
+        "errors-under-load",
+        "tail-heavy",
+        "periodic-spikes",
+        "knee",
+        "client-bound",
+        "server-dominates",
+    ] {
+        assert_quiet(&v, id, "a healthy lab");
+    }
+}
+
+/// On loopback the round trip is microseconds: none of the distance findings fire,
+/// whatever `--distance-km` says (the wire tests plant them).
+#[test]
+fn loopback_has_no_distance_findings() {
+    let lab = lab::spawn(LabOptions::default()).unwrap();
+    let v = diagnose(&[&lab.url("/"), "--no-load", "--distance-km", "100"]);
+    for id in [
+        "network-dominates",
+        "above-physical-floor",
+        "handshake-dominates",
+        "retransmits",
+        "syn-retries",
+    ] {
+        assert_quiet(&v, id, "loopback");
+    }
+    let v = run_ok(&[
+        "probe",
+        "--json",
+        "--no-save",
+        "-n",
+        "3",
+        &lab.url("/bytes/4MB"),
+    ]);
+    assert!(v["download"].is_object(), "{v}");
+    assert_quiet(&v, "slow-start", "a 4 MB download on loopback");
+}
