@@ -15,6 +15,7 @@ use crate::diagnose::{LoadFacts, LoadStep};
 use crate::load::{self, LoadPlan};
 use crate::net::Target;
 use crate::stats::Percentiles;
+use crate::store::StoredHistogram;
 
 /// How far and how long the ramp goes.
 #[derive(Debug, Clone, Copy)]
@@ -51,7 +52,7 @@ pub(crate) fn run(
 ) -> anyhow::Result<Ramp> {
     let mut steps = Vec::new();
     let mut facts = LoadFacts::default();
-    let mut timeline_json = Vec::new();
+    let mut timeline_json: Vec<Value> = Vec::new();
     let mut histograms = Vec::new();
     let mut stopped_early = None;
     let (mut hits, mut answered) = (0u64, 0u64);
@@ -87,28 +88,41 @@ pub(crate) fn run(
         hits += r.cache_hits;
         answered += r.ok;
         cpu.push(r.client_cpu_pct);
+        // Requests still in flight when a step ends complete in a short extra second;
+        // it belongs to the step's last whole second, so steps sit back to back on the
+        // joined timeline and a stall period is not stretched by one second per step.
+        let whole = (plan.step.as_secs_f64().ceil() as u32).max(1);
+        let at = |t: u32| offset + t.min(whole - 1);
         let f = r.facts();
         for mut s in f.timeline {
-            s.t += offset;
-            facts.timeline.push(s);
+            s.t = at(s.t);
+            match facts.timeline.last_mut() {
+                Some(last) if last.t == s.t => merge_second(last, &s),
+                _ => facts.timeline.push(s),
+            }
         }
         for s in &r.timeline {
-            timeline_json.push(json!({
-                "t": s.t + offset, "concurrency": c, "requests": s.requests, "ok": s.ok,
+            let row = json!({
+                "t": at(s.t), "concurrency": c, "requests": s.requests, "ok": s.ok,
                 "errors": s.errors, "bytes": s.bytes, "p50_ms": s.p50_ms, "p90_ms": s.p90_ms,
                 "p99_ms": s.p99_ms, "max_ms": s.max_ms, "active": s.active,
                 "cache_hits": s.cache_hits, "retrans": s.retrans,
-            }));
+            });
+            match timeline_json.last_mut() {
+                Some(last) if last["t"] == row["t"] => merge_row(last, &row),
+                _ => timeline_json.push(row),
+            }
         }
         for mut h in r.histograms() {
             if h.second.is_none() {
                 h.name = format!("{}@c{c}", h.name);
+                histograms.push(h);
             } else {
-                h.second = h.second.map(|t| t + offset);
+                h.second = h.second.map(at);
+                push_second(&mut histograms, h);
             }
-            histograms.push(h);
         }
-        offset += r.timeline.len() as u32;
+        offset += whole;
         facts.requests += r.requests;
         facts.errors += errors;
         for (k, v) in &f.errors_by_kind {
@@ -168,6 +182,55 @@ pub(crate) fn run(
         json,
         histograms,
     })
+}
+
+/// Folds `s` into `last` (the same second): counts add up, percentiles take the worse.
+fn merge_second(last: &mut crate::diagnose::Second, s: &crate::diagnose::Second) {
+    last.requests += s.requests;
+    last.errors += s.errors;
+    last.retrans += s.retrans;
+    last.p50_ms = last.p50_ms.max(s.p50_ms);
+    last.p99_ms = last.p99_ms.max(s.p99_ms);
+}
+
+/// The same for a JSON timeline row.
+fn merge_row(last: &mut Value, row: &Value) {
+    for key in ["requests", "ok", "errors", "bytes", "cache_hits", "retrans"] {
+        if let (Some(a), Some(b)) = (last[key].as_u64(), row[key].as_u64()) {
+            last[key] = json!(a + b);
+        }
+    }
+    for key in ["p50_ms", "p90_ms", "p99_ms", "max_ms", "active"] {
+        if let (Some(a), Some(b)) = (last[key].as_f64(), row[key].as_f64()) {
+            last[key] = json!(a.max(b));
+        }
+    }
+}
+
+/// Adds a per-second histogram, adding it to one already kept for that second.
+fn push_second(kept: &mut Vec<StoredHistogram>, h: StoredHistogram) {
+    use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+    let same = kept
+        .iter_mut()
+        .find(|k| k.second == h.second && k.name == h.name);
+    let Some(k) = same else {
+        kept.push(h);
+        return;
+    };
+    let mut de = Deserializer::new();
+    let decoded: Option<(hdrhistogram::Histogram<u64>, hdrhistogram::Histogram<u64>)> = (|| {
+        let a = de.deserialize(&mut k.v2.as_slice()).ok()?;
+        let b = de.deserialize(&mut h.v2.as_slice()).ok()?;
+        Some((a, b))
+    })();
+    if let Some((mut a, b)) = decoded {
+        if a.add(&b).is_ok() {
+            let mut buf = Vec::new();
+            if V2DeflateSerializer::new().serialize(&a, &mut buf).is_ok() {
+                k.v2 = buf;
+            }
+        }
+    }
 }
 
 #[cfg(test)]
