@@ -360,6 +360,9 @@ pub struct LabArgs {
     /// Write the generated certificate (PEM) here, for --cacert.
     #[arg(long, value_name = "PATH", requires = "tls")]
     pub cert_out: Option<PathBuf>,
+    /// Never resume TLS sessions (no session cache, no tickets).
+    #[arg(long, requires = "tls")]
+    pub no_tls_resumption: bool,
     /// Serve HTTP/2 too (h2 in ALPN with --tls, h2c prior knowledge without).
     #[arg(long)]
     pub http2: bool,

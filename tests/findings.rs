@@ -266,6 +266,32 @@ fn no_http2_fires_on_a_tls_endpoint_without_h2() {
     }
 }
 
+/// A TLS lab that keeps no sessions and issues no tickets: every fresh connection
+/// pays the full handshake, and `no-tls-resumption` says so; the default lab resumes.
+#[test]
+fn no_tls_resumption_fires_when_sessions_never_resume() {
+    let tls = LabTls::self_signed(&[]).unwrap();
+    let cert = TempFile::new("lab-noresume.pem", tls.cert_pem());
+    let lab = lab::spawn(LabOptions {
+        tls: Some(tls.without_resumption()),
+        ..LabOptions::default()
+    })
+    .unwrap();
+    let v = diagnose(&[&lab.url("/"), "--no-load", "--cacert", cert.arg()]);
+    let f = finding(&v, "no-tls-resumption");
+    assert!(f["title"].as_str().unwrap().contains("TLS"), "{f}");
+    assert_eq!(v["probe"]["tls"]["resumed"], false);
+    assert_eq!(lab.stats().tls_resumed, 0);
+    let lab = lab::spawn(LabOptions {
+        tls: Some(tls),
+        ..LabOptions::default()
+    })
+    .unwrap();
+    let v = diagnose(&[&lab.url("/"), "--no-load", "--cacert", cert.arg()]);
+    assert_quiet(&v, "no-tls-resumption", "a lab that resumes sessions");
+    assert_eq!(v["probe"]["tls"]["resumed"], true);
+}
+
 /// `--workers 2 --overload 503`: from 4 connections on, most requests get a 503 at
 /// once.
 #[test]

@@ -153,7 +153,12 @@ impl LabOptions {
         };
         let tls = if args.tls {
             let extra: Vec<String> = listen_host(&args.listen).into_iter().collect();
-            Some(LabTls::self_signed(&extra)?)
+            let tls = LabTls::self_signed(&extra)?;
+            Some(if args.no_tls_resumption {
+                tls.without_resumption()
+            } else {
+                tls
+            })
         } else {
             None
         };

@@ -50,6 +50,20 @@ impl LabTls {
     }
 
     /// The certificate, PEM-encoded (what `--cert-out` writes, for `--cacert`).
+    /// The same certificate on a server that never resumes a TLS session: no session
+    /// cache, no tickets (what `no-tls-resumption` is about).
+    pub fn without_resumption(&self) -> LabTls {
+        let mut config = (*self.config).clone();
+        config.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
+        config.ticketer = Arc::new(NoTickets);
+        config.send_tls13_tickets = 0;
+        LabTls {
+            config: Arc::new(config),
+            cert_pem: self.cert_pem.clone(),
+            names: self.names.clone(),
+        }
+    }
+
     pub fn cert_pem(&self) -> &str {
         &self.cert_pem
     }
@@ -69,6 +83,25 @@ impl LabTls {
             vec![ALPN_HTTP11.to_vec()]
         };
         Arc::new(config)
+    }
+}
+
+/// A ticketer that issues no tickets.
+#[derive(Debug)]
+struct NoTickets;
+
+impl rustls::server::ProducesTickets for NoTickets {
+    fn enabled(&self) -> bool {
+        false
+    }
+    fn lifetime(&self) -> u32 {
+        0
+    }
+    fn encrypt(&self, _plain: &[u8]) -> Option<Vec<u8>> {
+        None
+    }
+    fn decrypt(&self, _cipher: &[u8]) -> Option<Vec<u8>> {
+        None
     }
 }
 
