@@ -137,16 +137,15 @@ pub fn run(
     if stop.load(Ordering::Relaxed) {
         return Err(DiskError::Interrupted);
     }
-    let (ring, engine, engine_note) = match opts.engine {
-        EngineChoice::Threads => (None, EngineKind::Threads, None),
+    let (engine, engine_note) = match opts.engine {
+        EngineChoice::Threads => (EngineKind::Threads, None),
         EngineChoice::Uring => {
-            let ring = engine_uring::ring(opts.iodepth).map_err(DiskError::Uring)?;
-            (Some(ring), EngineKind::Uring, None)
+            engine_uring::probe().map_err(DiskError::Uring)?;
+            (EngineKind::Uring, None)
         }
-        EngineChoice::Auto => match engine_uring::ring(opts.iodepth) {
-            Ok(ring) => (Some(ring), EngineKind::Uring, None),
+        EngineChoice::Auto => match engine_uring::probe() {
+            Ok(()) => (EngineKind::Uring, None),
             Err(e) => (
-                None,
                 EngineKind::Threads,
                 Some(format!("io_uring unavailable ({e}), using threads")),
             ),
@@ -191,14 +190,14 @@ pub fn run(
     };
     let (tx, rx) = mpsc::channel();
     let collected = std::thread::scope(|s| {
-        let workers = match ring {
-            Some(ring) => {
+        let workers = match engine {
+            EngineKind::Uring => {
                 let (g, r) = (gen(0x9e37), Recorder::new(0, t0, tx.clone()));
                 let ctx = &ctx;
-                s.spawn(move || engine_uring::worker(ctx, ring, g, r));
+                s.spawn(move || engine_uring::worker(ctx, g, r));
                 1
             }
-            None => {
+            EngineKind::Threads => {
                 for w in 0..opts.iodepth as usize {
                     let (g, r) = (gen(0x9e37 + w as u64), Recorder::new(w, t0, tx.clone()));
                     let ctx = &ctx;
