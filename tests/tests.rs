@@ -5,6 +5,7 @@
 mod compare;
 mod diagnose;
 mod disk;
+mod disk_errors;
 mod lab;
 mod lab_options;
 mod lab_routes;
@@ -13,6 +14,7 @@ mod probe;
 mod report;
 mod store;
 mod util;
+mod util_disk;
 mod util_lab;
 mod util_wire;
 mod wire;
