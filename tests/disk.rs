@@ -299,6 +299,26 @@ fn saved_run_can_be_listed_and_shown() {
         .unwrap();
     let doc: Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(doc["kind"], "disk");
+    // The histograms are stored: the whole run's and each second's.
+    let export = latscope()
+        .args(["export", "disk-it", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(export.status.success(), "{}", stderr(&export));
+    let exported: Value = serde_json::from_slice(&export.stdout).unwrap();
+    let hists = exported["run"]["histograms"].as_array().unwrap();
+    let has = |name: &str, second: Value| {
+        hists
+            .iter()
+            .any(|h| h["name"] == name && h["second"] == second)
+    };
+    assert!(has("read", Value::Null), "{hists:?}");
+    assert!(has("read", Value::from(0)), "{hists:?}");
+    assert!(
+        !hists.iter().any(|h| h["name"] == "write"),
+        "a randread run has no writes"
+    );
     assert!(data.entries().is_empty());
 }
 

@@ -189,6 +189,8 @@ pub fn run(
         )
     };
     let (tx, rx) = mpsc::channel();
+    let mut timeline = Vec::new();
+    let mut per_second = Vec::new();
     let collected = std::thread::scope(|s| {
         let workers = match engine {
             EngineKind::Uring => {
@@ -208,7 +210,10 @@ pub fn run(
         };
         drop(tx);
         recorder::collect(rx, workers, &mut |sec| {
-            obs.second(&SecondStats::from_hists(sec, opts.bs, 1.0));
+            let stats = SecondStats::from_hists(sec, opts.bs, 1.0);
+            obs.second(&stats);
+            timeline.push(stats);
+            per_second.extend(result::stored(&sec.hists, Some(sec.t)));
         })
     });
     if let Some(e) = collected.error {
@@ -226,7 +231,8 @@ pub fn run(
         elapsed,
         interrupted,
         collected.totals,
-        collected.seconds,
+        timeline,
+        per_second,
     );
     drop(tf);
     Ok(result)
