@@ -1,106 +1,15 @@
-//! `latscope disk` through the binary: every pattern, the JSON, --fsync, the test
-//! file's cleanup (also after Ctrl-C), existing files, O_DIRECT and its fallback, and
-//! the error cases. Small files (8 MiB) and short runs (≤ 1 s) keep them quick.
+//! `latscope disk` through the binary: every pattern, the JSON, --fsync, the text,
+//! Ctrl-C and the saved run. Small files (8 MiB) and short runs (≤ 0.5 s) keep them
+//! quick; each test checks that no test file is left behind.
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::util::latscope;
-
-/// A fresh directory, removed when dropped. `base` is the parent.
-struct Dir(PathBuf);
-
-impl Dir {
-    /// Under the system temp directory (may be tmpfs elsewhere).
-    fn tmp(name: &str) -> Dir {
-        Dir::under(&std::env::temp_dir(), name)
-    }
-
-    /// Under the build's target directory: a real filesystem, for O_DIRECT tests.
-    fn real(name: &str) -> Dir {
-        Dir::under(Path::new(env!("CARGO_TARGET_TMPDIR")), name)
-    }
-
-    fn under(base: &Path, name: &str) -> Dir {
-        let d = base.join(format!("latscope-it-disk-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Dir(d)
-    }
-
-    fn path(&self) -> &str {
-        self.0.to_str().unwrap()
-    }
-
-    /// Names of what is in the directory.
-    fn entries(&self) -> Vec<String> {
-        std::fs::read_dir(&self.0)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect()
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn disk(args: &[&str]) -> Output {
-    latscope()
-        .arg("disk")
-        .args(args)
-        .arg("--no-save")
-        .output()
-        .unwrap()
-}
-
-/// Runs `latscope disk ARGS --json`, expects success, returns the JSON.
-fn disk_json(args: &[&str]) -> Value {
-    let mut all = args.to_vec();
-    all.push("--json");
-    let out = disk(&all);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("valid JSON")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// Checks one direction of the JSON: counts, rates and ordered percentiles.
-fn check_dir(doc: &Value, dir: &str, expect_ios: bool) {
-    let d = &doc[dir];
-    let ios = d["ios"].as_u64().unwrap();
-    assert_eq!(ios > 0, expect_ios, "{dir}: {d}");
-    if !expect_ios {
-        return;
-    }
-    let secs = doc["duration_s"].as_f64().unwrap();
-    let iops = d["iops"].as_f64().unwrap();
-    assert!((iops - ios as f64 / secs).abs() <= 0.01 * iops + 1.0, "{d}");
-    let bs = doc["bs"].as_f64().unwrap();
-    let bw = d["bw_mib_s"].as_f64().unwrap();
-    assert!(
-        (bw - iops * bs / 1048576.0).abs() <= 0.01 * bw + 0.01,
-        "{d}"
-    );
-    let lat = &d["lat_us"];
-    let order = ["min", "p50", "p90", "p99", "p999", "p9999", "max"];
-    let v: Vec<f64> = order.iter().map(|k| lat[k].as_f64().unwrap()).collect();
-    assert!(v.windows(2).all(|w| w[0] <= w[1]), "{lat}");
-    assert!(v[0] > 0.0, "{lat}");
-    assert!(lat["mean"].as_f64().unwrap() > 0.0);
-}
+use crate::util_disk::{check_dir, disk, disk_json, stderr, Dir};
 
 /// Every pattern runs, touches only its directions, reports the disk JSON of
 /// DESIGN.md, and leaves no file behind.
@@ -258,7 +167,8 @@ fn fsync_is_reported_on_its_own() {
     assert!(dir.entries().is_empty());
 }
 
-/// The text output names the file, the engine and the percentiles to p99.99.
+/// The text output names the file, the engine and the percentiles to p99.99; no
+/// progress goes to a stderr that is not a terminal.
 #[test]
 fn text_output_reads_like_fio() {
     let dir = Dir::tmp("text");
@@ -285,6 +195,8 @@ fn text_output_reads_like_fio() {
     ] {
         assert!(text.contains(want), "missing {want:?} in\n{text}");
     }
+    // Progress is for terminals only: nothing on a piped stderr.
+    assert!(out.stderr.is_empty(), "{}", stderr(&out));
     assert!(dir.entries().is_empty());
 }
 
@@ -340,225 +252,6 @@ fn sigint_keeps_results_and_removes_the_file() {
     assert!(dir.entries().is_empty(), "{:?}", dir.entries());
 }
 
-/// An existing file is only read: its content is unchanged and it stays; write
-/// patterns need --write; with --write it is written and still stays.
-#[test]
-fn existing_file_is_read_only_unless_write() {
-    let dir = Dir::tmp("existing");
-    let file = dir.0.join("data.bin");
-    let content: Vec<u8> = (0..4 * 1024 * 1024u32).map(|i| (i % 251) as u8).collect();
-    std::fs::write(&file, &content).unwrap();
-    let f = file.to_str().unwrap();
-
-    let doc = disk_json(&[f, "--pattern", "randread", "-d", "300ms"]);
-    assert_eq!(doc["created"], false);
-    assert_eq!(
-        doc["size"],
-        4 * 1024 * 1024,
-        "defaults to the file's length"
-    );
-    assert!(doc["read"]["ios"].as_u64().unwrap() > 0);
-    assert!(std::fs::read(&file).unwrap() == content, "content changed");
-
-    let out = disk(&[f, "--pattern", "randrw", "-d", "200ms"]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(stderr(&out).contains("--write"), "{}", stderr(&out));
-    let out = disk(&[f, "--pattern", "randread", "--precondition", "-d", "200ms"]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(std::fs::read(&file).unwrap() == content, "content changed");
-
-    let doc = disk_json(&[f, "--pattern", "randwrite", "--write", "-d", "200ms"]);
-    assert!(doc["write"]["ios"].as_u64().unwrap() > 0);
-    assert!(file.exists(), "an existing file is never removed");
-    assert_eq!(
-        std::fs::metadata(&file).unwrap().len(),
-        content.len() as u64
-    );
-}
-
-/// Bad input exits 2 with a message naming the problem; nothing is left behind.
-#[test]
-fn usage_errors_exit_2() {
-    let dir = Dir::real("usage");
-    let missing = dir.0.join("nope");
-    let small = dir.0.join("small.bin");
-    std::fs::write(&small, vec![1u8; 1024 * 1024]).unwrap();
-    let cases: Vec<(Vec<&str>, &str)> = vec![
-        (vec![missing.to_str().unwrap()], "no such file"),
-        (
-            vec![
-                small.to_str().unwrap(),
-                "--size",
-                "8MB",
-                "--pattern",
-                "randread",
-            ],
-            "too small",
-        ),
-        (
-            vec![
-                small.to_str().unwrap(),
-                "--bs",
-                "2MB",
-                "--pattern",
-                "randread",
-            ],
-            "too small",
-        ),
-        (
-            vec![dir.path(), "--pattern", "randread", "--fsync"],
-            "--fsync",
-        ),
-        (vec![dir.path(), "--bs", "0"], "--bs"),
-        (vec![dir.path(), "--size", "1k"], "--size"),
-        (vec![dir.path(), "-d", "0"], "--duration"),
-        (
-            vec![dir.path(), "--bs", "1000", "--size", "1MB"],
-            "alignment",
-        ),
-        (vec![dir.path(), "--pattern", "sideways"], "sideways"),
-    ];
-    for (args, want) in cases {
-        let out = disk(&args);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
-        assert!(stderr(&out).contains(want), "{args:?}: {}", stderr(&out));
-    }
-    assert_eq!(dir.entries(), ["small.bin"]);
-}
-
-/// Run failures exit 1: not enough space, no permission to create the file.
-#[test]
-fn run_failures_exit_1() {
-    let dir = Dir::tmp("fail");
-    let out = disk(&[dir.path(), "--size", "100T"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(stderr(&out).contains("no space"), "{}", stderr(&out));
-    assert!(dir.entries().is_empty());
-
-    // A directory nobody may write into. root ignores modes; an immutable
-    // directory stops it too.
-    let locked = Dir::real("locked");
-    let root = unsafe { libc::geteuid() } == 0;
-    let locked_ok = if root {
-        std::process::Command::new("chattr")
-            .args(["+i", locked.path()])
-            .status()
-            .is_ok_and(|s| s.success())
-    } else {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&locked.0, std::fs::Permissions::from_mode(0o500)).is_ok()
-    };
-    if !locked_ok {
-        eprintln!("skipping the permission case: cannot lock a directory here");
-        return;
-    }
-    let out = disk(&[locked.path(), "--size", "1MB", "-d", "100ms"]);
-    if root {
-        let _ = std::process::Command::new("chattr")
-            .args(["-i", locked.path()])
-            .status();
-    }
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("permission denied"),
-        "{}",
-        stderr(&out)
-    );
-}
-
-/// On a real filesystem the default is O_DIRECT; --buffered turns it off without
-/// a warning; --direct works where the filesystem allows it.
-#[test]
-fn direct_io_on_a_real_filesystem() {
-    let dir = Dir::real("direct");
-    let doc = disk_json(&[
-        dir.path(),
-        "--pattern",
-        "randread",
-        "--size",
-        "8MB",
-        "-d",
-        "200ms",
-    ]);
-    let fs_direct = doc["direct"].as_bool().unwrap();
-    let out = disk(&[
-        dir.path(),
-        "--pattern",
-        "randread",
-        "--size",
-        "8MB",
-        "-d",
-        "200ms",
-        "--buffered",
-        "--json",
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let buffered: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(buffered["direct"], false);
-    assert!(!stderr(&out).contains("O_DIRECT"), "{}", stderr(&out));
-    let out = disk(&[
-        dir.path(),
-        "--pattern",
-        "randread",
-        "--size",
-        "8MB",
-        "-d",
-        "200ms",
-        "--direct",
-        "--json",
-    ]);
-    if fs_direct {
-        assert!(out.status.success(), "{}", stderr(&out));
-        let d: Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(d["direct"], true);
-        assert!(d["warnings"].as_array().unwrap().is_empty(), "{d}");
-    } else {
-        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-        assert!(
-            stderr(&out).contains("O_DIRECT refused"),
-            "{}",
-            stderr(&out)
-        );
-    }
-    assert!(dir.entries().is_empty());
-}
-
-/// tmpfs (/dev/shm): O_DIRECT works on new kernels; where it is refused, the run
-/// falls back to buffered I/O and warns — it never fails by default.
-#[test]
-fn tmpfs_direct_or_fallback_with_warning() {
-    let shm = Path::new("/dev/shm");
-    if !shm.is_dir() {
-        eprintln!("skipping: no /dev/shm");
-        return;
-    }
-    let dir = Dir::under(shm, "tmpfs");
-    let out = disk(&[
-        dir.path(),
-        "--pattern",
-        "randread",
-        "--size",
-        "8MB",
-        "-d",
-        "200ms",
-        "--json",
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let warned = stderr(&out).contains("refuses O_DIRECT");
-    assert_eq!(doc["direct"] == false, warned, "{doc} {}", stderr(&out));
-    assert_eq!(
-        doc["warnings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|w| w.as_str().unwrap().contains("O_DIRECT")),
-        warned
-    );
-    assert!(doc["read"]["ios"].as_u64().unwrap() > 0);
-    assert!(dir.entries().is_empty());
-}
-
 /// The run is saved: `latscope runs` lists it with its headline numbers and `show`
 /// prints the same text.
 #[test]
@@ -606,5 +299,55 @@ fn saved_run_can_be_listed_and_shown() {
         .unwrap();
     let doc: Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(doc["kind"], "disk");
+    // The histograms are stored: the whole run's and each second's.
+    let export = latscope()
+        .args(["export", "disk-it", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(export.status.success(), "{}", stderr(&export));
+    let exported: Value = serde_json::from_slice(&export.stdout).unwrap();
+    let hists = exported["run"]["histograms"].as_array().unwrap();
+    let has = |name: &str, second: Value| {
+        hists
+            .iter()
+            .any(|h| h["name"] == name && h["second"] == second)
+    };
+    assert!(has("read", Value::Null), "{hists:?}");
+    assert!(has("read", Value::from(0)), "{hists:?}");
+    assert!(
+        !hists.iter().any(|h| h["name"] == "write"),
+        "a randread run has no writes"
+    );
     assert!(data.entries().is_empty());
+}
+
+/// On a terminal (a pty from util-linux `script`), progress shows on stderr: the
+/// layout, then each second's IOPS.
+#[test]
+fn progress_on_a_terminal() {
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipping: no `script` to make a pty");
+        return;
+    }
+    let dir = Dir::tmp("tty");
+    let cmd = format!(
+        "{} disk {} --pattern randread --size 8MB -d 1s --no-save",
+        env!("CARGO_BIN_EXE_latscope"),
+        dir.path()
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("laying out the test file"), "{text}");
+    assert!(text.contains("1/1 s  read "), "{text}");
+    assert!(dir.entries().is_empty());
 }

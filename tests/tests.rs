@@ -5,6 +5,7 @@
 mod compare;
 mod diagnose;
 mod disk;
+mod disk_errors;
 mod findings;
 mod findings_wire;
 mod lab;
@@ -15,6 +16,7 @@ mod probe;
 mod report;
 mod store;
 mod util;
+mod util_disk;
 mod util_lab;
 mod util_wire;
 mod wire;

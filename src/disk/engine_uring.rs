@@ -12,14 +12,15 @@ use io_uring::{opcode, squeue, types, IoUring, Probe};
 
 use crate::disk::buf::AlignedBuf;
 use crate::disk::engine_threads::io_error;
+use crate::disk::options::DiskError;
 use crate::disk::recorder::{Kind, Recorder};
 use crate::disk::workload::{Op, OpGen};
 use crate::disk::Ctx;
 
-/// A ring for `iodepth` I/Os, after checking that the kernel supports the opcodes
-/// used. An error means: use the threads engine.
-pub(crate) fn ring(iodepth: u32) -> io::Result<IoUring> {
-    let ring = IoUring::new(iodepth.max(1).next_power_of_two())?;
+/// Checks that io_uring works here with the opcodes used (a throwaway ring). An
+/// error means: use the threads engine.
+pub(crate) fn probe() -> io::Result<()> {
+    let ring = IoUring::new(2)?;
     let mut probe = Probe::new();
     ring.submitter().register_probe(&mut probe)?;
     for code in [opcode::Read::CODE, opcode::Write::CODE, opcode::Fsync::CODE] {
@@ -30,7 +31,42 @@ pub(crate) fn ring(iodepth: u32) -> io::Result<IoUring> {
             ));
         }
     }
-    Ok(ring)
+    Ok(())
+}
+
+/// The ring for `iodepth` I/Os, set up as fio sets up its own: a completion queue
+/// as deep as the submission queue, cooperative and deferred task work, one issuer
+/// (no inter-processor interrupts to deliver completions; they are run when the
+/// worker waits). Flags the kernel does not know are dropped one by one. Must be
+/// called on the thread that submits.
+fn ring(iodepth: u32) -> io::Result<IoUring> {
+    let entries = iodepth.max(1).next_power_of_two();
+    let attempts: [fn(&mut io_uring::Builder, u32); 4] = [
+        |b, n| {
+            b.setup_cqsize(n)
+                .setup_coop_taskrun()
+                .setup_single_issuer()
+                .setup_defer_taskrun();
+        },
+        |b, n| {
+            b.setup_cqsize(n).setup_coop_taskrun();
+        },
+        |b, n| {
+            b.setup_cqsize(n);
+        },
+        |_, _| {},
+    ];
+    let mut last = None;
+    for setup in attempts {
+        let mut b = IoUring::builder();
+        setup(&mut b, entries);
+        match b.build(entries) {
+            Ok(ring) => return Ok(ring),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| io::Error::from_raw_os_error(libc::EINVAL)))
 }
 
 /// What one queue slot is doing.
@@ -57,7 +93,14 @@ struct Slot {
 }
 
 /// Runs the ring until the deadline, Ctrl-C or an error, then drains it.
-pub(crate) fn worker(ctx: &Ctx<'_>, mut ring: IoUring, mut gen: OpGen, mut rec: Recorder) {
+pub(crate) fn worker(ctx: &Ctx<'_>, mut gen: OpGen, mut rec: Recorder) {
+    let mut ring = match ring(ctx.iodepth) {
+        Ok(r) => r,
+        Err(e) => {
+            ctx.halt();
+            return rec.finish(Instant::now(), Err(DiskError::Uring(e)));
+        }
+    };
     let qd = ctx.iodepth as usize;
     let bs = ctx.bs as u32;
     let fd = types::Fd(ctx.file.as_raw_fd());

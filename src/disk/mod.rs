@@ -137,16 +137,15 @@ pub fn run(
     if stop.load(Ordering::Relaxed) {
         return Err(DiskError::Interrupted);
     }
-    let (ring, engine, engine_note) = match opts.engine {
-        EngineChoice::Threads => (None, EngineKind::Threads, None),
+    let (engine, engine_note) = match opts.engine {
+        EngineChoice::Threads => (EngineKind::Threads, None),
         EngineChoice::Uring => {
-            let ring = engine_uring::ring(opts.iodepth).map_err(DiskError::Uring)?;
-            (Some(ring), EngineKind::Uring, None)
+            engine_uring::probe().map_err(DiskError::Uring)?;
+            (EngineKind::Uring, None)
         }
-        EngineChoice::Auto => match engine_uring::ring(opts.iodepth) {
-            Ok(ring) => (Some(ring), EngineKind::Uring, None),
+        EngineChoice::Auto => match engine_uring::probe() {
+            Ok(()) => (EngineKind::Uring, None),
             Err(e) => (
-                None,
                 EngineKind::Threads,
                 Some(format!("io_uring unavailable ({e}), using threads")),
             ),
@@ -190,15 +189,17 @@ pub fn run(
         )
     };
     let (tx, rx) = mpsc::channel();
+    let mut timeline = Vec::new();
+    let mut per_second = Vec::new();
     let collected = std::thread::scope(|s| {
-        let workers = match ring {
-            Some(ring) => {
+        let workers = match engine {
+            EngineKind::Uring => {
                 let (g, r) = (gen(0x9e37), Recorder::new(0, t0, tx.clone()));
                 let ctx = &ctx;
-                s.spawn(move || engine_uring::worker(ctx, ring, g, r));
+                s.spawn(move || engine_uring::worker(ctx, g, r));
                 1
             }
-            None => {
+            EngineKind::Threads => {
                 for w in 0..opts.iodepth as usize {
                     let (g, r) = (gen(0x9e37 + w as u64), Recorder::new(w, t0, tx.clone()));
                     let ctx = &ctx;
@@ -209,7 +210,10 @@ pub fn run(
         };
         drop(tx);
         recorder::collect(rx, workers, &mut |sec| {
-            obs.second(&SecondStats::from_hists(sec, opts.bs, 1.0));
+            let stats = SecondStats::from_hists(sec, opts.bs, 1.0);
+            obs.second(&stats);
+            timeline.push(stats);
+            per_second.extend(result::stored(&sec.hists, Some(sec.t)));
         })
     });
     if let Some(e) = collected.error {
@@ -227,7 +231,8 @@ pub fn run(
         elapsed,
         interrupted,
         collected.totals,
-        collected.seconds,
+        timeline,
+        per_second,
     );
     drop(tf);
     Ok(result)

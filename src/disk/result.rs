@@ -125,7 +125,8 @@ pub struct DiskResult {
     /// The per-second timeline.
     pub timeline: Vec<SecondStats>,
     totals: Hists,
-    seconds: Vec<SecondHists>,
+    /// Each second's histograms, already serialized.
+    per_second: Vec<StoredHistogram>,
 }
 
 impl DiskResult {
@@ -135,16 +136,14 @@ impl DiskResult {
         elapsed: Duration,
         interrupted: bool,
         totals: Hists,
-        seconds: Vec<SecondHists>,
+        mut timeline: Vec<SecondStats>,
+        per_second: Vec<StoredHistogram>,
     ) -> DiskResult {
+        // A last second cut short (Ctrl-C) covers less than a second.
         let el = elapsed.as_secs_f64();
-        let timeline = seconds
-            .iter()
-            .map(|s| {
-                let length = (el - f64::from(s.t)).clamp(0.001, 1.0);
-                SecondStats::from_hists(s, options.bs, length)
-            })
-            .collect();
+        for s in &mut timeline {
+            s.length_s = (el - f64::from(s.t)).clamp(0.001, 1.0);
+        }
         DiskResult {
             options,
             setup,
@@ -152,7 +151,7 @@ impl DiskResult {
             interrupted,
             timeline,
             totals,
-            seconds,
+            per_second,
         }
     }
 
@@ -257,29 +256,30 @@ impl DiskResult {
     /// `read`, `write`, `fsync` for the whole run and for each second (V2 deflate),
     /// leaving out empty ones.
     pub fn histograms(&self) -> Vec<StoredHistogram> {
-        let mut out = Vec::new();
-        let mut add = |name: &str, second: Option<u32>, h: &Histogram<u64>| {
-            if h.is_empty() {
-                return;
-            }
-            let mut v2 = Vec::new();
-            if V2DeflateSerializer::new().serialize(h, &mut v2).is_ok() {
-                out.push(StoredHistogram {
-                    name: name.to_string(),
-                    second,
-                    v2,
-                });
-            }
-        };
-        let all = std::iter::once((None, &self.totals))
-            .chain(self.seconds.iter().map(|s| (Some(s.t), &s.hists)));
-        for (second, h) in all {
-            add("read", second, &h.read);
-            add("write", second, &h.write);
-            add("fsync", second, &h.fsync);
-        }
+        let mut out = stored(&self.totals, None);
+        out.extend(self.per_second.iter().cloned());
         out
     }
+}
+
+/// The non-empty histograms of a set, serialized (V2 deflate) under the store's
+/// disk names: `read`, `write`, `fsync`.
+pub(crate) fn stored(h: &Hists, second: Option<u32>) -> Vec<StoredHistogram> {
+    let mut out = Vec::new();
+    for (name, h) in [("read", &h.read), ("write", &h.write), ("fsync", &h.fsync)] {
+        if h.is_empty() {
+            continue;
+        }
+        let mut v2 = Vec::new();
+        if V2DeflateSerializer::new().serialize(h, &mut v2).is_ok() {
+            out.push(StoredHistogram {
+                name: name.to_string(),
+                second,
+                v2,
+            });
+        }
+    }
+    out
 }
 
 fn lat_json(p: &Percentiles) -> Value {
@@ -303,4 +303,31 @@ fn r1(x: f64) -> f64 {
 
 fn r2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hdrhistogram::serialization::Deserializer;
+
+    /// Stored histograms read back (V2 deflate) with their counts; empty ones are
+    /// left out.
+    #[test]
+    fn stored_histograms_round_trip() {
+        let mut h = Hists::small();
+        for us in [50u64, 80, 120, 30_000] {
+            h.read.record(us * 1000).unwrap();
+        }
+        h.fsync.record(2_000_000).unwrap();
+        let out = stored(&h, Some(3));
+        let names: Vec<_> = out.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["read", "fsync"]);
+        assert!(out.iter().all(|s| s.second == Some(3)));
+        let back: Histogram<u64> = Deserializer::new()
+            .deserialize(&mut out[0].v2.as_slice())
+            .unwrap();
+        assert_eq!(back.len(), 4);
+        let max_us = back.value_at_quantile(1.0) as f64 / 1000.0;
+        assert!((max_us - 30_000.0).abs() < 30.0, "{max_us}");
+    }
 }
