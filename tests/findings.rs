@@ -5,10 +5,10 @@
 //!
 //! Not here: `cold-start`, `not-shared-cacheable`, `no-validators`, `cdn-not-caching`,
 //! `redirect-chain`, `no-keepalive` and `knee` (tests/diagnose.rs and tests/probe.rs),
-//! `disk-tail` and `slow-fsync` (tests/disk.rs). `no-tls-resumption` only quiet: the
-//! lab always resumes sessions, so nothing can plant it. `client-bound` only quiet:
-//! making latscope itself the bottleneck on a shared 2-core machine is not
-//! reproducible. `slow-dns` needs a slow resolver, which the lab has none of.
+//! `slow-dns` (tests/findings_dns.rs, a slow resolver in a namespace of its own).
+//! `client-bound` only quiet: making latscope itself the bottleneck on a shared 2-core
+//! machine is not reproducible. `disk-tail` and `slow-fsync` have unit tests only (a
+//! slow device would need dm-delay).
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -1,0 +1,96 @@
+//! `slow-dns` both ways, with a resolver that answers after 120 ms. Everything runs
+//! inside a network + mount namespace this test creates (root only): loopback up,
+//! /etc/resolv.conf bound to `nameserver 127.0.0.1`, a small DNS responder
+//! (tests/data/slow_dns.py), the lab and latscope — no query leaves the namespace.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::findings::{assert_quiet, finding, num};
+
+const SCRIPT: &str = r#"
+set -e
+dir="$1"; latscope="$2"; responder="$3"
+ip link set lo up
+echo "nameserver 127.0.0.1" > "$dir/resolv.conf"
+mount --bind "$dir/resolv.conf" /etc/resolv.conf
+python3 "$responder" 120 "$dir/dns.ready" > /dev/null 2>&1 &
+dns=$!
+"$latscope" lab --listen 127.0.0.1:8080 > "$dir/lab.url" 2>/dev/null &
+lab=$!
+trap 'kill $dns $lab 2>/dev/null' EXIT
+for _ in $(seq 200); do [ -s "$dir/lab.url" ] && [ -s "$dir/dns.ready" ] && break; sleep 0.05; done
+echo SETUP-OK >&2
+"$latscope" diagnose --json --no-save --no-load -n 5 http://slow.test:8080/cache/public > "$dir/slow.json"
+"$latscope" diagnose --json --no-save --no-load -n 5 http://127.0.0.1:8080/cache/public > "$dir/ip.json"
+"#;
+
+#[test]
+fn slow_dns_fires_with_a_slow_resolver() {
+    let root = unsafe { libc::geteuid() } == 0;
+    let tools = ["unshare", "python3", "ip"].iter().all(|t| {
+        std::process::Command::new("sh")
+            .args(["-c", &format!("command -v {t}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    if !root || !tools {
+        eprintln!(
+            "SKIPPED slow_dns_fires_with_a_slow_resolver: needs root, unshare, python3 and ip"
+        );
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("latscope-slow-dns-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let responder = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/slow_dns.py");
+    let mut child = std::process::Command::new("unshare")
+        .args([
+            "--net",
+            "--mount",
+            "--propagation",
+            "private",
+            "--",
+            "bash",
+            "-c",
+            SCRIPT,
+            "script",
+        ])
+        .arg(&dir)
+        .arg(env!("CARGO_BIN_EXE_latscope"))
+        .arg(responder)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(dir.join("err.log")).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the slow-DNS namespace did not finish within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let err = std::fs::read_to_string(dir.join("err.log")).unwrap_or_default();
+    if !err.contains("SETUP-OK") {
+        eprintln!(
+            "SKIPPED slow_dns_fires_with_a_slow_resolver: the namespace could not be set up: {err}"
+        );
+        return;
+    }
+    assert!(status.success(), "{err}");
+    let read = |name: &str| -> Value {
+        serde_json::from_slice(&std::fs::read(dir.join(name)).unwrap()).unwrap()
+    };
+    let slow = read("slow.json");
+    let f = finding(&slow, "slow-dns");
+    let dns = num(f, "dns_ms");
+    assert!((100.0..=400.0).contains(&dns), "dns p50 {dns} ms");
+    assert_eq!(slow["probe"]["addresses"][0], "127.0.0.1");
+    let ip = read("ip.json");
+    assert_quiet(&ip, "slow-dns", "an IP literal (no lookup)");
+    let _ = std::fs::remove_dir_all(&dir);
+}
