@@ -437,6 +437,9 @@ pub struct DiagnoseArgs {
     /// Length of each load ramp step.
     #[arg(long, default_value = "2s", value_name = "DUR", value_parser = duration)]
     pub step: Duration,
+    /// Stop measuring after this long (all URLs) and conclude from what was measured.
+    #[arg(long, default_value = "45s", value_name = "DUR", value_parser = duration)]
+    pub max_time: Duration,
     #[command(flatten)]
     pub http: HttpArgs,
     #[command(flatten)]

@@ -304,3 +304,26 @@ fn the_demo_works_without_root() {
     }
     assert!(html.exists());
 }
+
+/// `--max-time` bounds a diagnosis: past it, latscope concludes from what it measured.
+#[test]
+fn max_time_bounds_a_diagnosis() {
+    let lab = lab::spawn(LabOptions::default()).unwrap();
+    let start = std::time::Instant::now();
+    let v = diagnose(&[&lab.url("/delay/300ms"), "--max-time", "2s"]);
+    let took = start.elapsed();
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    assert_eq!(v["probe"]["interrupted"], true);
+    // -n 5: at 300 ms a request, 2 s cover about six of the ten requests.
+    let fresh = v["probe"]["fresh"]["count"].as_u64().unwrap();
+    let reused = v["probe"]["reused"]["count"].as_u64().unwrap_or(0);
+    assert!(
+        fresh >= 2 && reused < 5,
+        "{fresh} fresh, {reused} reused samples"
+    );
+    assert_eq!(
+        v["probe"]["fresh"]["errors"], 0,
+        "an interrupted request is not an error"
+    );
+    assert_eq!(v["skipped"], "interrupted");
+}

@@ -83,6 +83,7 @@ pub fn run(args: DiagnoseArgs) -> anyhow::Result<u8> {
     };
     let started = SystemTime::now();
     let interrupt = Interrupt::install()?;
+    interrupt.deadline(args.max_time);
     let mut results = Vec::new();
     let mut failures = Vec::new();
     for target in &targets {
@@ -125,6 +126,21 @@ pub(crate) struct Interrupt {
 }
 
 impl Interrupt {
+    /// Stops the measurement once `limit` has passed, as Ctrl-C would: what was
+    /// measured so far is concluded from, printed and saved.
+    pub fn deadline(&self, limit: Duration) {
+        let (stop, flag) = (self.stop.clone(), self.flag.clone());
+        self.runtime.spawn(async move {
+            tokio::time::sleep(limit).await;
+            eprintln!(
+                "\nlatscope: --max-time {} reached: concluding from what was measured",
+                humantime::format_duration(limit)
+            );
+            flag.store(true, Ordering::SeqCst);
+            stop.stop();
+        });
+    }
+
     pub fn install() -> anyhow::Result<Interrupt> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)

@@ -186,6 +186,12 @@ impl Runner<'_> {
     }
 
     fn record_error(&mut self, series: Series, t: Instant, e: NetError) {
+        // A request cut short by Ctrl-C or a deadline did not fail: it is just not
+        // measured.
+        if matches!(e, NetError::Interrupted) {
+            self.first_error.get_or_insert(e);
+            return;
+        }
         self.samples.push(Sample {
             series,
             t_ms: ms(t - self.clock),
