@@ -82,13 +82,17 @@ for d in (["read"] if rw == "randread" else ["read", "write"]):
     fc99 = med(pct(j[d]["clat_ns"], "99.000000") for j in fio)
     l50 = med(j[d]["lat_us"]["p50"] for j in lat)
     l99 = med(j[d]["lat_us"]["p99"] for j in lat)
-    print(f"| {rw} | {qd} | {d} | {fi:,.0f} | {li:,.0f} | **{li/fi:.2f}** "
+    def spread(js, key):
+        v = [j[d]["iops"] for j in js]
+        return f"{min(v)/1000:.1f}k–{max(v)/1000:.1f}k"
+    print(f"| {rw} | {qd} | {d} | {fi:,.0f} ({spread(fio, 'iops')}) "
+          f"| {li:,.0f} ({spread(lat, 'iops')}) | **{li/fi:.2f}** "
           f"| {fc50:.0f} / {fl50:.0f} | {l50:.0f} | **{l50/fc50:.2f}** / {l50/fl50:.2f} "
           f"| {fc99:.0f} / {fl99:.0f} | {l99:.0f} | **{l99/fc99:.2f}** / {l99/fl99:.2f} |")
 PY
 }
 
-echo "| pattern | iodepth | dir | fio IOPS | latscope IOPS | ratio | fio p50 µs clat / lat | latscope p50 µs | ratio vs clat / lat | fio p99 µs clat / lat | latscope p99 µs | ratio vs clat / lat |"
+echo "| pattern | iodepth | dir | fio IOPS (range) | latscope IOPS (range) | ratio | fio p50 µs clat / lat | latscope p50 µs | ratio vs clat / lat | fio p99 µs clat / lat | latscope p99 µs | ratio vs clat / lat |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 for rw in randread randrw; do
   for qd in 1 32; do
