@@ -6,9 +6,9 @@
 //! Not here: `cold-start`, `not-shared-cacheable`, `no-validators`, `cdn-not-caching`,
 //! `redirect-chain`, `no-keepalive` and `knee` (tests/diagnose.rs and tests/probe.rs),
 //! `slow-dns` (tests/findings_dns.rs, a slow resolver in a namespace of its own).
+//! `disk-tail` and `slow-fsync` (tests/findings_disk.rs, an IOPS-capped volume).
 //! `client-bound` only quiet: making latscope itself the bottleneck on a shared 2-core
-//! machine is not reproducible. `disk-tail` and `slow-fsync` have unit tests only (a
-//! slow device would need dm-delay).
+//! machine is not reproducible.
 
 use std::path::PathBuf;
 use std::time::Duration;

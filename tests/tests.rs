@@ -7,6 +7,7 @@ mod diagnose;
 mod disk;
 mod disk_errors;
 mod findings;
+mod findings_disk;
 mod findings_dns;
 mod findings_wire;
 mod lab;
