@@ -4,7 +4,6 @@
 //! findings, writes an HTML report, says what to try next. Its JSON is the diagnose
 //! JSON plus `planted: [ids]`; every planted problem must be among the findings.
 
-use std::io::Write;
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
@@ -17,7 +16,8 @@ use crate::lab::wire::{self, Wire, WireOptions};
 use crate::lab::{self, LabOptions, StallOptions};
 use crate::net::Target;
 
-use super::diagnose::{self, diagnosis_json, Interrupt, Plan};
+use super::diagnose::{self, diagnosis_json, Plan};
+use super::interrupt::Interrupt;
 use super::ramp::RampPlan;
 use super::saving;
 
@@ -196,14 +196,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<u8> {
         });
     text.push_str(&next_steps(&html, id.as_deref()));
 
-    let mut out = std::io::stdout().lock();
-    if args.output.json {
-        serde_json::to_writer_pretty(&mut out, &doc)?;
-        writeln!(out)?;
-    } else {
-        out.write_all(text.as_bytes())?;
-    }
-    out.flush()?;
+    super::output::print(args.output.json, &doc, &text)?;
     Ok(0)
 }
 

@@ -2,9 +2,7 @@
 //! ramp where it is allowed, then the findings and "where the time goes", bounded in
 //! time. The demo runs the same steps against the lab.
 
-use std::io::{IsTerminal, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::io::IsTerminal;
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
@@ -17,10 +15,11 @@ use crate::config::http::{
 use crate::diagnose::diagnosis::Diagnosis;
 use crate::diagnose::{self, audit, from_probe, rules, Facts, Finding};
 use crate::net::{NetError, Target};
-use crate::probe::{self, ProbeConfig, ProbeResult, Stop};
+use crate::probe::{self, ProbeConfig, ProbeResult};
 use crate::report;
 use crate::usage;
 
+use super::interrupt::Interrupt;
 use super::ramp::{self, RampPlan};
 use super::saving::{self, NewRun};
 
@@ -101,67 +100,12 @@ pub fn run(args: DiagnoseArgs) -> anyhow::Result<u8> {
     }
     let text = render_text(&results);
     let doc = json_doc(&results);
-    let mut out = std::io::stdout().lock();
-    if args.output.json {
-        serde_json::to_writer_pretty(&mut out, &doc)?;
-        writeln!(out)?;
-    } else {
-        out.write_all(text.as_bytes())?;
-    }
-    out.flush()?;
-    drop(out);
+    super::output::print(args.output.json, &doc, &text)?;
     for (url, e) in &failures {
         eprintln!("latscope: {url}: {e:#}");
     }
     save(&args.output, &results, doc, text, started, &args.urls);
     Ok(if failures.is_empty() { 0 } else { 1 })
-}
-
-/// Ctrl-C as both a probe [`Stop`] and a flag for the load engine; the watcher runs
-/// on a runtime of its own so it fires while a blocking ramp runs too.
-pub(crate) struct Interrupt {
-    pub stop: Stop,
-    pub flag: Arc<AtomicBool>,
-    pub runtime: tokio::runtime::Runtime,
-}
-
-impl Interrupt {
-    /// Stops the measurement once `limit` has passed, as Ctrl-C would: what was
-    /// measured so far is concluded from, printed and saved.
-    pub fn deadline(&self, limit: Duration) {
-        let (stop, flag) = (self.stop.clone(), self.flag.clone());
-        self.runtime.spawn(async move {
-            tokio::time::sleep(limit).await;
-            eprintln!(
-                "\nlatscope: --max-time {} reached: concluding from what was measured",
-                humantime::format_duration(limit)
-            );
-            flag.store(true, Ordering::SeqCst);
-            stop.stop();
-        });
-    }
-
-    pub fn install() -> anyhow::Result<Interrupt> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .context("cannot start the async runtime")?;
-        let stop = Stop::new();
-        let flag = Arc::new(AtomicBool::new(false));
-        let (s, f) = (stop.clone(), flag.clone());
-        runtime.spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                f.store(true, Ordering::SeqCst);
-                s.stop();
-            }
-        });
-        Ok(Interrupt {
-            stop,
-            flag,
-            runtime,
-        })
-    }
 }
 
 /// A progress line on stderr, only on a terminal.

@@ -113,15 +113,7 @@ pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
     let doc = result.to_json(&findings);
     let body = report::disk::render(&result, &findings);
     let text = format!("{}{body}", printer.header);
-    let mut out = std::io::stdout().lock();
-    if args.output.json {
-        serde_json::to_writer_pretty(&mut out, &doc).map_err(std::io::Error::from)?;
-        writeln!(out)?;
-    } else {
-        out.write_all(body.as_bytes())?;
-    }
-    out.flush()?;
-    drop(out);
+    super::output::print(args.output.json, &doc, &body)?;
 
     saving::save(
         &args.output,

@@ -77,12 +77,11 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         report::load::header(&plan),
         report::load::summary(&result, &findings)
     );
-    if args.output.json {
-        println!("{}", serde_json::to_string_pretty(&doc)?);
-    } else {
-        print!("{}", report::load::summary(&result, &findings));
-    }
-    std::io::stdout().flush()?;
+    super::output::print(
+        args.output.json,
+        &doc,
+        &report::load::summary(&result, &findings),
+    )?;
     let secret_headers = Vec::new();
     if let Some(id) = saving::save(
         &args.output,

@@ -1,19 +1,17 @@
 //! `latscope probe URL...`: probe each URL in turn, find what the numbers say, print
 //! (text or JSON) and save the run.
 
-use std::io::Write;
 use std::time::SystemTime;
-
-use anyhow::Context;
 
 use crate::cli::ProbeArgs;
 use crate::config::http::{self as httpcfg, HttpVersionPref};
 use crate::diagnose::{self, from_probe, rules, Facts};
 use crate::net::Target;
-use crate::probe::{self, ProbeConfig, ProbeResult, Stop};
+use crate::probe::{self, ProbeConfig, ProbeResult};
 use crate::report;
 use crate::usage;
 
+use super::interrupt::Interrupt;
 use super::saving::{self, NewRun};
 
 /// Runs `latscope probe`.
@@ -34,19 +32,10 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
         .map(|u| Target::parse(u).map_err(|e| usage!("{e}")))
         .collect::<Result<Vec<_>, _>>()?;
     let offered_h2 = client.version != HttpVersionPref::Http1;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
     let started = SystemTime::now();
-    let stop = Stop::new();
-    let outcomes = runtime.block_on(async {
-        let watcher = stop.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                watcher.stop();
-            }
-        });
+    let interrupt = Interrupt::install()?;
+    let stop = &interrupt.stop;
+    let outcomes = interrupt.runtime.block_on(async {
         let mut outcomes = Vec::new();
         for target in &targets {
             if stop.is_stopped() && !outcomes.is_empty() {
@@ -58,11 +47,11 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
                 request: request.clone(),
                 client: client.clone(),
             };
-            outcomes.push((target.url.clone(), probe::probe(&config, &stop).await));
+            outcomes.push((target.url.clone(), probe::probe(&config, stop).await));
         }
         outcomes
     });
-    drop(runtime);
+    drop(interrupt);
 
     let mut results = Vec::new();
     let mut summaries = Vec::new();
@@ -84,15 +73,7 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
 
     let text = render_text(&results, &summaries, &failures);
     let doc = json_doc(&results);
-    let mut out = std::io::stdout().lock();
-    if args.output.json {
-        serde_json::to_writer_pretty(&mut out, &doc)?;
-        writeln!(out)?;
-    } else {
-        out.write_all(text.as_bytes())?;
-    }
-    out.flush()?;
-    drop(out);
+    super::output::print(args.output.json, &doc, &text)?;
     for (url, e) in &failures {
         eprintln!("latscope: {url}: {e}");
     }
