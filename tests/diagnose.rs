@@ -7,34 +7,10 @@ use std::time::Duration;
 use latscope::lab::{self, LabOptions};
 use serde_json::Value;
 
+use crate::findings::{diagnose, ids};
 use crate::util::{json_of, run_within};
 
 const LIMIT: Duration = Duration::from_secs(90);
-
-fn diagnose(args: &[&str]) -> Value {
-    let mut all = vec!["diagnose", "--json", "--no-save", "-n", "5"];
-    if !args.contains(&"--step") {
-        all.extend(["--step", "300ms"]);
-    }
-    all.extend_from_slice(args);
-    let out = run_within(&all, LIMIT);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    json_of(&out)
-}
-
-fn ids(v: &Value) -> Vec<String> {
-    v["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["id"].as_str().unwrap().to_string())
-        .collect()
-}
 
 fn has(v: &Value, id: &str) -> bool {
     ids(v).iter().any(|i| i == id)
