@@ -7,8 +7,6 @@
 //! `redirect-chain`, `no-keepalive` and `knee` (tests/diagnose.rs and tests/probe.rs),
 //! `slow-dns` (tests/findings_dns.rs, a slow resolver in a namespace of its own).
 //! `disk-tail` and `slow-fsync` (tests/findings_disk.rs, an IOPS-capped volume).
-//! `client-bound` only quiet: making latscope itself the bottleneck on a shared 2-core
-//! machine is not reproducible.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -290,6 +288,64 @@ fn no_tls_resumption_fires_when_sessions_never_resume() {
     let v = diagnose(&[&lab.url("/"), "--no-load", "--cacert", cert.arg()]);
     assert_quiet(&v, "no-tls-resumption", "a lab that resumes sessions");
     assert_eq!(v["probe"]["tls"]["resumed"], true);
+}
+
+/// `client-bound`: a full TLS handshake for every request (`--no-keepalive` against a
+/// lab that never resumes sessions) costs latscope more than the lab — key exchange
+/// plus verifying the certificate's signature, against the lab's key exchange plus
+/// signing — so on a 204 that answers at once latscope's one thread never waits for
+/// the target. Time spent waiting for a CPU counts as busy, so other tests running
+/// beside this one only add to it. The same load on a route that takes 20 ms leaves
+/// latscope waiting for the target: quiet.
+#[test]
+fn client_bound_fires_when_latscope_cannot_keep_up() {
+    let tls = LabTls::self_signed(&[]).unwrap();
+    let cert = TempFile::new("lab-client-bound.pem", tls.cert_pem());
+    let lab = lab::spawn(LabOptions {
+        tls: Some(tls.without_resumption()),
+        ..LabOptions::default()
+    })
+    .unwrap();
+    let load = |route: &str| {
+        run_ok(&[
+            "load",
+            &lab.url(route),
+            "--cacert",
+            cert.arg(),
+            "--no-keepalive",
+            "-c",
+            "16",
+            "-d",
+            "2s",
+            "--threads",
+            "1",
+            "--json",
+            "--no-save",
+        ])
+    };
+    let v = load("/status/204");
+    assert_eq!(
+        v["connections_opened"], v["requests"],
+        "a handshake per request"
+    );
+    let f = finding(&v, "client-bound");
+    assert_eq!(num(f, "threads"), 1.0, "{f}");
+    assert!(num(f, "per_thread_busy_pct") >= 90.0, "{f}");
+    let busy = num(f, "client_cpu_pct") + num(f, "client_cpu_wait_pct");
+    assert!(
+        (num(f, "per_thread_busy_pct") - busy).abs() < 0.01,
+        "busy = on a CPU + waiting for one: {f}"
+    );
+    assert_eq!(f["category"], "client");
+
+    let v = load("/delay/20ms");
+    assert!(v["requests"].as_u64().unwrap() >= 100, "{}", v["requests"]);
+    assert_quiet(&v, "client-bound", "a target slower than latscope");
+    assert!(
+        v["client_cpu_pct"].as_f64().unwrap() < 90.0,
+        "{}",
+        v["client_cpu_pct"]
+    );
 }
 
 /// `--workers 2 --overload 503`: from 4 connections on, most requests get a 503 at

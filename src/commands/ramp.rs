@@ -87,7 +87,7 @@ pub(crate) fn run(
         steps.push(step);
         hits += r.cache_hits;
         answered += r.ok;
-        cpu.push(r.client_cpu_pct);
+        cpu.push((r.client_cpu_pct, r.client_wait_pct, lp.threads as u32));
         // Requests still in flight when a step ends complete in a short extra second;
         // it belongs to the step's last whole second, so steps sit back to back on the
         // joined timeline and a stall period is not stretched by one second per step.
@@ -129,7 +129,6 @@ pub(crate) fn run(
             *facts.errors_by_kind.entry(k.clone()).or_default() += v;
         }
         facts.connect_ms.extend(f.connect_ms);
-        facts.threads = facts.threads.max(f.threads);
         facts.p50_ms = p.p50;
         facts.p99_ms = p.p99;
         facts.p999_ms = p.p999;
@@ -157,7 +156,16 @@ pub(crate) fn run(
     if steps.is_empty() {
         anyhow::bail!("interrupted before the first step");
     }
-    facts.client_cpu_pct = cpu.iter().copied().reduce(f64::max);
+    // Steps run different numbers of threads: client-bound judges the step whose
+    // threads were busiest, with that step's thread count.
+    let busy = |&(cpu, wait, threads): &(f64, Option<f64>, u32)| {
+        (cpu + wait.unwrap_or(0.0)) / f64::from(threads.max(1))
+    };
+    if let Some(&(c, w, t)) = cpu.iter().max_by(|a, b| busy(a).total_cmp(&busy(b))) {
+        facts.client_cpu_pct = Some(c);
+        facts.client_wait_pct = w;
+        facts.threads = t;
+    }
     facts.steps = steps.clone();
     let hit_ratio = (hits > 0 && answered > 0).then(|| hits as f64 / answered as f64);
     let json = json!({
@@ -170,6 +178,7 @@ pub(crate) fn run(
         "requests": facts.requests,
         "errors": facts.errors_by_kind,
         "client_cpu_pct": facts.client_cpu_pct,
+        "client_cpu_wait_pct": facts.client_wait_pct,
         "cache_hit_ratio": hit_ratio,
         "stopped_early": stopped_early,
         "timeline": timeline_json,

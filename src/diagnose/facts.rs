@@ -240,6 +240,9 @@ pub struct LoadFacts {
     pub connect_ms: Vec<(f64, u64)>,
     /// latscope's own CPU use, percent of one core (200 = two cores busy).
     pub client_cpu_pct: Option<f64>,
+    /// Time latscope's threads were ready to run but waited for a CPU, percent
+    /// summed over threads like `client_cpu_pct` (another process had the core).
+    pub client_wait_pct: Option<f64>,
     /// Worker threads the load engine ran.
     pub threads: u32,
 }

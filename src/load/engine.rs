@@ -256,7 +256,7 @@ pub fn run(
     let mut seconds: Vec<sys::SecondSample> = Vec::new();
     let mut aborted = false;
 
-    let outputs: Vec<(Recorder, u64)> = std::thread::scope(|s| {
+    let outputs: Vec<(Recorder, sys::ThreadTime)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|j| {
                 let (prep, ctl, live) = (&prepared, &control, lives[j].clone());

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use super::plan::LoadPlan;
 use super::recorder::{ErrorKind, Recorder, KINDS};
-use super::sys::SecondSample;
+use super::sys::{SecondSample, ThreadTime};
 use super::threshold::{Metric, MetricSource, Verdict};
 use crate::diagnose::facts::{LoadFacts, Second};
 use crate::stats::histogram::new_histogram;
@@ -85,6 +85,9 @@ pub struct LoadResult {
     pub thresholds: Vec<Verdict>,
     /// Worker-thread CPU over the run, percent of one core.
     pub client_cpu_pct: f64,
+    /// Time the worker threads were ready to run but waited for a CPU, percent of
+    /// the run summed over threads (`None` where the kernel does not say).
+    pub client_wait_pct: Option<f64>,
     /// Stopped by the stop flag (Ctrl-C) before its end.
     pub aborted: bool,
     /// `--raw` could not be written completely.
@@ -132,7 +135,7 @@ pub fn merge(
     plan: &LoadPlan,
     started: SystemTime,
     elapsed: Duration,
-    outputs: Vec<(Recorder, u64)>,
+    outputs: Vec<(Recorder, ThreadTime)>,
     samples: &[SecondSample],
     aborted: bool,
 ) -> LoadResult {
@@ -159,6 +162,7 @@ pub fn merge(
     let mut errors = [0u64; KINDS];
     let mut statuses = BTreeMap::new();
     let mut cpu_ns = 0u64;
+    let mut wait_ns = Some(0u64);
     let seconds = outputs
         .iter()
         .map(|(r, _)| r.timeline.len())
@@ -172,7 +176,7 @@ pub fn merge(
         .collect();
     let mut second_errors = vec![[0u64; KINDS]; seconds];
     let mut de = Deserializer::new();
-    for (r, cpu) in &outputs {
+    for (r, time) in &outputs {
         let _ = latency.add(&r.latency);
         let _ = service.add(&r.service);
         let _ = connect.add(&r.connect);
@@ -198,7 +202,8 @@ pub fn merge(
                 *statuses.entry(status as u16).or_insert(0) += n;
             }
         }
-        cpu_ns += cpu;
+        cpu_ns += time.cpu_ns;
+        wait_ns = wait_ns.zip(time.wait_ns).map(|(a, b)| a + b);
         for (t, s) in r.timeline.iter().enumerate() {
             let out = &mut timeline[t];
             out.requests += s.requests;
@@ -272,6 +277,7 @@ pub fn merge(
         timeline,
         thresholds: Vec::new(),
         client_cpu_pct: cpu_ns as f64 / 1e7 / elapsed_s.max(1e-9),
+        client_wait_pct: wait_ns.map(|w| w as f64 / 1e7 / elapsed_s.max(1e-9)),
         aborted,
         raw_error: outputs.iter().find_map(|(r, _)| r.raw_error.clone()),
     };
@@ -347,6 +353,7 @@ impl LoadResult {
             "connect_ms": pct(&self.connect),
             "incomplete": self.incomplete,
             "client_cpu_pct": self.client_cpu_pct,
+            "client_cpu_wait_pct": self.client_wait_pct,
             "connections": self.connections,
             "threads": self.threads,
             "connections_opened": self.connections_opened,
@@ -430,6 +437,7 @@ impl LoadResult {
                 .map(|v| (v.value_iterated_to() as f64 / 1e6, v.count_at_value()))
                 .collect(),
             client_cpu_pct: Some(self.client_cpu_pct),
+            client_wait_pct: self.client_wait_pct,
             threads: self.threads as u32,
         }
     }

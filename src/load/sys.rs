@@ -40,6 +40,37 @@ pub fn thread_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// Where a worker thread's time went: on a CPU, and runnable but waiting for one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ThreadTime {
+    /// CPU time the thread used, ns.
+    pub cpu_ns: u64,
+    /// Time it was ready to run but waited for a CPU (the scheduler's run queue),
+    /// ns; `None` where the kernel does not say (no /proc/thread-self/schedstat).
+    pub wait_ns: Option<u64>,
+}
+
+impl ThreadTime {
+    /// The calling thread's times so far.
+    pub fn now() -> ThreadTime {
+        ThreadTime {
+            cpu_ns: thread_cpu_ns(),
+            wait_ns: std::fs::read_to_string("/proc/thread-self/schedstat")
+                .ok()
+                .as_deref()
+                .and_then(parse_run_delay),
+        }
+    }
+}
+
+/// The run-queue delay, the second of schedstat's three numbers: on-CPU ns,
+/// waiting-to-run ns, time slices.
+fn parse_run_delay(text: &str) -> Option<u64> {
+    let mut fields = text.split_whitespace();
+    fields.next()?;
+    fields.next()?.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -50,5 +81,12 @@ mod tests {
         assert_eq!(parse_retrans(t), Some(34));
         assert_eq!(parse_retrans("Ip: A\nIp: 1\n"), None);
         assert!(thread_cpu_ns() > 0);
+    }
+
+    #[test]
+    fn parses_schedstat() {
+        assert_eq!(parse_run_delay("535761486 536022 16\n"), Some(536022));
+        assert_eq!(parse_run_delay("12"), None);
+        assert_eq!(parse_run_delay(""), None);
     }
 }

@@ -29,6 +29,7 @@ use super::plan::Model;
 use super::raw::RawSink;
 use super::recorder::{ErrorKind, Live, Outcome, Recorder};
 use super::scenario::Order;
+use super::sys::ThreadTime;
 
 /// The timer's granularity.
 const TICK: Duration = Duration::from_millis(1);
@@ -40,7 +41,7 @@ pub fn run_thread(
     prep: &Prepared<'_>,
     ctl: &Control,
     live: Arc<Live>,
-) -> (Recorder, u64) {
+) -> (Recorder, ThreadTime) {
     let open = matches!(prep.plan.model, Model::Open { .. });
     let raw = prep
         .raw
@@ -85,11 +86,11 @@ pub fn run_thread(
         }
     });
     drop(rt);
-    let cpu = super::sys::thread_cpu_ns();
-    live.cpu_ns.store(cpu, Ordering::Relaxed);
+    let time = ThreadTime::now();
+    live.cpu_ns.store(time.cpu_ns, Ordering::Relaxed);
     let mut rec = rec.into_inner();
     rec.incomplete += rec.in_flight;
-    (rec.finish(Instant::now()), cpu)
+    (rec.finish(Instant::now()), time)
 }
 
 struct Worker<'a, 'p> {

@@ -106,9 +106,13 @@ pub fn summary(r: &LoadResult, findings: &[Finding]) -> String {
         kv("Incomplete at the end:", r.incomplete.to_string());
     }
     kv("Connections opened:", r.connections_opened.to_string());
+    let waited = match r.client_wait_pct {
+        Some(w) if w >= 1.0 => format!(" (+{w:.0} % waiting for a CPU)"),
+        _ => String::new(),
+    };
     kv(
         "latscope CPU:",
-        format!("{:.0} % of a core", r.client_cpu_pct),
+        format!("{:.0} % of a core{waited}", r.client_cpu_pct),
     );
     s.push('\n');
 

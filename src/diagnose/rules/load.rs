@@ -6,35 +6,56 @@ use super::{ms, percentile, steady, times};
 use crate::diagnose::facts::{LoadFacts, ProbeFacts};
 use crate::diagnose::finding::{Category, Finding, Severity};
 
-/// latscope is the bottleneck above this share of its threads' CPU, percent.
-const CLIENT_CPU_PCT: f64 = 90.0;
+/// latscope is the bottleneck when its threads were busy (on a CPU, or ready to
+/// run and waiting for one) at least this share of the run, percent per thread.
+const CLIENT_BUSY_PCT: f64 = 90.0;
 
-/// `client-bound`: latscope used ≥ 90 % of a core per worker thread.
+/// `client-bound`: latscope's worker threads never waited for the target: each was
+/// on a CPU, or runnable and waiting for one, ≥ 90 % of the run. Time spent waiting
+/// for a CPU counts: when another process holds the core, this machine is the
+/// limit just as when latscope's own work is.
 pub fn client_bound(l: &LoadFacts) -> Option<Finding> {
     let cpu = l.client_cpu_pct?;
+    let wait = l.client_wait_pct.unwrap_or(0.0);
     let threads = l.threads.max(1);
-    let per_thread = cpu / threads as f64;
-    if per_thread < CLIENT_CPU_PCT {
+    let n = threads as f64;
+    let busy = (cpu + wait) / n;
+    if busy < CLIENT_BUSY_PCT {
         return None;
     }
-    Some(
-        Finding::new(
-            "client-bound",
-            Category::Client,
-            Severity::Warn,
-            format!(
-                "latscope used {cpu:.0}% CPU over {threads} thread{} ({per_thread:.0}% each): \
-                 the numbers say more about this machine than the target",
-                if threads == 1 { "" } else { "s" }
-            ),
+    let s = if threads == 1 { "" } else { "s" };
+    // Waiting for a CPU is worth naming once it is a tenth of the busy time.
+    let starved = wait >= 0.1 * (cpu + wait);
+    let message = if starved {
+        format!(
+            "latscope's {threads} thread{s} never waited for the target: busy {busy:.0}% of \
+             the run, {:.0}% on a CPU and {:.0}% waiting for one that another process \
+             held; the numbers say more about this machine than the target",
+            cpu / n,
+            wait / n
         )
-        .num("client_cpu_pct", cpu)
-        .count("threads", threads as u64)
-        .num("per_thread_pct", per_thread)
-        .advice(
-            "the load findings are left out: run with more --threads, on a bigger machine, \
-             or split the load over several machines (--shard), then measure again",
-        ),
+    } else {
+        format!(
+            "latscope used {cpu:.0}% CPU over {threads} thread{s} ({:.0}% each): the \
+             numbers say more about this machine than the target",
+            cpu / n
+        )
+    };
+    let advice = if starved {
+        "the load findings are left out: stop what else is running here or run latscope \
+         on a quieter machine, then measure again"
+    } else {
+        "the load findings are left out: run with more --threads, on a machine with more \
+         cores, or from several machines at once, then measure again"
+    };
+    Some(
+        Finding::new("client-bound", Category::Client, Severity::Warn, message)
+            .num("client_cpu_pct", cpu)
+            .num("client_cpu_wait_pct", wait)
+            .count("threads", threads as u64)
+            .num("per_thread_pct", cpu / n)
+            .num("per_thread_busy_pct", busy)
+            .advice(advice),
     )
 }
 
@@ -232,7 +253,25 @@ mod tests {
         l.client_cpu_pct = Some(190.0);
         let f = client_bound(&l).expect("fires");
         assert_eq!(f.evidence_f64("per_thread_pct"), Some(95.0));
+        assert!(f.advice.contains("--threads"));
         assert!(client_bound(&ramp(vec![])).is_none());
+    }
+
+    /// 120% on a CPU plus 70% waiting for one over 2 threads: busy 95% each, the
+    /// machine is the limit. 40% + 20% is not.
+    #[test]
+    fn client_bound_counts_waiting_for_a_cpu() {
+        let mut l = ramp(vec![]);
+        l.client_cpu_pct = Some(120.0);
+        l.client_wait_pct = Some(70.0);
+        let f = client_bound(&l).expect("fires");
+        assert_eq!(f.evidence_f64("per_thread_busy_pct"), Some(95.0));
+        assert_eq!(f.evidence_f64("client_cpu_wait_pct"), Some(70.0));
+        assert!(f.title.contains("waiting for one"), "{}", f.title);
+        assert!(f.advice.contains("quieter machine"));
+        l.client_cpu_pct = Some(40.0);
+        l.client_wait_pct = Some(20.0);
+        assert!(client_bound(&l).is_none());
     }
 
     /// A server capped near 300 req/s: the knee is at 8 connections.
