@@ -9,15 +9,12 @@
 use std::future::Future;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime};
 
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinSet;
@@ -29,6 +26,7 @@ use super::cold::ColdStart;
 use super::gate::Gate;
 use super::stats::Counters;
 use super::{routes, LabOptions};
+use crate::net::stream::MaybeTls;
 
 /// How long connections get to finish after shutdown before they are dropped.
 const GRACE: Duration = Duration::from_secs(1);
@@ -228,65 +226,4 @@ fn set_linger_zero(fd: RawFd) {
 }
 
 /// A plain or TLS server stream, one concrete type for hyper.
-enum LabStream {
-    Plain(TcpStream),
-    Tls(Box<TlsStream<TcpStream>>),
-}
-
-impl AsyncRead for LabStream {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            LabStream::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            LabStream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
-        }
-    }
-}
-
-impl AsyncWrite for LabStream {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            LabStream::Plain(s) => Pin::new(s).poll_write(cx, buf),
-            LabStream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
-        }
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            LabStream::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
-            LabStream::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
-        }
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        match self {
-            LabStream::Plain(s) => s.is_write_vectored(),
-            LabStream::Tls(s) => s.is_write_vectored(),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            LabStream::Plain(s) => Pin::new(s).poll_flush(cx),
-            LabStream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            LabStream::Plain(s) => Pin::new(s).poll_shutdown(cx),
-            LabStream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
-        }
-    }
-}
+type LabStream = MaybeTls<TlsStream<TcpStream>>;

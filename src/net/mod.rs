@@ -6,6 +6,7 @@ pub mod conn;
 pub mod dns;
 pub mod error;
 pub mod http;
+pub mod stream;
 pub mod target;
 pub mod tcp;
 pub mod timed_io;
