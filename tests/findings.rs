@@ -14,9 +14,7 @@ use std::time::Duration;
 use latscope::lab::{self, LabOptions, LabTls, OverloadPolicy, StallOptions};
 use serde_json::Value;
 
-use crate::util::{json_of, run_within};
-
-const LIMIT: Duration = Duration::from_secs(60);
+use crate::util::run_json;
 
 /// `latscope diagnose --json --no-save -n 5 ARGS` (`--step 300ms` unless given).
 pub(crate) fn diagnose(args: &[&str]) -> Value {
@@ -25,19 +23,7 @@ pub(crate) fn diagnose(args: &[&str]) -> Value {
         all.extend(["--step", "300ms"]);
     }
     all.extend_from_slice(args);
-    run_ok(&all)
-}
-
-/// Runs latscope, asserts exit 0, parses its JSON.
-pub(crate) fn run_ok(args: &[&str]) -> Value {
-    let out = run_within(args, LIMIT);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{args:?}: stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    json_of(&out)
+    run_json(&all)
 }
 
 pub(crate) fn ids(v: &Value) -> Vec<String> {
@@ -307,7 +293,7 @@ fn client_bound_fires_when_latscope_cannot_keep_up() {
     })
     .unwrap();
     let load = |route: &str| {
-        run_ok(&[
+        run_json(&[
             "load",
             &lab.url(route),
             "--cacert",
@@ -474,7 +460,7 @@ fn loopback_has_no_distance_findings() {
     ] {
         assert_quiet(&v, id, "loopback");
     }
-    let v = run_ok(&[
+    let v = run_json(&[
         "probe",
         "--json",
         "--no-save",

@@ -124,7 +124,7 @@ fn closed_model_paces_by_the_response() {
 #[test]
 fn cli_count_json() {
     let lab = healthy();
-    let out = util::run(&[
+    let j = util::run_json(&[
         "load",
         &lab.url("/bytes/100"),
         "-n",
@@ -134,13 +134,6 @@ fn cli_count_json() {
         "--json",
         "--no-save",
     ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let j = json_of(&out);
     assert_eq!(
         (j["requests"].as_u64(), j["ok"].as_u64()),
         (Some(50), Some(50))
@@ -415,14 +408,7 @@ body = "x=1"
 "#,
         lab.base_url()
     ));
-    let out = util::run(&["load", "-f", &file, "--json", "--no-save"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let j = json_of(&out);
+    let j = util::run_json(&["load", "-f", &file, "--json", "--no-save"]);
     assert_eq!(j["requests"], 31);
     let eps = j["endpoints"].as_array().unwrap();
     let count = |name: &str| {
@@ -673,7 +659,7 @@ fn h2c_streams_run_concurrently() {
         ..Default::default()
     })
     .unwrap();
-    let out = util::run(&[
+    let j = util::run_json(&[
         "load",
         &lab.url("/delay/50ms"),
         "--http2",
@@ -686,13 +672,6 @@ fn h2c_streams_run_concurrently() {
         "--json",
         "--no-save",
     ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let j = json_of(&out);
     assert_eq!(
         (j["ok"].as_u64(), j["connections_opened"].as_u64()),
         (Some(16), Some(1))

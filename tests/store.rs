@@ -51,7 +51,7 @@ fn write_export(dir: &Path, r: &RunRecord) -> PathBuf {
 }
 
 fn run_ok(args: &[&str]) -> String {
-    let out = latscope().args(args).output().unwrap();
+    let out = crate::util::run(args);
     assert!(
         out.status.success(),
         "{args:?}: {}",

@@ -9,9 +9,25 @@ pub fn latscope() -> Command {
     Command::new(env!("CARGO_BIN_EXE_latscope"))
 }
 
-/// Runs latscope with `args`, returning its output.
+/// How long one latscope command in a test may take before it counts as a hang.
+pub const LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Runs latscope with `args`, returning its output (killed, and the test failed,
+/// after [`LIMIT`]).
 pub fn run(args: &[&str]) -> Output {
-    latscope().args(args).output().expect("latscope runs")
+    run_within(args, LIMIT)
+}
+
+/// Runs latscope with `args`, asserts it exits 0 and parses its stdout as JSON.
+pub fn run_json(args: &[&str]) -> serde_json::Value {
+    let out = run(args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{args:?}: stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json_of(&out)
 }
 
 /// Runs latscope with `args`, killing it if it runs longer than `limit` (a hang is a
