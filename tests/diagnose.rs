@@ -188,6 +188,42 @@ fn bad_input_is_a_usage_error() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot connect"));
 }
 
+/// Several URLs where one cannot be reached: probe and diagnose still report the
+/// others, and `--json` keeps every URL in the order given, the failed one as
+/// `{url, error}`; the exit code says something failed.
+#[test]
+fn a_failed_url_keeps_its_place_in_the_json() {
+    let lab = latscope::lab::spawn(latscope::lab::LabOptions::default()).unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let closed = format!("http://{closed}/");
+    let ok = lab.url("/");
+    for command in ["probe", "diagnose"] {
+        let mut args = vec![command, "--json", "--no-save", "-n", "2", &closed, &ok];
+        if command == "diagnose" {
+            args.push("--no-load");
+        }
+        let out = run_within(&args, LIMIT);
+        assert_eq!(out.status.code(), Some(1), "{command}");
+        let v = json_of(&out);
+        assert_eq!(v["kind"], command);
+        let results = v["results"].as_array().expect("results for several URLs");
+        assert_eq!(results.len(), 2, "{command}: {v}");
+        assert_eq!(results[0]["url"], closed.as_str());
+        assert!(
+            results[0]["error"]
+                .as_str()
+                .unwrap()
+                .contains("cannot connect"),
+            "{command}: {}",
+            results[0]
+        );
+        assert!(results[1]["error"].is_null(), "{command}: {}", results[1]);
+    }
+}
+
 /// The demo: every planted problem is among the findings, the HTML report is written,
 /// and the JSON is the diagnose JSON plus `planted`.
 #[test]

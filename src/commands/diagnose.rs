@@ -20,6 +20,7 @@ use crate::report;
 use crate::usage;
 
 use super::interrupt::Interrupt;
+use super::probe::{failed_entry, json_doc};
 use super::ramp::{self, RampPlan};
 use super::saving::{self, NewRun};
 
@@ -85,13 +86,20 @@ pub fn run(args: DiagnoseArgs) -> anyhow::Result<u8> {
     interrupt.deadline(args.max_time);
     let mut results = Vec::new();
     let mut failures = Vec::new();
+    let mut entries = Vec::new();
     for target in &targets {
         if interrupt.stop.is_stopped() && !results.is_empty() {
             break;
         }
         match diagnose_url(&interrupt, target, &plan, &mut progress_printer()) {
-            Ok(d) => results.push(d),
-            Err(e) => failures.push((target.url.clone(), e)),
+            Ok(d) => {
+                entries.push(diagnosis_json(&d));
+                results.push(d);
+            }
+            Err(e) => {
+                entries.push(failed_entry(&target.url, &format!("{e:#}")));
+                failures.push((target.url.clone(), e));
+            }
         }
     }
     if results.is_empty() {
@@ -99,7 +107,7 @@ pub fn run(args: DiagnoseArgs) -> anyhow::Result<u8> {
         return Err(e.context(format!("diagnosing {url}")));
     }
     let text = render_text(&results);
-    let doc = json_doc(&results);
+    let doc = json_doc("diagnose", entries);
     super::output::print(args.output.json, &doc, &text)?;
     for (url, e) in &failures {
         eprintln!("latscope: {url}: {e:#}");
@@ -320,14 +328,6 @@ pub(crate) fn diagnosis_json(d: &Diagnosis) -> Value {
         doc["origin"] = v;
     }
     doc
-}
-
-fn json_doc(results: &[Diagnosis]) -> Value {
-    if results.len() == 1 {
-        diagnosis_json(&results[0])
-    } else {
-        json!({"kind": "diagnose", "results": results.iter().map(diagnosis_json).collect::<Vec<_>>()})
-    }
 }
 
 pub(crate) fn render_text(results: &[Diagnosis]) -> String {

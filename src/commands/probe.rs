@@ -56,14 +56,19 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
     let mut results = Vec::new();
     let mut summaries = Vec::new();
     let mut failures = Vec::new();
+    let mut entries = Vec::new();
     for (url, outcome) in outcomes {
         match outcome {
             Ok(mut r) => {
                 let summary = explain(&mut r, offered_h2);
+                entries.push(serde_json::to_value(&r)?);
                 summaries.push(summary);
                 results.push(r);
             }
-            Err(e) => failures.push((url, e)),
+            Err(e) => {
+                entries.push(failed_entry(&url, &e));
+                failures.push((url, e));
+            }
         }
     }
     if results.is_empty() {
@@ -72,7 +77,7 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
     }
 
     let text = render_text(&results, &summaries, &failures);
-    let doc = json_doc(&results);
+    let doc = json_doc("probe", entries);
     super::output::print(args.output.json, &doc, &text)?;
     for (url, e) in &failures {
         eprintln!("latscope: {url}: {e}");
@@ -142,11 +147,17 @@ fn render_text(
     text
 }
 
-/// The probe JSON: one result, or `{kind: "probe", results: [...]}` for several.
-pub(crate) fn json_doc(results: &[ProbeResult]) -> serde_json::Value {
-    if results.len() == 1 {
-        serde_json::to_value(&results[0]).unwrap_or_default()
+/// The JSON of a run over the URLs given: one URL's document, or for several
+/// `{kind, results: [...]}` in the order given, a URL that failed as `{url, error}`.
+pub(crate) fn json_doc(kind: &str, mut entries: Vec<serde_json::Value>) -> serde_json::Value {
+    if entries.len() == 1 {
+        entries.remove(0)
     } else {
-        serde_json::json!({"kind": "probe", "results": results})
+        serde_json::json!({"kind": kind, "results": entries})
     }
+}
+
+/// A URL that could not be measured, as an entry of `results`.
+pub(crate) fn failed_entry(url: &str, error: &dyn std::fmt::Display) -> serde_json::Value {
+    serde_json::json!({"url": url, "error": error.to_string()})
 }

@@ -169,7 +169,11 @@ pub fn probe_results(run: &RunRecord) -> Vec<&Value> {
         _ => return Vec::new(),
     };
     match probe.get("results").and_then(Value::as_array) {
-        Some(results) => results.iter().collect(),
+        // A URL that failed is `{url, error}`: nothing measured to show.
+        Some(results) => results
+            .iter()
+            .filter(|r| r.get("error").is_none())
+            .collect(),
         None => vec![probe],
     }
 }
