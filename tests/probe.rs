@@ -312,6 +312,25 @@ fn run_failures_exit_1_with_a_clear_reason() {
     );
 }
 
+/// A server that never answers in time: the probe gives up after three timeouts
+/// instead of waiting out every one of its 2 × 10 requests.
+#[test]
+fn a_probe_gives_up_after_three_failures() {
+    let lab = lab::spawn(LabOptions::default()).unwrap();
+    let started = std::time::Instant::now();
+    expect_failure(
+        &[&lab.url("/delay/10s"), "-n", "10", "--timeout", "300ms"],
+        1,
+        "timed out",
+    );
+    assert_eq!(lab.stats().route("delay"), 3, "requests the lab saw");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
 /// A one-shot raw server on 127.0.0.1 that answers every connection with `reply`.
 fn raw_server(reply: &'static [u8]) -> std::net::SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();

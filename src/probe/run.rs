@@ -23,9 +23,12 @@ pub struct ProbeConfig {
     pub client: ClientOptions,
 }
 
+/// Failed tries, with not one success, after which a probe gives up.
+const GIVE_UP: usize = 3;
+
 /// Probes one target. Fails only when nothing could be measured (the first error is
-/// returned); later failures are kept as samples with an error. Stops early, keeping
-/// what was measured, when `stop` is set.
+/// returned, after at most [`GIVE_UP`] tries); later failures are kept as samples
+/// with an error. Stops early, keeping what was measured, when `stop` is set.
 pub async fn probe(config: &ProbeConfig, stop: &Stop) -> Result<ProbeResult, NetError> {
     let started = SystemTime::now();
     let clock = Instant::now();
@@ -212,7 +215,7 @@ impl Runner<'_> {
     /// N requests, each on a connection of its own (DNS resolved anew every time).
     async fn fresh_series(&mut self) {
         for _ in 0..self.config.count {
-            if self.stop.is_stopped() {
+            if self.stop.is_stopped() || self.hopeless() {
                 return;
             }
             let t = Instant::now();
@@ -235,7 +238,7 @@ impl Runner<'_> {
         let mut attempts = 0u32;
         while done < self.config.count && attempts < self.config.count * 2 + 2 {
             attempts += 1;
-            if self.stop.is_stopped() {
+            if self.stop.is_stopped() || self.hopeless() {
                 return;
             }
             let t = Instant::now();
@@ -279,7 +282,7 @@ impl Runner<'_> {
     /// N TCP connects, each resolving anew: a ping for a database host.
     async fn tcp_ping(&mut self) {
         for _ in 0..self.config.count {
-            if self.stop.is_stopped() {
+            if self.stop.is_stopped() || self.hopeless() {
                 return;
             }
             let t = Instant::now();
@@ -321,6 +324,13 @@ impl Runner<'_> {
                 Err(e) => self.record_error(Series::Fresh, t, e),
             }
         }
+    }
+
+    /// Nothing has worked in the first [`GIVE_UP`] tries: the rest would fail the same
+    /// way, each after up to a full timeout (a server that never answers would hold a
+    /// 20-request probe for 20 timeouts).
+    fn hopeless(&self) -> bool {
+        self.samples.len() >= GIVE_UP && self.samples.iter().all(|s| s.error.is_some())
     }
 
     /// When not one sample succeeded: the first error.
