@@ -98,7 +98,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<u8> {
         origin: None,
         distance_km: None,
         force_load: false,
-        no_load: true,
+        no_load: None,
         ramp: RampPlan {
             max_connections: 32,
             step: Duration::from_secs(2),
@@ -113,7 +113,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<u8> {
     ] {
         let target = Target::parse(&lab.url(path)).map_err(anyhow::Error::new)?;
         let plan = Plan {
-            no_load: !load,
+            no_load: (!load).then(|| "the demo ramps /cache/private-cookie only".to_string()),
             ..base.clone()
         };
         results.push(diagnose::diagnose_url(

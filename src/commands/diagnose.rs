@@ -34,7 +34,8 @@ pub(crate) struct Plan {
     pub distance_km: Option<f64>,
     /// Run the ramp against a public address too (`--load`).
     pub force_load: bool,
-    pub no_load: bool,
+    /// Skip the ramp, and why (`--no-load`, or the demo ramping one URL only).
+    pub no_load: Option<String>,
     pub ramp: RampPlan,
 }
 
@@ -75,7 +76,7 @@ pub fn run(args: DiagnoseArgs) -> anyhow::Result<u8> {
         origin: args.origin.clone(),
         distance_km: args.distance_km,
         force_load: args.load,
-        no_load: args.no_load,
+        no_load: args.no_load.then(|| "--no-load".to_string()),
         ramp: RampPlan {
             max_connections: args.max_connections,
             step: args.step,
@@ -190,7 +191,7 @@ pub(crate) fn diagnose_url(
         .block_on(probe::audit::audit(&config, stop))
     {
         Ok(c) => (Some(c), None),
-        Err(NetError::Interrupted) => (None, Some("interrupted".to_string())),
+        Err(NetError::Interrupted) => (None, Some(interrupt.reason().to_string())),
         Err(e) => (None, Some(e.to_string())),
     };
     let origin = match &plan.origin {
@@ -229,10 +230,10 @@ pub(crate) fn diagnose_url(
         }
         _ => None,
     };
-    let (ramp, skipped) = if plan.no_load {
-        (None, Some("--no-load".to_string()))
+    let (ramp, skipped) = if let Some(why) = &plan.no_load {
+        (None, Some(why.clone()))
     } else if stop.is_stopped() {
-        (None, Some("interrupted".to_string()))
+        (None, Some(interrupt.reason().to_string()))
     } else if !plan.force_load && !local_enough(&probe.addresses) {
         (
             None,

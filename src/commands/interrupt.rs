@@ -3,7 +3,7 @@
 //! what it measured.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -16,15 +16,18 @@ pub(crate) struct Interrupt {
     pub stop: Stop,
     pub flag: Arc<AtomicBool>,
     pub runtime: tokio::runtime::Runtime,
+    /// What stopped the run, once something did.
+    why: Arc<OnceLock<&'static str>>,
 }
 
 impl Interrupt {
     /// Stops the measurement once `limit` has passed, as Ctrl-C would: what was
     /// measured so far is concluded from, printed and saved.
     pub fn deadline(&self, limit: Duration) {
-        let (stop, flag) = (self.stop.clone(), self.flag.clone());
+        let (stop, flag, why) = (self.stop.clone(), self.flag.clone(), self.why.clone());
         self.runtime.spawn(async move {
             tokio::time::sleep(limit).await;
+            let _ = why.set("--max-time reached");
             eprintln!(
                 "\nlatscope: --max-time {} reached: concluding from what was measured",
                 humantime::format_duration(limit)
@@ -42,9 +45,11 @@ impl Interrupt {
             .context("cannot start the async runtime")?;
         let stop = Stop::new();
         let flag = Arc::new(AtomicBool::new(false));
-        let (s, f) = (stop.clone(), flag.clone());
+        let why = Arc::new(OnceLock::new());
+        let (s, f, w) = (stop.clone(), flag.clone(), why.clone());
         runtime.spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
+                let _ = w.set("interrupted (Ctrl-C)");
                 f.store(true, Ordering::SeqCst);
                 s.stop();
             }
@@ -53,6 +58,12 @@ impl Interrupt {
             stop,
             flag,
             runtime,
+            why,
         })
+    }
+
+    /// What stopped the run: Ctrl-C or `--max-time` ("interrupted" before either).
+    pub fn reason(&self) -> &'static str {
+        self.why.get().copied().unwrap_or("interrupted")
     }
 }
