@@ -173,6 +173,22 @@ fn untrusted_certificates_fail_with_a_hint_unless_k() {
     assert_eq!(v["status"], 200);
 }
 
+/// `--http2` offers only h2: against a TLS server without it the handshake fails,
+/// and the error says why and what to do.
+#[test]
+fn http2_against_a_server_without_h2_says_so() {
+    let (lab, pem) = tls_lab(false);
+    let url = lab.url("/");
+    let pem = pem.to_str().unwrap();
+    expect_failure(
+        &[&url, "-n", "1", "--cacert", pem, "--http2"],
+        1,
+        "does not speak HTTP/2",
+    );
+    let v = probe_json(&[&url, "-n", "1", "--cacert", pem]);
+    assert_eq!(v["http_version"], "HTTP/1.1");
+}
+
 #[test]
 fn h2c_with_prior_knowledge() {
     let lab = lab::spawn(LabOptions {

@@ -146,6 +146,10 @@ async fn handshake(
             let hint = if reason.contains("certificate") || reason.contains("Certificate") {
                 " (the server's certificate is not trusted here: pass --cacert FILE with \
                  its CA, or -k to skip verification)"
+            } else if reason.contains("NoApplicationProtocol") {
+                " (the server accepts none of the protocols offered in ALPN: with --http2 \
+                 only h2 is offered, and this server does not speak HTTP/2 here; drop \
+                 --http2)"
             } else {
                 ""
             };
