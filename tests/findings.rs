@@ -414,6 +414,43 @@ fn periodic_spikes_fire_on_periodic_stalls() {
     assert_quiet(&v, "retransmits", "loopback");
 }
 
+/// `latscope load` on a fast route (`/`, well under a millisecond) stalled for 300 ms
+/// every 2 s: a stall holds one request per connection among thousands, so p99 barely
+/// moves, but each stalled second's max is ≈ 300 ms — periodic spikes of the max,
+/// every ≈ 2 s. The same load without stalls is quiet.
+#[test]
+fn periodic_spikes_fire_on_stalls_of_a_fast_route() {
+    let load = |lab: &lab::RunningLab, d: &str| {
+        run_json(&[
+            "load",
+            &lab.url("/"),
+            "-c",
+            "4",
+            "-d",
+            d,
+            "--json",
+            "--no-save",
+        ])
+    };
+    let lab = lab::spawn(LabOptions {
+        stall: Some(StallOptions {
+            every: Duration::from_secs(2),
+            length: Duration::from_millis(300),
+        }),
+        ..LabOptions::default()
+    })
+    .unwrap();
+    let v = load(&lab, "7s");
+    let f = finding(&v, "periodic-spikes");
+    assert_in("period", num(f, "period_s"), 1.0, 3.0);
+    assert!(text(f, "spiked").contains("max"), "{f}");
+    assert_in("max", num(f, "max_ms"), 250.0, 1000.0);
+    assert!(num(f, "median_max_ms") < 100.0, "{f}");
+    let healthy = lab::spawn(LabOptions::default()).unwrap();
+    let v = load(&healthy, "4s");
+    assert_quiet(&v, "periodic-spikes", "a fast route without stalls");
+}
+
 /// The healthy counterpart of the load findings: the same kind of ramp, long enough
 /// for periodic spikes to show, against a lab without limits or stalls.
 #[test]

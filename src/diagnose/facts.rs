@@ -218,6 +218,10 @@ pub struct Second {
     pub errors: u64,
     pub p50_ms: f64,
     pub p99_ms: f64,
+    /// The slowest request that completed this second, ms (0: not measured). A stall
+    /// that holds one request per connection among thousands barely moves p99, but
+    /// it is this second's max.
+    pub max_ms: f64,
     /// TCP segments retransmitted during this second.
     pub retrans: u64,
 }

@@ -422,6 +422,7 @@ impl LoadResult {
                     errors: s.errors,
                     p50_ms: s.p50_ms,
                     p99_ms: s.p99_ms,
+                    max_ms: s.max_ms,
                     retrans: s.retrans.unwrap_or(0),
                 })
                 .collect(),
