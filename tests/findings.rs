@@ -353,6 +353,31 @@ fn errors_under_load_fires_when_the_server_sheds_load() {
     assert_eq!(f["severity"], "crit");
 }
 
+/// A URL that always answers 404 (or 503) fails at the first, lowest step already: its
+/// errors are not "under load", the URL answers an error — `error-status`.
+#[test]
+fn error_status_fires_on_a_url_that_always_fails() {
+    let lab = lab::spawn(LabOptions::default()).unwrap();
+    for status in [404, 503] {
+        let v = diagnose(&[
+            &lab.url(&format!("/status/{status}")),
+            "--max-connections",
+            "2",
+        ]);
+        let f = finding(&v, "error-status");
+        assert_eq!(num(f, "status"), status as f64, "{f}");
+        assert!(num(f, "count") >= 5.0, "{f}");
+        assert_eq!(f["severity"], "crit");
+        assert!(
+            f["title"].as_str().unwrap().contains(&status.to_string()),
+            "{f}"
+        );
+        assert_quiet(&v, "errors-under-load", "a URL that always fails");
+    }
+    let v = diagnose(&[&lab.url("/"), "--no-load"]);
+    assert_quiet(&v, "error-status", "a 200");
+}
+
 /// Stalls of 200 ms every 500 ms hold the request in flight: p99 ≈ 200 ms against a
 /// ≈ 10 ms p50.
 #[test]

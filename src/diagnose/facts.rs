@@ -128,6 +128,8 @@ pub struct ProbeFacts {
     /// "HTTP/1.0", "HTTP/1.1" or "HTTP/2".
     pub http_version: String,
     pub status: u16,
+    /// How many of the probe's requests got each status (empty: not counted).
+    pub statuses: BTreeMap<u16, u64>,
     /// Fresh-connection series (every request opens a connection).
     pub fresh: Option<SeriesFacts>,
     /// Reused-connection series.

@@ -10,6 +10,7 @@ pub mod connection;
 pub mod content;
 pub mod disk;
 pub mod load;
+pub mod status;
 pub mod tcp;
 pub mod timeline;
 pub mod timing;
@@ -20,6 +21,7 @@ use super::finding::Finding;
 
 /// Every finding id the rules can emit (docs/findings.md documents each).
 pub const IDS: &[&str] = &[
+    "error-status",
     "cold-start",
     "server-dominates",
     "server-timing-gap",
@@ -55,6 +57,7 @@ pub fn all(facts: &Facts) -> Vec<Finding> {
     let mut out: Vec<Option<Finding>> = Vec::new();
     let proxied = behind_proxy(facts);
     if let Some(p) = &facts.probe {
+        out.push(status::error_status(p));
         out.push(cold::cold_start(p));
         out.push(connection::handshake_dominates(p));
         out.push(connection::no_keepalive(p));
