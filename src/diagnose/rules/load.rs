@@ -10,11 +10,22 @@ use crate::diagnose::finding::{Category, Finding, Severity};
 /// run and waiting for one) at least this share of the run, percent per thread.
 const CLIENT_BUSY_PCT: f64 = 90.0;
 
+/// Requests completed and every one failed (connect errors to a closed port, a URL
+/// that always errors). Then no latency describes the target and `client-bound`
+/// (which would be latscope spinning through failures) and the latency rules stay
+/// quiet.
+pub fn none_succeeded(l: &LoadFacts) -> bool {
+    l.requests > 0 && l.errors >= l.requests
+}
+
 /// `client-bound`: latscope's worker threads never waited for the target: each was
 /// on a CPU, or runnable and waiting for one, ≥ 90 % of the run. Time spent waiting
 /// for a CPU counts: when another process holds the core, this machine is the
 /// limit just as when latscope's own work is.
 pub fn client_bound(l: &LoadFacts) -> Option<Finding> {
+    if none_succeeded(l) {
+        return None;
+    }
     let cpu = l.client_cpu_pct?;
     let wait = l.client_wait_pct.unwrap_or(0.0);
     let threads = l.threads.max(1);
@@ -273,6 +284,33 @@ mod tests {
         assert_eq!(f.evidence_f64("per_thread_pct"), Some(95.0));
         assert!(f.advice.contains("--threads"));
         assert!(client_bound(&ramp(vec![])).is_none());
+    }
+
+    /// A closed port: 300,000 connect errors at full CPU, nothing succeeded. The run's
+    /// error says so; client-bound and the latency rules stay quiet, and so does the
+    /// whole set of rules but errors-under-load.
+    #[test]
+    fn client_bound_quiet_when_nothing_succeeded() {
+        let mut l = ramp(vec![]);
+        l.client_cpu_pct = Some(195.0);
+        l.requests = 300_000;
+        l.errors = 300_000;
+        l.errors_by_kind.insert("connect".into(), 300_000);
+        l.p50_ms = 0.01;
+        l.p99_ms = 80.0;
+        assert!(none_succeeded(&l));
+        assert!(client_bound(&l).is_none());
+        let facts = crate::diagnose::facts::Facts {
+            load: Some(l.clone()),
+            ..Default::default()
+        };
+        let ids: Vec<String> = crate::diagnose::rules::all(&facts)
+            .into_iter()
+            .map(|f| f.id)
+            .collect();
+        assert_eq!(ids, ["errors-under-load"]);
+        l.errors = 299_990;
+        assert!(client_bound(&l).is_some(), "some succeeded: the CPU counts");
     }
 
     /// 120% on a CPU plus 70% waiting for one over 2 threads: busy 95% each, the
