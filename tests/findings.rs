@@ -378,6 +378,46 @@ fn error_status_fires_on_a_url_that_always_fails() {
     assert_quiet(&v, "error-status", "a 200");
 }
 
+/// The open model at 300 req/s against a lab that serves 2 requests at a time on a
+/// 20 ms route (≈ 100 req/s): requests queue, p50 grows second by second, and the rate
+/// is not sustained. 20 req/s is.
+#[test]
+fn rate_not_sustained_fires_above_capacity() {
+    let lab = lab::spawn(LabOptions {
+        workers: Some(2),
+        ..LabOptions::default()
+    })
+    .unwrap();
+    let load = |rate: &str| {
+        run_json(&[
+            "load",
+            &lab.url("/delay/20ms"),
+            "--rate",
+            rate,
+            "-d",
+            "2s",
+            "--json",
+            "--no-save",
+        ])
+    };
+    let v = load("300");
+    let f = finding(&v, "rate-not-sustained");
+    assert_eq!(num(f, "target_rps"), 300.0, "{f}");
+    assert_in("achieved", num(f, "achieved_rps"), 20.0, 200.0);
+    assert!(
+        num(f, "last_second_p50_ms") > num(f, "first_second_p50_ms") + 50.0,
+        "{f}"
+    );
+    assert_eq!(num(f, "dropped"), v["dropped"].as_f64().unwrap());
+    assert_eq!(num(f, "incomplete"), v["incomplete"].as_f64().unwrap());
+    let v = load("20");
+    assert_quiet(
+        &v,
+        "rate-not-sustained",
+        "20 req/s against ≈ 100 req/s capacity",
+    );
+}
+
 /// Stalls of 200 ms every 500 ms hold the request in flight: p99 ≈ 200 ms against a
 /// ≈ 10 ms p50.
 #[test]

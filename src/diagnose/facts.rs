@@ -251,6 +251,14 @@ pub struct LoadFacts {
     pub client_wait_pct: Option<f64>,
     /// Worker threads the load engine ran.
     pub threads: u32,
+    /// Open model: the arrival rate asked for, req/s (None: closed model).
+    pub target_rps: Option<f64>,
+    /// Completed requests per second over the run.
+    pub achieved_rps: f64,
+    /// Open model: arrivals dropped because too many already waited.
+    pub dropped: u64,
+    /// Requests still in flight when the run ended.
+    pub incomplete: u64,
 }
 
 /// What a disk run measured, ms.

@@ -10,6 +10,7 @@ pub mod connection;
 pub mod content;
 pub mod disk;
 pub mod load;
+pub mod rate;
 pub mod status;
 pub mod tcp;
 pub mod timeline;
@@ -46,6 +47,7 @@ pub const IDS: &[&str] = &[
     "client-bound",
     "knee",
     "errors-under-load",
+    "rate-not-sustained",
     "periodic-spikes",
     "tail-heavy",
     "disk-tail",
@@ -97,6 +99,7 @@ pub fn all(facts: &Facts) -> Vec<Finding> {
         if trusted {
             out.push(load::knee(l));
             out.push(load::errors_under_load(l));
+            out.push(rate::rate_not_sustained(l));
             out.push(load::tail_heavy(l));
             out.push(timeline::periodic_spikes(l));
             out.push(timeline::retransmits(l));
