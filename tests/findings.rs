@@ -3,7 +3,7 @@
 //! not. The wire findings (round trips, loss) are in tests/findings_wire.rs; their
 //! healthy side (loopback) is here.
 //!
-//! Not here: `cold-start`, `not-shared-cacheable`, `no-validators`, `cdn-not-caching`,
+//! Not here: `not-shared-cacheable`, `no-validators`, `cdn-not-caching`,
 //! `redirect-chain`, `no-keepalive` and `knee` (tests/diagnose.rs and tests/probe.rs),
 //! `slow-dns` (tests/findings_dns.rs, a slow resolver in a namespace of its own).
 //! `disk-tail` and `slow-fsync` (tests/findings_disk.rs, an IOPS-capped volume).
@@ -94,6 +94,32 @@ impl Drop for TempFile {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
     }
+}
+
+/// `/cold` answers its first request 700 ms late: cold-start compares it with the
+/// fresh requests after it (each opens a connection, like the first), not with the
+/// cheaper reused-connection p50, and says so.
+#[test]
+fn cold_start_compares_with_the_fresh_p50() {
+    let lab = lab::spawn(LabOptions {
+        cold: Duration::from_millis(700),
+        ..LabOptions::default()
+    })
+    .unwrap();
+    let v = diagnose(&[&lab.url("/cold"), "--no-load"]);
+    let f = finding(&v, "cold-start");
+    assert_eq!(text(f, "baseline"), "fresh p50 without the first", "{f}");
+    assert!(
+        f["title"]
+            .as_str()
+            .unwrap()
+            .contains("the fresh p50 without the first"),
+        "{f}"
+    );
+    assert_in("first", num(f, "first_ms"), 650.0, 3000.0);
+    assert!(num(f, "steady_p50_ms") < 300.0, "{f}");
+    let ratio = num(f, "first_ms") / num(f, "steady_p50_ms");
+    assert!((num(f, "ratio") - ratio).abs() < 0.02 * ratio, "{f}");
 }
 
 /// `/cache/no-304` sends ETag and Last-Modified but answers conditional GETs with a
