@@ -290,6 +290,19 @@ fn no_tls_resumption_fires_when_sessions_never_resume() {
     let v = diagnose(&[&lab.url("/"), "--no-load", "--cacert", cert.arg()]);
     let f = finding(&v, "no-tls-resumption");
     assert!(f["title"].as_str().unwrap().contains("TLS"), "{f}");
+    // Every new connection of the probe but the first could have resumed.
+    let handshakes = v["probe"]["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["tls_resumed"].is_boolean())
+        .count();
+    assert!(handshakes >= 3, "{handshakes}");
+    assert_eq!(num(f, "connections"), (handshakes - 1) as f64, "{f}");
+    assert!(
+        f["title"].as_str().unwrap().contains("after the first"),
+        "{f}"
+    );
     assert_eq!(v["probe"]["tls"]["resumed"], false);
     assert_eq!(lab.stats().tls_resumed, 0);
     let lab = lab::spawn(LabOptions {
