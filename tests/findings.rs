@@ -168,13 +168,21 @@ fn cache_status_reports_hits_and_misses() {
     assert_eq!(num(f, "misses"), 0.0);
     assert_eq!(text(f, "last"), "hit");
     assert_eq!(text(f, "source"), "cf-cache-status");
+    // The audit names the same header (the lab also sends Via).
+    assert_eq!(v["cache"]["proxy"], "cf-cache-status", "{}", v["cache"]);
     assert_in("hit TTFB", num(f, "hit_ttfb_ms"), 0.0, 40.0);
+    // A hit never reaches the origin: the time after the round trip is the edge's.
+    let summary = v["summary"].as_str().unwrap();
+    assert!(summary.contains("edge (cache hit)"), "{summary}");
+    assert!(!summary.contains("origin"), "{summary}");
     let v = diagnose(&[&lab.url("/cdn/miss"), "--no-load"]);
     let f = finding(&v, "cache-status");
     assert_eq!(num(f, "hits"), 0.0);
     assert_eq!(num(f, "misses"), num(f, "requests"));
     assert_eq!(text(f, "last"), "miss");
     assert_in("miss TTFB", num(f, "miss_ttfb_ms"), 55.0, 1000.0);
+    let summary = v["summary"].as_str().unwrap();
+    assert!(summary.contains("edge → origin + server"), "{summary}");
     let v = diagnose(&[&lab.url("/cache/public"), "--no-load"]);
     assert_quiet(&v, "cache-status", "/cache/public (no CDN headers)");
 }

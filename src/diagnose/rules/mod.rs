@@ -16,7 +16,7 @@ pub mod tcp;
 pub mod timeline;
 pub mod timing;
 
-use super::cache_status::proxy_header;
+use super::cache_status::{proxy_header, CacheState};
 use super::facts::{Facts, ProbeFacts};
 use super::finding::Finding;
 
@@ -132,6 +132,20 @@ pub fn server_label(proxied: bool) -> &'static str {
         "server"
     }
 }
+
+/// What the time after one round trip is called for this probe: "edge (cache hit)"
+/// when a CDN or proxy answered it from its cache (the origin was not asked), else
+/// [`server_label`].
+pub fn time_label(p: &ProbeFacts, proxied: bool) -> &'static str {
+    if proxied && super::cache_status::cache_status(&p.headers).state == CacheState::Hit {
+        EDGE_HIT
+    } else {
+        server_label(proxied)
+    }
+}
+
+/// The label of the time after one round trip when the edge answered from cache.
+pub const EDGE_HIT: &str = "edge (cache hit)";
 
 /// Median of the finite values (NaN when empty).
 pub fn median(values: &[f64]) -> f64 {
