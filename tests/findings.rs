@@ -3,7 +3,7 @@
 //! not. The wire findings (round trips, loss) are in tests/findings_wire.rs; their
 //! healthy side (loopback) is here.
 //!
-//! Not here: `cold-start`, `not-shared-cacheable`, `no-validators`, `cdn-not-caching`,
+//! Not here: `not-shared-cacheable`, `no-validators`, `cdn-not-caching`,
 //! `redirect-chain`, `no-keepalive` and `knee` (tests/diagnose.rs and tests/probe.rs),
 //! `slow-dns` (tests/findings_dns.rs, a slow resolver in a namespace of its own).
 //! `disk-tail` and `slow-fsync` (tests/findings_disk.rs, an IOPS-capped volume).
@@ -96,6 +96,32 @@ impl Drop for TempFile {
     }
 }
 
+/// `/cold` answers its first request 700 ms late: cold-start compares it with the
+/// fresh requests after it (each opens a connection, like the first), not with the
+/// cheaper reused-connection p50, and says so.
+#[test]
+fn cold_start_compares_with_the_fresh_p50() {
+    let lab = lab::spawn(LabOptions {
+        cold: Duration::from_millis(700),
+        ..LabOptions::default()
+    })
+    .unwrap();
+    let v = diagnose(&[&lab.url("/cold"), "--no-load"]);
+    let f = finding(&v, "cold-start");
+    assert_eq!(text(f, "baseline"), "fresh p50 without the first", "{f}");
+    assert!(
+        f["title"]
+            .as_str()
+            .unwrap()
+            .contains("the fresh p50 without the first"),
+        "{f}"
+    );
+    assert_in("first", num(f, "first_ms"), 650.0, 3000.0);
+    assert!(num(f, "steady_p50_ms") < 300.0, "{f}");
+    let ratio = num(f, "first_ms") / num(f, "steady_p50_ms");
+    assert!((num(f, "ratio") - ratio).abs() < 0.02 * ratio, "{f}");
+}
+
 /// `/cache/no-304` sends ETag and Last-Modified but answers conditional GETs with a
 /// full 200; `/cache/public` answers them 304 without a body.
 #[test]
@@ -142,13 +168,21 @@ fn cache_status_reports_hits_and_misses() {
     assert_eq!(num(f, "misses"), 0.0);
     assert_eq!(text(f, "last"), "hit");
     assert_eq!(text(f, "source"), "cf-cache-status");
+    // The audit names the same header (the lab also sends Via).
+    assert_eq!(v["cache"]["proxy"], "cf-cache-status", "{}", v["cache"]);
     assert_in("hit TTFB", num(f, "hit_ttfb_ms"), 0.0, 40.0);
+    // A hit never reaches the origin: the time after the round trip is the edge's.
+    let summary = v["summary"].as_str().unwrap();
+    assert!(summary.contains("edge (cache hit)"), "{summary}");
+    assert!(!summary.contains("origin"), "{summary}");
     let v = diagnose(&[&lab.url("/cdn/miss"), "--no-load"]);
     let f = finding(&v, "cache-status");
     assert_eq!(num(f, "hits"), 0.0);
     assert_eq!(num(f, "misses"), num(f, "requests"));
     assert_eq!(text(f, "last"), "miss");
     assert_in("miss TTFB", num(f, "miss_ttfb_ms"), 55.0, 1000.0);
+    let summary = v["summary"].as_str().unwrap();
+    assert!(summary.contains("edge → origin + server"), "{summary}");
     let v = diagnose(&[&lab.url("/cache/public"), "--no-load"]);
     assert_quiet(&v, "cache-status", "/cache/public (no CDN headers)");
 }
@@ -264,6 +298,19 @@ fn no_tls_resumption_fires_when_sessions_never_resume() {
     let v = diagnose(&[&lab.url("/"), "--no-load", "--cacert", cert.arg()]);
     let f = finding(&v, "no-tls-resumption");
     assert!(f["title"].as_str().unwrap().contains("TLS"), "{f}");
+    // Every new connection of the probe but the first could have resumed.
+    let handshakes = v["probe"]["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["tls_resumed"].is_boolean())
+        .count();
+    assert!(handshakes >= 3, "{handshakes}");
+    assert_eq!(num(f, "connections"), (handshakes - 1) as f64, "{f}");
+    assert!(
+        f["title"].as_str().unwrap().contains("after the first"),
+        "{f}"
+    );
     assert_eq!(v["probe"]["tls"]["resumed"], false);
     assert_eq!(lab.stats().tls_resumed, 0);
     let lab = lab::spawn(LabOptions {
@@ -353,6 +400,71 @@ fn errors_under_load_fires_when_the_server_sheds_load() {
     assert_eq!(f["severity"], "crit");
 }
 
+/// A URL that always answers 404 (or 503) fails at the first, lowest step already: its
+/// errors are not "under load", the URL answers an error — `error-status`.
+#[test]
+fn error_status_fires_on_a_url_that_always_fails() {
+    let lab = lab::spawn(LabOptions::default()).unwrap();
+    for status in [404, 503] {
+        let v = diagnose(&[
+            &lab.url(&format!("/status/{status}")),
+            "--max-connections",
+            "2",
+        ]);
+        let f = finding(&v, "error-status");
+        assert_eq!(num(f, "status"), status as f64, "{f}");
+        assert!(num(f, "count") >= 5.0, "{f}");
+        assert_eq!(f["severity"], "crit");
+        assert!(
+            f["title"].as_str().unwrap().contains(&status.to_string()),
+            "{f}"
+        );
+        assert_quiet(&v, "errors-under-load", "a URL that always fails");
+    }
+    let v = diagnose(&[&lab.url("/"), "--no-load"]);
+    assert_quiet(&v, "error-status", "a 200");
+}
+
+/// The open model at 300 req/s against a lab that serves 2 requests at a time on a
+/// 20 ms route (≈ 100 req/s): requests queue, p50 grows second by second, and the rate
+/// is not sustained. 20 req/s is.
+#[test]
+fn rate_not_sustained_fires_above_capacity() {
+    let lab = lab::spawn(LabOptions {
+        workers: Some(2),
+        ..LabOptions::default()
+    })
+    .unwrap();
+    let load = |rate: &str| {
+        run_json(&[
+            "load",
+            &lab.url("/delay/20ms"),
+            "--rate",
+            rate,
+            "-d",
+            "2s",
+            "--json",
+            "--no-save",
+        ])
+    };
+    let v = load("300");
+    let f = finding(&v, "rate-not-sustained");
+    assert_eq!(num(f, "target_rps"), 300.0, "{f}");
+    assert_in("achieved", num(f, "achieved_rps"), 20.0, 200.0);
+    assert!(
+        num(f, "last_second_p50_ms") > num(f, "first_second_p50_ms") + 50.0,
+        "{f}"
+    );
+    assert_eq!(num(f, "dropped"), v["dropped"].as_f64().unwrap());
+    assert_eq!(num(f, "incomplete"), v["incomplete"].as_f64().unwrap());
+    let v = load("20");
+    assert_quiet(
+        &v,
+        "rate-not-sustained",
+        "20 req/s against ≈ 100 req/s capacity",
+    );
+}
+
 /// Stalls of 200 ms every 500 ms hold the request in flight: p99 ≈ 200 ms against a
 /// ≈ 10 ms p50.
 #[test]
@@ -412,6 +524,43 @@ fn periodic_spikes_fire_on_periodic_stalls() {
     // Up to half of the seconds hold a stalled request, so the median may be either.
     assert!(num(f, "median_p99_ms") < num(f, "max_p99_ms"), "{f}");
     assert_quiet(&v, "retransmits", "loopback");
+}
+
+/// `latscope load` on a fast route (`/`, well under a millisecond) stalled for 300 ms
+/// every 2 s: a stall holds one request per connection among thousands, so p99 barely
+/// moves, but each stalled second's max is ≈ 300 ms — periodic spikes of the max,
+/// every ≈ 2 s. The same load without stalls is quiet.
+#[test]
+fn periodic_spikes_fire_on_stalls_of_a_fast_route() {
+    let load = |lab: &lab::RunningLab, d: &str| {
+        run_json(&[
+            "load",
+            &lab.url("/"),
+            "-c",
+            "4",
+            "-d",
+            d,
+            "--json",
+            "--no-save",
+        ])
+    };
+    let lab = lab::spawn(LabOptions {
+        stall: Some(StallOptions {
+            every: Duration::from_secs(2),
+            length: Duration::from_millis(300),
+        }),
+        ..LabOptions::default()
+    })
+    .unwrap();
+    let v = load(&lab, "7s");
+    let f = finding(&v, "periodic-spikes");
+    assert_in("period", num(f, "period_s"), 1.0, 3.0);
+    assert!(text(f, "spiked").contains("max"), "{f}");
+    assert_in("max", num(f, "max_ms"), 250.0, 1000.0);
+    assert!(num(f, "median_max_ms") < 100.0, "{f}");
+    let healthy = lab::spawn(LabOptions::default()).unwrap();
+    let v = load(&healthy, "4s");
+    assert_quiet(&v, "periodic-spikes", "a fast route without stalls");
 }
 
 /// The healthy counterpart of the load findings: the same kind of ramp, long enough

@@ -51,7 +51,9 @@ pub struct CacheAudit {
     pub unstorable: Vec<&'static str>,
     pub if_none_match: Option<Conditional>,
     pub if_modified_since: Option<Conditional>,
-    /// The header that shows a CDN or proxy in the path.
+    /// The header that shows a CDN or proxy in the path: the one the repeated GETs'
+    /// cache status was read from when a header reported one (the status shown with
+    /// it comes from there), else the first proxy header (`via`, `cf-ray`, …).
     pub proxy: Option<&'static str>,
     pub edge: Option<String>,
     /// Normalised cache status of each repeated GET.
@@ -69,11 +71,9 @@ pub fn audit(c: &CacheFacts) -> CacheAudit {
         .into_iter()
         .map(|u| u.as_str())
         .collect();
-    let repeats: Vec<CacheState> = c
-        .repeats
-        .iter()
-        .map(|r| cache_status(&r.headers).state)
-        .collect();
+    let statuses: Vec<_> = c.repeats.iter().map(|r| cache_status(&r.headers)).collect();
+    let repeats: Vec<CacheState> = statuses.iter().map(|s| s.state).collect();
+    let status_source = statuses.iter().map(|s| s.source()).find(|s| !s.is_empty());
     CacheAudit {
         status: c.status,
         freshness_s: fresh.lifetime_s,
@@ -90,7 +90,7 @@ pub fn audit(c: &CacheFacts) -> CacheAudit {
         unstorable,
         if_none_match: c.if_none_match.map(Conditional::from),
         if_modified_since: c.if_modified_since.map(Conditional::from),
-        proxy: proxy_header(h),
+        proxy: status_source.or_else(|| proxy_header(h)),
         edge: edge(h),
         hits: repeats.iter().filter(|s| **s == CacheState::Hit).count(),
         repeats,
@@ -112,6 +112,7 @@ mod tests {
             ("cache-control", "public, max-age=300"),
             ("age", "12"),
             ("cf-ray", "abc-LAB"),
+            ("via", "1.1 varnish"),
         ]);
         let c = CacheFacts {
             get: true,
@@ -138,6 +139,8 @@ mod tests {
         assert_eq!(a.age_s, Some(12));
         assert_eq!(a.hits, 3);
         assert_eq!(a.edge.as_deref(), Some("Cloudflare LAB"));
+        // The statuses came from cf-cache-status, not from the Via the lab also sends.
+        assert_eq!(a.proxy, Some("cf-cache-status"));
         assert!(!a.if_none_match.as_ref().unwrap().ok);
         let v = serde_json::to_value(&a).unwrap();
         assert_eq!(v["repeats"][0], "hit");

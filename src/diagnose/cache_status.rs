@@ -65,9 +65,19 @@ pub struct CacheStatus {
 }
 
 impl CacheStatus {
-    /// The header the verdict came from ("" when none did).
+    /// The header the verdict came from: the first that reported a hit for a hit,
+    /// else the first that reported anything known ("" when no header said anything).
     pub fn source(&self) -> &'static str {
-        self.layers.first().map(|l| l.source).unwrap_or("")
+        let known = |l: &&CacheLayer| match self.state {
+            CacheState::Unknown => true,
+            state => l.state == state,
+        };
+        self.layers
+            .iter()
+            .find(known)
+            .or(self.layers.first())
+            .map(|l| l.source)
+            .unwrap_or("")
     }
 }
 
@@ -298,6 +308,29 @@ mod tests {
             state(&[("x-cache", "NotCacheable from child, Miss from parent")]),
             CacheState::Miss
         );
+    }
+
+    /// The source is the header the verdict came from: a hit only `Age` reports is
+    /// from `age`, not from the `cf-cache-status` MISS listed before it.
+    #[test]
+    fn source_is_where_the_verdict_came_from() {
+        let s = cache_status(&Headers::from_pairs(&[
+            ("cf-cache-status", "MISS"),
+            ("age", "30"),
+        ]));
+        assert_eq!(s.state, CacheState::Hit);
+        assert_eq!(s.source(), "age");
+        let s = cache_status(&Headers::from_pairs(&[
+            ("x-cache", "weird"),
+            ("cf-cache-status", "DYNAMIC"),
+        ]));
+        assert_eq!(
+            (s.state, s.source()),
+            (CacheState::Dynamic, "cf-cache-status")
+        );
+        let s = cache_status(&Headers::from_pairs(&[("x-cache", "weird")]));
+        assert_eq!((s.state, s.source()), (CacheState::Unknown, "x-cache"));
+        assert_eq!(cache_status(&Headers::default()).source(), "");
     }
 
     /// X-Varnish: two ids (this request and the one that stored it) mean a hit.

@@ -128,6 +128,8 @@ pub struct ProbeFacts {
     /// "HTTP/1.0", "HTTP/1.1" or "HTTP/2".
     pub http_version: String,
     pub status: u16,
+    /// How many of the probe's requests got each status (empty: not counted).
+    pub statuses: BTreeMap<u16, u64>,
     /// Fresh-connection series (every request opens a connection).
     pub fresh: Option<SeriesFacts>,
     /// Reused-connection series.
@@ -218,6 +220,10 @@ pub struct Second {
     pub errors: u64,
     pub p50_ms: f64,
     pub p99_ms: f64,
+    /// The slowest request that completed this second, ms (0: not measured). A stall
+    /// that holds one request per connection among thousands barely moves p99, but
+    /// it is this second's max.
+    pub max_ms: f64,
     /// TCP segments retransmitted during this second.
     pub retrans: u64,
 }
@@ -245,6 +251,14 @@ pub struct LoadFacts {
     pub client_wait_pct: Option<f64>,
     /// Worker threads the load engine ran.
     pub threads: u32,
+    /// Open model: the arrival rate asked for, req/s (None: closed model).
+    pub target_rps: Option<f64>,
+    /// Completed requests per second over the run.
+    pub achieved_rps: f64,
+    /// Open model: arrivals dropped because too many already waited.
+    pub dropped: u64,
+    /// Requests still in flight when the run ended.
+    pub incomplete: u64,
 }
 
 /// What a disk run measured, ms.

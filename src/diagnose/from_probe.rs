@@ -67,6 +67,13 @@ pub fn probe_facts(p: &ProbeResult, offered_h2: bool) -> ProbeFacts {
         https: p.scheme == "https",
         http_version: p.http_version.clone().unwrap_or_default(),
         status: p.status.unwrap_or(0),
+        statuses: p.samples.iter().filter_map(|s| s.status).fold(
+            std::collections::BTreeMap::new(),
+            |mut m, status| {
+                *m.entry(status).or_insert(0) += 1;
+                m
+            },
+        ),
         fresh,
         reused,
         first_total_ms: p.first_request.map(|f| f.total_ms),

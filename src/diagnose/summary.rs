@@ -1,11 +1,12 @@
 //! The one-paragraph "where the time goes": a fresh request's TTFB split into DNS,
 //! TCP handshake, TLS, one network round trip (the kernel's min RTT) and server time
 //! (`wait` − min RTT) — "edge → origin + server" behind a CDN or proxy, because the
-//! kernel RTT then ends at the edge — with the handshakes also counted in round trips,
+//! kernel RTT then ends at the edge, or just "edge (cache hit)" when the edge answered
+//! from its cache — with the handshakes also counted in round trips,
 //! and one piece of advice for the biggest part.
 
 use super::facts::{ProbeFacts, SeriesFacts};
-use super::rules::{ms, server_label};
+use super::rules::{ms, time_label, EDGE_HIT};
 
 /// A named part of the TTFB, ms.
 struct Part {
@@ -22,13 +23,17 @@ enum Kind {
     Server,
 }
 
-fn advice(kind: Kind, proxied: bool) -> &'static str {
+fn advice(kind: Kind, proxied: bool, label: &str) -> &'static str {
     match kind {
         Kind::Dns => "DNS is the biggest part: use a closer or caching resolver and longer TTLs",
         Kind::Handshake => "reuse connections or put a keep-alive proxy near users",
         Kind::RoundTrip => {
             "the distance is the biggest part: serve from closer to users (a caching edge) \
              and cut round trips"
+        }
+        Kind::Server if label == EDGE_HIT => {
+            "the edge answers from its cache, and its own time is the biggest part: the \
+             edge is busy or slow (compare another PoP or CDN)"
         }
         Kind::Server if proxied => {
             "the time behind the edge is the biggest part: make the edge cache the response, \
@@ -50,7 +55,7 @@ pub fn where_the_time_goes(p: &ProbeFacts, proxied: bool) -> Option<String> {
     let ttfb = ph
         .ttfb
         .max(ph.dns + ph.connect + ph.tls + ph.send + ph.wait);
-    let label = server_label(proxied);
+    let label = time_label(p, proxied);
     let rtt = p.tcp.map(|t| t.min_rtt_ms).filter(|r| *r > 0.0);
     let mut parts = vec![
         Part {
@@ -134,7 +139,7 @@ pub fn where_the_time_goes(p: &ProbeFacts, proxied: bool) -> Option<String> {
     if ttfb < 1.0 {
         text.push_str("; all of it is under a millisecond: nothing to win here.");
     } else {
-        text.push_str(&format!("; {}.", advice(top, proxied)));
+        text.push_str(&format!("; {}.", advice(top, proxied, label)));
     }
     Some(text)
 }
@@ -175,6 +180,28 @@ mod tests {
             s.ends_with("bring the origin closer to the edge and faster."),
             "{s}"
         );
+    }
+
+    /// A CDN hit: the edge answered from its cache, so the time after the round trip
+    /// is the edge's alone — "edge (cache hit)", no origin in it.
+    #[test]
+    fn behind_a_cdn_on_a_hit() {
+        let mut p = far_probe();
+        p.headers = crate::diagnose::Headers::from_pairs(&[
+            ("cf-cache-status", "HIT"),
+            ("via", "1.1 varnish"),
+        ]);
+        let f = p.fresh.as_mut().unwrap();
+        f.p50.wait = 400.0;
+        f.p50.ttfb = 512.0;
+        let s = where_the_time_goes(&p, true).unwrap();
+        assert!(s.contains("+ 290 ms edge (cache hit);"), "{s}");
+        assert!(!s.contains("origin"), "{s}");
+        assert!(s.ends_with("(compare another PoP or CDN)."), "{s}");
+        // A miss still goes to the origin.
+        p.headers = crate::diagnose::Headers::from_pairs(&[("cf-cache-status", "MISS")]);
+        let s = where_the_time_goes(&p, true).unwrap();
+        assert!(s.contains("edge → origin + server"), "{s}");
     }
 
     /// Without a kernel RTT the wait is not split; a reused-only probe says so.

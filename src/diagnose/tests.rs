@@ -155,22 +155,25 @@ fn client_bound_silences_load_rules() {
 #[test]
 fn proxy_names_the_server_bucket() {
     let mut probe = far_probe();
-    probe.headers = Headers::from_pairs(&[("via", "1.1 varnish"), ("x-varnish", "12 34")]);
+    probe.headers = Headers::from_pairs(&[("via", "1.1 varnish"), ("x-varnish", "12")]);
     let r = probe.reused.as_mut().unwrap();
     r.p50.wait = 600.0;
     r.p50.ttfb = 600.0;
-    let facts = Facts {
-        probe: Some(probe),
-        ..Facts::default()
+    let label = |probe: &ProbeFacts| {
+        let facts = Facts {
+            probe: Some(probe.clone()),
+            ..Facts::default()
+        };
+        let f = run_rules(&facts)
+            .into_iter()
+            .find(|f| f.id == "server-dominates")
+            .unwrap();
+        f.evidence_str("server_label").unwrap().to_string()
     };
-    let f = run_rules(&facts)
-        .into_iter()
-        .find(|f| f.id == "server-dominates")
-        .unwrap();
-    assert_eq!(
-        f.evidence_str("server_label"),
-        Some("edge → origin + server")
-    );
+    assert_eq!(label(&probe), "edge → origin + server");
+    // Two X-Varnish ids: a hit, answered by the edge alone.
+    probe.headers = Headers::from_pairs(&[("via", "1.1 varnish"), ("x-varnish", "12 34")]);
+    assert_eq!(label(&probe), "edge (cache hit)");
 }
 
 /// docs/findings.md documents every id the rules emit, and every id it documents

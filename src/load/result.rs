@@ -61,6 +61,9 @@ pub struct SecondResult {
 pub struct LoadResult {
     pub target: String,
     pub model: &'static str,
+    /// Open model: the arrival rate the plan asked for, req/s (the mean over the run
+    /// for stages); None for the closed model.
+    pub target_rps: Option<f64>,
     pub started: SystemTime,
     pub elapsed: Duration,
     pub connections: u32,
@@ -252,6 +255,13 @@ pub fn merge(
     let mut result = LoadResult {
         target: plan.target.url.clone(),
         model: plan.model_name(),
+        target_rps: match plan.model {
+            super::plan::Model::Open { rate } if plan.stages.is_empty() => Some(rate),
+            super::plan::Model::Open { .. } => plan
+                .run_length()
+                .map(|d| (requests + dropped + incomplete) as f64 / d.as_secs_f64().max(1e-9)),
+            super::plan::Model::Closed => None,
+        },
         started,
         elapsed,
         connections: plan.connections,
@@ -422,6 +432,7 @@ impl LoadResult {
                     errors: s.errors,
                     p50_ms: s.p50_ms,
                     p99_ms: s.p99_ms,
+                    max_ms: s.max_ms,
                     retrans: s.retrans.unwrap_or(0),
                 })
                 .collect(),
@@ -439,6 +450,10 @@ impl LoadResult {
             client_cpu_pct: Some(self.client_cpu_pct),
             client_wait_pct: self.client_wait_pct,
             threads: self.threads as u32,
+            target_rps: self.target_rps,
+            achieved_rps: self.requests as f64 / self.elapsed.as_secs_f64().max(1e-9),
+            dropped: self.dropped,
+            incomplete: self.incomplete,
         }
     }
 

@@ -12,14 +12,31 @@ const FLOOR_MS: f64 = 500.0;
 /// Warm-up: leading requests this much slower than steady, ms.
 const WARMUP_FLOOR_MS: f64 = 100.0;
 
-/// `cold-start` over a probe's first request and the order of its samples.
-pub fn cold_start(p: &ProbeFacts) -> Option<Finding> {
+/// The steady request the first one is compared with: the fresh series' p50 without
+/// its first sample (the first request itself), so first and steady both open a
+/// connection; the reused series' p50 only when there is no fresh series to compare.
+/// Returns (p50 ms, what it is).
+fn baseline(p: &ProbeFacts) -> Option<(f64, &'static str)> {
+    if let Some(f) = p.fresh.as_ref().filter(|f| f.total_ms.len() >= 2) {
+        return Some((median(&f.total_ms[1..]), "fresh p50 without the first"));
+    }
     let s = steady(p)?;
-    let steady_ms = if s.total_ms.is_empty() {
+    let v = if s.total_ms.is_empty() {
         s.p50.total
     } else {
         median(&s.total_ms[s.total_ms.len() / 2..])
     };
+    let what = if p.reused.as_ref().is_some_and(|r| r.count > 0) {
+        "reused-connection p50"
+    } else {
+        "fresh p50"
+    };
+    Some((v, what))
+}
+
+/// `cold-start` over a probe's first request and the order of its samples.
+pub fn cold_start(p: &ProbeFacts) -> Option<Finding> {
+    let (steady_ms, baseline) = baseline(p)?;
     if !(steady_ms.is_finite() && steady_ms > 0.0) {
         return None;
     }
@@ -37,6 +54,7 @@ pub fn cold_start(p: &ProbeFacts) -> Option<Finding> {
             .num("first_ms", first)
             .num("steady_p50_ms", steady_ms)
             .num("ratio", ratio)
+            .text("baseline", baseline)
             .count("warmup_requests", warmup as u64)
     };
     if ratio > RATIO && first - steady_ms > FLOOR_MS {
@@ -49,7 +67,7 @@ pub fn cold_start(p: &ProbeFacts) -> Option<Finding> {
             finding(
                 sev,
                 format!(
-                    "first request {}, {} the steady p50 ({})",
+                    "first request {}, {} the {baseline} ({})",
                     ms(first),
                     times(ratio),
                     ms(steady_ms)
@@ -68,7 +86,7 @@ pub fn cold_start(p: &ProbeFacts) -> Option<Finding> {
             finding(
                 Severity::Info,
                 format!(
-                    "warm-up: the first {warmup} requests were over 2× the steady p50 ({})",
+                    "warm-up: the first {warmup} requests were over 2× the {baseline} ({})",
                     ms(steady_ms)
                 ),
             )
@@ -87,6 +105,7 @@ mod tests {
     #[test]
     fn fires_on_slow_first_request() {
         let mut p = healthy_probe();
+        p.fresh = None;
         p.reused.as_mut().unwrap().total_ms = vec![70.0; 20];
         p.first_total_ms = Some(8200.0);
         let f = cold_start(&p).expect("fires");
@@ -94,6 +113,30 @@ mod tests {
         assert_eq!(f.evidence_f64("first_ms"), Some(8200.0));
         assert_eq!(f.evidence_f64("steady_p50_ms"), Some(70.0));
         assert!(f.title.contains("117×"), "{}", f.title);
+        assert_eq!(f.evidence_str("baseline"), Some("reused-connection p50"));
+    }
+
+    /// The first request is compared with the fresh series without it (as the probe's
+    /// first-request line does), not with the cheaper reused p50: 700 ms first, fresh
+    /// 36 ms after it, reused 18 ms → 19×, not 38×.
+    #[test]
+    fn compares_with_the_fresh_p50_without_the_first() {
+        let mut p = healthy_probe();
+        p.fresh.as_mut().unwrap().total_ms = vec![700.0, 36.0, 35.0, 37.0, 36.0, 36.0];
+        p.reused.as_mut().unwrap().total_ms = vec![18.0; 10];
+        p.first_total_ms = Some(700.0);
+        let f = cold_start(&p).expect("fires");
+        assert_eq!(f.evidence_f64("steady_p50_ms"), Some(36.0));
+        assert_eq!(
+            f.evidence_str("baseline"),
+            Some("fresh p50 without the first")
+        );
+        assert!(
+            f.title
+                .contains("19× the fresh p50 without the first (36.0 ms)"),
+            "{}",
+            f.title
+        );
     }
 
     /// A warm-up trend over the first fresh requests fires as info.

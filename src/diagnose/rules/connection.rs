@@ -107,19 +107,21 @@ pub fn no_tls_resumption(p: &ProbeFacts) -> Option<Finding> {
         Severity::Info
     };
     let version = p.tls[0].version.clone();
+    // The first connection has no session to resume: only the others could.
+    let could = p.tls.len() - 1;
+    let s = if could == 1 { "" } else { "s" };
     Some(
         Finding::new(
             "no-tls-resumption",
             Category::Connection,
             sev,
             format!(
-                "none of {} fresh {version} connections resumed its session: each pays the \
-                 full handshake ({} p50)",
-                p.tls.len(),
+                "none of the {could} new {version} connection{s} after the first resumed its \
+                 session: each pays the full handshake ({} p50)",
                 ms(tls)
             ),
         )
-        .count("connections", p.tls.len() as u64)
+        .count("connections", could as u64)
         .count("resumed", 0)
         .num("tls_ms", tls)
         .text("tls_version", version)
@@ -254,7 +256,14 @@ mod tests {
         let f = no_tls_resumption(&p).expect("fires");
         assert_eq!(f.severity, Severity::Warn);
         assert_eq!(f.evidence_f64("tls_ms"), Some(110.0));
-        assert_eq!(f.evidence_f64("connections"), Some(5.0));
+        // The first connection cannot resume: 4 could.
+        assert_eq!(f.evidence_f64("connections"), Some(4.0));
+        assert!(
+            f.title
+                .contains("none of the 4 new TLSv1.3 connections after the first"),
+            "{}",
+            f.title
+        );
         p.tls[2].resumed = true;
         assert!(no_tls_resumption(&p).is_none());
         p.tls.truncate(1);

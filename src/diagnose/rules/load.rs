@@ -3,18 +3,29 @@
 //! `tail-heavy`.
 
 use super::{ms, percentile, steady, times};
-use crate::diagnose::facts::{LoadFacts, ProbeFacts};
+use crate::diagnose::facts::{LoadFacts, LoadStep, ProbeFacts};
 use crate::diagnose::finding::{Category, Finding, Severity};
 
 /// latscope is the bottleneck when its threads were busy (on a CPU, or ready to
 /// run and waiting for one) at least this share of the run, percent per thread.
 const CLIENT_BUSY_PCT: f64 = 90.0;
 
+/// Requests completed and every one failed (connect errors to a closed port, a URL
+/// that always errors). Then no latency describes the target and `client-bound`
+/// (which would be latscope spinning through failures) and the latency rules stay
+/// quiet.
+pub fn none_succeeded(l: &LoadFacts) -> bool {
+    l.requests > 0 && l.errors >= l.requests
+}
+
 /// `client-bound`: latscope's worker threads never waited for the target: each was
 /// on a CPU, or runnable and waiting for one, ≥ 90 % of the run. Time spent waiting
 /// for a CPU counts: when another process holds the core, this machine is the
 /// limit just as when latscope's own work is.
 pub fn client_bound(l: &LoadFacts) -> Option<Finding> {
+    if none_succeeded(l) {
+        return None;
+    }
     let cpu = l.client_cpu_pct?;
     let wait = l.client_wait_pct.unwrap_or(0.0);
     let threads = l.threads.max(1);
@@ -107,14 +118,30 @@ pub fn knee(l: &LoadFacts) -> Option<Finding> {
     None
 }
 
+/// A step's errors count as "under load" only when its error rate is this much above
+/// the first (lowest) step's, which fails without load.
+const ERROR_RISE: f64 = 0.1;
+
 /// `errors-under-load`: error rate above 1 % (and ≥ 5 errors) at some load step, or
-/// over the whole run when there are no steps.
+/// over the whole run when there are no steps. Errors the first step already had at
+/// about the same rate are not "under load" (a URL that always fails): a step fires
+/// only when the first step was clean (≤ 1 %) or its rate is ≥ 10 points above it.
 pub fn errors_under_load(l: &LoadFacts) -> Option<Finding> {
+    let failing = |s: &LoadStep| s.error_rate() > 0.01 && s.errors >= 5;
+    let first = l.steps.first().copied();
+    let first_rate = first.filter(|s| failing(s)).map(|s| s.error_rate());
     let step = l
         .steps
         .iter()
-        .find(|s| s.error_rate() > 0.01 && s.errors >= 5)
-        .copied();
+        .enumerate()
+        .find(|(i, s)| {
+            failing(s)
+                && match first_rate {
+                    None => true,
+                    Some(r0) => *i > 0 && s.error_rate() >= r0 + ERROR_RISE,
+                }
+        })
+        .map(|(_, s)| *s);
     let (concurrency, errors, requests) = match step {
         Some(s) => (Some(s.concurrency), s.errors, s.requests),
         None if l.steps.is_empty() => (None, l.errors, l.requests),
@@ -157,6 +184,9 @@ pub fn errors_under_load(l: &LoadFacts) -> Option<Finding> {
     .text("kinds", kinds.join(", "));
     if let Some(c) = concurrency {
         f = f.count("concurrency", c as u64);
+    }
+    if let Some(s) = first.filter(|_| concurrency.is_some()) {
+        f = f.num("first_step_error_rate", s.error_rate());
     }
     Some(f.advice(
         "the service fails before it slows down gracefully: check the error kinds \
@@ -223,7 +253,6 @@ pub fn probe_tail_heavy(p: &ProbeFacts) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diagnose::facts::LoadStep;
     use crate::diagnose::rules::testutil::healthy_probe;
 
     fn step(concurrency: u32, rps: f64, p99: f64, errors: u64) -> LoadStep {
@@ -255,6 +284,33 @@ mod tests {
         assert_eq!(f.evidence_f64("per_thread_pct"), Some(95.0));
         assert!(f.advice.contains("--threads"));
         assert!(client_bound(&ramp(vec![])).is_none());
+    }
+
+    /// A closed port: 300,000 connect errors at full CPU, nothing succeeded. The run's
+    /// error says so; client-bound and the latency rules stay quiet, and so does the
+    /// whole set of rules but errors-under-load.
+    #[test]
+    fn client_bound_quiet_when_nothing_succeeded() {
+        let mut l = ramp(vec![]);
+        l.client_cpu_pct = Some(195.0);
+        l.requests = 300_000;
+        l.errors = 300_000;
+        l.errors_by_kind.insert("connect".into(), 300_000);
+        l.p50_ms = 0.01;
+        l.p99_ms = 80.0;
+        assert!(none_succeeded(&l));
+        assert!(client_bound(&l).is_none());
+        let facts = crate::diagnose::facts::Facts {
+            load: Some(l.clone()),
+            ..Default::default()
+        };
+        let ids: Vec<String> = crate::diagnose::rules::all(&facts)
+            .into_iter()
+            .map(|f| f.id)
+            .collect();
+        assert_eq!(ids, ["errors-under-load"]);
+        l.errors = 299_990;
+        assert!(client_bound(&l).is_some(), "some succeeded: the CPU counts");
     }
 
     /// 120% on a CPU plus 70% waiting for one over 2 threads: busy 95% each, the
@@ -339,6 +395,28 @@ mod tests {
             ..LoadFacts::default()
         };
         assert_eq!(errors_under_load(&bad).unwrap().severity, Severity::Crit);
+    }
+
+    /// A URL that fails at every step at about the same rate (a 404) is not failing
+    /// "under load"; errors that rise well above the first step's are.
+    #[test]
+    fn errors_already_at_the_first_step_are_not_under_load() {
+        let l = ramp(vec![step(1, 30_000.0, 0.1, 90_000)]);
+        assert!(errors_under_load(&l).is_none(), "100% at the only step");
+        let l = ramp(vec![
+            step(1, 100.0, 20.0, 150),
+            step(2, 200.0, 20.0, 280),
+            step(4, 400.0, 20.0, 600),
+        ]);
+        assert!(errors_under_load(&l).is_none(), "50% at every step");
+        let l = ramp(vec![
+            step(1, 100.0, 20.0, 30),
+            step(2, 200.0, 20.0, 60),
+            step(4, 400.0, 20.0, 900),
+        ]);
+        let f = errors_under_load(&l).expect("10% → 75% fires");
+        assert_eq!(f.evidence_f64("concurrency"), Some(4.0));
+        assert_eq!(f.evidence_f64("first_step_error_rate"), Some(0.1));
     }
 
     /// 12 ms p50 with a 900 ms p99 is tail-heavy; 0.3 ms with 3 ms is not.

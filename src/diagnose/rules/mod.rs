@@ -10,16 +10,19 @@ pub mod connection;
 pub mod content;
 pub mod disk;
 pub mod load;
+pub mod rate;
+pub mod status;
 pub mod tcp;
 pub mod timeline;
 pub mod timing;
 
-use super::cache_status::proxy_header;
+use super::cache_status::{proxy_header, CacheState};
 use super::facts::{Facts, ProbeFacts};
 use super::finding::Finding;
 
 /// Every finding id the rules can emit (docs/findings.md documents each).
 pub const IDS: &[&str] = &[
+    "error-status",
     "cold-start",
     "server-dominates",
     "server-timing-gap",
@@ -44,6 +47,7 @@ pub const IDS: &[&str] = &[
     "client-bound",
     "knee",
     "errors-under-load",
+    "rate-not-sustained",
     "periodic-spikes",
     "tail-heavy",
     "disk-tail",
@@ -55,6 +59,7 @@ pub fn all(facts: &Facts) -> Vec<Finding> {
     let mut out: Vec<Option<Finding>> = Vec::new();
     let proxied = behind_proxy(facts);
     if let Some(p) = &facts.probe {
+        out.push(status::error_status(p));
         out.push(cold::cold_start(p));
         out.push(connection::handshake_dominates(p));
         out.push(connection::no_keepalive(p));
@@ -83,13 +88,18 @@ pub fn all(facts: &Facts) -> Vec<Finding> {
         out.push(cache::no_validators(c));
         out.push(cache::no_304(c));
     }
-    if let Some(l) = &facts.load {
+    if let Some(l) = facts.load.as_ref().filter(|l| load::none_succeeded(l)) {
+        // Every request failed (a closed port, a URL that always errors): the run's own
+        // error says so; latencies and CPU of failures judge nothing.
+        out.push(load::errors_under_load(l));
+    } else if let Some(l) = &facts.load {
         let bound = load::client_bound(l);
         let trusted = bound.is_none();
         out.push(bound);
         if trusted {
             out.push(load::knee(l));
             out.push(load::errors_under_load(l));
+            out.push(rate::rate_not_sustained(l));
             out.push(load::tail_heavy(l));
             out.push(timeline::periodic_spikes(l));
             out.push(timeline::retransmits(l));
@@ -122,6 +132,20 @@ pub fn server_label(proxied: bool) -> &'static str {
         "server"
     }
 }
+
+/// What the time after one round trip is called for this probe: "edge (cache hit)"
+/// when a CDN or proxy answered it from its cache (the origin was not asked), else
+/// [`server_label`].
+pub fn time_label(p: &ProbeFacts, proxied: bool) -> &'static str {
+    if proxied && super::cache_status::cache_status(&p.headers).state == CacheState::Hit {
+        EDGE_HIT
+    } else {
+        server_label(proxied)
+    }
+}
+
+/// The label of the time after one round trip when the edge answered from cache.
+pub const EDGE_HIT: &str = "edge (cache hit)";
 
 /// Median of the finite values (NaN when empty).
 pub fn median(values: &[f64]) -> f64 {

@@ -53,6 +53,7 @@ pub fn healthy_probe() -> ProbeFacts {
         https: false,
         http_version: "HTTP/1.1".into(),
         status: 200,
+        statuses: Default::default(),
         fresh: Some(series(fresh_p50, &noisy, &noisy, &noisy_fast(20))),
         reused: Some(series(reused_p50, &noisy, &noisy, &[])),
         first_total_ms: Some(3.0),

@@ -1,15 +1,21 @@
-//! Timeline rules: `periodic-spikes` (p99 spikes that recur at a regular interval)
-//! and `retransmits` (TCP retransmissions during a run, joined to the spike times).
+//! Timeline rules: `periodic-spikes` (per-second p99 or max spikes that recur at a
+//! regular interval) and `retransmits` (TCP retransmissions during a run, joined to
+//! the spike times).
 
 use super::{median, ms, percentile};
 use crate::diagnose::facts::{LoadFacts, Second};
 use crate::diagnose::finding::{Category, Finding, Severity};
 
-/// A second is a spike when its p99 is ≥ this many times the median p99…
+/// A second is a p99 spike when its p99 is ≥ this many times the local p99…
 const SPIKE_RATIO: f64 = 3.0;
 /// …and at least this much above it, ms.
 const SPIKE_FLOOR_MS: f64 = 20.0;
-/// Half-width of the window whose median p99 is a second's baseline, seconds.
+/// A second is a max spike when its max is ≥ this many times the local max…
+const MAX_SPIKE_RATIO: f64 = 10.0;
+/// …and at least this long, ms. A stall on a fast route holds one request per
+/// connection among thousands: p99 barely moves, the second's max does.
+const MAX_SPIKE_FLOOR_MS: f64 = 50.0;
+/// Half-width of the window whose median is a second's baseline, seconds.
 const BASELINE_S: u32 = 5;
 /// Fewer onsets than this cannot show a period.
 const MIN_SPIKES: usize = 3;
@@ -21,22 +27,56 @@ pub struct Spikes {
     /// judged against the median of the seconds within ±5 s of it (at most twice
     /// their lower quartile).
     pub median_p99_ms: f64,
-    /// Every spike second (a p99 spike, or a total stall: no request completed in a
-    /// second amid busy ones).
+    /// Median of the per-second maxima (NaN when the timeline has none).
+    pub median_max_ms: f64,
+    /// Every spike second (a p99 spike, a max spike, or a total stall: no request
+    /// completed in a second amid busy ones).
     pub seconds: Vec<u32>,
     /// First second of each run of consecutive spike seconds.
     pub onsets: Vec<u32>,
     /// The largest p99 in a spike second, ms.
     pub max_p99_ms: f64,
+    /// The largest max in a spike second, ms (0 when not measured).
+    pub max_ms: f64,
+    /// Some spike second's p99 spiked.
+    pub p99_spiked: bool,
+    /// Some spike second's max spiked.
+    pub max_spiked: bool,
     /// Regular spacing of the onsets, seconds, when there are ≥ 3 onsets whose
     /// intervals all lie within max(1 s, 25 %) of their median.
     pub period_s: Option<f64>,
 }
 
-/// Finds p99 spikes and their period in a timeline.
+impl Spikes {
+    /// What spiked: "p99", "max" or "p99 and max" ("stall" for empty seconds only).
+    pub fn what(&self) -> &'static str {
+        match (self.p99_spiked, self.max_spiked) {
+            (true, true) => "p99 and max",
+            (true, false) => "p99",
+            (false, true) => "max",
+            (false, false) => "stall",
+        }
+    }
+}
+
+/// The local baseline of a per-second value around second `t`: the median within
+/// ±BASELINE_S seconds, capped at twice their lower quartile (a stall every 2 s
+/// spikes half of the seconds, which drags the median up to half spike).
+fn baseline(active: &[&Second], t: u32, value: impl Fn(&Second) -> f64) -> f64 {
+    let around: Vec<f64> = active
+        .iter()
+        .filter(|o| o.t.abs_diff(t) <= BASELINE_S)
+        .map(|o| value(o))
+        .collect();
+    median(&around).min(2.0 * percentile(&around, 0.25))
+}
+
+/// Finds p99 and max spikes and their period in a timeline.
 pub fn detect_spikes(timeline: &[Second]) -> Spikes {
     let active: Vec<&Second> = timeline.iter().filter(|s| s.requests > 0).collect();
     let med = median(&active.iter().map(|s| s.p99_ms).collect::<Vec<_>>());
+    let with_max: Vec<&Second> = active.iter().copied().filter(|s| s.max_ms > 0.0).collect();
+    let med_max = median(&with_max.iter().map(|s| s.max_ms).collect::<Vec<_>>());
     let med_requests = median(
         &timeline
             .iter()
@@ -48,26 +88,29 @@ pub fn detect_spikes(timeline: &[Second]) -> Spikes {
         active.last().map(|s| s.t).unwrap_or(0),
     );
     let mut seconds = Vec::new();
-    let mut max_p99: f64 = 0.0;
+    let (mut max_p99, mut max_max): (f64, f64) = (0.0, 0.0);
+    let (mut p99_spiked, mut max_spiked) = (false, false);
     for s in timeline {
-        // The baseline is local (the median p99 within ±BASELINE_S seconds), so a
-        // ramp whose p99 climbs step by step is not mistaken for spikes. A stall
-        // every 2 s spikes half of the seconds, which drags the median up to half
-        // spike: twice the lower quartile caps it then.
-        let around: Vec<f64> = active
-            .iter()
-            .filter(|o| o.t.abs_diff(s.t) <= BASELINE_S)
-            .map(|o| o.p99_ms)
-            .collect();
-        let base = median(&around).min(2.0 * percentile(&around, 0.25));
+        // The baselines are local, so a ramp whose latency climbs step by step is not
+        // mistaken for spikes.
+        let base = baseline(&active, s.t, |o| o.p99_ms);
         let spike = s.requests > 0
             && base.is_finite()
             && s.p99_ms >= SPIKE_RATIO * base
             && s.p99_ms - base >= SPIKE_FLOOR_MS;
+        let base_max = baseline(&with_max, s.t, |o| o.max_ms);
+        let max_spike = s.requests > 0
+            && s.max_ms > 0.0
+            && base_max.is_finite()
+            && s.max_ms >= MAX_SPIKE_RATIO * base_max
+            && s.max_ms >= MAX_SPIKE_FLOOR_MS;
         let stall = s.requests == 0 && med_requests >= 5.0 && s.t > first && s.t < last;
-        if spike || stall {
+        if spike || max_spike || stall {
             seconds.push(s.t);
             max_p99 = max_p99.max(s.p99_ms);
+            max_max = max_max.max(s.max_ms);
+            p99_spiked |= spike;
+            max_spiked |= max_spike;
         }
     }
     let onsets: Vec<u32> = seconds
@@ -85,9 +128,13 @@ pub fn detect_spikes(timeline: &[Second]) -> Spikes {
     };
     Spikes {
         median_p99_ms: med,
+        median_max_ms: med_max,
         seconds,
         onsets,
         max_p99_ms: max_p99,
+        max_ms: max_max,
+        p99_spiked,
+        max_spiked,
         period_s,
     }
 }
@@ -99,33 +146,46 @@ fn list(ts: &[u32]) -> String {
         .join(", ")
 }
 
-/// `periodic-spikes`.
+/// `periodic-spikes`: per-second p99 or max spikes at a regular period.
 pub fn periodic_spikes(l: &LoadFacts) -> Option<Finding> {
     let s = detect_spikes(&l.timeline);
     let period = s.period_s?;
-    Some(
-        Finding::new(
-            "periodic-spikes",
-            Category::Load,
-            Severity::Warn,
-            format!(
-                "p99 spikes every ≈{period:.0} s ({} spikes, up to {} against a {} median p99)",
-                s.onsets.len(),
-                ms(s.max_p99_ms),
-                ms(s.median_p99_ms)
-            ),
+    let n = s.onsets.len();
+    let title = if s.p99_spiked || !s.max_spiked {
+        format!(
+            "p99 spikes every ≈{period:.0} s ({n} spikes, up to {} against a {} median p99)",
+            ms(s.max_p99_ms),
+            ms(s.median_p99_ms)
         )
-        .num("period_s", period)
-        .count("spikes", s.onsets.len() as u64)
-        .num("max_p99_ms", s.max_p99_ms)
-        .num("median_p99_ms", s.median_p99_ms)
-        .text("spike_times_s", list(&s.onsets))
-        .advice(
-            "something on a timer stalls every request: GC pauses, cron jobs, log \
-             rotation, cache expiry stampedes, database checkpoints, or a network path \
-             that drops packets periodically (see retransmits); line the period up with \
-             the server's timers and logs",
-        ),
+    } else {
+        format!(
+            "latency spikes every ≈{period:.0} s ({n} spikes: the slowest request of a \
+             second up to {} against a {} median max; p99 {} stays low, so few requests \
+             are hit)",
+            ms(s.max_ms),
+            ms(s.median_max_ms),
+            ms(s.median_p99_ms)
+        )
+    };
+    Some(
+        Finding::new("periodic-spikes", Category::Load, Severity::Warn, title)
+            .num("period_s", period)
+            .count("spikes", n as u64)
+            .text("spiked", s.what())
+            .num("max_p99_ms", s.max_p99_ms)
+            .num("median_p99_ms", s.median_p99_ms)
+            .opt_num("max_ms", (s.max_ms > 0.0).then_some(s.max_ms))
+            .opt_num(
+                "median_max_ms",
+                s.median_max_ms.is_finite().then_some(s.median_max_ms),
+            )
+            .text("spike_times_s", list(&s.onsets))
+            .advice(
+                "something on a timer stalls every request: GC pauses, cron jobs, log \
+                 rotation, cache expiry stampedes, database checkpoints, or a network path \
+                 that drops packets periodically (see retransmits); line the period up with \
+                 the server's timers and logs",
+            ),
     )
 }
 
@@ -154,7 +214,7 @@ pub fn retransmits(l: &LoadFacts) -> Option<Finding> {
         format!("{total} TCP segments retransmitted during the run")
     } else {
         format!(
-            "{total} TCP segments retransmitted during the run; {} of {n} p99 spikes \
+            "{total} TCP segments retransmitted during the run; {} of {n} latency spikes \
              coincide with retransmissions",
             joined.len()
         )
@@ -307,6 +367,66 @@ mod tests {
         let s = detect_spikes(&tl);
         assert_eq!(s.onsets, [2, 6, 10]);
         assert_eq!(s.period_s, Some(4.0));
+    }
+
+    /// A fast route (p50 0.05 ms, p99 1 ms, max ≈ 3 ms) stalled for 500 ms every
+    /// 3 s: p99 does not move, each stalled second's max is ≈ 505 ms — a max spike
+    /// with the stall's period. The same route without stalls, and max "spikes" of
+    /// 30 ms (under the 50 ms floor), are quiet.
+    #[test]
+    fn max_spikes_on_a_fast_route() {
+        let fast = |stall: &dyn Fn(u32) -> Option<f64>| -> Vec<Second> {
+            (0..15)
+                .map(|t| Second {
+                    t,
+                    requests: if stall(t).is_some() { 75_000 } else { 150_000 },
+                    p50_ms: 0.05,
+                    p99_ms: 1.0 + 0.05 * noise(t),
+                    max_ms: stall(t).unwrap_or(2.0 + 2.0 * noise(t)),
+                    ..Second::default()
+                })
+                .collect()
+        };
+        let tl = fast(&|t| (t % 3 == 2).then(|| 505.0 + noise(t)));
+        let s = detect_spikes(&tl);
+        assert_eq!(s.onsets, [2, 5, 8, 11, 14]);
+        assert_eq!(s.period_s, Some(3.0));
+        assert_eq!(s.what(), "max");
+        let f = periodic_spikes(&LoadFacts {
+            timeline: tl,
+            ..LoadFacts::default()
+        })
+        .expect("fires");
+        assert_eq!(f.evidence_f64("period_s"), Some(3.0));
+        assert_eq!(f.evidence_str("spiked"), Some("max"));
+        assert!(f.evidence_f64("max_ms").unwrap() >= 505.0);
+        assert!(f.evidence_f64("median_max_ms").unwrap() < 5.0);
+        assert!(f.title.contains("every ≈3 s"), "{}", f.title);
+        assert!(f.title.contains("slowest request"), "{}", f.title);
+        // A stall every 2 s: half of the seconds spike; still a period of 2 s.
+        let s = detect_spikes(&fast(&|t| (t % 2 == 1).then_some(305.0)));
+        assert_eq!(s.period_s, Some(2.0));
+        let s = detect_spikes(&fast(&|_| None));
+        assert!(s.onsets.is_empty(), "{:?}", s.onsets);
+        let s = detect_spikes(&fast(&|t| (t % 3 == 2).then_some(30.0)));
+        assert!(s.onsets.is_empty(), "under the 50 ms floor: {:?}", s.onsets);
+    }
+
+    /// A slow route's max varies with its p99: a 20 ms route with maxima of 25-45 ms
+    /// has no max spikes (under 10× the typical max).
+    #[test]
+    fn max_noise_on_a_slow_route_is_quiet() {
+        let tl: Vec<Second> = (0..30)
+            .map(|t| Second {
+                t,
+                requests: 100,
+                p50_ms: 20.0,
+                p99_ms: 22.0,
+                max_ms: if t % 4 == 1 { 45.0 } else { 25.0 },
+                ..Second::default()
+            })
+            .collect();
+        assert!(detect_spikes(&tl).onsets.is_empty());
     }
 
     /// A second with no completed request amid busy ones is a stall, hence a spike.

@@ -3,7 +3,7 @@
 //!
 //! Server time ≈ `wait` − `tcpi_min_rtt` on a warm connection (DESIGN.md, Derived).
 
-use super::{ms, server_label, steady, times};
+use super::{ms, steady, time_label, times};
 use crate::diagnose::facts::ProbeFacts;
 use crate::diagnose::finding::{Category, Finding, Severity};
 use crate::diagnose::server_timing::server_timing;
@@ -23,7 +23,7 @@ pub fn time_split(p: &ProbeFacts, proxied: bool) -> Option<Finding> {
     if ttfb <= 0.0 {
         return None;
     }
-    let label = server_label(proxied);
+    let label = time_label(p, proxied);
     let base = |id, cat, sev, title| {
         Finding::new(id, cat, sev, title)
             .num("ttfb_ms", ttfb)
@@ -47,7 +47,10 @@ pub fn time_split(p: &ProbeFacts, proxied: bool) -> Option<Finding> {
                 ),
             )
             .num("share", server / ttfb)
-            .advice(if proxied {
+            .advice(if label == super::EDGE_HIT {
+                "the edge answers from its cache, yet slowly: the edge is busy or far from \
+                 its own network (compare another PoP or CDN)"
+            } else if proxied {
                 "the time is spent behind the edge: check the edge → origin hop (is the \
                  edge caching? is the origin far from the edge?) and the origin's own time \
                  (Server-Timing, profiling)"
@@ -148,7 +151,7 @@ pub fn server_timing_gap(p: &ProbeFacts, proxied: bool) -> Option<Finding> {
     if !(gap >= 20.0 && explained < 0.5 * server) {
         return None;
     }
-    let label = server_label(proxied);
+    let label = time_label(p, proxied);
     Some(
         Finding::new(
             "server-timing-gap",
