@@ -120,6 +120,33 @@ fn closed_model_paces_by_the_response() {
         .any(|h| h.name == "latency" && h.second == Some(0)));
 }
 
+/// `-d` is a hard limit in the closed model (and with stages): requests still in
+/// flight at the end get a short grace (min(timeout, 2 s)), then count as
+/// incomplete, not as errors — a 20 s route with a 60 s timeout ends in seconds.
+#[test]
+fn duration_is_a_hard_limit_in_flight_is_incomplete() {
+    let lab = healthy();
+    for stages in [false, true] {
+        let p = plan(&lab.url("/delay/20s"), 2, Duration::from_secs(1), |p| {
+            p.client.timeout = Duration::from_secs(60);
+            if stages {
+                p.duration = None;
+                p.stages = load::stages::parse("100ms:2,900ms:2").unwrap();
+            }
+        });
+        let t0 = Instant::now();
+        let r = run(&p);
+        let took = t0.elapsed();
+        assert!(took < Duration::from_secs(6), "stages {stages}: {took:?}");
+        assert_eq!(
+            (r.requests, r.incomplete),
+            (0, 2),
+            "stages {stages}: {:?}",
+            r.errors
+        );
+    }
+}
+
 /// The binary: `-n` with `--json` prints the load JSON and exits 0.
 #[test]
 fn cli_count_json() {
