@@ -233,7 +233,8 @@ pub struct LoadArgs {
     /// Connections (closed model: virtual users; open model: the most it may open).
     #[arg(short = 'c', long = "connections", value_name = "N")]
     pub connections: Option<u32>,
-    /// How long to run.
+    /// How long to run, a hard limit: no request starts after it, requests still in
+    /// flight get min(--timeout, 2s) to finish, then are counted as incomplete.
     #[arg(short = 'd', long, value_name = "DUR", value_parser = duration)]
     pub duration: Option<Duration>,
     /// Stop after exactly N requests (ab style).

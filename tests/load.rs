@@ -120,6 +120,33 @@ fn closed_model_paces_by_the_response() {
         .any(|h| h.name == "latency" && h.second == Some(0)));
 }
 
+/// `-d` is a hard limit in the closed model (and with stages): requests still in
+/// flight at the end get a short grace (min(timeout, 2 s)), then count as
+/// incomplete, not as errors — a 20 s route with a 60 s timeout ends in seconds.
+#[test]
+fn duration_is_a_hard_limit_in_flight_is_incomplete() {
+    let lab = healthy();
+    for stages in [false, true] {
+        let p = plan(&lab.url("/delay/20s"), 2, Duration::from_secs(1), |p| {
+            p.client.timeout = Duration::from_secs(60);
+            if stages {
+                p.duration = None;
+                p.stages = load::stages::parse("100ms:2,900ms:2").unwrap();
+            }
+        });
+        let t0 = Instant::now();
+        let r = run(&p);
+        let took = t0.elapsed();
+        assert!(took < Duration::from_secs(6), "stages {stages}: {took:?}");
+        assert_eq!(
+            (r.requests, r.incomplete),
+            (0, 2),
+            "stages {stages}: {:?}",
+            r.errors
+        );
+    }
+}
+
 /// The binary: `-n` with `--json` prints the load JSON and exits 0.
 #[test]
 fn cli_count_json() {
@@ -477,6 +504,35 @@ fn bad_scenario_names_line_and_field() {
     );
     let out = util::run(&["load", "-f", "/nonexistent/s.toml", "--no-save"]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// A threshold on an endpoint the scenario does not have is a usage error (exit 2)
+/// naming it and the known ones; the README's scenario example plans as written.
+#[test]
+fn threshold_on_unknown_endpoint_is_a_usage_error() {
+    let (_d, file) = write_scenario(
+        "base_url = \"http://127.0.0.1:9\"\nthresholds = [\"place:p99<300ms\"]\n\n[[request]]\nname = \"places\"\npath = \"/places\"\n",
+    );
+    let out = util::run(&["load", "-f", &file, "-n", "1", "--no-save"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("'place'") && err.contains("'places'"), "{err}");
+
+    let readme = include_str!("../README.md");
+    let start = readme
+        .find("```toml\nbase_url")
+        .expect("README has a scenario")
+        + 8;
+    let toml = &readme[start..start + readme[start..].find("```").unwrap()];
+    let (_d2, file) = write_scenario(toml);
+    let cli =
+        <latscope::cli::Cli as clap::Parser>::try_parse_from(["latscope", "load", "-f", &file])
+            .expect("parses");
+    let latscope::cli::Command::Load(args) = cli.command else {
+        panic!("not a load command")
+    };
+    let p = LoadPlan::from_args(&args).unwrap_or_else(|e| panic!("README scenario: {e}"));
+    assert_eq!(p.thresholds.len(), 3);
 }
 
 /// Thresholds: passing ones exit 0, a failing one exits 99 and names itself, per

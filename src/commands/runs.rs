@@ -56,6 +56,9 @@ fn headline_text(h: &serde_json::Value) -> String {
         .map(|(k, x)| {
             let shown = if x.fract() == 0.0 && x.abs() < 1e12 {
                 format!("{x:.0}")
+            } else if x.abs() < 1.0 {
+                // A loopback min RTT is some µs.
+                format!("{x:.3}")
             } else {
                 format!("{x:.2}")
             };

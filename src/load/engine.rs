@@ -23,10 +23,17 @@ use crate::net::Scheme;
 
 /// Run phases (the `phase` atomic).
 pub const RUNNING: u8 = 0;
-/// No new requests; in-flight ones finish (until their timeout).
+/// No new requests; in-flight ones may finish within [`grace`].
 pub const DRAIN: u8 = 1;
 /// Stop now: in-flight requests are abandoned and counted incomplete.
 pub const ABORT: u8 = 2;
+
+/// How long requests in flight at the end of a timed run may still finish: the
+/// request timeout, but at most 2 s (k6's gracefulStop, shorter). What is still in
+/// flight after it is abandoned and counted as `incomplete`, so `-d` bounds the run.
+pub fn grace(timeout: Duration) -> Duration {
+    timeout.min(Duration::from_secs(2))
+}
 
 /// What the controller shares with every worker.
 pub struct Control {
@@ -283,7 +290,7 @@ pub fn run(
             if let Some(d) = deadline {
                 if now >= d && control.phase.load(Ordering::Relaxed) == RUNNING {
                     control.phase.store(DRAIN, Ordering::Relaxed);
-                    drain_until = Some(now + plan.client.timeout + Duration::from_secs(1));
+                    drain_until = Some(now + grace(plan.client.timeout));
                 }
             }
             if drain_until.is_some_and(|u| now >= u) {

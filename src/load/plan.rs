@@ -424,6 +424,20 @@ fn from_parts(
     for t in &args.thresholds {
         thresholds.push(threshold::parse(t).map_err(|e| PlanError::Usage(e.to_string()))?);
     }
+    // A rule on an endpoint the run does not have would fail with "no data": a typo.
+    for t in &thresholds {
+        if let threshold::Scope::Endpoint(name) = &t.scope {
+            if !endpoints.iter().any(|e| &e.name == name) {
+                let known: Vec<String> =
+                    endpoints.iter().map(|e| format!("'{}'", e.name)).collect();
+                return usage(format!(
+                    "threshold '{}': no endpoint named '{name}' (the endpoints are {})",
+                    t.expr,
+                    known.join(", ")
+                ));
+            }
+        }
+    }
     // Connections are split between threads: more threads would idle.
     let vus = connections as usize;
     let threads = threads
@@ -500,6 +514,7 @@ mod tests {
             vec!["http://127.0.0.1:1/", "--streams", "4"],
             vec!["http://127.0.0.1:1/", "--threshold", "p99<"],
             vec!["http://127.0.0.1:1/", "--rate", "0"],
+            vec!["http://127.0.0.1:1/", "--threshold", "place:p99<1s"],
         ] {
             assert!(plan(&bad).is_err(), "{bad:?}");
         }

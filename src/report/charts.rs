@@ -94,6 +94,80 @@ fn y_max(series: &[Series]) -> f64 {
     }
 }
 
+/// The y axis of a line chart: linear from 0, or log10 (values are drawn as their
+/// logarithm, and labelled back in the unit).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum YScale {
+    Linear,
+    /// log10 from `lo` to `hi` (in log10 units).
+    Log {
+        lo: f64,
+        hi: f64,
+    },
+}
+
+impl YScale {
+    /// Log when the curves span more than two decades (a 1.6 s cold start over
+    /// 10 ms samples), so both the bulk and the tail are visible.
+    fn for_series(series: &[Series]) -> YScale {
+        let vals = || {
+            series
+                .iter()
+                .flat_map(|s| s.points.iter().map(|p| p.1))
+                .filter(|v| v.is_finite() && *v > 0.0)
+        };
+        let (min, max) = (vals().fold(f64::MAX, f64::min), vals().fold(0.0, f64::max));
+        if max > 0.0 && max / min > 100.0 {
+            YScale::Log {
+                lo: min.log10().floor(),
+                hi: max.log10() + 0.1,
+            }
+        } else {
+            YScale::Linear
+        }
+    }
+
+    fn range(self, series: &[Series]) -> std::ops::Range<f64> {
+        match self {
+            YScale::Linear => 0f64..y_max(series),
+            YScale::Log { lo, hi } => lo..hi,
+        }
+    }
+
+    /// Where a value is drawn.
+    fn map(self, v: f64) -> f64 {
+        match self {
+            YScale::Linear => v,
+            YScale::Log { lo, .. } => {
+                if v > 0.0 {
+                    v.log10().max(lo)
+                } else {
+                    lo
+                }
+            }
+        }
+    }
+
+    /// A y label: the value in the unit.
+    fn label(self, y: f64) -> String {
+        let v = match self {
+            YScale::Linear => y,
+            YScale::Log { .. } => 10f64.powf(y),
+        };
+        let v = v + 0.0;
+        if v.abs() >= 100.0 || v == 0.0 {
+            format!("{v:.0}")
+        } else if v.abs() >= 1.0 {
+            format!("{}", (v * 10.0).round() / 10.0)
+        } else {
+            format!("{v:.3}")
+                .trim_end_matches('0')
+                .trim_end_matches('.')
+                .to_string()
+        }
+    }
+}
+
 /// The x axis of a line chart.
 struct XAxis<'a> {
     range: std::ops::Range<f64>,
@@ -106,7 +180,7 @@ fn draw_lines<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     caption: &str,
     x: XAxis<'_>,
-    y_desc: &str,
+    (y_desc, y_scale): (&str, YScale),
     series: &[Series],
 ) -> Result<(), String> {
     let mut chart = ChartBuilder::on(area)
@@ -115,24 +189,32 @@ fn draw_lines<DB: DrawingBackend>(
         .margin_right(28)
         .x_label_area_size(34)
         .y_label_area_size(64)
-        .build_cartesian_2d(x.range, 0f64..y_max(series))
+        .build_cartesian_2d(x.range, y_scale.range(series))
         .map_err(|e| format!("{e:?}"))?;
+    let y_fmt = |y: &f64| y_scale.label(*y);
     chart
         .configure_mesh()
         .x_desc(x.desc)
         .y_desc(y_desc)
         .x_labels(x.labels)
         .x_label_formatter(x.fmt)
+        .y_labels(match y_scale {
+            // One label a decade: 1, 10, 100, 1000.
+            YScale::Log { lo, hi } => (hi - lo).ceil() as usize + 1,
+            YScale::Linear => 10,
+        })
+        .y_label_formatter(&y_fmt)
         .light_line_style(RGBColor(235, 235, 235))
         .draw()
         .map_err(|e| format!("{e:?}"))?;
     for s in series.iter().filter(|s| !s.points.is_empty()) {
         let style = ShapeStyle::from(s.color).stroke_width(s.width);
         let color = s.color;
+        let points = s.points.iter().map(|&(x, y)| (x, y_scale.map(y)));
         let anno = if s.dashed {
-            chart.draw_series(DashedLineSeries::new(s.points.iter().copied(), 6, 4, style))
+            chart.draw_series(DashedLineSeries::new(points, 6, 4, style))
         } else {
-            chart.draw_series(LineSeries::new(s.points.iter().copied(), style))
+            chart.draw_series(LineSeries::new(points, style))
         }
         .map_err(|e| format!("{e:?}"))?;
         anno.label(s.label.clone()).legend(move |(x, y)| {
@@ -170,7 +252,7 @@ pub fn time_panels(panels: &[Panel], x_max: f64) -> Result<String, ChartError> {
                     fmt: &|x| format!("{x:.0}"),
                     labels: 12,
                 },
-                &panel.y_desc,
+                (&panel.y_desc, YScale::Linear),
                 &panel.series,
             )
             .map_err(err("timeline"))?;
@@ -195,8 +277,14 @@ pub fn nines_label(n: f64) -> String {
 }
 
 /// Percentile distributions: `curves` hold (nines, value) points where nines =
-/// −log10(1 − q).
+/// −log10(1 − q). The y axis reaches the largest value; it is a log scale when the
+/// values span more than two decades (and then says so).
 pub fn nines(curves: &[Series], y_desc: &str, caption: &str) -> Result<String, ChartError> {
+    let y_scale = YScale::for_series(curves);
+    let y_desc = match y_scale {
+        YScale::Linear => y_desc.to_string(),
+        YScale::Log { .. } => format!("{y_desc} (log scale)"),
+    };
     let mut svg = String::new();
     let x_max = curves
         .iter()
@@ -215,7 +303,7 @@ pub fn nines(curves: &[Series], y_desc: &str, caption: &str) -> Result<String, C
                 fmt: &|x| nines_label(*x),
                 labels: x_max as usize + 1,
             },
-            y_desc,
+            (&y_desc, y_scale),
             curves,
         )
         .map_err(err("percentile"))?;

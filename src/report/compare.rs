@@ -53,6 +53,23 @@ pub struct Test {
     /// The medians differ by less than a difference that matters (5 % and 0.1 ms, or
     /// 5 µs for disk latencies): even a "significant" p does not make it a difference.
     pub negligible: bool,
+    /// The row's value moved the other way than the blocks as a whole (e.g. a p99
+    /// that fell while the samples shifted up): the test does not speak for this row,
+    /// whatever its p.
+    pub against_test: bool,
+}
+
+/// Whether the row's change from `a` to `b` goes the way the test found the blocks
+/// shift (`prob_b_greater` above ½: up, below: down). A row that did not move, or
+/// moved against the shift, is not made significant by the test of the blocks.
+pub fn moved_with_test(a: Option<f64>, b: Option<f64>, prob_b_greater: f64) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) if b > a => prob_b_greater > 0.5,
+        (Some(a), Some(b)) if b < a => prob_b_greater < 0.5,
+        (Some(_), Some(_)) => false,
+        // No row value to check against: the test's verdict stands.
+        _ => true,
+    }
 }
 
 /// Whether the change from `a` to `b` is too small to matter, whatever the test says.
@@ -214,7 +231,11 @@ fn align(per_run: &[RunSections]) -> Vec<Section> {
                 .iter()
                 .map(|ms| ms.and_then(|ms| ms.iter().find(|m| m.name == metric)))
                 .collect();
-            let values: Vec<Option<f64>> = cells.iter().map(|c| c.and_then(|m| m.value)).collect();
+            // `+ 0.0` turns a negative zero (an empty float sum is -0.0) into 0.
+            let values: Vec<Option<f64>> = cells
+                .iter()
+                .map(|c| c.and_then(|m| m.value).map(|v| v + 0.0))
+                .collect();
             // A latency that is zero or missing everywhere (dns on reused
             // connections) says nothing; zero errors do.
             let zero_says_nothing = better == Better::Lower && !unit.is_empty();
@@ -246,12 +267,16 @@ fn align(per_run: &[RunSections]) -> Vec<Section> {
                     let (_, b) = c.and_then(|m| m.blocks.as_ref())?;
                     let r = mann_whitney_u(a, b);
                     let small = negligible(values[baseline], values[i], unit);
+                    let along = r.is_some_and(|r| {
+                        moved_with_test(values[baseline], values[i], r.prob_b_greater)
+                    });
                     Some(Test {
                         basis: basis.clone(),
                         n: [a.len(), b.len()],
                         p_value: r.map(|r| r.p_value),
-                        significant: r.map(|r| r.significant() && !small),
+                        significant: r.map(|r| r.significant() && !small && along),
                         negligible: small,
+                        against_test: r.is_some() && !small && !along,
                     })
                 })
                 .collect();

@@ -85,3 +85,57 @@ fn sections_match_across_kinds() {
         "{text}"
     );
 }
+
+/// One test for all of a phase's percentiles: a row that moved against the samples'
+/// shift is not "yes" (here the samples got slower, but the baseline's one cold
+/// outlier makes its p99 fall).
+#[test]
+fn a_row_moving_against_the_test_is_not_significant() {
+    let mut a: Vec<f64> = (0..9).map(|i| 10.0 + i as f64 / 2.0).collect();
+    a.push(2000.0);
+    let b: Vec<f64> = (0..10).map(|i| 20.0 + i as f64 / 2.0).collect();
+    let (a, b) = (run("a", "probe", probe(&a)), run("b", "probe", probe(&b)));
+    let cmp = compare(&[a, b]).unwrap();
+    let rows = &cmp.sections[0].rows;
+    let row = |m: &str| rows.iter().find(|r| r.metric == m).unwrap();
+    let up = row("ttfb p50").tests[1].clone().unwrap();
+    assert_eq!(up.significant, Some(true), "{up:?}");
+    let down = row("ttfb p99");
+    assert!(down.ratios[1].unwrap() < 1.0);
+    let t = down.tests[1].clone().unwrap();
+    assert!(t.p_value.unwrap() < ALPHA && t.against_test, "{t:?}");
+    assert_eq!(t.significant, Some(false));
+    assert!(super::super::compare_text::fmt_test(&t).starts_with("no"));
+    assert!(moved_with_test(Some(1.0), Some(2.0), 0.9));
+    assert!(!moved_with_test(Some(2.0), Some(1.0), 0.9));
+    assert!(!moved_with_test(Some(1.0), Some(1.0), 0.9));
+}
+
+/// Negative zero (an empty sum of errors is -0.0) never prints as "-0".
+#[test]
+fn no_negative_zero_in_output() {
+    use super::super::compare_text::{fmt_ratio, fmt_value};
+    assert_eq!(fmt_value(-0.0, ""), "0");
+    assert_eq!(fmt_value(-0.001, ""), "0.00");
+    assert!(!fmt_value(-0.0, "ms").starts_with('-'));
+    assert!(!fmt_value(-0.0, "req/s").starts_with('-'));
+    assert_eq!(fmt_value(-3.0, ""), "-3");
+    assert!(!fmt_ratio(-0.0).contains('-'));
+    let load = |errors: Value| {
+        json!({"kind": "load", "duration_s": 10.0, "rps": 5.0, "errors": errors,
+            "latency_ms": {"p50": 1.0}})
+    };
+    let cmp = compare(&[
+        run("a", "load", load(json!({}))),
+        run("b", "load", load(json!({}))),
+    ])
+    .unwrap();
+    let text = super::super::compare_text::render(&cmp);
+    assert!(!text.contains(" -0"), "{text}");
+    let errors = cmp.sections[0]
+        .rows
+        .iter()
+        .find(|r| r.metric == "errors")
+        .unwrap();
+    assert!(errors.values.iter().all(|v| v.unwrap().is_sign_positive()));
+}

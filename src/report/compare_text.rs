@@ -26,11 +26,31 @@ pub fn when(ms: i64) -> String {
         .to_string()
 }
 
+/// `s` without the sign of a number that rounded to zero ("-0", "-0.00 ms" → "0",
+/// "0.00 ms"): negative zero means nothing to a reader.
+pub fn no_negative_zero(s: String) -> String {
+    match s.strip_prefix('-') {
+        Some(rest)
+            if rest
+                .split(' ')
+                .next()
+                .is_some_and(|n| n.chars().all(|c| c == '0' || c == '.')) =>
+        {
+            rest.to_string()
+        }
+        _ => s,
+    }
+}
+
 /// A value in its unit, for people.
 pub fn fmt_value(v: f64, unit: &str) -> String {
     if !v.is_finite() {
         return "-".into();
     }
+    no_negative_zero(fmt_unsigned(v, unit))
+}
+
+fn fmt_unsigned(v: f64, unit: &str) -> String {
     match unit {
         "ms" => fmt_ms(v),
         "µs" => {
@@ -61,6 +81,7 @@ pub fn fmt_value(v: f64, unit: &str) -> String {
 
 /// A ratio as `×2.09`.
 pub fn fmt_ratio(r: f64) -> String {
+    let r = r + 0.0;
     if r >= 100.0 {
         format!("×{r:.0}")
     } else if r >= 10.0 {
@@ -84,6 +105,7 @@ pub fn fmt_test(t: &Test) -> String {
     match (t.significant, t.p_value) {
         (Some(true), Some(p)) => format!("yes {}", fmt_p(p)),
         (Some(false), Some(p)) if t.negligible => format!("no, too small ({})", fmt_p(p)),
+        (Some(false), Some(p)) if t.against_test => format!("no, moved against ({})", fmt_p(p)),
         (Some(false), Some(p)) => format!("no {}", fmt_p(p)),
         _ => format!("n/a {} vs {}", t.n[0], t.n[1]),
     }
@@ -162,9 +184,10 @@ pub fn render(c: &Comparison) -> String {
     out.push('\n');
     out.push_str(&wrap(
         &format!(
-            "Differs?: {}; yes when p < {} and the values differ by at least 5 % (and \
-             0.1 ms, or 5 µs for disk latencies): smaller differences are called too small \
-             whatever p says. n/a: fewer than {} blocks on a side; blank: no per-second \
+            "Differs?: {}; yes when p < {}, the values differ by at least 5 % (and \
+             0.1 ms, or 5 µs for disk latencies) and the row moved the way the test found \
+             the blocks shift: smaller differences are called too small, and a row that \
+             moved the other way 'moved against', whatever p says. n/a: fewer than {} blocks on a side; blank: no per-second \
              data or samples for that metric.",
             c.test, c.alpha, c.min_blocks
         ),

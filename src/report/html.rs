@@ -263,4 +263,32 @@ mod tests {
             "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;"
         );
     }
+
+    /// The probe's percentile chart reaches its slowest sample: a 1.58 s cold start
+    /// among 19 samples under 90 ms is on the (then logarithmic) axis.
+    #[test]
+    fn probe_chart_axis_reaches_the_cold_start() {
+        let mut ttfb: Vec<f64> = (0..19).map(|i| 5.0 + 4.5 * i as f64).collect();
+        ttfb.insert(0, 1580.0);
+        let samples: Vec<Value> = ttfb
+            .iter()
+            .map(|t| serde_json::json!({"series": "fresh", "phases_ms": {"ttfb": t, "total": t}}))
+            .collect();
+        let curve = super::super::html_runs::sample_curve(&ttfb);
+        assert_eq!(curve.last().unwrap().1, 1580.0);
+        let mut out = String::new();
+        super::super::html_probe::probe(
+            &mut out,
+            &serde_json::json!({"kind": "probe", "target": "http://127.0.0.1:1/", "samples": samples}),
+        )
+        .unwrap();
+        assert!(out.contains("Probe samples by percentile"), "{out}");
+        assert!(out.contains("ms (log scale)"), "{out}");
+        // y labels one a decade, up to 1000 ms (the 1.58 s sample is above it).
+        let labels: Vec<&str> = out
+            .split("</text>")
+            .filter_map(|t| Some(t.rsplit_once('>')?.1.trim()))
+            .collect();
+        assert!(labels.contains(&"1000"), "{labels:?}");
+    }
 }

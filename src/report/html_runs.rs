@@ -29,23 +29,29 @@ const PCT: [(&str, &str); 8] = [
 ];
 
 /// The (nines, value) curve of a histogram (ns → `unit_ns` units), to as many nines
-/// as its count can resolve (at most 5).
+/// as its count can resolve (at most 5); it ends at the maximum, so a chart's axis
+/// always reaches the slowest request.
 pub fn hist_curve(h: &Histogram<u64>, unit_ns: f64) -> Vec<(f64, f64)> {
     if h.is_empty() {
         return Vec::new();
     }
     let max_nines = (h.len() as f64).log10().clamp(1.0, 5.0);
     let steps = (max_nines * 20.0) as usize;
-    (0..=steps)
+    let mut curve: Vec<(f64, f64)> = (0..=steps)
         .map(|i| {
             let x = max_nines * i as f64 / steps as f64;
             let q = 1.0 - 10f64.powf(-x);
             (x, h.value_at_quantile(q) as f64 / unit_ns)
         })
-        .collect()
+        .collect();
+    if let Some(last) = curve.last_mut() {
+        last.1 = h.max() as f64 / unit_ns;
+    }
+    curve
 }
 
-/// The (nines, value) curve of raw samples (nearest rank).
+/// The (nines, value) curve of raw samples (nearest rank), ending at the largest
+/// sample (a cold start in 20 samples is the curve's end, not cut off).
 pub fn sample_curve(samples: &[f64]) -> Vec<(f64, f64)> {
     let mut v: Vec<f64> = samples.iter().copied().filter(|x| x.is_finite()).collect();
     if v.is_empty() {
@@ -59,7 +65,7 @@ pub fn sample_curve(samples: &[f64]) -> Vec<(f64, f64)> {
             let x = max_nines * i as f64 / steps as f64;
             let q = 1.0 - 10f64.powf(-x);
             let idx = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1;
-            (x, v[idx])
+            (x, if i == steps { v[v.len() - 1] } else { v[idx] })
         })
         .collect()
 }

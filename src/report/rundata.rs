@@ -95,7 +95,8 @@ pub struct Second {
 /// A number, or the sum of an object's numbers (errors by kind).
 pub fn count(v: Option<&Value>) -> Option<f64> {
     match v? {
-        Value::Object(m) => Some(m.values().filter_map(Value::as_f64).sum()),
+        // `+ 0.0`: an empty float sum is -0.0, which would print as "-0".
+        Value::Object(m) => Some(m.values().filter_map(Value::as_f64).sum::<f64>() + 0.0),
         other => other.as_f64(),
     }
 }

@@ -153,3 +153,23 @@ fn record_json_roundtrip() {
     let back: RunRecord = serde_json::from_str(&text).unwrap();
     assert_eq!(back, r);
 }
+
+/// A probe's headline shows the kernel's min RTT (distance), never its smoothed RTT
+/// (delayed-ACK noise on loopback); without TCP_INFO, the connect p50, named so.
+#[test]
+fn probe_headline_uses_min_rtt_or_connect() {
+    let probe = json!({"kind": "probe",
+        "fresh": {"phases_ms": {"ttfb": {"p50": 1.5}, "connect": {"p50": 0.12}}},
+        "tcp": {"rtt_ms": 21.7, "min_rtt_ms": 0.031}});
+    let h = headline("probe", &probe);
+    assert_eq!(h["min_rtt_ms"], 0.031);
+    assert!(h.get("rtt_ms").is_none(), "{h}");
+    let diagnose = json!({"kind": "diagnose", "probe": {"results": [
+        {"fresh": {"phases_ms": {"connect": {"p50": 0.12}}}, "tcp": {"rtt_ms": 21.7}}]}});
+    let h = headline("diagnose", &diagnose);
+    assert_eq!(h["connect_p50_ms"], 0.12);
+    assert!(
+        h.get("rtt_ms").is_none() && h.get("min_rtt_ms").is_none(),
+        "{h}"
+    );
+}
