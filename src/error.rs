@@ -25,6 +25,17 @@ macro_rules! usage {
     };
 }
 
+/// Whether `e` is a write to a closed pipe (`latscope … | head`): not a failure,
+/// the reader has all it wanted. Seen through a JSON serialiser too, whose error
+/// does not expose the `io::Error` as its source.
+pub fn is_broken_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
+    if let Some(io) = e.downcast_ref::<std::io::Error>() {
+        return io.kind() == std::io::ErrorKind::BrokenPipe;
+    }
+    e.downcast_ref::<serde_json::Error>()
+        .is_some_and(|j| j.io_error_kind() == Some(std::io::ErrorKind::BrokenPipe))
+}
+
 /// Exit codes, as DESIGN.md fixes them.
 pub mod exit {
     /// The run succeeded.

@@ -12,10 +12,7 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
             // `latscope … | head` closing the pipe is not a failure.
-            if err.chain().any(|e| {
-                e.downcast_ref::<std::io::Error>()
-                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-            }) {
+            if err.chain().any(latscope::error::is_broken_pipe) {
                 return ExitCode::from(exit::OK);
             }
             let _ = std::io::stdout().flush();

@@ -167,6 +167,27 @@ fn cli_count_json() {
     );
     assert_eq!(lab.stats().route("bytes"), 50);
     assert!(j["findings"].is_array());
+    // Every field of the document is named in the README's JSON section, which the
+    // help of --json points to (DESIGN.md is not in the repository).
+    let readme = include_str!("../README.md");
+    let section = &readme[readme.find("## JSON").unwrap()..];
+    let section = &section[..section[3..].find("\n## ").unwrap()];
+    for k in j.as_object().unwrap().keys() {
+        assert!(
+            section.contains(k.as_str()),
+            "README's JSON section lacks {k}"
+        );
+    }
+    let help = util::run(&["load", "--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        !help.contains("DESIGN.md") && help.contains("README's \"JSON\" section"),
+        "{help}"
+    );
+    assert!(
+        help.contains("hard limit") && help.contains("incomplete"),
+        "{help}"
+    );
 }
 
 /// Each failure lands in its kind: a reset connection, a 500, a 404, a closed port

@@ -241,3 +241,67 @@ fn sigkill_mid_run_leaves_the_store_intact() {
     run_ok(&["probe", &url, "-n", "1", "--db", db, "--label", "after"]);
     assert!(run_ok(&["runs", "--db", db]).contains("after"));
 }
+
+/// Runs latscope with its stdout a pipe nobody reads (closed before it starts), as
+/// `latscope … | head -1` after head exits; returns (exit code, stderr). Bounded.
+fn with_closed_stdout(args: &[&str], dir: &Path) -> (Option<i32>, String) {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let err_path = dir.join("stderr.txt");
+    let mut child = latscope()
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(writer)
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + crate::util::LIMIT;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{args:?} hung with a closed stdout");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    (status.code(), std::fs::read_to_string(&err_path).unwrap())
+}
+
+/// A closed stdout (EPIPE) ends every printing command quietly with exit 0, and a
+/// measuring command still saves its run.
+#[test]
+fn closed_stdout_is_not_an_error() {
+    let dir = temp_dir("epipe");
+    let db = dir.join("a.db");
+    let db = db.to_str().unwrap();
+    let file = write_export(&dir, &record("ee11bb22cc", "pod-7"));
+    run_ok(&["import", file.to_str().unwrap(), "--db", db]);
+    let lab = crate::util_lab::healthy();
+    let url = lab.url("/");
+    for args in [
+        vec!["show", "ee11", "--json"],
+        vec!["show", "ee11"],
+        vec![
+            "load", &url, "-n", "5", "-c", "1", "--json", "--label", "piped",
+        ],
+        vec!["load", &url, "-n", "5", "-c", "1", "--label", "piped-text"],
+        vec!["runs"],
+        vec!["runs", "--json"],
+        vec!["export", "last"],
+        vec!["compare", "piped", "piped-text"],
+    ] {
+        let mut a = args.clone();
+        a.extend(["--db", db]);
+        let (code, err) = with_closed_stdout(&a, &dir);
+        assert_eq!(code, Some(0), "{args:?}: {err}");
+        assert!(!err.contains("rror"), "{args:?}: {err}");
+    }
+    let listed = run_ok(&["runs", "--db", db]);
+    assert!(
+        listed.contains("piped") && listed.contains("piped-text"),
+        "{listed}"
+    );
+}

@@ -4,7 +4,7 @@
 //! every request failed). Ctrl-C stops the run cleanly; what was measured is printed
 //! and saved.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -50,8 +50,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     on_ctrl_c(stop.clone());
     let tty = std::io::stderr().is_terminal();
     if !args.output.json {
-        print!("{}", report::load::header(&plan));
-        let _ = std::io::stdout().flush();
+        super::output::say(&report::load::header(&plan))?;
     }
     let mut shown = false;
     let result = load::run_with_progress(&plan, &stop, &mut |p| {
@@ -100,7 +99,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         },
     ) {
         if !args.output.json {
-            println!("\n  saved as run {id}");
+            super::output::say(&format!("\n  saved as run {id}\n"))?;
         }
     }
     if result.requests > 0 && result.ok == 0 && !result.aborted {

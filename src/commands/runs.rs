@@ -181,6 +181,6 @@ pub fn import(args: ImportArgs) -> anyhow::Result<u8> {
         "imported run {id} ({} {}, made on {})",
         file.run.kind, file.run.target, file.run.env.hostname
     );
-    println!("{id}");
+    super::output::say(&format!("{id}\n"))?;
     Ok(exit::OK)
 }
