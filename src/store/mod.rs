@@ -451,8 +451,16 @@ pub fn headline(kind: &str, summary: &serde_json::Value) -> serde_json::Value {
             put("write_p99_us", pick(&["write", "lat_us", "p99"]));
         }
         _ => {
-            let probe = summary.get("probe").unwrap_or(summary);
-            let first = probe.get("results").and_then(|r| r.get(0)).unwrap_or(probe);
+            // Several URLs: the first that was measured (a failed one is `{url,
+            // error}`); a diagnosis holds its probe under `probe`.
+            fn measured(v: &serde_json::Value) -> &serde_json::Value {
+                v.get("results")
+                    .and_then(serde_json::Value::as_array)
+                    .and_then(|r| r.iter().find(|e| e.get("error").is_none()))
+                    .unwrap_or(v)
+            }
+            let first = measured(summary);
+            let first = measured(first.get("probe").unwrap_or(first));
             let get = |path: &[&str]| {
                 let mut v = first;
                 for p in path {

@@ -173,3 +173,15 @@ fn probe_headline_uses_min_rtt_or_connect() {
         "{h}"
     );
 }
+
+/// Several URLs whose first failed: the headline comes from the first that was
+/// measured, for probe and diagnose runs alike.
+#[test]
+fn headline_skips_a_failed_url() {
+    let measured = json!({"fresh": {"phases_ms": {"ttfb": {"p50": 2.5}}}});
+    let failed = json!({"url": "http://127.0.0.1:1/", "error": "cannot connect"});
+    let probe = json!({"kind": "probe", "results": [failed, measured]});
+    assert_eq!(headline("probe", &probe)["fresh_ttfb_p50_ms"], 2.5);
+    let diagnose = json!({"kind": "diagnose", "results": [failed, {"probe": measured}]});
+    assert_eq!(headline("diagnose", &diagnose)["fresh_ttfb_p50_ms"], 2.5);
+}
