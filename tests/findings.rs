@@ -381,6 +381,41 @@ fn client_bound_fires_when_latscope_cannot_keep_up() {
     );
 }
 
+/// A closed port: every request fails to connect, as fast as latscope can try, and the
+/// run fails with that error. latscope's busy CPU then says nothing about a target, so
+/// `client-bound` stays quiet.
+#[test]
+fn client_bound_quiet_when_every_request_fails() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/");
+    let out = crate::util::run(&[
+        "load",
+        &url,
+        "-c",
+        "8",
+        "-d",
+        "1s",
+        "--threads",
+        "1",
+        "--json",
+        "--no-save",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "every request failed");
+    let v = crate::util::json_of(&out);
+    assert_eq!(v["ok"], 0, "{v}");
+    assert!(v["requests"].as_u64().unwrap() > 0, "{v}");
+    assert_quiet(&v, "client-bound", "a closed port");
+    assert_quiet(
+        &v,
+        "errors-under-load",
+        "a closed port (the run's error says it)",
+    );
+}
+
 /// `--workers 2 --overload 503`: from 4 connections on, most requests get a 503 at
 /// once.
 #[test]
@@ -526,10 +561,11 @@ fn periodic_spikes_fire_on_periodic_stalls() {
     assert_quiet(&v, "retransmits", "loopback");
 }
 
-/// `latscope load` on a fast route (`/`, well under a millisecond) stalled for 300 ms
+/// `latscope load` on a fast route (`/`, well under a millisecond) stalled for 500 ms
 /// every 2 s: a stall holds one request per connection among thousands, so p99 barely
-/// moves, but each stalled second's max is ≈ 300 ms — periodic spikes of the max,
-/// every ≈ 2 s. The same load without stalls is quiet.
+/// moves, but each stalled second's max is ≈ 500 ms — periodic spikes of the max,
+/// every ≈ 2 s (the typical max stays under a tenth of that even on a busy machine).
+/// The same load without stalls is quiet.
 #[test]
 fn periodic_spikes_fire_on_stalls_of_a_fast_route() {
     let load = |lab: &lab::RunningLab, d: &str| {
@@ -547,7 +583,7 @@ fn periodic_spikes_fire_on_stalls_of_a_fast_route() {
     let lab = lab::spawn(LabOptions {
         stall: Some(StallOptions {
             every: Duration::from_secs(2),
-            length: Duration::from_millis(300),
+            length: Duration::from_millis(500),
         }),
         ..LabOptions::default()
     })
@@ -556,7 +592,7 @@ fn periodic_spikes_fire_on_stalls_of_a_fast_route() {
     let f = finding(&v, "periodic-spikes");
     assert_in("period", num(f, "period_s"), 1.0, 3.0);
     assert!(text(f, "spiked").contains("max"), "{f}");
-    assert_in("max", num(f, "max_ms"), 250.0, 1000.0);
+    assert_in("max", num(f, "max_ms"), 400.0, 1500.0);
     assert!(num(f, "median_max_ms") < 100.0, "{f}");
     let healthy = lab::spawn(LabOptions::default()).unwrap();
     let v = load(&healthy, "4s");

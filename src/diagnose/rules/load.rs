@@ -11,9 +11,9 @@ use crate::diagnose::finding::{Category, Finding, Severity};
 const CLIENT_BUSY_PCT: f64 = 90.0;
 
 /// Requests completed and every one failed (connect errors to a closed port, a URL
-/// that always errors). Then no latency describes the target and `client-bound`
-/// (which would be latscope spinning through failures) and the latency rules stay
-/// quiet.
+/// that always errors). Then no latency describes the target: `client-bound` (which
+/// would be latscope spinning through failures) and the other load rules stay quiet;
+/// the run's own error says that everything failed.
 pub fn none_succeeded(l: &LoadFacts) -> bool {
     l.requests > 0 && l.errors >= l.requests
 }
@@ -287,8 +287,7 @@ mod tests {
     }
 
     /// A closed port: 300,000 connect errors at full CPU, nothing succeeded. The run's
-    /// error says so; client-bound and the latency rules stay quiet, and so does the
-    /// whole set of rules but errors-under-load.
+    /// error says so; client-bound and every other load rule stay quiet.
     #[test]
     fn client_bound_quiet_when_nothing_succeeded() {
         let mut l = ramp(vec![]);
@@ -308,7 +307,7 @@ mod tests {
             .into_iter()
             .map(|f| f.id)
             .collect();
-        assert_eq!(ids, ["errors-under-load"]);
+        assert!(ids.is_empty(), "{ids:?}");
         l.errors = 299_990;
         assert!(client_bound(&l).is_some(), "some succeeded: the CPU counts");
     }

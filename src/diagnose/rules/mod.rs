@@ -88,11 +88,10 @@ pub fn all(facts: &Facts) -> Vec<Finding> {
         out.push(cache::no_validators(c));
         out.push(cache::no_304(c));
     }
-    if let Some(l) = facts.load.as_ref().filter(|l| load::none_succeeded(l)) {
-        // Every request failed (a closed port, a URL that always errors): the run's own
-        // error says so; latencies and CPU of failures judge nothing.
-        out.push(load::errors_under_load(l));
-    } else if let Some(l) = &facts.load {
+    // When every request failed (a closed port, a URL that always errors) the run's own
+    // error says so; the latencies and CPU of failures judge nothing, and errors from
+    // the start are not "under load".
+    if let Some(l) = facts.load.as_ref().filter(|l| !load::none_succeeded(l)) {
         let bound = load::client_bound(l);
         let trusted = bound.is_none();
         out.push(bound);
