@@ -175,6 +175,7 @@ fn cache_status_reports_hits_and_misses() {
     let summary = v["summary"].as_str().unwrap();
     assert!(summary.contains("edge (cache hit)"), "{summary}");
     assert!(!summary.contains("origin"), "{summary}");
+    assert_eq!(v["probe"]["server_time_label"], "edge (cache hit)");
     let v = diagnose(&[&lab.url("/cdn/miss"), "--no-load"]);
     let f = finding(&v, "cache-status");
     assert_eq!(num(f, "hits"), 0.0);
@@ -183,6 +184,7 @@ fn cache_status_reports_hits_and_misses() {
     assert_in("miss TTFB", num(f, "miss_ttfb_ms"), 55.0, 1000.0);
     let summary = v["summary"].as_str().unwrap();
     assert!(summary.contains("edge → origin + server"), "{summary}");
+    assert_eq!(v["probe"]["server_time_label"], "edge → origin + server");
     let v = diagnose(&[&lab.url("/cache/public"), "--no-load"]);
     assert_quiet(&v, "cache-status", "/cache/public (no CDN headers)");
 }

@@ -278,7 +278,7 @@ pub(crate) fn diagnose_url(
         distance_km: plan.distance_km,
     };
     let findings = diagnose::run_rules(&facts);
-    probe.server_time_label = rules::server_label(rules::behind_proxy(&facts)).to_string();
+    probe.server_time_label = rules::facts_time_label(&facts).to_string();
     let summary = diagnose::summary(&facts);
     Ok(Diagnosis {
         target: target.url.clone(),

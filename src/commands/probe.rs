@@ -122,7 +122,7 @@ pub(crate) fn explain(r: &mut ProbeResult, offered_h2: bool) -> Option<String> {
         probe: Some(from_probe::probe_facts(r, offered_h2)),
         ..Facts::default()
     };
-    r.server_time_label = rules::server_label(rules::behind_proxy(&facts)).to_string();
+    r.server_time_label = rules::facts_time_label(&facts).to_string();
     r.findings = diagnose::run_rules(&facts);
     diagnose::summary(&facts)
 }

@@ -143,6 +143,14 @@ pub fn time_label(p: &ProbeFacts, proxied: bool) -> &'static str {
     }
 }
 
+/// [`time_label`] of the facts' probe ([`server_label`] without one).
+pub fn facts_time_label(f: &Facts) -> &'static str {
+    let proxied = behind_proxy(f);
+    f.probe
+        .as_ref()
+        .map_or(server_label(proxied), |p| time_label(p, proxied))
+}
+
 /// The label of the time after one round trip when the edge answered from cache.
 pub const EDGE_HIT: &str = "edge (cache hit)";
 
