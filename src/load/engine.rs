@@ -353,9 +353,6 @@ pub fn run(
             .collect()
     });
     let elapsed = start.elapsed();
-    // The last, partial second's sample.
-    let retrans_end = sys::retrans_segs();
-    let _ = retrans_end;
     Ok(result::merge(
         plan, started, elapsed, outputs, &seconds, aborted,
     ))

@@ -1,5 +1,6 @@
 //! What the engine samples from the host while it runs: TCP retransmissions of the
-//! whole host (`/proc/net/snmp`, `RetransSegs`) and the CPU time of latscope's own
+//! whole host (`/proc/net/snmp` `RetransSegs`, less the tail-loss probes that found
+//! nothing lost, from `/proc/net/netstat`) and the CPU time of latscope's own
 //! worker threads (their thread CPU clocks, so a lab running in the same process is
 //! not counted as load-tool CPU).
 
@@ -12,17 +13,32 @@ pub struct SecondSample {
     pub cpu_pct: f64,
 }
 
-/// The host's `Tcp: RetransSegs` counter, None when `/proc/net/snmp` is unreadable.
+/// The host's TCP retransmissions so far: `Tcp: RetransSegs` less the tail-loss
+/// probes that did not recover a loss (`TcpExt: TCPLossProbes` −
+/// `TCPLossProbeRecovery`). A loss probe is sent whenever an ACK is late, which on a
+/// busy machine's loopback happens without any loss; counted raw, those made every
+/// CPU-heavy run look lossy. None when `/proc/net/snmp` is unreadable.
 pub fn retrans_segs() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/net/snmp").ok()?;
-    parse_retrans(&text)
+    let snmp = std::fs::read_to_string("/proc/net/snmp").ok()?;
+    let retrans = counter(&snmp, "Tcp:", "RetransSegs")?;
+    let idle_probes = std::fs::read_to_string("/proc/net/netstat")
+        .ok()
+        .and_then(|t| {
+            let sent = counter(&t, "TcpExt:", "TCPLossProbes")?;
+            let recovered = counter(&t, "TcpExt:", "TCPLossProbeRecovery").unwrap_or(0);
+            Some(sent.saturating_sub(recovered))
+        })
+        .unwrap_or(0);
+    Some(retrans.saturating_sub(idle_probes))
 }
 
-fn parse_retrans(text: &str) -> Option<u64> {
-    let mut tcp = text.lines().filter(|l| l.starts_with("Tcp:"));
-    let names = tcp.next()?;
-    let values = tcp.next()?;
-    let idx = names.split_whitespace().position(|n| n == "RetransSegs")?;
+/// Counter `name` from a `/proc/net/snmp`-style text: a line of names, then a line of
+/// values, both starting with `prefix`.
+fn counter(text: &str, prefix: &str, name: &str) -> Option<u64> {
+    let mut lines = text.lines().filter(|l| l.starts_with(prefix));
+    let names = lines.next()?;
+    let values = lines.next()?;
+    let idx = names.split_whitespace().position(|n| n == name)?;
     values.split_whitespace().nth(idx)?.parse().ok()
 }
 
@@ -78,8 +94,16 @@ mod tests {
     #[test]
     fn parses_snmp() {
         let t = "Ip: A B\nIp: 1 2\nTcp: RtoAlgorithm RetransSegs InErrs\nTcp: 1 34 0\n";
-        assert_eq!(parse_retrans(t), Some(34));
-        assert_eq!(parse_retrans("Ip: A\nIp: 1\n"), None);
+        assert_eq!(counter(t, "Tcp:", "RetransSegs"), Some(34));
+        assert_eq!(counter("Ip: A\nIp: 1\n", "Tcp:", "RetransSegs"), None);
+        let netstat = "TcpExt: SyncookiesSent TCPLossProbes TCPLossProbeRecovery\n\
+                       TcpExt: 0 13392 132\nIpExt: InNoRoutes\nIpExt: 0\n";
+        assert_eq!(counter(netstat, "TcpExt:", "TCPLossProbes"), Some(13392));
+        assert_eq!(
+            counter(netstat, "TcpExt:", "TCPLossProbeRecovery"),
+            Some(132)
+        );
+        assert!(retrans_segs().is_some(), "this kernel has /proc/net/snmp");
         assert!(thread_cpu_ns() > 0);
     }
 
