@@ -236,7 +236,8 @@ fn next_steps(html: &Result<std::path::PathBuf, String>, id: Option<&str>) -> St
     }
     s.push_str(
         "  latscope lab --listen 127.0.0.1:8080 --stall-every 3s --stall-for 500ms\n\
-         \x20 latscope load http://127.0.0.1:8080/ -c 20 -d 15s   see the stalls in a load timeline\n\
+         \x20 latscope load http://127.0.0.1:8080/ -c 20 -d 15s   stalls on a fast route: periodic-spikes\n\
+         \x20 latscope report last -o load.html                     its per-second timeline as a chart\n\
          \x20 latscope https://your.site/                            diagnose your own site\n",
     );
     s
