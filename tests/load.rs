@@ -242,10 +242,61 @@ fn errors_are_classified() {
 #[test]
 fn sigint_stops_cleanly() {
     let lab = healthy();
+    for (signal, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM")] {
+        let before = lab.stats().total;
+        let mut child = util::latscope()
+            .args([
+                "load",
+                &lab.url("/delay/5ms"),
+                "-d",
+                "60s",
+                "-c",
+                "2",
+                "--json",
+                "--no-save",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let t0 = Instant::now();
+        while lab.stats().total < before + 20 && t0.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // SAFETY: plain kill(2) on our own child.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if child.try_wait().unwrap().is_none() {
+            let _ = child.kill();
+            panic!("latscope load did not stop on {name}");
+        }
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let j = json_of(&out);
+        assert_eq!(j["aborted"], true, "{name}");
+        assert!(j["requests"].as_u64().unwrap() >= 20, "{name}");
+        assert!(j["duration_s"].as_f64().unwrap() < 30.0, "{name}");
+    }
+}
+
+/// A second Ctrl-C while the first one's grace runs (requests in flight on a 20 s
+/// route) ends latscope at once with exit 130.
+#[test]
+fn a_second_sigint_stops_at_once() {
+    use std::io::BufRead;
+    let lab = healthy();
     let mut child = util::latscope()
         .args([
             "load",
-            &lab.url("/delay/5ms"),
+            &lab.url("/delay/20s"),
             "-d",
             "60s",
             "-c",
@@ -253,35 +304,55 @@ fn sigint_stops_cleanly() {
             "--json",
             "--no-save",
         ])
-        .stdout(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
     let t0 = Instant::now();
-    while lab.stats().total < 20 && t0.elapsed() < Duration::from_secs(20) {
+    while lab.stats().total < 2 && t0.elapsed() < Duration::from_secs(20) {
         std::thread::sleep(Duration::from_millis(20));
     }
+    let pid = child.id() as i32;
     // SAFETY: plain kill(2) on our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    unsafe { libc::kill(pid, libc::SIGINT) };
     let deadline = Instant::now() + Duration::from_secs(10);
-    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) if line.contains("signal again to stop at once") => break,
+            Ok(_) => {}
+            Err(_) => {
+                let _ = child.kill();
+                panic!("no word that the first SIGINT was taken");
+            }
+        }
+    }
+    let second = Instant::now();
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    while child.try_wait().unwrap().is_none() && second.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(20));
     }
-    if child.try_wait().unwrap().is_none() {
+    let status = child.try_wait().unwrap();
+    if status.is_none() {
         let _ = child.kill();
-        panic!("latscope load did not stop on SIGINT");
     }
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    assert_eq!(status.and_then(|s| s.code()), Some(130));
+    assert!(
+        second.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        second.elapsed()
     );
-    let j = json_of(&out);
-    assert_eq!(j["aborted"], true);
-    assert!(j["requests"].as_u64().unwrap() >= 20);
-    assert!(j["duration_s"].as_f64().unwrap() < 30.0);
 }
 
 /// The stop flag also works through the library API.

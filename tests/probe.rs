@@ -416,47 +416,48 @@ fn probe_runs_are_saved_and_shown_again() {
     assert!(!text.contains("s3cret"), "{text}");
 }
 
-/// Ctrl-C in the middle of a probe prints what was measured (and exits 0).
+/// Ctrl-C (or SIGTERM, as a service manager sends) in the middle of a probe prints
+/// what was measured and exits 0.
 #[test]
 fn sigint_keeps_what_was_measured() {
     use std::process::Stdio;
     let lab = lab::spawn(LabOptions::default()).unwrap();
     let url = lab.url("/delay/300ms");
-    let mut child = crate::util::latscope()
-        .args(["probe", "--json", "--no-save", &url, "-n", "50"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Wait (bounded) until the lab has answered three requests.
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while lab.stats().total < 3 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the probe never got going"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while child.try_wait().unwrap().is_none() {
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("the probe did not stop within 10 s of SIGINT");
+    for (signal, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM")] {
+        let before = lab.stats().total;
+        let mut child = crate::util::latscope()
+            .args(["probe", "--json", "--no-save", &url, "-n", "50"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Wait (bounded) until the lab has answered three requests.
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while lab.stats().total < before + 3 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the probe never got going"
+            );
+            std::thread::sleep(Duration::from_millis(20));
         }
-        std::thread::sleep(Duration::from_millis(20));
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while child.try_wait().unwrap().is_none() {
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("the probe did not stop within 10 s of {name}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{name}: {err}");
+        assert!(err.contains("keeping what was measured"), "{name}: {err}");
+        let v = json_of(&out);
+        assert_eq!(v["interrupted"], true, "{name}");
+        let n = v["samples"].as_array().unwrap().len();
+        assert!((2..50).contains(&n), "{name}: {n} samples");
     }
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v = json_of(&out);
-    assert_eq!(v["interrupted"], true);
-    let n = v["samples"].as_array().unwrap().len();
-    assert!((2..50).contains(&n), "{n} samples");
 }
 
 /// The same route measured by `curl -w` (ten fresh connections): connect and TTFB

@@ -1,16 +1,17 @@
-//! Ctrl-C (and `--max-time`) for the measuring commands: one watcher that sets both
-//! the probe's [`Stop`] and the load engine's flag, so a run ends promptly and keeps
-//! what it measured.
+//! Ctrl-C, SIGTERM and `--max-time` for the measuring commands: one watcher that sets
+//! both the probe's [`Stop`] and the load engine's flag, so a run ends promptly and
+//! keeps what it measured. A second signal ends the process at once (exit 130).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use anyhow::Context;
+use tokio::signal::unix::{signal, SignalKind};
 
 use crate::probe::Stop;
 
-/// Ctrl-C as both a probe [`Stop`] and a flag for the load engine; the watcher runs
+/// Ctrl-C or SIGTERM as both a probe [`Stop`] and a flag for the load engine; the watcher runs
 /// on a runtime of its own so it fires while a blocking ramp runs too.
 pub(crate) struct Interrupt {
     pub stop: Stop,
@@ -46,13 +47,35 @@ impl Interrupt {
         let stop = Stop::new();
         let flag = Arc::new(AtomicBool::new(false));
         let why = Arc::new(OnceLock::new());
+        // Registered before install returns, so a signal never finds the default
+        // action (which would end the process and lose the run).
+        let (mut int, mut term) = {
+            let _rt = runtime.enter();
+            (
+                signal(SignalKind::interrupt()).context("cannot catch SIGINT")?,
+                signal(SignalKind::terminate()).context("cannot catch SIGTERM")?,
+            )
+        };
         let (s, f, w) = (stop.clone(), flag.clone(), why.clone());
         runtime.spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                let _ = w.set("interrupted (Ctrl-C)");
-                f.store(true, Ordering::SeqCst);
-                s.stop();
+            let first = tokio::select! {
+                _ = int.recv() => "interrupted (Ctrl-C)",
+                _ = term.recv() => "terminated (SIGTERM)",
+            };
+            let _ = w.set(first);
+            f.store(true, Ordering::SeqCst);
+            s.stop();
+            eprintln!(
+                "\nlatscope: {first}: finishing what is in flight and keeping what was \
+                 measured (signal again to stop at once)"
+            );
+            // A second signal while the run winds down: the user means it.
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
             }
+            eprintln!("\nlatscope: stopped at once (a second signal)");
+            std::process::exit(130);
         });
         Ok(Interrupt {
             stop,
@@ -62,7 +85,8 @@ impl Interrupt {
         })
     }
 
-    /// What stopped the run: Ctrl-C or `--max-time` ("interrupted" before either).
+    /// What stopped the run: Ctrl-C, SIGTERM or `--max-time` ("interrupted" before
+    /// any).
     pub fn reason(&self) -> &'static str {
         self.why.get().copied().unwrap_or("interrupted")
     }

@@ -1,12 +1,10 @@
 //! `latscope load`: builds the plan from flags (and `-f FILE`), runs it with a
 //! progress line on a terminal, prints the summary (or `--json`), runs the finding
 //! rules, saves the run, and picks the exit code (99 when a threshold failed, 1 when
-//! every request failed). Ctrl-C stops the run cleanly; what was measured is printed
+//! every request failed). Ctrl-C or SIGTERM stops the run cleanly; what was measured is printed
 //! and saved.
 
 use std::io::IsTerminal;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use anyhow::Context;
 
@@ -18,36 +16,14 @@ use crate::load::{self, LoadPlan, PlanError};
 use crate::report;
 use crate::usage;
 
-/// Sets `stop` on the first Ctrl-C; a second one exits at once.
-fn on_ctrl_c(stop: Arc<AtomicBool>) {
-    let _ = std::thread::Builder::new()
-        .name("latscope-sigint".into())
-        .spawn(move || {
-            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
-                return;
-            };
-            rt.block_on(async {
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    stop.store(true, Ordering::Relaxed);
-                }
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    std::process::exit(130);
-                }
-            });
-        });
-}
-
 /// Runs `latscope load`.
 pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     let plan = LoadPlan::from_args(&args).map_err(|e| match e {
         PlanError::Usage(m) => usage!("{m}"),
         PlanError::Scenario(s) => usage!("{s}"),
     })?;
-    let stop = Arc::new(AtomicBool::new(false));
-    on_ctrl_c(stop.clone());
+    let interrupt = super::interrupt::Interrupt::install()?;
+    let stop = interrupt.flag.clone();
     let tty = std::io::stderr().is_terminal();
     if !args.output.json {
         super::output::say(&report::load::header(&plan))?;
