@@ -66,6 +66,9 @@ pub struct LoadResult {
     pub target_rps: Option<f64>,
     pub started: SystemTime,
     pub elapsed: Duration,
+    /// The planned length (`-d`, stages); None in count mode. `elapsed` runs past it
+    /// by the grace given to requests in flight at the end.
+    pub run_length: Option<Duration>,
     pub connections: u32,
     pub threads: usize,
     /// Completed requests (ok + errors).
@@ -264,6 +267,7 @@ pub fn merge(
         },
         started,
         elapsed,
+        run_length: plan.run_length(),
         connections: plan.connections,
         threads: plan.threads,
         requests,
@@ -451,7 +455,13 @@ impl LoadResult {
             client_wait_pct: self.client_wait_pct,
             threads: self.threads as u32,
             target_rps: self.target_rps,
-            achieved_rps: self.requests as f64 / self.elapsed.as_secs_f64().max(1e-9),
+            // Over the planned length: the end-of-run grace is not time the rate ran.
+            achieved_rps: self.requests as f64
+                / self
+                    .run_length
+                    .map_or(self.elapsed, |l| l.min(self.elapsed))
+                    .as_secs_f64()
+                    .max(1e-9),
             dropped: self.dropped,
             incomplete: self.incomplete,
         }

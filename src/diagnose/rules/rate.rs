@@ -18,7 +18,19 @@ const GROWTH_FLOOR_MS: f64 = 50.0;
 /// ≥ 50 ms). `crit` when requests were dropped or less than half completed.
 pub fn rate_not_sustained(l: &LoadFacts) -> Option<Finding> {
     let target = l.target_rps.filter(|t| *t > 0.0)?;
-    let active: Vec<_> = l.timeline.iter().filter(|s| s.requests > 0).collect();
+    // Seconds that carried the run: not the grace's few stragglers at the end, whose
+    // p50 is a slow request's and says nothing about a queue.
+    let busy = super::median(
+        &l.timeline
+            .iter()
+            .map(|s| s.requests as f64)
+            .collect::<Vec<_>>(),
+    );
+    let active: Vec<_> = l
+        .timeline
+        .iter()
+        .filter(|s| s.requests > 0 && s.requests as f64 >= 0.25 * busy)
+        .collect();
     let (first, last) = (active.first()?.p50_ms, active.last()?.p50_ms);
     let share = l.achieved_rps / target;
     let grew = last >= GROWTH * first && last - first >= GROWTH_FLOOR_MS;
@@ -114,5 +126,15 @@ mod tests {
         let mut closed = open(30.0, 10.0, 5, &[20.0, 900.0]);
         closed.target_rps = None;
         assert!(rate_not_sustained(&closed).is_none());
+    }
+
+    /// 100 req/s kept up with, but 1 % of requests take 3 s: the grace after the run
+    /// holds a few stragglers (3 requests, p50 3 s) in its last second. That second is
+    /// not the run's, so nothing fires although achieved is 83 % and "last p50" grew.
+    #[test]
+    fn stragglers_in_the_grace_are_not_a_queue() {
+        let mut l = open(100.0, 83.0, 0, &[20.0, 21.0, 20.0, 22.0, 3000.0]);
+        l.timeline[4].requests = 3;
+        assert!(rate_not_sustained(&l).is_none());
     }
 }
