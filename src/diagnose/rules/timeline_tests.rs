@@ -1,0 +1,285 @@
+//! Unit tests of the timeline rules on constructed timelines.
+
+use super::*;
+
+/// A run of `n` seconds, 100 requests each, p99 from `p99(t)`.
+fn timeline(n: u32, p99: impl Fn(u32) -> f64) -> Vec<Second> {
+    (0..n)
+        .map(|t| Second {
+            t,
+            requests: 100,
+            p50_ms: 5.0,
+            p99_ms: p99(t),
+            ..Second::default()
+        })
+        .collect()
+}
+
+/// Deterministic noise in [0, 1).
+fn noise(t: u32) -> f64 {
+    let x = (t as u64 + 1)
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    ((x >> 33) % 1000) as f64 / 1000.0
+}
+
+/// Stalls every 5 s (seconds 3, 8, 13, …; some spilling over two seconds) give a
+/// period of 5 s.
+#[test]
+fn stalls_every_five_seconds() {
+    let tl = timeline(30, |t| match t % 5 {
+        3 => 800.0 + 100.0 * noise(t),
+        4 if t == 9 => 400.0,
+        _ => 10.0 + 4.0 * noise(t),
+    });
+    let s = detect_spikes(&tl);
+    assert_eq!(s.onsets, [3, 8, 13, 18, 23, 28]);
+    assert_eq!(s.period_s, Some(5.0));
+    let l = LoadFacts {
+        timeline: tl,
+        ..LoadFacts::default()
+    };
+    let f = periodic_spikes(&l).expect("fires");
+    assert_eq!(f.evidence_f64("period_s"), Some(5.0));
+    assert_eq!(f.evidence_f64("spikes"), Some(6.0));
+    assert_eq!(
+        f.evidence_str("spike_times_s"),
+        Some("3, 8, 13, 18, 23, 28")
+    );
+}
+
+/// A ramp whose p99 climbs step by step (a knee) is not a spike train; stalls on
+/// top of it still are.
+#[test]
+fn ramp_is_not_spikes() {
+    let step = |t: u32| 10.0 * 2f64.powi((t / 4) as i32);
+    let s = detect_spikes(&timeline(28, step));
+    assert!(s.onsets.is_empty(), "{:?}", s.onsets);
+    let s = detect_spikes(&timeline(28, |t| {
+        if t % 4 == 1 {
+            step(t) * 10.0 + 500.0
+        } else {
+            step(t)
+        }
+    }));
+    assert_eq!(s.period_s, Some(4.0));
+}
+
+/// A stall every 2 s spikes half of the seconds: still a period of 2 s (the lab's
+/// `--stall-every 2s --stall-for 400ms` over an 8 s step).
+#[test]
+fn stalls_every_two_seconds() {
+    let tl = timeline(9, |t| {
+        if t % 2 == 0 && t > 0 {
+            400.0 + 20.0 * noise(t)
+        } else {
+            21.0 + 4.0 * noise(t)
+        }
+    });
+    let s = detect_spikes(&tl);
+    assert_eq!(s.onsets, [2, 4, 6, 8]);
+    assert_eq!(s.period_s, Some(2.0));
+}
+
+/// The demo's ramp (2 s steps up to 32 connections against 100 req/s, a 0.5 s
+/// stall every 3 s; each step ends in a partial second): the stalls are spikes,
+/// the p99 climbing with concurrency is not.
+#[test]
+fn stalls_on_a_saturating_ramp() {
+    let seconds = [
+        (22, 82.0),
+        (18, 45.0),
+        (1, 537.0),
+        (45, 94.0),
+        (48, 42.0),
+        (2, 42.0),
+        (41, 534.0),
+        (95, 74.0),
+        (4, 42.0),
+        (92, 152.0),
+        (55, 573.0),
+        (8, 112.0),
+        (92, 232.0),
+        (100, 171.0),
+        (16, 161.0),
+        (70, 650.0),
+        (100, 324.0),
+        (32, 322.0),
+    ];
+    let tl: Vec<Second> = seconds
+        .iter()
+        .enumerate()
+        .map(|(t, (requests, p99))| Second {
+            t: t as u32,
+            requests: *requests,
+            p99_ms: *p99,
+            ..Second::default()
+        })
+        .collect();
+    let s = detect_spikes(&tl);
+    assert_eq!(s.onsets, [2, 6, 10]);
+    assert_eq!(s.period_s, Some(4.0));
+}
+
+/// A fast route (p50 0.05 ms, p99 1 ms, max ≈ 3 ms) stalled for 500 ms every
+/// 3 s: p99 does not move, each stalled second's max is ≈ 505 ms — a max spike
+/// with the stall's period. The same route without stalls, and max "spikes" of
+/// 30 ms (under the 50 ms floor), are quiet.
+#[test]
+fn max_spikes_on_a_fast_route() {
+    let fast = |stall: &dyn Fn(u32) -> Option<f64>| -> Vec<Second> {
+        (0..15)
+            .map(|t| Second {
+                t,
+                requests: if stall(t).is_some() { 75_000 } else { 150_000 },
+                p50_ms: 0.05,
+                p99_ms: 1.0 + 0.05 * noise(t),
+                max_ms: stall(t).unwrap_or(2.0 + 2.0 * noise(t)),
+                ..Second::default()
+            })
+            .collect()
+    };
+    let tl = fast(&|t| (t % 3 == 2).then(|| 505.0 + noise(t)));
+    let s = detect_spikes(&tl);
+    assert_eq!(s.onsets, [2, 5, 8, 11, 14]);
+    assert_eq!(s.period_s, Some(3.0));
+    assert_eq!(s.what(), "max");
+    let f = periodic_spikes(&LoadFacts {
+        timeline: tl,
+        ..LoadFacts::default()
+    })
+    .expect("fires");
+    assert_eq!(f.evidence_f64("period_s"), Some(3.0));
+    assert_eq!(f.evidence_str("spiked"), Some("max"));
+    assert!(f.evidence_f64("max_ms").unwrap() >= 505.0);
+    assert!(f.evidence_f64("median_max_ms").unwrap() < 5.0);
+    assert!(f.title.contains("every ≈3 s"), "{}", f.title);
+    assert!(f.title.contains("slowest request"), "{}", f.title);
+    // A stall every 2 s: half of the seconds spike; still a period of 2 s, and the
+    // typical max is that of the seconds without a stall.
+    let s = detect_spikes(&fast(&|t| (t % 2 == 1).then_some(305.0)));
+    assert_eq!(s.period_s, Some(2.0));
+    assert!(s.median_max_ms < 5.0, "{}", s.median_max_ms);
+    let s = detect_spikes(&fast(&|_| None));
+    assert!(s.onsets.is_empty(), "{:?}", s.onsets);
+    let s = detect_spikes(&fast(&|t| (t % 3 == 2).then_some(30.0)));
+    assert!(s.onsets.is_empty(), "under the 50 ms floor: {:?}", s.onsets);
+}
+
+/// A slow first second (connection set-up) and a trailing second of two
+/// stragglers (the grace after the run) are not max spikes.
+#[test]
+fn first_second_and_stragglers_are_not_max_spikes() {
+    let mut tl: Vec<Second> = (0..10)
+        .map(|t| Second {
+            t,
+            requests: 150_000,
+            p50_ms: 0.05,
+            p99_ms: 1.0,
+            max_ms: 2.0 + noise(t),
+            ..Second::default()
+        })
+        .collect();
+    tl[0].max_ms = 400.0;
+    tl.push(Second {
+        t: 10,
+        requests: 2,
+        p50_ms: 900.0,
+        p99_ms: 900.0,
+        max_ms: 900.0,
+        ..Second::default()
+    });
+    let s = detect_spikes(&tl);
+    assert!(!s.max_spiked, "{:?}", s.seconds);
+}
+
+/// A slow route's max varies with its p99: a 20 ms route with maxima of 25-45 ms
+/// has no max spikes (under 10× the typical max).
+#[test]
+fn max_noise_on_a_slow_route_is_quiet() {
+    let tl: Vec<Second> = (0..30)
+        .map(|t| Second {
+            t,
+            requests: 100,
+            p50_ms: 20.0,
+            p99_ms: 22.0,
+            max_ms: if t % 4 == 1 { 45.0 } else { 25.0 },
+            ..Second::default()
+        })
+        .collect();
+    assert!(detect_spikes(&tl).onsets.is_empty());
+}
+
+/// A second with no completed request amid busy ones is a stall, hence a spike.
+#[test]
+fn empty_seconds_are_stalls() {
+    let mut tl = timeline(20, |_| 10.0);
+    for t in [4, 10, 16] {
+        tl[t].requests = 0;
+        tl[t].p99_ms = 0.0;
+    }
+    assert_eq!(detect_spikes(&tl).period_s, Some(6.0));
+}
+
+/// Random noise, irregular spikes, too few spikes and tiny loopback spikes give
+/// no period.
+#[test]
+fn no_period_in_noise() {
+    let s = detect_spikes(&timeline(60, |t| 10.0 + 8.0 * noise(t)));
+    assert!(s.onsets.is_empty());
+    let irregular = [3, 11, 13, 27, 40];
+    let s = detect_spikes(&timeline(50, |t| {
+        if irregular.contains(&t) {
+            500.0
+        } else {
+            10.0
+        }
+    }));
+    assert_eq!(s.onsets, irregular);
+    assert_eq!(s.period_s, None);
+    let s = detect_spikes(&timeline(
+        30,
+        |t| if t == 5 || t == 10 { 500.0 } else { 10.0 },
+    ));
+    assert_eq!(s.period_s, None, "two spikes are not a period");
+    // 0.3 ms median, 3 ms "spikes" every 5 s: 10× but under the 20 ms floor.
+    let s = detect_spikes(&timeline(30, |t| if t % 5 == 0 { 3.0 } else { 0.3 }));
+    assert!(s.onsets.is_empty());
+    let l = LoadFacts::default();
+    assert!(periodic_spikes(&l).is_none());
+}
+
+/// Retransmissions at the spike seconds warn; scattered ones away from spikes are
+/// info; a handful are quiet.
+#[test]
+fn retransmits_joined_to_spikes() {
+    let mut tl = timeline(30, |t| if t % 10 == 5 { 900.0 } else { 10.0 });
+    for t in [5, 15, 25] {
+        tl[t].retrans = 40;
+    }
+    let l = LoadFacts {
+        timeline: tl.clone(),
+        ..LoadFacts::default()
+    };
+    let f = retransmits(&l).expect("fires");
+    assert_eq!(f.severity, Severity::Warn);
+    assert_eq!(f.evidence_f64("total_retrans"), Some(120.0));
+    assert_eq!(f.evidence_f64("spikes_with_retrans"), Some(3.0));
+    assert_eq!(f.evidence_str("spike_times_s"), Some("5, 15, 25"));
+    for t in [5, 15, 25] {
+        tl[t].retrans = 0;
+    }
+    tl[1].retrans = 30;
+    let f = retransmits(&LoadFacts {
+        timeline: tl.clone(),
+        ..LoadFacts::default()
+    })
+    .unwrap();
+    assert_eq!(f.severity, Severity::Info);
+    tl[1].retrans = 2;
+    assert!(retransmits(&LoadFacts {
+        timeline: tl,
+        ..LoadFacts::default()
+    })
+    .is_none());
+}
