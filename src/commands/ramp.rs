@@ -159,7 +159,7 @@ pub(crate) fn run(
     // Steps run different numbers of threads: client-bound judges the step whose
     // threads were busiest, with that step's thread count.
     let busy = |&(cpu, wait, threads): &(f64, Option<f64>, u32)| {
-        (cpu + wait.unwrap_or(0.0)) / f64::from(threads.max(1))
+        crate::diagnose::facts::busy_per_thread(cpu, wait, threads)
     };
     if let Some(&(c, w, t)) = cpu.iter().max_by(|a, b| busy(a).total_cmp(&busy(b))) {
         facts.client_cpu_pct = Some(c);

@@ -261,6 +261,12 @@ pub struct LoadFacts {
     pub incomplete: u64,
 }
 
+/// How busy latscope's worker threads were, percent of the run per thread: on a CPU
+/// (`cpu_pct`, summed over threads) or ready to run and waiting for one (`wait_pct`).
+pub fn busy_per_thread(cpu_pct: f64, wait_pct: Option<f64>, threads: u32) -> f64 {
+    (cpu_pct + wait_pct.unwrap_or(0.0)) / f64::from(threads.max(1))
+}
+
 /// What a disk run measured, ms.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct DiskFacts {

@@ -12,13 +12,18 @@ const FLOOR_MS: f64 = 500.0;
 /// Warm-up: leading requests this much slower than steady, ms.
 const WARMUP_FLOOR_MS: f64 = 100.0;
 
-/// The steady request the first one is compared with: the fresh series' p50 without
-/// its first sample (the first request itself), so first and steady both open a
-/// connection; the reused series' p50 only when there is no fresh series to compare.
+/// The steady request the first one is compared with: the fresh series' p50 over its
+/// later half (not the first request itself, nor a warm-up after it), so first and
+/// steady both open a connection; the reused series' p50 only when there is no fresh series to compare.
 /// Returns (p50 ms, what it is).
 fn baseline(p: &ProbeFacts) -> Option<(f64, &'static str)> {
     if let Some(f) = p.fresh.as_ref().filter(|f| f.total_ms.len() >= 2) {
-        return Some((median(&f.total_ms[1..]), "fresh p50 without the first"));
+        // The later half: a warm-up over the first few requests is not steady.
+        let rest = &f.total_ms[1..];
+        return Some((
+            median(&rest[rest.len() / 2..]),
+            "fresh p50 of the later requests",
+        ));
     }
     let s = steady(p)?;
     let v = if s.total_ms.is_empty() {
@@ -129,14 +134,27 @@ mod tests {
         assert_eq!(f.evidence_f64("steady_p50_ms"), Some(36.0));
         assert_eq!(
             f.evidence_str("baseline"),
-            Some("fresh p50 without the first")
+            Some("fresh p50 of the later requests")
         );
         assert!(
             f.title
-                .contains("19× the fresh p50 without the first (36.0 ms)"),
+                .contains("19× the fresh p50 of the later requests (36.0 ms)"),
             "{}",
             f.title
         );
+    }
+
+    /// A warm-up over the first requests is not part of the baseline: with -n 5,
+    /// [400, 300, 250, 20, 20] compares with 20 ms (not 135 ms), so all three slow
+    /// requests count.
+    #[test]
+    fn a_short_warmup_is_not_the_baseline() {
+        let mut p = healthy_probe();
+        p.fresh.as_mut().unwrap().total_ms = vec![400.0, 300.0, 250.0, 20.0, 20.0];
+        p.first_total_ms = Some(400.0);
+        let f = cold_start(&p).expect("fires");
+        assert_eq!(f.evidence_f64("steady_p50_ms"), Some(20.0));
+        assert_eq!(f.evidence_f64("warmup_requests"), Some(3.0));
     }
 
     /// A warm-up trend over the first fresh requests fires as info.

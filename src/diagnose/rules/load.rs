@@ -30,7 +30,7 @@ pub fn client_bound(l: &LoadFacts) -> Option<Finding> {
     let wait = l.client_wait_pct.unwrap_or(0.0);
     let threads = l.threads.max(1);
     let n = threads as f64;
-    let busy = (cpu + wait) / n;
+    let busy = crate::diagnose::facts::busy_per_thread(cpu, l.client_wait_pct, threads);
     if busy < CLIENT_BUSY_PCT {
         return None;
     }
