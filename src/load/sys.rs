@@ -1,6 +1,6 @@
 //! What the engine samples from the host while it runs: TCP retransmissions of the
-//! whole host (`/proc/net/snmp` `RetransSegs`, less the tail-loss probes that found
-//! nothing lost, from `/proc/net/netstat`) and the CPU time of latscope's own
+//! whole host (`/proc/net/snmp` `RetransSegs`, less those the receiver reported as
+//! duplicates, from `/proc/net/netstat`) and the CPU time of latscope's own
 //! worker threads (their thread CPU clocks, so a lab running in the same process is
 //! not counted as load-tool CPU).
 
@@ -13,23 +13,24 @@ pub struct SecondSample {
     pub cpu_pct: f64,
 }
 
-/// The host's TCP retransmissions so far: `Tcp: RetransSegs` less the tail-loss
-/// probes that did not recover a loss (`TcpExt: TCPLossProbes` −
-/// `TCPLossProbeRecovery`). A loss probe is sent whenever an ACK is late, which on a
-/// busy machine's loopback happens without any loss; counted raw, those made every
-/// CPU-heavy run look lossy. None when `/proc/net/snmp` is unreadable.
+/// The host's TCP retransmissions so far that were not spurious: `Tcp:
+/// RetransSegs` less the segments receivers reported as duplicates (D-SACK,
+/// `TcpExt: TCPDSACKRecvSegs`, or `TCPDSACKRecv` on kernels without it). On a busy
+/// machine's loopback a late ACK makes TCP resend (a tail-loss probe, an early
+/// timeout) what already arrived; counted raw, every CPU-heavy run looked lossy.
+/// A real loss is never reported as a duplicate. None when `/proc/net/snmp` is
+/// unreadable.
 pub fn retrans_segs() -> Option<u64> {
     let snmp = std::fs::read_to_string("/proc/net/snmp").ok()?;
     let retrans = counter(&snmp, "Tcp:", "RetransSegs")?;
-    let idle_probes = std::fs::read_to_string("/proc/net/netstat")
+    let spurious = std::fs::read_to_string("/proc/net/netstat")
         .ok()
         .and_then(|t| {
-            let sent = counter(&t, "TcpExt:", "TCPLossProbes")?;
-            let recovered = counter(&t, "TcpExt:", "TCPLossProbeRecovery").unwrap_or(0);
-            Some(sent.saturating_sub(recovered))
+            counter(&t, "TcpExt:", "TCPDSACKRecvSegs")
+                .or_else(|| counter(&t, "TcpExt:", "TCPDSACKRecv"))
         })
         .unwrap_or(0);
-    Some(retrans.saturating_sub(idle_probes))
+    Some(retrans.saturating_sub(spurious))
 }
 
 /// Counter `name` from a `/proc/net/snmp`-style text: a line of names, then a line of
@@ -96,13 +97,10 @@ mod tests {
         let t = "Ip: A B\nIp: 1 2\nTcp: RtoAlgorithm RetransSegs InErrs\nTcp: 1 34 0\n";
         assert_eq!(counter(t, "Tcp:", "RetransSegs"), Some(34));
         assert_eq!(counter("Ip: A\nIp: 1\n", "Tcp:", "RetransSegs"), None);
-        let netstat = "TcpExt: SyncookiesSent TCPLossProbes TCPLossProbeRecovery\n\
-                       TcpExt: 0 13392 132\nIpExt: InNoRoutes\nIpExt: 0\n";
-        assert_eq!(counter(netstat, "TcpExt:", "TCPLossProbes"), Some(13392));
-        assert_eq!(
-            counter(netstat, "TcpExt:", "TCPLossProbeRecovery"),
-            Some(132)
-        );
+        let netstat = "TcpExt: SyncookiesSent TCPDSACKRecv TCPDSACKRecvSegs\n\
+                       TcpExt: 0 14356 14526\nIpExt: InNoRoutes\nIpExt: 0\n";
+        assert_eq!(counter(netstat, "TcpExt:", "TCPDSACKRecvSegs"), Some(14526));
+        assert_eq!(counter(netstat, "TcpExt:", "TCPDSACKRecv"), Some(14356));
         assert!(retrans_segs().is_some(), "this kernel has /proc/net/snmp");
         assert!(thread_cpu_ns() > 0);
     }
