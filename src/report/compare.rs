@@ -53,9 +53,9 @@ pub struct Test {
     /// The medians differ by less than a difference that matters (5 % and 0.1 ms, or
     /// 5 µs for disk latencies): even a "significant" p does not make it a difference.
     pub negligible: bool,
-    /// The row's value moved the other way than the blocks as a whole (e.g. a p99
-    /// that fell while the samples shifted up): the test does not speak for this row,
-    /// whatever its p.
+    /// The blocks shifted significantly, but the row's value moved the other way (e.g.
+    /// a p99 that fell while the samples shifted up): the test does not speak for
+    /// this row.
     pub against_test: bool,
 }
 
@@ -276,7 +276,8 @@ fn align(per_run: &[RunSections]) -> Vec<Section> {
                         p_value: r.map(|r| r.p_value),
                         significant: r.map(|r| r.significant() && !small && along),
                         negligible: small,
-                        against_test: r.is_some() && !small && !along,
+                        // Only a significant shift has a direction to move against.
+                        against_test: r.is_some_and(|r| r.significant()) && !small && !along,
                     })
                 })
                 .collect();

@@ -86,6 +86,23 @@ fn sections_match_across_kinds() {
     );
 }
 
+/// Without a significant shift there is no direction to move against: same
+/// samples but for one, every row reads plain "no".
+#[test]
+fn no_shift_no_moving_against() {
+    let a: Vec<f64> = (0..10).map(|i| 10.0 + i as f64).collect();
+    let mut b = a.clone();
+    b[9] = 30.0;
+    let (a, b) = (run("a", "probe", probe(&a)), run("b", "probe", probe(&b)));
+    let cmp = compare(&[a, b]).unwrap();
+    for row in &cmp.sections[0].rows {
+        if let Some(t) = &row.tests[1] {
+            assert!(!t.against_test, "{}: {t:?}", row.metric);
+            assert_ne!(t.significant, Some(true), "{}: {t:?}", row.metric);
+        }
+    }
+}
+
 /// One test for all of a phase's percentiles: a row that moved against the samples'
 /// shift is not "yes" (here the samples got slower, but the baseline's one cold
 /// outlier makes its p99 fall).

@@ -187,7 +187,7 @@ pub fn render(c: &Comparison) -> String {
             "Differs?: {}; yes when p < {}, the values differ by at least 5 % (and \
              0.1 ms, or 5 µs for disk latencies) and the row moved the way the test found \
              the blocks shift: smaller differences are called too small, and a row that \
-             moved the other way 'moved against', whatever p says. n/a: fewer than {} blocks on a side; blank: no per-second \
+             moved the other way than a significant shift 'moved against'. n/a: fewer than {} blocks on a side; blank: no per-second \
              data or samples for that metric.",
             c.test, c.alpha, c.min_blocks
         ),
