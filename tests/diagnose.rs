@@ -224,6 +224,26 @@ fn a_failed_url_keeps_its_place_in_the_json() {
     }
 }
 
+/// `--max-time` reached during the first of two URLs: the second keeps its place in
+/// `results` as not measured (not a failure: exit 0).
+#[test]
+fn urls_not_reached_keep_their_place() {
+    let lab = latscope::lab::spawn(latscope::lab::LabOptions::default()).unwrap();
+    let second = lab.url("/");
+    let v = diagnose(&[
+        &lab.url("/delay/300ms"),
+        &second,
+        "--max-time",
+        "1s",
+        "--no-load",
+    ]);
+    let results = v["results"].as_array().expect("results for two URLs");
+    assert_eq!(results.len(), 2, "{v}");
+    assert_eq!(results[0]["probe"]["interrupted"], true);
+    assert_eq!(results[1]["url"], second.as_str());
+    assert_eq!(results[1]["error"], "not measured: --max-time reached");
+}
+
 /// The demo: every planted problem is among the findings, the HTML report is written,
 /// and the JSON is the diagnose JSON plus `planted`.
 #[test]

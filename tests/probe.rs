@@ -460,6 +460,64 @@ fn sigint_keeps_what_was_measured() {
     }
 }
 
+/// A second signal ends latscope at once (exit 130) even when it is stuck after the
+/// first: here writing a JSON document larger than the pipe to a reader that never
+/// reads, which would otherwise block forever.
+#[test]
+fn a_second_signal_stops_at_once() {
+    use std::io::BufRead;
+    use std::process::Stdio;
+    let lab = lab::spawn(LabOptions::default()).unwrap();
+    let mut child = crate::util::latscope()
+        .args(["probe", "--json", "--no-save", &lab.url("/"), "-n", "5000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    // 1,000 samples make a JSON document of several hundred KiB: more than a pipe holds.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while lab.stats().total < 1000 {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the probe never got going");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match rx.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now())) {
+            Ok(line) if line.contains("signal again to stop at once") => break,
+            Ok(_) => {}
+            Err(_) => {
+                let _ = child.kill();
+                panic!("no word that the first SIGINT was taken");
+            }
+        }
+    }
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while child.try_wait().unwrap().is_none() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = child.try_wait().unwrap();
+    if status.is_none() {
+        let _ = child.kill();
+    }
+    assert_eq!(status.and_then(|s| s.code()), Some(130), "{status:?}");
+}
+
 /// The same route measured by `curl -w` (ten fresh connections): connect and TTFB
 /// p50 agree with the probe's fresh series within 10 % or 2 ms.
 #[test]

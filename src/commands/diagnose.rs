@@ -90,7 +90,10 @@ pub fn run(args: DiagnoseArgs) -> anyhow::Result<u8> {
     let mut entries = Vec::new();
     for target in &targets {
         if interrupt.stop.is_stopped() && !results.is_empty() {
-            break;
+            // Not reached before Ctrl-C or --max-time: kept in its place.
+            let why = format!("not measured: {}", interrupt.reason());
+            entries.push(failed_entry(&target.url, &why));
+            continue;
         }
         match diagnose_url(&interrupt, target, &plan, &mut progress_printer()) {
             Ok(d) => {
@@ -108,7 +111,7 @@ pub fn run(args: DiagnoseArgs) -> anyhow::Result<u8> {
         return Err(e.context(format!("diagnosing {url}")));
     }
     let text = render_text(&results);
-    let doc = json_doc("diagnose", entries);
+    let doc = json_doc("diagnose", entries, targets.len() > 1);
     super::output::print(args.output.json, &doc, &text)?;
     for (url, e) in &failures {
         eprintln!("latscope: {url}: {e:#}");

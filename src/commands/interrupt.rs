@@ -66,8 +66,8 @@ impl Interrupt {
             f.store(true, Ordering::SeqCst);
             s.stop();
             eprintln!(
-                "\nlatscope: {first}: finishing what is in flight and keeping what was \
-                 measured (signal again to stop at once)"
+                "\nlatscope: {first}: stopping, keeping what was measured (signal again \
+                 to stop at once)"
             );
             // A second signal while the run winds down: the user means it.
             tokio::select! {

@@ -6,7 +6,7 @@ use std::time::SystemTime;
 use crate::cli::ProbeArgs;
 use crate::config::http::{self as httpcfg, HttpVersionPref};
 use crate::diagnose::{self, from_probe, rules, Facts};
-use crate::net::Target;
+use crate::net::{NetError, Target};
 use crate::probe::{self, ProbeConfig, ProbeResult};
 use crate::report;
 use crate::usage;
@@ -39,7 +39,8 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
         let mut outcomes = Vec::new();
         for target in &targets {
             if stop.is_stopped() && !outcomes.is_empty() {
-                break;
+                outcomes.push((target.url.clone(), Err(NetError::Interrupted)));
+                continue;
             }
             let config = ProbeConfig {
                 target: target.clone(),
@@ -51,7 +52,6 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
         }
         outcomes
     });
-    drop(interrupt);
 
     let mut results = Vec::new();
     let mut summaries = Vec::new();
@@ -65,6 +65,10 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
                 summaries.push(summary);
                 results.push(r);
             }
+            // Not tried: Ctrl-C came first. Kept in its place, not a failure.
+            Err(NetError::Interrupted) if !results.is_empty() => {
+                entries.push(failed_entry(&url, &"not measured: interrupted"));
+            }
             Err(e) => {
                 entries.push(failed_entry(&url, &e));
                 failures.push((url, e));
@@ -77,7 +81,7 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
     }
 
     let text = render_text(&results, &summaries, &failures);
-    let doc = json_doc("probe", entries);
+    let doc = json_doc("probe", entries, targets.len() > 1);
     super::output::print(args.output.json, &doc, &text)?;
     for (url, e) in &failures {
         eprintln!("latscope: {url}: {e}");
@@ -147,13 +151,18 @@ fn render_text(
     text
 }
 
-/// The JSON of a run over the URLs given: one URL's document, or for several
-/// `{kind, results: [...]}` in the order given, a URL that failed as `{url, error}`.
-pub(crate) fn json_doc(kind: &str, mut entries: Vec<serde_json::Value>) -> serde_json::Value {
-    if entries.len() == 1 {
-        entries.remove(0)
-    } else {
+/// The JSON of a run over the URLs given: one URL's document, or for `several`
+/// `{kind, results: [...]}` in the order given, a URL that failed (or was not
+/// reached before Ctrl-C) as `{url, error}`.
+pub(crate) fn json_doc(
+    kind: &str,
+    mut entries: Vec<serde_json::Value>,
+    several: bool,
+) -> serde_json::Value {
+    if several {
         serde_json::json!({"kind": kind, "results": entries})
+    } else {
+        entries.remove(0)
     }
 }
 
