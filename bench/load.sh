@@ -7,7 +7,7 @@
 # /1k over keep-alive, pinned to CPU $NGX_CPU; every tool pinned to CPU $TOOL_CPU with
 # one worker thread; CPU seconds and peak RSS from /usr/bin/time -v.
 #   rps   closed model, $CONNS connections, $DURATION s, HTTP/1.1: wrk, h2load --h1,
-#         oha (if installed) and latscope, alternated $ROUNDS times. The headline is
+#         hey and oha (if installed) and latscope, alternated $ROUNDS times. The headline is
 #         requests per tool CPU-second (nginx on one core is the bottleneck, so rps ties).
 #   open  latscope --rate $OPEN_RATE (nginx sustains it): achieved rate vs target; then
 #         --rate $OVER_RATE (more than one core can send): dropped / latency say so.
@@ -89,6 +89,11 @@ if tool == "wrk":
 elif tool == "h2load":
     n = int(re.search(r"requests: \d+ total, \d+ started, (\d+) done", out).group(1))
     rps = float(re.search(r"finished in [0-9.]+\w+, ([0-9.]+) req/s", out).group(1))
+elif tool == "hey":
+    rps = float(re.search(r"Requests/sec:\s+([0-9.]+)", out).group(1))
+    p50 = float(re.search(r"50%+ in ([0-9.]+) secs", out).group(1)) * 1e3
+    p99 = float(re.search(r"99%+ in ([0-9.]+) secs", out).group(1)) * 1e3
+    n = sum(int(x) for x in re.findall(r"\[\d+\]\s+(\d+) responses", out))
 elif tool == "oha":
     j = json.loads(out)
     rps = j["summary"]["requestsPerSec"]
@@ -115,13 +120,16 @@ SUMMARY=$OUTDIR/summary.txt
 if want rps; then
   echo "## rps: closed model, $CONNS connections, ${DURATION}s, 1 thread" | tee -a "$SUMMARY"
   printf '%-9s %5s %8s %8s %8s %9s %7s %7s %10s\n' tool round rps p50_ms p99_ms requests cpu_s rss_mb req/cpu_s | tee -a "$SUMMARY"
-  tools=(wrk h2load latscope)
-  command -v oha >/dev/null && tools=(wrk h2load oha latscope)
+  tools=(wrk h2load)
+  command -v hey >/dev/null && tools+=(hey)
+  command -v oha >/dev/null && tools+=(oha)
+  tools+=(latscope)
   for r in $(seq 1 "$ROUNDS"); do
     for t in "${tools[@]}"; do
       case $t in
         wrk) time_run "wrk-$r" wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency "$URL" ;;
         h2load) time_run "h2load-$r" h2load --h1 -t 1 -c "$CONNS" -D "$DURATION" "$URL" ;;
+        hey) time_run "hey-$r" env GOMAXPROCS=1 hey -z "${DURATION}s" -c "$CONNS" "$URL" ;;
         oha) time_run "oha-$r" oha --no-tui --output-format json --worker-threads 1 -z "${DURATION}s" -c "$CONNS" "$URL" ;;
         latscope) time_run "latscope-$r" "$LATSCOPE" load "$URL" -c "$CONNS" -d "${DURATION}s" --threads 1 --json --no-save ;;
       esac
@@ -132,16 +140,20 @@ if want rps; then
   done
   python3 - "$SUMMARY" <<'PY' | tee -a "$SUMMARY"
 import sys, statistics
-rows = [l.split() for l in open(sys.argv[1]) if l.split() and l.split()[0] in ("wrk", "h2load", "oha", "latscope")]
+rows = [l.split() for l in open(sys.argv[1]) if l.split() and l.split()[0] in ("wrk", "h2load", "hey", "oha", "latscope")]
 by = {}
 for r in rows:
     try: by.setdefault(r[0], []).append((int(r[1]), float(r[8])))
     except ValueError: pass
-if "wrk" in by and "latscope" in by:
-    w = dict(by["wrk"]); l = dict(by["latscope"])
+l = dict(by.get("latscope", []))
+for peer in ("wrk", "h2load", "hey", "oha"):
+    if peer not in by or not l:
+        continue
+    w = dict(by[peer])
     ratios = [l[k] / w[k] for k in sorted(w) if k in l and w[k] > 0]
-    print("latscope/wrk req per CPU-second, per round: " + ", ".join(f"{x:.2f}" for x in ratios)
-          + f"; median {statistics.median(ratios):.2f}")
+    if ratios:
+        print(f"latscope/{peer} req per CPU-second, per round: " + ", ".join(f"{x:.2f}" for x in ratios)
+              + f"; median {statistics.median(ratios):.2f}")
 PY
 fi
 
