@@ -14,7 +14,9 @@ use std::time::Duration;
 use latscope::lab::{self, LabOptions, LabTls, OverloadPolicy, StallOptions};
 use serde_json::Value;
 
-use crate::util::run_json;
+use crate::util::run_json_within;
+
+const LIMIT: Duration = Duration::from_secs(60);
 
 /// `latscope diagnose --json --no-save -n 5 ARGS` (`--step 300ms` unless given).
 pub(crate) fn diagnose(args: &[&str]) -> Value {
@@ -23,7 +25,12 @@ pub(crate) fn diagnose(args: &[&str]) -> Value {
         all.extend(["--step", "300ms"]);
     }
     all.extend_from_slice(args);
-    run_json(&all)
+    run_ok(&all)
+}
+
+/// Runs latscope, asserts exit 0, parses its JSON (killed after [`LIMIT`]).
+pub(crate) fn run_ok(args: &[&str]) -> Value {
+    run_json_within(args, LIMIT)
 }
 
 pub(crate) fn ids(v: &Value) -> Vec<String> {
@@ -348,7 +355,7 @@ fn client_bound_fires_when_latscope_cannot_keep_up() {
     })
     .unwrap();
     let load = |route: &str| {
-        run_json(&[
+        run_ok(&[
             "load",
             &lab.url(route),
             "--cacert",
@@ -479,7 +486,7 @@ fn rate_not_sustained_fires_above_capacity() {
     })
     .unwrap();
     let load = |rate: &str| {
-        run_json(&[
+        run_ok(&[
             "load",
             &lab.url("/delay/20ms"),
             "--rate",
@@ -577,7 +584,7 @@ fn periodic_spikes_fire_on_periodic_stalls() {
 #[test]
 fn periodic_spikes_fire_on_stalls_of_a_fast_route() {
     let load = |lab: &lab::RunningLab, d: &str| {
-        run_json(&[
+        run_ok(&[
             "load",
             &lab.url("/"),
             "-c",
@@ -653,7 +660,7 @@ fn loopback_has_no_distance_findings() {
     ] {
         assert_quiet(&v, id, "loopback");
     }
-    let v = run_json(&[
+    let v = run_ok(&[
         "probe",
         "--json",
         "--no-save",

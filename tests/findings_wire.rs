@@ -8,8 +8,7 @@ use latscope::lab::wire::{Outage, Wire, WireOptions};
 use latscope::lab::{self, LabOptions};
 use serde_json::Value;
 
-use crate::findings::{assert_in, assert_quiet, diagnose, finding, ids, num, text};
-use crate::util::run_json;
+use crate::findings::{assert_in, assert_quiet, diagnose, finding, ids, num, run_ok, text};
 use crate::util_wire::{can_run, lock, start_lab};
 
 /// Over `--rtt 40ms` to `/`: the round trip is the whole warm TTFB
@@ -45,7 +44,7 @@ fn distance_findings_on_a_40ms_wire() {
         "40 ms for 3000 km (floor 30 ms)",
     );
 
-    let v = run_json(&[
+    let v = run_ok(&[
         "probe",
         "--json",
         "--no-save",
@@ -139,7 +138,7 @@ fn syn_retries_when_a_syn_falls_into_an_outage() {
     let lab = lab::spawn_on(listener, LabOptions::default()).expect("lab starts");
     let probe = |at: Instant| {
         wait_until(at);
-        let v = run_json(&["probe", "--json", "--no-save", "-n", "4", &lab.url("/")]);
+        let v = run_ok(&["probe", "--json", "--no-save", "-n", "4", &lab.url("/")]);
         (v, Instant::now())
     };
     // Outages: [2 s, 3 s), [4 s, 5 s), … after the wire's start.

@@ -16,14 +16,7 @@ const LIMIT: Duration = Duration::from_secs(60);
 fn probe_json(args: &[&str]) -> Value {
     let mut all = vec!["probe", "--json", "--no-save"];
     all.extend_from_slice(args);
-    let out = run_within(&all, LIMIT);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    json_of(&out)
+    crate::util::run_json_within(&all, LIMIT)
 }
 
 fn f(v: &Value, path: &[&str]) -> f64 {

@@ -20,7 +20,12 @@ pub fn run(args: &[&str]) -> Output {
 
 /// Runs latscope with `args`, asserts it exits 0 and parses its stdout as JSON.
 pub fn run_json(args: &[&str]) -> serde_json::Value {
-    let out = run(args);
+    run_json_within(args, LIMIT)
+}
+
+/// [`run_json`] with a limit of its own.
+pub fn run_json_within(args: &[&str], limit: std::time::Duration) -> serde_json::Value {
+    let out = run_within(args, limit);
     assert_eq!(
         out.status.code(),
         Some(0),
