@@ -10,7 +10,7 @@ use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
 use serde_json::Value;
 
-use crate::store::RunRecord;
+use crate::store::{self, RunRecord};
 
 /// What can go wrong reading a stored run.
 #[derive(Debug, thiserror::Error)]
@@ -170,11 +170,7 @@ pub fn probe_results(run: &RunRecord) -> Vec<&Value> {
         _ => return Vec::new(),
     };
     match probe.get("results").and_then(Value::as_array) {
-        // A URL that failed is `{url, error}`: nothing measured to show.
-        Some(results) => results
-            .iter()
-            .filter(|r| r.get("error").is_none())
-            .collect(),
+        Some(results) => results.iter().filter(|r| store::measured(r)).collect(),
         None => vec![probe],
     }
 }

@@ -422,6 +422,12 @@ pub fn new_id() -> String {
     format!("{:010x}", h.finish() & 0xff_ffff_ffff)
 }
 
+/// Whether an entry of a several-URL `results` was measured: a URL that failed, or
+/// was not reached, is `{url, error}`.
+pub fn measured(entry: &serde_json::Value) -> bool {
+    entry.get("error").is_none()
+}
+
 /// The headline numbers of a run, picked from its summary for `latscope runs`.
 pub fn headline(kind: &str, summary: &serde_json::Value) -> serde_json::Value {
     let pick = |path: &[&str]| {
@@ -453,14 +459,14 @@ pub fn headline(kind: &str, summary: &serde_json::Value) -> serde_json::Value {
         _ => {
             // Several URLs: the first that was measured (a failed one is `{url,
             // error}`); a diagnosis holds its probe under `probe`.
-            fn measured(v: &serde_json::Value) -> &serde_json::Value {
+            fn first_measured(v: &serde_json::Value) -> &serde_json::Value {
                 v.get("results")
                     .and_then(serde_json::Value::as_array)
-                    .and_then(|r| r.iter().find(|e| e.get("error").is_none()))
+                    .and_then(|r| r.iter().find(|e| measured(e)))
                     .unwrap_or(v)
             }
-            let first = measured(summary);
-            let first = measured(first.get("probe").unwrap_or(first));
+            let first = first_measured(summary);
+            let first = first_measured(first.get("probe").unwrap_or(first));
             let get = |path: &[&str]| {
                 let mut v = first;
                 for p in path {
