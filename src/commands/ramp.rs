@@ -129,6 +129,14 @@ pub(crate) fn run(
             *facts.errors_by_kind.entry(k.clone()).or_default() += v;
         }
         facts.connect_ms.extend(f.connect_ms);
+        facts.endpoints = f.endpoints;
+        facts.cache_hits += f.cache_hits;
+        facts.client_syn_retried_conns += f.client_syn_retried_conns;
+        facts.client_syn_retrans = Some(facts.client_syn_retrans.unwrap_or(0) + r.syn_retrans);
+        facts.client_data_retrans = match (facts.client_data_retrans, f.client_data_retrans) {
+            (a, None) => a,
+            (a, Some(b)) => Some(a.unwrap_or(0) + b),
+        };
         facts.p50_ms = p.p50;
         facts.p99_ms = p.p99;
         facts.p999_ms = p.p999;
@@ -198,6 +206,17 @@ fn merge_second(last: &mut crate::diagnose::Second, s: &crate::diagnose::Second)
     last.requests += s.requests;
     last.errors += s.errors;
     last.retrans += s.retrans;
+    last.syn_retrans += s.syn_retrans;
+    last.client_syn_retrans += s.client_syn_retrans;
+    last.started += s.started;
+    last.started_max_ms = last.started_max_ms.max(s.started_max_ms);
+    if last.endpoints.len() < s.endpoints.len() {
+        last.endpoints.resize(s.endpoints.len(), (0, 0.0));
+    }
+    for (a, b) in last.endpoints.iter_mut().zip(&s.endpoints) {
+        a.0 += b.0;
+        a.1 = a.1.max(b.1);
+    }
     last.p50_ms = last.p50_ms.max(s.p50_ms);
     last.p99_ms = last.p99_ms.max(s.p99_ms);
     last.max_ms = last.max_ms.max(s.max_ms);

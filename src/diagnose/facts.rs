@@ -211,7 +211,7 @@ impl LoadStep {
 }
 
 /// One second of a load timeline.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Second {
     /// Seconds since the start.
     pub t: u32,
@@ -224,8 +224,21 @@ pub struct Second {
     /// that holds one request per connection among thousands barely moves p99, but
     /// it is this second's max.
     pub max_ms: f64,
-    /// TCP segments retransmitted during this second.
+    /// TCP segments retransmitted during this second (host-wide).
     pub retrans: u64,
+    /// Of those, SYN and SYN-ACK retransmissions (host-wide `TCPSynRetrans`).
+    pub syn_retrans: u64,
+    /// SYNs latscope's own connections that came up this second sent again.
+    pub client_syn_retrans: u64,
+    /// Requests that started in this second, whenever they ended (0: not
+    /// recorded). A stall holds the requests that start in it; they end, and
+    /// count in `requests`, only in a later second.
+    pub started: u64,
+    /// The slowest request that started in this second, ms (0: not recorded).
+    pub started_max_ms: f64,
+    /// Per endpoint (order of [`LoadFacts::endpoints`]): requests started in this
+    /// second and the slowest of them, ms (empty: not recorded).
+    pub endpoints: Vec<(u64, f64)>,
 }
 
 /// What a load run (or the diagnose ramp) measured.
@@ -259,6 +272,17 @@ pub struct LoadFacts {
     pub dropped: u64,
     /// Requests still in flight when the run ended.
     pub incomplete: u64,
+    /// Endpoint names, in plan order (what [`Second::endpoints`] indexes).
+    pub endpoints: Vec<String>,
+    /// SYNs latscope's own connections sent again (per-connection TCP_INFO; None:
+    /// not measured), and how many connections needed any.
+    pub client_syn_retrans: Option<u64>,
+    pub client_syn_retried_conns: u64,
+    /// Data segments latscope's own connections retransmitted once established
+    /// (per-connection TCP_INFO; None: not measured, e.g. HTTP/2).
+    pub client_data_retrans: Option<u64>,
+    /// Responses that said they came from a cache.
+    pub cache_hits: u64,
 }
 
 /// How busy latscope's worker threads were, percent of the run per thread: on a CPU

@@ -23,6 +23,11 @@ pub struct Opened {
     pub tls: Option<Duration>,
     /// The server chose h2 in ALPN.
     pub h2: bool,
+    /// Segments the kernel retransmitted before the connection was up: the SYN was
+    /// dropped and sent again (TCP_INFO's `total_retrans` right after connect).
+    pub syn_retrans: u32,
+    /// The TCP socket, to read its TCP_INFO again when it closes.
+    pub fd: std::os::fd::RawFd,
 }
 
 /// Opens connections to one address.
@@ -60,12 +65,16 @@ impl Connector {
         let _ = tcp.set_nodelay(true);
         let t1 = Instant::now();
         let connect = t1 - t0;
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&tcp);
+        let syn_retrans = crate::net::tcp::tcp_info(&tcp).map_or(0, |i| i.total_retrans);
         match &self.tls {
             None => Ok(Opened {
                 stream: Stream::Plain(tcp),
                 connect,
                 tls: None,
                 h2: false,
+                syn_retrans,
+                fd,
             }),
             Some((connector, name)) => {
                 phase.set(Phase::Tls);
@@ -79,6 +88,8 @@ impl Connector {
                     connect,
                     tls: Some(t1.elapsed()),
                     h2,
+                    syn_retrans,
+                    fd,
                 })
             }
         }

@@ -274,6 +274,7 @@ pub fn run(
             })
             .collect();
         let mut snmp = sys::retrans_segs();
+        let mut syn = sys::syn_retrans_segs();
         let mut cpu_prev = 0u64;
         let mut req_prev = 0u64;
         let mut next_second = start + Duration::from_secs(1);
@@ -298,6 +299,7 @@ pub fn run(
             }
             if now >= next_second {
                 let retrans_now = sys::retrans_segs();
+                let syn_now = sys::syn_retrans_segs();
                 let cpu: u64 = lives.iter().map(|l| l.cpu_ns.load(Ordering::Relaxed)).sum();
                 let requests: u64 = lives
                     .iter()
@@ -308,9 +310,14 @@ pub fn run(
                         (Some(a), Some(b)) => Some(b.saturating_sub(a)),
                         _ => None,
                     },
+                    syn_retrans: match (syn, syn_now) {
+                        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+                        _ => None,
+                    },
                     cpu_pct: (cpu.saturating_sub(cpu_prev)) as f64 / 1e7,
                 });
                 snmp = retrans_now;
+                syn = syn_now;
                 cpu_prev = cpu;
                 progress(&Progress {
                     elapsed: now - start,

@@ -94,12 +94,44 @@ impl From<io::Error> for H1Error {
 
 /// One HTTP/1.1 connection with its read buffer.
 pub struct H1 {
+    /// Declared before `stream`, so it reads TCP_INFO before the socket closes.
+    watch: Option<RetransWatch>,
     stream: Stream,
     buf: Box<[u8]>,
     start: usize,
     end: usize,
     /// Requests completed on it.
     pub served: u64,
+}
+
+/// Reads a connection's TCP_INFO when it is dropped (before its socket closes).
+struct RetransWatch {
+    fd: std::os::fd::RawFd,
+    syn_retrans: u32,
+}
+
+thread_local! {
+    /// This thread's HTTP/1.1 connections closed so far and the data segments they
+    /// retransmitted (per-connection TCP_INFO: latscope's own, not the host's).
+    static DATA_RETRANS: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// (connections watched, data segments they retransmitted) on this thread so far.
+pub fn data_retrans() -> (u64, u64) {
+    DATA_RETRANS.with(|c| c.get())
+}
+
+impl Drop for RetransWatch {
+    fn drop(&mut self) {
+        let Ok(info) = crate::net::tcp::tcp_info(&self.fd) else {
+            return;
+        };
+        let data = u64::from(info.total_retrans.saturating_sub(self.syn_retrans));
+        DATA_RETRANS.with(|c| {
+            let (n, r) = c.get();
+            c.set((n + 1, r + data));
+        });
+    }
 }
 
 enum Body {
@@ -113,12 +145,19 @@ impl H1 {
     /// Wraps a connected stream.
     pub fn new(stream: Stream) -> H1 {
         H1 {
+            watch: None,
             stream,
             buf: vec![0; BUF].into_boxed_slice(),
             start: 0,
             end: 0,
             served: 0,
         }
+    }
+
+    /// Counts this connection's data retransmissions (TCP_INFO of socket `fd`, less
+    /// the `syn_retrans` of its handshake) into this thread's tally when it closes.
+    pub fn watch_retrans(&mut self, fd: std::os::fd::RawFd, syn_retrans: u32) {
+        self.watch = Some(RetransWatch { fd, syn_retrans });
     }
 
     /// Reads more bytes into the buffer; 0 at end of stream.

@@ -127,6 +127,23 @@ pub struct SecondAcc {
     /// Latency histogram of the requests completed in this second (V2 deflate; empty
     /// when none completed).
     pub v2: Vec<u8>,
+    /// Requests that started (were due) in this second, whenever they ended.
+    pub started: u64,
+    /// The slowest of those, ns: a stall holds the requests that start in it, which
+    /// end (and count) only in a later second.
+    pub started_max_ns: u64,
+    /// Per endpoint (index as in the plan): requests started in this second and the
+    /// slowest of them; empty when nothing started.
+    pub endpoints: Vec<StartedAcc>,
+    /// SYN retransmissions of the connections that came up in this second.
+    pub syn_retrans: u64,
+}
+
+/// Requests started in one second (of one endpoint) and the slowest of them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StartedAcc {
+    pub started: u64,
+    pub max_ns: u64,
 }
 
 /// Everything one worker thread measured.
@@ -149,6 +166,13 @@ pub struct Recorder {
     pub incomplete: u64,
     pub in_flight: u64,
     pub connections_opened: u64,
+    /// SYN retransmissions of the connections this thread opened (TCP_INFO right
+    /// after each connect), and how many connections needed any.
+    pub syn_retrans: u64,
+    pub syn_retried_conns: u64,
+    /// Data segments this thread's HTTP/1.1 connections retransmitted, with how many
+    /// connections were watched (filled when the thread ends; (0, 0) for HTTP/2).
+    pub data_retrans: (u64, u64),
     active: u64,
     pub timeline: Vec<SecondAcc>,
     current: Histogram<u64>,
@@ -193,6 +217,9 @@ impl Recorder {
             incomplete: 0,
             in_flight: 0,
             connections_opened: 0,
+            syn_retrans: 0,
+            syn_retried_conns: 0,
+            data_retrans: (0, 0),
             active: 0,
             timeline: vec![SecondAcc::default()],
             current: new_histogram(),
@@ -248,8 +275,14 @@ impl Recorder {
         self.live.dropped.store(self.dropped, Ordering::Relaxed);
     }
 
-    /// A connection was opened after `connect` (TCP) and `tls` (None for plain).
-    pub fn conn_opened(&mut self, connect: Duration, tls: Option<Duration>) {
+    /// A connection was opened after `connect` (TCP) and `tls` (None for plain),
+    /// with `syn_retrans` SYNs sent again before it came up.
+    pub fn conn_opened(&mut self, connect: Duration, tls: Option<Duration>, syn_retrans: u32) {
+        self.syn_retrans += u64::from(syn_retrans);
+        self.syn_retried_conns += u64::from(syn_retrans > 0);
+        if let Some(s) = self.timeline.last_mut() {
+            s.syn_retrans += u64::from(syn_retrans);
+        }
         record(&mut self.connect, connect);
         if let Some(t) = tls {
             record(&mut self.tls, t);
@@ -317,6 +350,17 @@ impl Recorder {
         e.requests += 1;
         e.bytes += o.bytes;
         e.ok += ok as u64;
+        let started = self.second_of(intended).min(self.timeline.len() - 1);
+        let n = self.endpoints.len();
+        let st = &mut self.timeline[started];
+        st.started += 1;
+        st.started_max_ns = st.started_max_ns.max(ns);
+        if st.endpoints.len() < n {
+            st.endpoints.resize(n, StartedAcc::default());
+        }
+        let ep = &mut st.endpoints[endpoint];
+        ep.started += 1;
+        ep.max_ns = ep.max_ns.max(ns);
         let s = self.timeline.last_mut().expect("timeline has a second");
         s.requests += 1;
         s.bytes += o.bytes;

@@ -54,6 +54,18 @@ pub struct SecondResult {
     pub cpu_pct: Option<f64>,
     /// This second's latency histogram, V2 deflate (empty: no request completed).
     pub v2: Vec<u8>,
+    /// Requests that started in this second, whenever they ended.
+    pub started: u64,
+    /// The slowest of them, ms (0: none started).
+    pub started_max_ms: f64,
+    /// Per endpoint (plan order): requests started in this second and the slowest
+    /// of them, ms.
+    pub endpoints: Vec<(u64, f64)>,
+    /// SYN retransmissions of latscope's own connections that came up this second.
+    pub syn_retrans: u64,
+    /// Host SYN and SYN-ACK retransmissions during the second (`TCPSynRetrans`,
+    /// part of `retrans`).
+    pub host_syn_retrans: Option<u64>,
 }
 
 /// What a load run measured.
@@ -79,6 +91,14 @@ pub struct LoadResult {
     pub bytes: u64,
     pub cache_hits: u64,
     pub connections_opened: u64,
+    /// SYNs latscope's own connections sent again (per-connection TCP_INFO), and how
+    /// many connections needed any.
+    pub syn_retrans: u64,
+    pub syn_retried_conns: u64,
+    /// Data segments latscope's own HTTP/1.1 connections retransmitted once up
+    /// (per-connection TCP_INFO at close); None when no connection was watched
+    /// (HTTP/2).
+    pub data_retrans: Option<u64>,
     pub errors: BTreeMap<String, u64>,
     pub statuses: BTreeMap<u16, u64>,
     pub latency: Histogram<u64>,
@@ -165,6 +185,7 @@ pub fn merge(
         .collect();
     let (mut requests, mut ok, mut dropped, mut incomplete, mut bytes, mut hits, mut opened) =
         (0, 0, 0, 0, 0, 0, 0);
+    let (mut syn_retrans, mut syn_retried, mut watched, mut data_retrans) = (0, 0, 0, 0);
     let mut errors = [0u64; KINDS];
     let mut statuses = BTreeMap::new();
     let mut cpu_ns = 0u64;
@@ -200,6 +221,10 @@ pub fn merge(
         bytes += r.bytes;
         hits += r.cache_hits;
         opened += r.connections_opened;
+        syn_retrans += r.syn_retrans;
+        syn_retried += r.syn_retried_conns;
+        watched += r.data_retrans.0;
+        data_retrans += r.data_retrans.1;
         for (i, n) in r.errors.iter().enumerate() {
             errors[i] += n;
         }
@@ -218,6 +243,16 @@ pub fn merge(
             out.dropped += s.dropped;
             out.active += s.active;
             out.cache_hits += s.cache_hits;
+            out.started += s.started;
+            out.started_max_ms = out.started_max_ms.max(s.started_max_ns as f64 / 1e6);
+            out.syn_retrans += s.syn_retrans;
+            if out.endpoints.len() < s.endpoints.len() {
+                out.endpoints.resize(s.endpoints.len(), (0, 0.0));
+            }
+            for (o, e) in out.endpoints.iter_mut().zip(&s.endpoints) {
+                o.0 += e.started;
+                o.1 = o.1.max(e.max_ns as f64 / 1e6);
+            }
             for (i, n) in s.errors.iter().enumerate() {
                 second_errors[t][i] += n;
             }
@@ -252,6 +287,7 @@ pub fn merge(
         }
         if let Some(s) = samples.get(t) {
             out.retrans = s.retrans;
+            out.host_syn_retrans = s.syn_retrans;
             out.cpu_pct = Some(s.cpu_pct);
         }
     }
@@ -277,6 +313,9 @@ pub fn merge(
         bytes,
         cache_hits: hits,
         connections_opened: opened,
+        syn_retrans,
+        syn_retried_conns: syn_retried,
+        data_retrans: (watched > 0).then_some(data_retrans),
         errors: ErrorKind::ALL
             .iter()
             .filter(|k| errors[**k as usize] > 0)
@@ -371,6 +410,11 @@ impl LoadResult {
             "connections": self.connections,
             "threads": self.threads,
             "connections_opened": self.connections_opened,
+            "client_tcp": {
+                "syn_retrans": self.syn_retrans,
+                "syn_retried_connections": self.syn_retried_conns,
+                "data_retrans": self.data_retrans,
+            },
             "cache_hits": self.cache_hits,
             "statuses": self.statuses.iter().map(|(s, n)| (s.to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
             "aborted": self.aborted,
@@ -415,6 +459,10 @@ impl LoadResult {
                         "active": s.active,
                         "cache_hits": s.cache_hits,
                         "retrans": s.retrans,
+                        "syn_retrans": s.host_syn_retrans,
+                        "client_syn_retrans": s.syn_retrans,
+                        "started": s.started,
+                        "started_max_ms": s.started_max_ms,
                         "cpu_pct": s.cpu_pct,
                     })
                 })
@@ -438,6 +486,11 @@ impl LoadResult {
                     p99_ms: s.p99_ms,
                     max_ms: s.max_ms,
                     retrans: s.retrans.unwrap_or(0),
+                    syn_retrans: s.host_syn_retrans.unwrap_or(0),
+                    client_syn_retrans: s.syn_retrans,
+                    started: s.started,
+                    started_max_ms: s.started_max_ms,
+                    endpoints: s.endpoints.clone(),
                 })
                 .collect(),
             p50_ms: p.p50,
@@ -464,6 +517,11 @@ impl LoadResult {
                     .max(1e-9),
             dropped: self.dropped,
             incomplete: self.incomplete,
+            endpoints: self.endpoints.iter().map(|e| e.name.clone()).collect(),
+            client_syn_retrans: Some(self.syn_retrans),
+            client_syn_retried_conns: self.syn_retried_conns,
+            client_data_retrans: self.data_retrans,
+            cache_hits: self.cache_hits,
         }
     }
 

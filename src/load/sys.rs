@@ -9,6 +9,9 @@
 pub struct SecondSample {
     /// TCP segments the host retransmitted during the second (None: not readable).
     pub retrans: Option<u64>,
+    /// Of those, SYN and SYN-ACK retransmissions (`TcpExt: TCPSynRetrans`): a
+    /// connection that was never established, not a data segment lost on the path.
+    pub syn_retrans: Option<u64>,
     /// CPU the worker threads used, percent of one core.
     pub cpu_pct: f64,
 }
@@ -31,6 +34,13 @@ pub fn retrans_segs() -> Option<u64> {
         })
         .unwrap_or(0);
     Some(retrans.saturating_sub(spurious))
+}
+
+/// The host's SYN and SYN-ACK retransmissions so far (`TcpExt: TCPSynRetrans`,
+/// which `RetransSegs` includes). None when `/proc/net/netstat` is unreadable.
+pub fn syn_retrans_segs() -> Option<u64> {
+    let netstat = std::fs::read_to_string("/proc/net/netstat").ok()?;
+    counter(&netstat, "TcpExt:", "TCPSynRetrans")
 }
 
 /// Counter `name` from a `/proc/net/snmp`-style text: a line of names, then a line of
@@ -102,6 +112,10 @@ mod tests {
         assert_eq!(counter(netstat, "TcpExt:", "TCPDSACKRecvSegs"), Some(14526));
         assert_eq!(counter(netstat, "TcpExt:", "TCPDSACKRecv"), Some(14356));
         assert!(retrans_segs().is_some(), "this kernel has /proc/net/snmp");
+        assert!(
+            syn_retrans_segs().is_some(),
+            "this kernel has TCPSynRetrans"
+        );
         assert!(thread_cpu_ns() > 0);
     }
 

@@ -90,6 +90,8 @@ pub fn run_thread(
     live.cpu_ns.store(time.cpu_ns, Ordering::Relaxed);
     let mut rec = rec.into_inner();
     rec.incomplete += rec.in_flight;
+    // Every connection closed with the runtime: their retransmissions are counted.
+    rec.data_retrans = super::http1::data_retrans();
     (rec.finish(Instant::now()), time)
 }
 
@@ -229,7 +231,9 @@ async fn exchange_h2(w: &Worker<'_, '_>, slot: &H2Slot, phase: &Cell<Phase>, ep:
                 Ok(s) => s,
                 Err(kind) => return Outcome::failed(kind),
             };
-            w.rec.borrow_mut().conn_opened(opened.connect, opened.tls);
+            w.rec
+                .borrow_mut()
+                .conn_opened(opened.connect, opened.tls, opened.syn_retrans);
             paid = (Some(opened.connect), opened.tls);
             slot.connected(Some(sender.clone()));
             guard.1 = true;
@@ -262,9 +266,13 @@ async fn exchange(
         if fresh {
             match prep.connector.open(phase).await {
                 Ok(o) => {
-                    w.rec.borrow_mut().conn_opened(o.connect, o.tls);
+                    w.rec
+                        .borrow_mut()
+                        .conn_opened(o.connect, o.tls, o.syn_retrans);
                     paid = (Some(o.connect), o.tls);
-                    *conn = Some(H1::new(o.stream));
+                    let mut h1 = H1::new(o.stream);
+                    h1.watch_retrans(o.fd, o.syn_retrans);
+                    *conn = Some(h1);
                 }
                 Err(kind) => return Outcome::failed(kind),
             }

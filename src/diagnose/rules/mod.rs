@@ -49,6 +49,7 @@ pub const IDS: &[&str] = &[
     "errors-under-load",
     "rate-not-sustained",
     "periodic-spikes",
+    "lone-spike",
     "tail-heavy",
     "disk-tail",
     "slow-fsync",
@@ -101,6 +102,7 @@ pub fn all(facts: &Facts) -> Vec<Finding> {
             out.push(rate::rate_not_sustained(l));
             out.push(load::tail_heavy(l));
             out.push(timeline::periodic_spikes(l));
+            out.push(timeline::lone_spike(l));
             out.push(timeline::retransmits(l));
             out.push(tcp::load_syn_retries(l));
         }

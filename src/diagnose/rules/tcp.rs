@@ -81,9 +81,40 @@ pub fn probe_syn_retries(p: &ProbeFacts) -> Option<Finding> {
     syn_retries(&v, "probe")
 }
 
-/// `syn-retries` over a load run's connect times.
+/// `syn-retries` over a load run's connect times, with what latscope's own
+/// connections retransmitted (TCP_INFO): SYNs only (established connections lost
+/// nothing) point at the server's full accept queue or a SYN-dropping firewall,
+/// data segments too at the path.
 pub fn load_syn_retries(l: &LoadFacts) -> Option<Finding> {
-    syn_retries(&l.connect_ms, "load")
+    let f = syn_retries(&l.connect_ms, "load")?;
+    let syn = l.client_syn_retrans.unwrap_or(0);
+    let host_syn: u64 = l.timeline.iter().map(|s| s.syn_retrans).sum();
+    let f = f
+        .opt_num("client_syn_retrans", l.client_syn_retrans.map(|n| n as f64))
+        .count("client_syn_retried_connections", l.client_syn_retried_conns)
+        .opt_num(
+            "client_data_retrans",
+            l.client_data_retrans.map(|n| n as f64),
+        )
+        .count("host_syn_retrans", host_syn);
+    Some(match l.client_data_retrans {
+        Some(0) if syn > 0 => f.text("cause", "accept-queue").advice(format!(
+            "only SYNs were lost ({syn} resent by {} of latscope's connections) and \
+             established connections lost nothing: the server's accept queue is full \
+             (or a firewall drops SYNs), not the path. Raise the listen backlog (Python's \
+             socketserver listens with 5) and net.core.somaxconn, accept faster or run \
+             more workers; on the server, TcpExtListenOverflows in /proc/net/netstat \
+             (nstat) confirms it",
+            l.client_syn_retried_conns
+        )),
+        Some(data) if data > 0 => f.text("cause", "path").advice(format!(
+            "established connections lost packets too ({data} data segments \
+             retransmitted on latscope's own connections): the path drops packets; check \
+             the links, NAT/conntrack tables and MTU between client and server (a full \
+             accept queue can drop SYNs as well: TcpExtListenOverflows on the server)"
+        )),
+        _ => f,
+    })
 }
 
 /// `retransmits` seen by the probe's own connection (TCP_INFO), so not polluted by

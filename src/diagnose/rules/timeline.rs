@@ -1,6 +1,6 @@
 //! Timeline rules: `periodic-spikes` (per-second p99 or max spikes that recur at a
-//! regular interval) and `retransmits` (TCP retransmissions during a run, joined to
-//! the spike times).
+//! regular interval), `lone-spike` (one or two spikes: too few to tell a period) and
+//! `retransmits` (TCP retransmissions during a run, joined to the spike times).
 
 use super::{median, ms, percentile};
 use crate::diagnose::facts::{LoadFacts, Second};
@@ -72,11 +72,25 @@ fn baseline(active: &[&Second], t: u32, value: impl Fn(&Second) -> f64) -> f64 {
     median(&around).min(2.0 * percentile(&around, 0.25))
 }
 
+/// A second is a start spike when the slowest request that *started* in it took
+/// this many times the local typical slowest-started…
+const START_SPIKE_RATIO: f64 = 10.0;
+
 /// Finds p99 and max spikes and their period in a timeline.
+///
+/// A second counts when its completed requests' p99 or max spikes, when nothing
+/// completed amid busy seconds, or when the requests that *started* in it stalled
+/// (an outage holds the requests that start in it; they end, and count, only
+/// later, so the outage second itself shows a collapse of completed requests and
+/// the next one a pile of stalled ones).
 pub fn detect_spikes(timeline: &[Second]) -> Spikes {
     let active: Vec<&Second> = timeline.iter().filter(|s| s.requests > 0).collect();
     let med = median(&active.iter().map(|s| s.p99_ms).collect::<Vec<_>>());
     let with_max: Vec<&Second> = active.iter().copied().filter(|s| s.max_ms > 0.0).collect();
+    let with_start: Vec<&Second> = timeline
+        .iter()
+        .filter(|s| s.started > 0 && s.started_max_ms > 0.0)
+        .collect();
     let med_requests = median(
         &timeline
             .iter()
@@ -87,6 +101,7 @@ pub fn detect_spikes(timeline: &[Second]) -> Spikes {
         active.first().map(|s| s.t).unwrap_or(0),
         active.last().map(|s| s.t).unwrap_or(0),
     );
+    let first_started = with_start.first().map(|s| s.t).unwrap_or(0);
     let mut seconds = Vec::new();
     let (mut max_p99, mut max_max): (f64, f64) = (0.0, 0.0);
     let (mut p99_spiked, mut max_spiked) = (false, false);
@@ -99,23 +114,31 @@ pub fn detect_spikes(timeline: &[Second]) -> Spikes {
             && s.p99_ms >= SPIKE_RATIO * base
             && s.p99_ms - base >= SPIKE_FLOOR_MS;
         let base_max = baseline(&with_max, s.t, |o| o.max_ms);
-        // Not the first second (connection set-up, the first handshakes) nor a second
-        // of a few stragglers (the grace after a run's end): one slow request there is
-        // no spike of the service.
+        // Not the first second (connection set-up, the first handshakes) nor the
+        // last second's few stragglers (the grace after a run's end): one slow
+        // request there is no spike of the service. A collapse of completed
+        // requests inside the run is no reason to look away: it is what a stall
+        // looks like.
         let max_spike = s.requests > 0
             && s.t != first
-            && s.requests as f64 >= 0.25 * med_requests
+            && (s.requests as f64 >= 0.25 * med_requests || s.t < last)
             && s.max_ms > 0.0
             && base_max.is_finite()
             && s.max_ms >= MAX_SPIKE_RATIO * base_max
             && s.max_ms >= MAX_SPIKE_FLOOR_MS;
+        let base_start = baseline(&with_start, s.t, |o| o.started_max_ms);
+        let start_spike = s.started > 0
+            && s.t != first_started
+            && base_start.is_finite()
+            && s.started_max_ms >= START_SPIKE_RATIO * base_start
+            && s.started_max_ms >= MAX_SPIKE_FLOOR_MS;
         let stall = s.requests == 0 && med_requests >= 5.0 && s.t > first && s.t < last;
-        if spike || max_spike || stall {
+        if spike || max_spike || start_spike || stall {
             seconds.push(s.t);
             max_p99 = max_p99.max(s.p99_ms);
-            max_max = max_max.max(s.max_ms);
+            max_max = max_max.max(s.max_ms).max(s.started_max_ms);
             p99_spiked |= spike;
-            max_spiked |= max_spike;
+            max_spiked |= max_spike || start_spike;
         }
     }
     let med_max = median(
@@ -130,14 +153,7 @@ pub fn detect_spikes(timeline: &[Second]) -> Spikes {
         .copied()
         .filter(|t| *t == 0 || !seconds.contains(&(t - 1)))
         .collect();
-    let intervals: Vec<f64> = onsets.windows(2).map(|w| (w[1] - w[0]) as f64).collect();
-    let period_s = if onsets.len() >= MIN_SPIKES {
-        let m = median(&intervals);
-        let tol = (0.25 * m).max(1.0);
-        (m >= 2.0 && intervals.iter().all(|i| (i - m).abs() <= tol)).then_some(m)
-    } else {
-        None
-    };
+    let period_s = find_period(&onsets);
     Spikes {
         median_p99_ms: med,
         median_max_ms: med_max,
@@ -151,6 +167,80 @@ pub fn detect_spikes(timeline: &[Second]) -> Spikes {
     }
 }
 
+/// The regular spacing of spike onsets, seconds, tolerating a missed spike (a
+/// beat with no onset) and a stray or doubled one (an onset off the beat): the
+/// period P ≥ 2 s and phase that put the most onsets within max(1 s, 10 %) of a
+/// beat, weighed by the share of beats between the first and last of them that
+/// have an onset. Needs ≥ 3 onsets on the beat, ≥ 75 % of all onsets on it, and ≥
+/// 60 % of its beats filled (so P/2, which also fits every onset, loses: half of
+/// its beats are empty).
+pub fn find_period(onsets: &[u32]) -> Option<f64> {
+    let o: Vec<f64> = onsets.iter().take(200).map(|t| f64::from(*t)).collect();
+    if o.len() < MIN_SPIKES {
+        return None;
+    }
+    let mut candidates: Vec<f64> = Vec::new();
+    for i in 0..o.len() {
+        for j in i + 1..o.len() {
+            for k in 1..=3 {
+                let p = (o[j] - o[i]) / f64::from(k);
+                if p >= 2.0 && !candidates.iter().any(|c| (c - p).abs() < 0.25) {
+                    candidates.push(p);
+                }
+            }
+        }
+    }
+    // (score, beats filled share, period)
+    let mut best: Option<(f64, f64, f64)> = None;
+    for p in candidates {
+        let tol = (0.1 * p).max(1.0);
+        for &anchor in &o {
+            // Onsets on the beat, by beat index: the nearest one of each beat (a
+            // second onset near the same beat is a stray, not on it).
+            let mut on: Vec<(i64, f64, f64)> = Vec::new();
+            for &t in &o {
+                let k = ((t - anchor) / p).round();
+                let off = (t - anchor - k * p).abs();
+                if off > tol {
+                    continue;
+                }
+                match on.last_mut() {
+                    Some(last) if last.0 == k as i64 => {
+                        if off < last.2 {
+                            *last = (k as i64, t, off);
+                        }
+                    }
+                    _ => on.push((k as i64, t, off)),
+                }
+            }
+            let (Some(lo), Some(hi)) = (on.first(), on.last()) else {
+                continue;
+            };
+            let beats = on.len();
+            let span = (hi.0 - lo.0 + 1) as f64;
+            let filled = beats as f64 / span;
+            if beats < MIN_SPIKES || (on.len() as f64) < 0.75 * o.len() as f64 || filled < 0.6 {
+                continue;
+            }
+            // The period that the first and last onsets on the beat say.
+            let period = (hi.1 - lo.1) / (hi.0 - lo.0) as f64;
+            let score = on.len() as f64 * filled;
+            let better = match best {
+                None => true,
+                Some((s, f, q)) => {
+                    score > s + 1e-9
+                        || ((score - s).abs() <= 1e-9
+                            && (filled > f + 1e-9 || ((filled - f).abs() <= 1e-9 && period > q)))
+                }
+            };
+            if better {
+                best = Some((score, filled, period));
+            }
+        }
+    }
+    best.map(|(_, _, p)| (p * 10.0).round() / 10.0)
+}
+
 fn list(ts: &[u32]) -> String {
     ts.iter()
         .map(|t| t.to_string())
@@ -158,10 +248,119 @@ fn list(ts: &[u32]) -> String {
         .join(", ")
 }
 
-/// `periodic-spikes`: per-second p99 or max spikes at a regular period.
+/// The spikes are SYN retransmission back-off, not a timer: at least half of them
+/// begin within 3 s before one of latscope's own connections came up after a
+/// resent SYN (1 s, 3 s, 7 s: the kernel's back-off, which `syn-retries` reports).
+fn syn_backoff(l: &LoadFacts, s: &Spikes) -> bool {
+    if l.client_syn_retrans.unwrap_or(0) == 0 || s.onsets.is_empty() {
+        return false;
+    }
+    let near = |o: u32| {
+        l.timeline
+            .iter()
+            .any(|x| x.client_syn_retrans > 0 && x.t >= o && x.t <= o + 3)
+    };
+    s.onsets.iter().filter(|o| near(**o)).count() * 2 >= s.onsets.len()
+}
+
+/// What latscope's own connections retransmitted, as a sentence, and the count
+/// (None: not watched, the host-wide counter is quoted instead).
+fn client_retrans(l: &LoadFacts) -> (String, Option<u64>) {
+    match l.client_data_retrans {
+        Some(data) => {
+            let syn = l.client_syn_retrans.unwrap_or(0);
+            let n = data + syn;
+            let text = if n == 0 {
+                "latscope's own connections retransmitted nothing (TCP_INFO): the client \
+                 path is clean; the stall is on the server or behind it"
+                    .to_string()
+            } else {
+                format!(
+                    "latscope's own connections retransmitted {n} segments ({data} data, \
+                     {syn} SYN): the path to the server loses packets too"
+                )
+            };
+            (text, Some(n))
+        }
+        None => {
+            let host: u64 = l.timeline.iter().map(|s| s.retrans).sum();
+            let text = if host == 0 {
+                "no TCP segment was retransmitted on this host during the run: the \
+                 client path is clean; the stall is on the server or behind it"
+                    .to_string()
+            } else {
+                format!(
+                    "this host retransmitted {host} TCP segments during the run (a \
+                     host-wide counter: latscope's own connections were not watched)"
+                )
+            };
+            (text, None)
+        }
+    }
+}
+
+/// The endpoints that stalled at the spikes and those that did not (scenarios with
+/// two or more endpoints). An endpoint stalled at a spike when the slowest of its
+/// requests that started within ±1 s of the onset took ≥ 50 ms and ≥ 5× its
+/// typical slowest; it is judged only when it ran within ±1 s of at least half of
+/// the onsets, and counts as stalled at ≥ 2/3 of those, as spared at ≤ 1/3.
+pub fn stalled_endpoints(l: &LoadFacts, onsets: &[u32]) -> (Vec<String>, Vec<String>) {
+    let (mut stalled, mut spared) = (Vec::new(), Vec::new());
+    if l.endpoints.len() < 2 || onsets.is_empty() {
+        return (stalled, spared);
+    }
+    for (i, name) in l.endpoints.iter().enumerate() {
+        let of = |s: &Second| s.endpoints.get(i).copied().unwrap_or((0, 0.0));
+        let typical = median(
+            &l.timeline
+                .iter()
+                .map(of)
+                .filter(|e| e.0 > 0)
+                .map(|e| e.1)
+                .collect::<Vec<_>>(),
+        );
+        if !typical.is_finite() {
+            continue;
+        }
+        let (mut seen, mut hit) = (0usize, 0usize);
+        for &o in onsets {
+            let window: Vec<(u64, f64)> = l
+                .timeline
+                .iter()
+                .filter(|s| s.t + 1 >= o && s.t <= o + 1)
+                .map(of)
+                .filter(|e| e.0 > 0)
+                .collect();
+            if window.is_empty() {
+                continue;
+            }
+            seen += 1;
+            let worst = window.iter().map(|e| e.1).fold(0.0, f64::max);
+            if worst >= MAX_SPIKE_FLOOR_MS && worst >= 5.0 * typical {
+                hit += 1;
+            }
+        }
+        if seen * 2 < onsets.len() {
+            continue;
+        }
+        if hit * 3 >= seen * 2 {
+            stalled.push(name.clone());
+        } else if hit * 3 <= seen {
+            spared.push(name.clone());
+        }
+    }
+    (stalled, spared)
+}
+
+/// `periodic-spikes`: per-second p99 or max spikes at a regular period — not SYN
+/// back-off steps, which `syn-retries` reports. Says what latscope's own
+/// connections retransmitted, and in a scenario which endpoints stalled together.
 pub fn periodic_spikes(l: &LoadFacts) -> Option<Finding> {
     let s = detect_spikes(&l.timeline);
     let period = s.period_s?;
+    if syn_backoff(l, &s) {
+        return None;
+    }
     let n = s.onsets.len();
     let title = if s.p99_spiked || !s.max_spiked {
         format!(
@@ -179,6 +378,26 @@ pub fn periodic_spikes(l: &LoadFacts) -> Option<Finding> {
             ms(s.median_p99_ms)
         )
     };
+    let (path, own) = client_retrans(l);
+    let (stalled, spared) = stalled_endpoints(l, &s.onsets);
+    let mut advice = String::new();
+    if !stalled.is_empty() && !spared.is_empty() {
+        advice.push_str(&format!(
+            "{} stalled at the same seconds; {} did not — look at what they share \
+             (database, upstream pool, a lock). ",
+            stalled.join(", "),
+            spared.join(", ")
+        ));
+    } else if stalled.len() >= 2 && spared.is_empty() {
+        advice.push_str("every endpoint stalled at the same seconds. ");
+    }
+    advice.push_str(&path);
+    advice.push_str(
+        ". Something on a timer stalls the requests: GC pauses, cron jobs, log \
+         rotation, cache expiry stampedes, database checkpoints, or a link behind the \
+         server that drops packets periodically; line the period up with the server's \
+         timers and logs",
+    );
     Some(
         Finding::new("periodic-spikes", Category::Load, Severity::Warn, title)
             .num("period_s", period)
@@ -192,27 +411,82 @@ pub fn periodic_spikes(l: &LoadFacts) -> Option<Finding> {
                 s.median_max_ms.is_finite().then_some(s.median_max_ms),
             )
             .text("spike_times_s", list(&s.onsets))
-            .advice(
-                "something on a timer stalls every request: GC pauses, cron jobs, log \
-                 rotation, cache expiry stampedes, database checkpoints, or a network path \
-                 that drops packets periodically (see retransmits); line the period up with \
-                 the server's timers and logs",
-            ),
+            .opt_num("client_retrans", own.map(|n| n as f64))
+            .text("stalled_endpoints", stalled.join(", "))
+            .text("unaffected_endpoints", spared.join(", "))
+            .advice(advice),
     )
 }
 
-/// `retransmits` during a load run (≥ 5 segments), joined to the spike seconds: warn
-/// when at least half of the spikes had retransmissions within ±1 s.
+/// Lone spikes are this slow at least, ms.
+const LONE_FLOOR_MS: f64 = 300.0;
+
+/// `lone-spike`: one or two spikes, too few to tell a period — a run must last
+/// twice a period to show it. Quiet on SYN back-off (`syn-retries`) and under
+/// 300 ms.
+pub fn lone_spike(l: &LoadFacts) -> Option<Finding> {
+    let s = detect_spikes(&l.timeline);
+    if s.period_s.is_some() || s.onsets.is_empty() || s.onsets.len() > 2 || syn_backoff(l, &s) {
+        return None;
+    }
+    let worst = s.max_p99_ms.max(s.max_ms);
+    if worst < LONE_FLOOR_MS {
+        return None;
+    }
+    let length = l.timeline.last().map_or(0, |x| x.t + 1);
+    let typical = if s.median_max_ms.is_finite() {
+        s.median_max_ms
+    } else {
+        s.median_p99_ms
+    };
+    let what = match s.onsets.as_slice() {
+        [t] => format!("one latency spike, at {t} s"),
+        [a, b] => format!("two latency spikes, at {a} s and {b} s"),
+        _ => unreachable!("one or two onsets"),
+    };
+    let (path, own) = client_retrans(l);
+    Some(
+        Finding::new(
+            "lone-spike",
+            Category::Load,
+            Severity::Info,
+            format!(
+                "{what} (up to {} against a typical {}) in a {length} s run: too few to \
+                 tell whether they recur",
+                ms(worst),
+                ms(typical)
+            ),
+        )
+        .count("spikes", s.onsets.len() as u64)
+        .text("spike_times_s", list(&s.onsets))
+        .num("max_ms", worst)
+        .num("typical_ms", typical)
+        .count("run_s", u64::from(length))
+        .opt_num("client_retrans", own.map(|n| n as f64))
+        .advice(format!(
+            "a stall that recurs every P seconds shows as a period only in a run of at \
+             least 2P: run longer (`latscope load -d 60s`, or diagnose with a longer \
+             --step) to see whether it comes back; {path}"
+        )),
+    )
+}
+
+/// `retransmits` during a load run (≥ 5 data segments: SYN retransmissions are
+/// `syn-retries`' business), joined to the spike seconds: warn when at least half of
+/// the spikes had retransmissions within ±1 s — unless latscope's own connections
+/// retransmitted nothing, when the host-wide counter caught someone else's losses.
 pub fn retransmits(l: &LoadFacts) -> Option<Finding> {
     let total: u64 = l.timeline.iter().map(|s| s.retrans).sum();
-    if total < 5 {
+    let syn: u64 = l.timeline.iter().map(|s| s.syn_retrans).sum();
+    let data = total.saturating_sub(syn);
+    if data < 5 {
         return None;
     }
     let spikes = detect_spikes(&l.timeline);
     let retrans_near = |t: u32| {
         l.timeline
             .iter()
-            .any(|s| s.retrans > 0 && s.t + 1 >= t && s.t <= t + 1)
+            .any(|s| s.retrans > s.syn_retrans && s.t + 1 >= t && s.t <= t + 1)
     };
     let joined: Vec<u32> = spikes
         .onsets
@@ -221,16 +495,23 @@ pub fn retransmits(l: &LoadFacts) -> Option<Finding> {
         .filter(|t| retrans_near(*t))
         .collect();
     let n = spikes.onsets.len();
-    let linked = n > 0 && joined.len() * 2 >= n;
-    let title = if n == 0 {
-        format!("{total} TCP segments retransmitted during the run")
+    let own = l
+        .client_data_retrans
+        .map(|d| d + l.client_syn_retrans.unwrap_or(0));
+    let not_ours = own == Some(0);
+    let linked = n > 0 && joined.len() * 2 >= n && !not_ours;
+    let mut title = if n == 0 {
+        format!("{data} TCP segments retransmitted during the run")
     } else {
         format!(
-            "{total} TCP segments retransmitted during the run; {} of {n} latency spikes \
+            "{data} TCP segments retransmitted during the run; {} of {n} latency spikes \
              coincide with retransmissions",
             joined.len()
         )
     };
+    if not_ours {
+        title.push_str(", none of them on latscope's own connections");
+    }
     Some(
         Finding::new(
             "retransmits",
@@ -242,12 +523,18 @@ pub fn retransmits(l: &LoadFacts) -> Option<Finding> {
             },
             title,
         )
-        .count("total_retrans", total)
+        .count("total_retrans", data)
+        .count("syn_retrans", syn)
+        .opt_num("client_retrans", own.map(|n| n as f64))
         .count("spikes", n as u64)
         .count("spikes_with_retrans", joined.len() as u64)
         .text("spike_times_s", list(&joined))
         .text("source", "load")
-        .advice(if linked {
+        .advice(if not_ours {
+            "the counter is host-wide and latscope's own connections lost nothing: \
+             another connection on this host lost these packets (a server running here, \
+             talking to its database or upstream?) — not the path to the target"
+        } else if linked {
             "the latency spikes line up with packet loss: the path (NAT, bridge, overlay \
              network, a saturated link) drops packets, and each loss costs a timeout; \
              check conntrack tables, MTU and the links between client and server"

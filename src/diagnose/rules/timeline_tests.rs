@@ -283,3 +283,140 @@ fn retransmits_joined_to_spikes() {
     })
     .is_none());
 }
+
+/// Story 5 rebuilt (issue 12.9): outages 10 s apart, one of them missed (the gaps
+/// read [10, 20, 10]) and one stray spike between two: still a period of 10 s.
+/// Half-period and double-period readings lose.
+#[test]
+fn period_tolerates_a_missed_and_a_stray_spike() {
+    assert_eq!(find_period(&[5, 15, 35, 45]), Some(10.0));
+    assert_eq!(find_period(&[5, 15, 21, 25, 35, 45]), Some(10.0));
+    assert_eq!(find_period(&[4, 8, 12, 16, 20, 24]), Some(4.0));
+    // Second-granular onsets of a 4 s period that drift by one second.
+    assert_eq!(find_period(&[3, 7, 12, 15, 19]), Some(4.0));
+    assert_eq!(find_period(&[3, 30]), None);
+    assert_eq!(find_period(&[2, 9, 13, 31, 50, 52]), None);
+}
+
+/// The outage second of a closed-model run: few requests complete (a collapse,
+/// 3 % of the normal count), its stalled requests finish in the next second (with
+/// well under a quarter of the count there too), and the requests that *started*
+/// in it took ≈ 1.4 s. Judged by their start, every outage is a spike; the
+/// collapse is not looked away from. A run without outages stays quiet.
+#[test]
+fn outage_seconds_judged_by_started_requests() {
+    let run = |outage: bool| -> Vec<Second> {
+        (0..24)
+            .map(|t| {
+                let hit = outage && t % 4 == 2;
+                let after = outage && t % 4 == 3;
+                Second {
+                    t,
+                    requests: if hit {
+                        6
+                    } else if after {
+                        40
+                    } else {
+                        200
+                    },
+                    p50_ms: 8.0,
+                    p99_ms: if after { 1400.0 } else { 12.0 + noise(t) },
+                    max_ms: if after { 1450.0 } else { 15.0 + noise(t) },
+                    started: if hit { 20 } else { 200 },
+                    started_max_ms: if hit { 1450.0 } else { 15.0 + noise(t) },
+                    ..Second::default()
+                }
+            })
+            .collect()
+    };
+    let s = detect_spikes(&run(true));
+    assert_eq!(s.onsets, [2, 6, 10, 14, 18, 22]);
+    assert_eq!(s.period_s, Some(4.0));
+    let s = detect_spikes(&run(false));
+    assert!(s.onsets.is_empty(), "{:?}", s.onsets);
+}
+
+/// In a scenario, the endpoints that use the stalled backend stall together and
+/// healthz does not; the finding names both and states the client's own
+/// retransmissions (0: the client path is clean). With the spikes explained by
+/// the client's own SYN retransmissions it stays quiet (syn-retries' business).
+#[test]
+fn endpoints_that_stall_together() {
+    let names = ["user", "order", "product", "healthz"];
+    let tl: Vec<Second> = (0..24)
+        .map(|t| {
+            let hit = t % 4 == 2;
+            let slow = |i: usize| {
+                if hit && i < 3 {
+                    1400.0
+                } else {
+                    5.0 + noise(t + i as u32)
+                }
+            };
+            Second {
+                t,
+                requests: 200,
+                p50_ms: 5.0,
+                p99_ms: if hit { 1400.0 } else { 8.0 },
+                started: 200,
+                started_max_ms: if hit { 1400.0 } else { 8.0 },
+                endpoints: (0..4).map(|i| (50, slow(i))).collect(),
+                ..Second::default()
+            }
+        })
+        .collect();
+    let mut l = LoadFacts {
+        timeline: tl,
+        endpoints: names.iter().map(|s| s.to_string()).collect(),
+        client_syn_retrans: Some(0),
+        client_data_retrans: Some(0),
+        ..LoadFacts::default()
+    };
+    let f = periodic_spikes(&l).expect("fires");
+    assert_eq!(
+        f.evidence_str("stalled_endpoints"),
+        Some("user, order, product")
+    );
+    assert_eq!(f.evidence_str("unaffected_endpoints"), Some("healthz"));
+    assert_eq!(f.evidence_f64("client_retrans"), Some(0.0));
+    assert!(f.advice.contains("healthz did not"), "{}", f.advice);
+    assert!(
+        f.advice.contains("the client path is clean"),
+        "{}",
+        f.advice
+    );
+    assert!(!f.advice.contains("see retransmits"), "{}", f.advice);
+    // The same seconds, but latscope's own connections resent SYNs right there.
+    l.client_syn_retrans = Some(12);
+    for t in [3, 7, 11, 15, 19, 23] {
+        l.timeline[t].client_syn_retrans = 2;
+    }
+    assert!(periodic_spikes(&l).is_none());
+}
+
+/// One isolated spike in a short run: `lone-spike` says a longer run is needed;
+/// none, or a regular train, keeps it quiet.
+#[test]
+fn lone_spike_asks_for_a_longer_run() {
+    let mut tl = timeline(12, |t| if t == 7 { 1200.0 } else { 10.0 + noise(t) });
+    let l = LoadFacts {
+        timeline: tl.clone(),
+        ..LoadFacts::default()
+    };
+    let f = lone_spike(&l).expect("fires");
+    assert_eq!(f.evidence_str("spike_times_s"), Some("7"));
+    assert!(f.advice.contains("at least 2P"), "{}", f.advice);
+    assert!(periodic_spikes(&l).is_none());
+    tl[7].p99_ms = 11.0;
+    assert!(lone_spike(&LoadFacts {
+        timeline: tl,
+        ..LoadFacts::default()
+    })
+    .is_none());
+    let train = timeline(30, |t| if t % 5 == 3 { 900.0 } else { 10.0 });
+    assert!(lone_spike(&LoadFacts {
+        timeline: train,
+        ..LoadFacts::default()
+    })
+    .is_none());
+}

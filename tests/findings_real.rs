@@ -1,0 +1,163 @@
+//! Verdicts checked on real servers (issue 12): small Python servers written here
+//! and nginx with its own config, started and killed by each test on 127.0.0.1,
+//! with the far side behind the lab's wire (`latscope lab --rtt …` as an origin,
+//! root only) where distance matters. Each finding is tested both ways: it fires on
+//! the problem and stays quiet on a healthy server.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::findings::{assert_quiet, finding, ids, num, text};
+use crate::util::run_json_within;
+use crate::util_real::{have, start_python, TempDir};
+use crate::util_wire::{can_run, lock, start_lab};
+
+/// An API in front of a backend, as story 5's: every request to /user, /order and
+/// /product asks the backend (`argv[1]`, host:port) over a keep-alive connection of
+/// its own thread (a connection pool), /healthz does not. Responses go out in one
+/// write (a buffered writer), so Nagle never delays them.
+const API: &str = r#"
+import http.client, sys, threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+host, port = sys.argv[1].rsplit(":", 1)
+local = threading.local()
+
+def backend(path):
+    for attempt in (0, 1):
+        c = getattr(local, "conn", None)
+        if c is None:
+            c = local.conn = http.client.HTTPConnection(host, int(port), timeout=20)
+        try:
+            c.request("GET", path)
+            return c.getresponse().read()
+        except Exception:
+            c.close()
+            local.conn = None
+            if attempt:
+                raise
+
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    wbufsize = -1
+    def do_GET(self):
+        body = b"ok\n" if self.path == "/healthz" else backend("/bytes/64")
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+
+class S(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256
+
+s = S(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+
+/// `latscope load --json --no-save -f SCENARIO` for the four endpoints of [`API`]
+/// on `port`, walked in sequence by 8 connections for `secs` seconds.
+fn scenario_run(dir: &TempDir, port: u16, secs: u32) -> Value {
+    let file = dir.write(
+        &format!("scenario-{secs}.toml"),
+        &format!(
+            r#"base_url = "http://127.0.0.1:{port}"
+order = "sequence"
+
+[load]
+connections = 8
+duration = "{secs}s"
+
+[[request]]
+name = "user"
+path = "/user"
+
+[[request]]
+name = "order"
+path = "/order"
+
+[[request]]
+name = "product"
+path = "/product"
+
+[[request]]
+name = "healthz"
+path = "/healthz"
+"#
+        ),
+    );
+    run_json_within(
+        &["load", "--json", "--no-save", "-f", &file],
+        Duration::from_secs(u64::from(secs) + 40),
+    )
+}
+
+/// Story 5 rebuilt (issue 12.9): the API's link to its backend drops every packet
+/// for 1 s every 4 s (`latscope lab --rtt 10ms --outage-every 4s --outage-for 1s`
+/// behind the wire); the client ↔ API path (loopback) is clean. A 17 s scenario
+/// sees four outages: `periodic-spikes` fires with a period of ≈4 s, names user,
+/// order and product as stalling together and healthz as not, and says latscope's
+/// own connections retransmitted nothing (the stall is behind the server). The same
+/// API with a backend that never stalls: neither `periodic-spikes` nor
+/// `lone-spike`.
+#[test]
+fn outages_behind_the_server_are_periodic_spikes() {
+    let test = "outages_behind_the_server_are_periodic_spikes";
+    let _lock = lock();
+    if !can_run(test) || !have("python3", test) {
+        return;
+    }
+    let dir = TempDir::new("outage");
+    let (_lab, url) = start_lab(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--rtt",
+        "10ms",
+        "--outage-every",
+        "4s",
+        "--outage-for",
+        "1s",
+    ]);
+    let backend = url.trim_start_matches("http://").trim_end_matches('/');
+    let (_api, port) = start_python(&dir, API, &[backend]);
+    let v = scenario_run(&dir, port, 17);
+    let f = finding(&v, "periodic-spikes");
+    eprintln!("periodic-spikes: {} — {}", f["title"], f["advice"]);
+    let period = num(f, "period_s");
+    assert!((3.5..=4.5).contains(&period), "period {period}: {f}");
+    assert!(num(f, "spikes") >= 3.0, "{f}");
+    assert_eq!(text(f, "stalled_endpoints"), "user, order, product", "{f}");
+    assert_eq!(text(f, "unaffected_endpoints"), "healthz", "{f}");
+    assert_eq!(num(f, "client_retrans"), 0.0, "{f}");
+    let advice = f["advice"].as_str().unwrap();
+    assert!(advice.contains("healthz did not"), "{advice}");
+    assert!(advice.contains("the client path is clean"), "{advice}");
+    // The host counter saw the API's losses to its backend; they are not latscope's.
+    if let Some(r) = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "retransmits")
+    {
+        assert_eq!(r["severity"], "info", "{r}");
+        assert!(
+            r["title"]
+                .as_str()
+                .unwrap()
+                .contains("none of them on latscope's own"),
+            "{r}"
+        );
+    }
+
+    let (_lab2, url2) = start_lab(&["--listen", "127.0.0.1:0", "--rtt", "10ms"]);
+    let backend2 = url2.trim_start_matches("http://").trim_end_matches('/');
+    let (_api2, port2) = start_python(&dir, API, &[backend2]);
+    let v = scenario_run(&dir, port2, 8);
+    assert_quiet(&v, "periodic-spikes", "an API whose backend never stalls");
+    assert_quiet(&v, "lone-spike", "an API whose backend never stalls");
+    eprintln!("healthy API: {:?}", ids(&v));
+}
