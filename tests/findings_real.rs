@@ -96,6 +96,26 @@ path = "/healthz"
     )
 }
 
+/// `retransmits` does not blame the path: quiet, or (the host-wide counter also
+/// counts other tests' connections) `info` saying none were latscope's own.
+fn not_the_path(v: &Value, what: &str) {
+    if let Some(r) = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "retransmits")
+    {
+        assert_eq!(r["severity"], "info", "{what}: {r}");
+        assert!(
+            r["title"]
+                .as_str()
+                .unwrap()
+                .contains("none of them on latscope's own"),
+            "{what}: {r}"
+        );
+    }
+}
+
 /// Story 5 rebuilt (issue 12.9): the API's link to its backend drops every packet
 /// for 1 s every 4 s (`latscope lab --rtt 10ms --outage-every 4s --outage-for 1s`
 /// behind the wire); the client ↔ API path (loopback) is clean. A 17 s scenario
@@ -137,21 +157,7 @@ fn outages_behind_the_server_are_periodic_spikes() {
     assert!(advice.contains("healthz did not"), "{advice}");
     assert!(advice.contains("the client path is clean"), "{advice}");
     // The host counter saw the API's losses to its backend; they are not latscope's.
-    if let Some(r) = v["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["id"] == "retransmits")
-    {
-        assert_eq!(r["severity"], "info", "{r}");
-        assert!(
-            r["title"]
-                .as_str()
-                .unwrap()
-                .contains("none of them on latscope's own"),
-            "{r}"
-        );
-    }
+    not_the_path(&v, "outages behind the API");
 
     let (_lab2, url2) = start_lab(&["--listen", "127.0.0.1:0", "--rtt", "10ms"]);
     let backend2 = url2.trim_start_matches("http://").trim_end_matches('/');
@@ -160,4 +166,79 @@ fn outages_behind_the_server_are_periodic_spikes() {
     assert_quiet(&v, "periodic-spikes", "an API whose backend never stalls");
     assert_quiet(&v, "lone-spike", "an API whose backend never stalls");
     eprintln!("healthy API: {:?}", ids(&v));
+}
+
+/// A Python server (HTTP/1.0: one request per connection) whose listen backlog is
+/// `argv[1]`; the response goes out in one write.
+const BACKLOG: &str = r#"
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+class H(BaseHTTPRequestHandler):
+    wbufsize = -1
+    def do_GET(self):
+        body = b"hello\n"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+class S(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = int(sys.argv[1])
+s = S(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+
+/// Issue 12.3: a listen-queue overflow is not packet loss. Python's socketserver
+/// listens with a backlog of 5; under 128 connections the kernel drops SYNs (and
+/// the last ACK of handshakes it cannot queue), and connects take ≈1 s / 3 s. From
+/// the client: latscope's own connections resent only SYNs and pre-answer segments
+/// (TCP_INFO), none once established — `syn-retries` names the accept queue, and
+/// neither `retransmits` (the path) nor `periodic-spikes` (a timer) fires. With a
+/// backlog of 1024 the same load is quiet.
+#[test]
+fn listen_queue_overflow_is_not_packet_loss() {
+    let test = "listen_queue_overflow_is_not_packet_loss";
+    if !have("python3", test) {
+        return;
+    }
+    let dir = TempDir::new("backlog");
+    let load = |port: u16| {
+        run_json_within(
+            &[
+                "load",
+                "--json",
+                "--no-save",
+                "-c",
+                "128",
+                "-d",
+                "6s",
+                &format!("http://127.0.0.1:{port}/"),
+            ],
+            Duration::from_secs(60),
+        )
+    };
+    let (_small, port) = start_python(&dir, BACKLOG, &["5"]);
+    let v = load(port);
+    eprintln!("backlog 5: client_tcp {}", v["client_tcp"]);
+    let f = finding(&v, "syn-retries");
+    eprintln!("syn-retries: {} — {}", f["title"], f["advice"]);
+    assert_eq!(text(f, "cause"), "accept-queue", "{f}");
+    assert_eq!(num(f, "client_data_retrans"), 0.0, "{f}");
+    assert!(num(f, "client_syn_retrans") >= 1.0, "{f}");
+    assert!(
+        f["advice"].as_str().unwrap().contains("listen backlog"),
+        "{f}"
+    );
+    not_the_path(&v, "a full accept queue on loopback");
+    assert_quiet(&v, "periodic-spikes", "SYN back-off steps");
+
+    let (_large, port) = start_python(&dir, BACKLOG, &["1024"]);
+    let v = load(port);
+    eprintln!("backlog 1024: client_tcp {}", v["client_tcp"]);
+    assert_quiet(&v, "syn-retries", "a backlog of 1024");
+    not_the_path(&v, "a backlog of 1024");
+    assert_quiet(&v, "periodic-spikes", "a backlog of 1024");
 }

@@ -133,10 +133,12 @@ pub(crate) fn run(
         facts.cache_hits += f.cache_hits;
         facts.client_syn_retried_conns += f.client_syn_retried_conns;
         facts.client_syn_retrans = Some(facts.client_syn_retrans.unwrap_or(0) + r.syn_retrans);
-        facts.client_data_retrans = match (facts.client_data_retrans, f.client_data_retrans) {
+        let add = |a: Option<u64>, b: Option<u64>| match (a, b) {
             (a, None) => a,
             (a, Some(b)) => Some(a.unwrap_or(0) + b),
         };
+        facts.client_data_retrans = add(facts.client_data_retrans, f.client_data_retrans);
+        facts.client_early_retrans = add(facts.client_early_retrans, f.client_early_retrans);
         facts.p50_ms = p.p50;
         facts.p99_ms = p.p99;
         facts.p999_ms = p.p999;
@@ -208,6 +210,7 @@ fn merge_second(last: &mut crate::diagnose::Second, s: &crate::diagnose::Second)
     last.retrans += s.retrans;
     last.syn_retrans += s.syn_retrans;
     last.client_syn_retrans += s.client_syn_retrans;
+    last.client_early_retrans += s.client_early_retrans;
     last.started += s.started;
     last.started_max_ms = last.started_max_ms.max(s.started_max_ms);
     if last.endpoints.len() < s.endpoints.len() {

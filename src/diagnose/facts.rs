@@ -230,6 +230,9 @@ pub struct Second {
     pub syn_retrans: u64,
     /// SYNs latscope's own connections that came up this second sent again.
     pub client_syn_retrans: u64,
+    /// Segments latscope's own new connections resent before their first response
+    /// (first answered this second).
+    pub client_early_retrans: u64,
     /// Requests that started in this second, whenever they ended (0: not
     /// recorded). A stall holds the requests that start in it; they end, and
     /// count in `requests`, only in a later second.
@@ -278,8 +281,13 @@ pub struct LoadFacts {
     /// not measured), and how many connections needed any.
     pub client_syn_retrans: Option<u64>,
     pub client_syn_retried_conns: u64,
-    /// Data segments latscope's own connections retransmitted once established
-    /// (per-connection TCP_INFO; None: not measured, e.g. HTTP/2).
+    /// Segments latscope's own connections resent between connect and their first
+    /// response: the server had not taken the connection (a full accept queue drops
+    /// the handshake's last ACK and the request) or the path lost them (None: not
+    /// measured).
+    pub client_early_retrans: Option<u64>,
+    /// Data segments latscope's own connections retransmitted after their first
+    /// response (per-connection TCP_INFO; None: not measured, e.g. HTTP/2).
     pub client_data_retrans: Option<u64>,
     /// Responses that said they came from a cache.
     pub cache_hits: u64,

@@ -108,11 +108,14 @@ pub struct H1 {
 struct RetransWatch {
     fd: std::os::fd::RawFd,
     syn_retrans: u32,
+    /// `total_retrans` when the first response arrived.
+    answered: Option<u32>,
 }
 
 thread_local! {
     /// This thread's HTTP/1.1 connections closed so far and the data segments they
-    /// retransmitted (per-connection TCP_INFO: latscope's own, not the host's).
+    /// retransmitted after their first response (per-connection TCP_INFO:
+    /// latscope's own, not the host's).
     static DATA_RETRANS: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
 }
 
@@ -126,7 +129,8 @@ impl Drop for RetransWatch {
         let Ok(info) = crate::net::tcp::tcp_info(&self.fd) else {
             return;
         };
-        let data = u64::from(info.total_retrans.saturating_sub(self.syn_retrans));
+        let base = self.answered.unwrap_or(info.total_retrans);
+        let data = u64::from(info.total_retrans.saturating_sub(base));
         DATA_RETRANS.with(|c| {
             let (n, r) = c.get();
             c.set((n + 1, r + data));
@@ -157,7 +161,26 @@ impl H1 {
     /// Counts this connection's data retransmissions (TCP_INFO of socket `fd`, less
     /// the `syn_retrans` of its handshake) into this thread's tally when it closes.
     pub fn watch_retrans(&mut self, fd: std::os::fd::RawFd, syn_retrans: u32) {
-        self.watch = Some(RetransWatch { fd, syn_retrans });
+        self.watch = Some(RetransWatch {
+            fd,
+            syn_retrans,
+            answered: None,
+        });
+    }
+
+    /// The first response arrived: returns the segments retransmitted between the
+    /// connect and now (the server had not taken the connection yet — a full accept
+    /// queue drops the handshake's last ACK and the request — or they were lost),
+    /// and counts only later ones as data retransmissions when the connection closes.
+    pub fn mark_answered(&mut self) -> u32 {
+        let Some(w) = self.watch.as_mut().filter(|w| w.answered.is_none()) else {
+            return 0;
+        };
+        let Ok(info) = crate::net::tcp::tcp_info(&w.fd) else {
+            return 0;
+        };
+        w.answered = Some(info.total_retrans);
+        info.total_retrans.saturating_sub(w.syn_retrans)
     }
 
     /// Reads more bytes into the buffer; 0 at end of stream.

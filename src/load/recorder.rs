@@ -137,6 +137,9 @@ pub struct SecondAcc {
     pub endpoints: Vec<StartedAcc>,
     /// SYN retransmissions of the connections that came up in this second.
     pub syn_retrans: u64,
+    /// Segments resent before the first response, of connections first answered
+    /// in this second.
+    pub early_retrans: u64,
 }
 
 /// Requests started in one second (of one endpoint) and the slowest of them.
@@ -170,6 +173,10 @@ pub struct Recorder {
     /// after each connect), and how many connections needed any.
     pub syn_retrans: u64,
     pub syn_retried_conns: u64,
+    /// Segments this thread's connections resent after connecting but before their
+    /// first response (a full accept queue drops the handshake's last ACK and the
+    /// request with it).
+    pub early_retrans: u64,
     /// Data segments this thread's HTTP/1.1 connections retransmitted, with how many
     /// connections were watched (filled when the thread ends; (0, 0) for HTTP/2).
     pub data_retrans: (u64, u64),
@@ -219,6 +226,7 @@ impl Recorder {
             connections_opened: 0,
             syn_retrans: 0,
             syn_retried_conns: 0,
+            early_retrans: 0,
             data_retrans: (0, 0),
             active: 0,
             timeline: vec![SecondAcc::default()],
@@ -292,6 +300,14 @@ impl Recorder {
         let a = self.active;
         if let Some(s) = self.timeline.last_mut() {
             s.active = s.active.max(a);
+        }
+    }
+
+    /// A new connection's first response came after `n` resent segments.
+    pub fn early_retrans(&mut self, n: u32) {
+        self.early_retrans += u64::from(n);
+        if let Some(s) = self.timeline.last_mut() {
+            s.early_retrans += u64::from(n);
         }
     }
 

@@ -63,6 +63,9 @@ pub struct SecondResult {
     pub endpoints: Vec<(u64, f64)>,
     /// SYN retransmissions of latscope's own connections that came up this second.
     pub syn_retrans: u64,
+    /// Segments latscope's own new connections resent before their first response
+    /// (first answered this second).
+    pub early_retrans: u64,
     /// Host SYN and SYN-ACK retransmissions during the second (`TCPSynRetrans`,
     /// part of `retrans`).
     pub host_syn_retrans: Option<u64>,
@@ -95,9 +98,12 @@ pub struct LoadResult {
     /// many connections needed any.
     pub syn_retrans: u64,
     pub syn_retried_conns: u64,
-    /// Data segments latscope's own HTTP/1.1 connections retransmitted once up
-    /// (per-connection TCP_INFO at close); None when no connection was watched
-    /// (HTTP/2).
+    /// Segments latscope's own connections resent between connect and their first
+    /// response (HTTP/1.1).
+    pub early_retrans: u64,
+    /// Data segments latscope's own HTTP/1.1 connections retransmitted after their
+    /// first response (per-connection TCP_INFO at close); None when no connection
+    /// was watched (HTTP/2).
     pub data_retrans: Option<u64>,
     pub errors: BTreeMap<String, u64>,
     pub statuses: BTreeMap<u16, u64>,
@@ -186,6 +192,7 @@ pub fn merge(
     let (mut requests, mut ok, mut dropped, mut incomplete, mut bytes, mut hits, mut opened) =
         (0, 0, 0, 0, 0, 0, 0);
     let (mut syn_retrans, mut syn_retried, mut watched, mut data_retrans) = (0, 0, 0, 0);
+    let mut early_retrans = 0;
     let mut errors = [0u64; KINDS];
     let mut statuses = BTreeMap::new();
     let mut cpu_ns = 0u64;
@@ -223,6 +230,7 @@ pub fn merge(
         opened += r.connections_opened;
         syn_retrans += r.syn_retrans;
         syn_retried += r.syn_retried_conns;
+        early_retrans += r.early_retrans;
         watched += r.data_retrans.0;
         data_retrans += r.data_retrans.1;
         for (i, n) in r.errors.iter().enumerate() {
@@ -246,6 +254,7 @@ pub fn merge(
             out.started += s.started;
             out.started_max_ms = out.started_max_ms.max(s.started_max_ns as f64 / 1e6);
             out.syn_retrans += s.syn_retrans;
+            out.early_retrans += s.early_retrans;
             if out.endpoints.len() < s.endpoints.len() {
                 out.endpoints.resize(s.endpoints.len(), (0, 0.0));
             }
@@ -315,6 +324,7 @@ pub fn merge(
         connections_opened: opened,
         syn_retrans,
         syn_retried_conns: syn_retried,
+        early_retrans,
         data_retrans: (watched > 0).then_some(data_retrans),
         errors: ErrorKind::ALL
             .iter()
@@ -413,6 +423,7 @@ impl LoadResult {
             "client_tcp": {
                 "syn_retrans": self.syn_retrans,
                 "syn_retried_connections": self.syn_retried_conns,
+                "before_first_response_retrans": self.early_retrans,
                 "data_retrans": self.data_retrans,
             },
             "cache_hits": self.cache_hits,
@@ -461,6 +472,7 @@ impl LoadResult {
                         "retrans": s.retrans,
                         "syn_retrans": s.host_syn_retrans,
                         "client_syn_retrans": s.syn_retrans,
+                        "client_early_retrans": s.early_retrans,
                         "started": s.started,
                         "started_max_ms": s.started_max_ms,
                         "cpu_pct": s.cpu_pct,
@@ -488,6 +500,7 @@ impl LoadResult {
                     retrans: s.retrans.unwrap_or(0),
                     syn_retrans: s.host_syn_retrans.unwrap_or(0),
                     client_syn_retrans: s.syn_retrans,
+                    client_early_retrans: s.early_retrans,
                     started: s.started,
                     started_max_ms: s.started_max_ms,
                     endpoints: s.endpoints.clone(),
@@ -520,6 +533,7 @@ impl LoadResult {
             endpoints: self.endpoints.iter().map(|e| e.name.clone()).collect(),
             client_syn_retrans: Some(self.syn_retrans),
             client_syn_retried_conns: self.syn_retried_conns,
+            client_early_retrans: (self.data_retrans.is_some()).then_some(self.early_retrans),
             client_data_retrans: self.data_retrans,
             cache_hits: self.cache_hits,
         }

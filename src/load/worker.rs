@@ -284,6 +284,12 @@ async fn exchange(
             .await;
         let kind = match r {
             Ok(resp) => {
+                if fresh {
+                    let early = c.mark_answered();
+                    if early > 0 {
+                        w.rec.borrow_mut().early_retrans(early);
+                    }
+                }
                 if resp.close || !prep.plan.keepalive {
                     *conn = None;
                     w.rec.borrow_mut().conn_closed();

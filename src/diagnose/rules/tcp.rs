@@ -86,26 +86,48 @@ pub fn probe_syn_retries(p: &ProbeFacts) -> Option<Finding> {
 /// nothing) point at the server's full accept queue or a SYN-dropping firewall,
 /// data segments too at the path.
 pub fn load_syn_retries(l: &LoadFacts) -> Option<Finding> {
-    let f = syn_retries(&l.connect_ms, "load")?;
     let syn = l.client_syn_retrans.unwrap_or(0);
+    let early = l.client_early_retrans.unwrap_or(0);
+    let clean = l.client_data_retrans == Some(0);
+    let f = match syn_retries(&l.connect_ms, "load") {
+        Some(f) => f,
+        // Connects that came up at once, but whose first answer waited for the
+        // server's SYN-ACK retransmission: the server dropped the handshake's last
+        // ACK (and the request) because its accept queue was full.
+        None if early >= 5 && clean => Finding::new(
+            "syn-retries",
+            Category::Network,
+            Severity::Warn,
+            format!(
+                "{early} segments of new connections were resent before the server \
+                 answered them, while established connections lost nothing: the server \
+                 did not take the connections"
+            ),
+        )
+        .text("source", "load"),
+        None => return None,
+    };
     let host_syn: u64 = l.timeline.iter().map(|s| s.syn_retrans).sum();
     let f = f
         .opt_num("client_syn_retrans", l.client_syn_retrans.map(|n| n as f64))
         .count("client_syn_retried_connections", l.client_syn_retried_conns)
+        .opt_num(
+            "client_before_first_response_retrans",
+            l.client_early_retrans.map(|n| n as f64),
+        )
         .opt_num(
             "client_data_retrans",
             l.client_data_retrans.map(|n| n as f64),
         )
         .count("host_syn_retrans", host_syn);
     Some(match l.client_data_retrans {
-        Some(0) if syn > 0 => f.text("cause", "accept-queue").advice(format!(
-            "only SYNs were lost ({syn} resent by {} of latscope's connections) and \
-             established connections lost nothing: the server's accept queue is full \
-             (or a firewall drops SYNs), not the path. Raise the listen backlog (Python's \
-             socketserver listens with 5) and net.core.somaxconn, accept faster or run \
-             more workers; on the server, TcpExtListenOverflows in /proc/net/netstat \
-             (nstat) confirms it",
-            l.client_syn_retried_conns
+        Some(0) if syn + early > 0 => f.text("cause", "accept-queue").advice(format!(
+            "latscope's connections lost only handshakes ({syn} SYNs resent; {early} \
+             segments resent before the server answered a new connection) and nothing \
+             once established: the server's accept queue is full (or a firewall drops \
+             SYNs), not the path. Raise the listen backlog (Python's socketserver \
+             listens with 5) and net.core.somaxconn, accept faster or run more workers; \
+             on the server, TcpExtListenOverflows in /proc/net/netstat (nstat) confirms it"
         )),
         Some(data) if data > 0 => f.text("cause", "path").advice(format!(
             "established connections lost packets too ({data} data segments \
@@ -172,6 +194,47 @@ mod tests {
             load_syn_retries(&load).unwrap().evidence_f64("retried"),
             Some(12.0)
         );
+    }
+
+    /// Issue 12.3: SYNs (and pre-answer segments) resent while established
+    /// connections lost nothing is the accept queue; data lost once established is
+    /// the path; first answers that waited for the server's SYN-ACK retransmission
+    /// fire even when connects came up at once.
+    #[test]
+    fn load_syn_retries_tells_queue_from_path() {
+        let mut l = LoadFacts {
+            connect_ms: vec![(0.04, 5000), (1000.1, 40)],
+            client_syn_retrans: Some(41),
+            client_syn_retried_conns: 40,
+            client_early_retrans: Some(12),
+            client_data_retrans: Some(0),
+            ..LoadFacts::default()
+        };
+        let f = load_syn_retries(&l).expect("fires");
+        assert_eq!(f.evidence_str("cause"), Some("accept-queue"));
+        assert!(f.advice.contains("listen backlog"), "{}", f.advice);
+        l.client_data_retrans = Some(30);
+        let f = load_syn_retries(&l).expect("fires");
+        assert_eq!(f.evidence_str("cause"), Some("path"));
+        // Fast connects, first answers after the server resent its SYN-ACK.
+        let l = LoadFacts {
+            connect_ms: vec![(0.04, 5000)],
+            client_syn_retrans: Some(0),
+            client_early_retrans: Some(25),
+            client_data_retrans: Some(0),
+            ..LoadFacts::default()
+        };
+        let f = load_syn_retries(&l).expect("fires");
+        assert_eq!(f.evidence_str("cause"), Some("accept-queue"));
+        // Nothing resent: quiet.
+        let l = LoadFacts {
+            connect_ms: vec![(0.04, 5000)],
+            client_syn_retrans: Some(0),
+            client_early_retrans: Some(0),
+            client_data_retrans: Some(0),
+            ..LoadFacts::default()
+        };
+        assert!(load_syn_retries(&l).is_none());
     }
 
     /// Steady connects, noisy loopback connects and a uniformly slow link stay quiet.

@@ -250,15 +250,18 @@ fn list(ts: &[u32]) -> String {
 
 /// The spikes are SYN retransmission back-off, not a timer: at least half of them
 /// begin within 3 s before one of latscope's own connections came up after a
-/// resent SYN (1 s, 3 s, 7 s: the kernel's back-off, which `syn-retries` reports).
+/// resent SYN, or got its first answer after resending the handshake's last ACK
+/// and the request (1 s, 3 s, 7 s: the kernel's back-off, which `syn-retries`
+/// reports).
 fn syn_backoff(l: &LoadFacts, s: &Spikes) -> bool {
-    if l.client_syn_retrans.unwrap_or(0) == 0 || s.onsets.is_empty() {
+    let own = l.client_syn_retrans.unwrap_or(0) + l.client_early_retrans.unwrap_or(0);
+    if own == 0 || s.onsets.is_empty() {
         return false;
     }
     let near = |o: u32| {
         l.timeline
             .iter()
-            .any(|x| x.client_syn_retrans > 0 && x.t >= o && x.t <= o + 3)
+            .any(|x| x.client_syn_retrans + x.client_early_retrans > 0 && x.t >= o && x.t <= o + 3)
     };
     s.onsets.iter().filter(|o| near(**o)).count() * 2 >= s.onsets.len()
 }
@@ -268,7 +271,7 @@ fn syn_backoff(l: &LoadFacts, s: &Spikes) -> bool {
 fn client_retrans(l: &LoadFacts) -> (String, Option<u64>) {
     match l.client_data_retrans {
         Some(data) => {
-            let syn = l.client_syn_retrans.unwrap_or(0);
+            let syn = l.client_syn_retrans.unwrap_or(0) + l.client_early_retrans.unwrap_or(0);
             let n = data + syn;
             let text = if n == 0 {
                 "latscope's own connections retransmitted nothing (TCP_INFO): the client \
@@ -276,8 +279,9 @@ fn client_retrans(l: &LoadFacts) -> (String, Option<u64>) {
                     .to_string()
             } else {
                 format!(
-                    "latscope's own connections retransmitted {n} segments ({data} data, \
-                     {syn} SYN): the path to the server loses packets too"
+                    "latscope's own connections retransmitted {n} segments ({data} on \
+                     established connections, {syn} while connecting): the way to the \
+                     server loses packets too (see retransmits, syn-retries)"
                 )
             };
             (text, Some(n))
@@ -475,6 +479,8 @@ pub fn lone_spike(l: &LoadFacts) -> Option<Finding> {
 /// `syn-retries`' business), joined to the spike seconds: warn when at least half of
 /// the spikes had retransmissions within ±1 s — unless latscope's own connections
 /// retransmitted nothing, when the host-wide counter caught someone else's losses.
+/// Quiet when latscope's connections lost only handshakes (SYNs, or what they sent
+/// before the server took them) and nothing once established: `syn-retries`.
 pub fn retransmits(l: &LoadFacts) -> Option<Finding> {
     let total: u64 = l.timeline.iter().map(|s| s.retrans).sum();
     let syn: u64 = l.timeline.iter().map(|s| s.syn_retrans).sum();
@@ -495,9 +501,13 @@ pub fn retransmits(l: &LoadFacts) -> Option<Finding> {
         .filter(|t| retrans_near(*t))
         .collect();
     let n = spikes.onsets.len();
-    let own = l
-        .client_data_retrans
-        .map(|d| d + l.client_syn_retrans.unwrap_or(0));
+    let handshake = l.client_syn_retrans.unwrap_or(0) + l.client_early_retrans.unwrap_or(0);
+    let own = l.client_data_retrans.map(|d| d + handshake);
+    if l.client_data_retrans == Some(0) && handshake > 0 {
+        // latscope lost only handshakes (SYNs, or the last ACK and the request of a
+        // connection the server had not taken): syn-retries says why.
+        return None;
+    }
     let not_ours = own == Some(0);
     let linked = n > 0 && joined.len() * 2 >= n && !not_ours;
     let mut title = if n == 0 {

@@ -278,10 +278,41 @@ fn retransmits_joined_to_spikes() {
     assert_eq!(f.severity, Severity::Info);
     tl[1].retrans = 2;
     assert!(retransmits(&LoadFacts {
-        timeline: tl,
+        timeline: tl.clone(),
         ..LoadFacts::default()
     })
     .is_none());
+    // Issue 12.3/12.9: SYN retransmissions are not data loss; losses that were
+    // none of latscope's own connections' are info, and when latscope lost only
+    // handshakes, syn-retries speaks instead.
+    for t in [5, 15, 25] {
+        tl[t].retrans = 40;
+        tl[t].syn_retrans = 40;
+    }
+    assert!(retransmits(&LoadFacts {
+        timeline: tl.clone(),
+        ..LoadFacts::default()
+    })
+    .is_none());
+    for t in [5, 15, 25] {
+        tl[t].syn_retrans = 0;
+    }
+    let mut l = LoadFacts {
+        timeline: tl,
+        client_syn_retrans: Some(0),
+        client_early_retrans: Some(0),
+        client_data_retrans: Some(0),
+        ..LoadFacts::default()
+    };
+    let f = retransmits(&l).unwrap();
+    assert_eq!(f.severity, Severity::Info);
+    assert!(
+        f.title.contains("none of them on latscope's own"),
+        "{}",
+        f.title
+    );
+    l.client_syn_retrans = Some(9);
+    assert!(retransmits(&l).is_none());
 }
 
 /// Story 5 rebuilt (issue 12.9): outages 10 s apart, one of them missed (the gaps
