@@ -242,3 +242,66 @@ fn listen_queue_overflow_is_not_packet_loss() {
     not_the_path(&v, "a backlog of 1024");
     assert_quiet(&v, "periodic-spikes", "a backlog of 1024");
 }
+
+/// A keep-alive Python API: `argv[1]` is `pieces` (BaseHTTPRequestHandler's
+/// default: the headers in one write, the body in another) or `one` (a buffered
+/// writer: one write per response).
+const WRITES: &str = r#"
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    if sys.argv[1] == "one":
+        wbufsize = -1
+    def do_GET(self):
+        body = b'{"id": 1, "name": "user"}\n'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+class S(ThreadingHTTPServer):
+    daemon_threads = True
+s = S(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+
+/// Issue 12.4: a Python API that writes headers and body apart: on a reused
+/// connection the body waits ≈40 ms for the ACK the client delays (Nagle's
+/// algorithm holds the second small write), TTFB stays under a millisecond.
+/// `slow-receive` fires with the delayed-ACK cause and "where the time goes" talks
+/// about the body, not "nothing to win". The same API with one write per response:
+/// quiet, and the summary has nothing to say about the body.
+#[test]
+fn nagle_and_delayed_ack_in_the_receive_phase() {
+    let test = "nagle_and_delayed_ack_in_the_receive_phase";
+    if !have("python3", test) {
+        return;
+    }
+    let dir = TempDir::new("nagle");
+    let diagnose =
+        |port: u16| crate::findings::diagnose(&[&format!("http://127.0.0.1:{port}/"), "--no-load"]);
+    let (_pieces, port) = start_python(&dir, WRITES, &["pieces"]);
+    let v = diagnose(port);
+    let f = finding(&v, "slow-receive");
+    eprintln!("slow-receive: {} — {}", f["title"], f["advice"]);
+    assert_eq!(text(f, "cause"), "delayed-ack", "{f}");
+    assert_eq!(text(f, "series"), "reused", "{f}");
+    let rx = num(f, "receive_ms");
+    assert!((30.0..=80.0).contains(&rx), "receive {rx} ms: {f}");
+    assert!(num(f, "ttfb_ms") < 10.0, "{f}");
+    assert!(num(f, "fresh_receive_ms") < 10.0, "{f}");
+    let summary = v["summary"].as_str().unwrap();
+    eprintln!("summary: {summary}");
+    assert!(!summary.contains("nothing to win"), "{summary}");
+    assert!(summary.contains("then the body takes"), "{summary}");
+
+    let (_one, port) = start_python(&dir, WRITES, &["one"]);
+    let v = diagnose(port);
+    assert_quiet(&v, "slow-receive", "one write per response");
+    let summary = v["summary"].as_str().unwrap();
+    assert!(!summary.contains("the body takes"), "{summary}");
+}

@@ -136,7 +136,23 @@ pub fn where_the_time_goes(p: &ProbeFacts, proxied: bool) -> Option<String> {
                 best
             }
         });
-    if ttfb < 1.0 {
+    // The whole request counts, not only its first byte: a body that arrives
+    // long after it (Nagle + delayed ACK, a slow stream) is said and advised on.
+    let body = super::rules::timing::receive_share(p).filter(|r| r.receive_ms >= 1.0);
+    if let Some(r) = body {
+        text.push_str(&format!(
+            "; then the body takes {} more (receive: first → last byte), {:.0}% of a {} \
+             request's {} total",
+            ms(r.receive_ms),
+            100.0 * r.receive_ms / r.total_ms,
+            if r.reused { "reused" } else { "fresh" },
+            ms(r.total_ms)
+        ));
+        if r.delayed_ack {
+            text.push_str(" — the ≈40 ms of Nagle's algorithm meeting a delayed ACK");
+        }
+        text.push_str(&format!("; {}.", super::rules::timing::receive_advice(&r)));
+    } else if ttfb < 1.0 {
         text.push_str("; all of it is under a millisecond: nothing to win here.");
     } else {
         text.push_str(&format!("; {}.", advice(top, proxied, label)));
@@ -230,5 +246,22 @@ mod tests {
         p.fresh = None;
         p.reused = None;
         assert!(where_the_time_goes(&p, false).is_none());
+    }
+
+    /// Issue 12.4: TTFB under a millisecond, but the body takes 46.9 ms on a reused
+    /// connection: not "nothing to win here" — the body is said, with its advice.
+    #[test]
+    fn the_body_counts() {
+        let mut p = healthy_probe();
+        p.body_bytes = 26;
+        let r = p.reused.as_mut().unwrap();
+        r.p50.receive = 46.9;
+        r.p50.ttfb = 0.40;
+        r.p50.total = 47.6;
+        let s = where_the_time_goes(&p, false).unwrap();
+        assert!(!s.contains("nothing to win"), "{s}");
+        assert!(s.contains("then the body takes 46.9 ms more"), "{s}");
+        assert!(s.contains("delayed ACK"), "{s}");
+        assert!(s.ends_with("which the client delays by ≈40 ms."), "{s}");
     }
 }

@@ -29,6 +29,7 @@ pub const IDS: &[&str] = &[
     "network-dominates",
     "above-physical-floor",
     "slow-dns",
+    "slow-receive",
     "slow-start",
     "retransmits",
     "syn-retries",
@@ -70,6 +71,7 @@ pub fn all(facts: &Facts) -> Vec<Finding> {
         out.push(timing::time_split(p, proxied));
         out.push(timing::server_timing_gap(p, proxied));
         out.push(timing::slow_dns(p));
+        out.push(timing::slow_receive(p));
         out.push(tcp::probe_syn_retries(p));
         out.push(tcp::probe_retransmits(p));
         out.push(load::probe_tail_heavy(p));

@@ -1,5 +1,6 @@
 //! Where a request's time goes: `network-dominates` / `server-dominates`,
-//! `above-physical-floor`, `server-timing-gap`, `slow-dns`.
+//! `above-physical-floor`, `server-timing-gap`, `slow-dns`, `slow-receive` (the body
+//! after the first byte: the whole request counts, not only TTFB).
 //!
 //! Server time ≈ `wait` − `tcpi_min_rtt` on a warm connection (DESIGN.md, Derived).
 
@@ -206,6 +207,117 @@ pub fn slow_dns(p: &ProbeFacts) -> Option<Finding> {
     )
 }
 
+/// Bodies up to this size should arrive in one go, bytes.
+const SMALL_BODY: u64 = 64 * 1024;
+
+/// The body phase of a steady request: first → last byte.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Receive {
+    /// p50 receive, ms.
+    pub receive_ms: f64,
+    /// p50 total of the same series, ms.
+    pub total_ms: f64,
+    /// p50 TTFB of the same series, ms.
+    pub ttfb_ms: f64,
+    /// The series is the reused one.
+    pub reused: bool,
+    /// p50 receive of fresh connections, when measured.
+    pub fresh_receive_ms: Option<f64>,
+    /// The ≈40 ms signature of Nagle's algorithm meeting a delayed ACK: a small
+    /// body, receive 30–60 ms over the RTT on a reused connection, not on fresh
+    /// ones (a new connection ACKs at once: TCP's quick-ACK mode).
+    pub delayed_ack: bool,
+}
+
+/// The receive phase of the steady series when it is at least half of its total.
+pub(crate) fn receive_share(p: &ProbeFacts) -> Option<Receive> {
+    let s = steady(p)?;
+    let reused = p.reused.as_ref().is_some_and(|r| r.count > 0);
+    let rx = s.p50.receive;
+    let total = s.p50.total.max(s.p50.ttfb + rx);
+    if !(rx > 0.0 && rx >= 0.5 * total) {
+        return None;
+    }
+    let fresh_rx = p
+        .fresh
+        .as_ref()
+        .filter(|f| f.count > 0)
+        .map(|f| f.p50.receive);
+    let rtt = p.tcp.map_or(0.0, |t| t.min_rtt_ms);
+    let delayed_ack = reused
+        && p.body_bytes <= SMALL_BODY
+        && (30.0..=60.0).contains(&(rx - rtt))
+        && fresh_rx.is_none_or(|f| f < 0.5 * rx);
+    Some(Receive {
+        receive_ms: rx,
+        total_ms: total,
+        ttfb_ms: s.p50.ttfb,
+        reused,
+        fresh_receive_ms: fresh_rx,
+        delayed_ack,
+    })
+}
+
+/// What to do about a receive phase that dominates.
+pub(crate) fn receive_advice(r: &Receive) -> &'static str {
+    if r.delayed_ack {
+        "write each response in one piece — headers and body in one send (a buffered \
+         writer; Python's BaseHTTPRequestHandler: `wbufsize = -1`) — or set TCP_NODELAY \
+         on the server's sockets: a second small write waits for the ACK of the first, \
+         which the client delays by ≈40 ms"
+    } else {
+        "the server sends the body slowly after the first byte: a slow template or query \
+         after the headers were flushed, small unbuffered writes, or a slow upstream \
+         behind a streaming proxy; buffer the response or find what it waits for"
+    }
+}
+
+/// `slow-receive`: on a steady request, the body (first → last byte) takes ≥ 20 ms
+/// and at least half of the request, for a body ≤ 64 KiB that should arrive in one
+/// go; names the ≈40 ms Nagle + delayed-ACK signature when it is there.
+pub fn slow_receive(p: &ProbeFacts) -> Option<Finding> {
+    let r = receive_share(p)?;
+    if r.receive_ms < 20.0 || p.body_bytes > SMALL_BODY {
+        return None;
+    }
+    let series = if r.reused { "reused" } else { "fresh" };
+    let mut title = format!(
+        "the body takes {} after the first byte on a {series} connection: {:.0}% of the \
+         request's {} (TTFB {}) for a {}-byte body",
+        ms(r.receive_ms),
+        100.0 * r.receive_ms / r.total_ms,
+        ms(r.total_ms),
+        ms(r.ttfb_ms),
+        p.body_bytes
+    );
+    if r.delayed_ack {
+        title.push_str(&format!(
+            "; fresh connections receive it in {} — the ≈40 ms stall of Nagle's \
+             algorithm meeting a delayed ACK (the server writes the response in pieces)",
+            ms(r.fresh_receive_ms.unwrap_or(0.0))
+        ));
+    }
+    Some(
+        Finding::new("slow-receive", Category::Server, Severity::Warn, title)
+            .num("receive_ms", r.receive_ms)
+            .num("total_ms", r.total_ms)
+            .num("ttfb_ms", r.ttfb_ms)
+            .num("share", r.receive_ms / r.total_ms)
+            .opt_num("fresh_receive_ms", r.fresh_receive_ms)
+            .count("body_bytes", p.body_bytes)
+            .text("series", series)
+            .text(
+                "cause",
+                if r.delayed_ack {
+                    "delayed-ack"
+                } else {
+                    "slow-body"
+                },
+            )
+            .advice(receive_advice(&r)),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,5 +409,38 @@ mod tests {
         assert_eq!(slow_dns(&p).unwrap().evidence_f64("dns_ms"), Some(120.0));
         assert!(slow_dns(&far_probe()).is_none());
         assert!(slow_dns(&healthy_probe()).is_none());
+    }
+
+    /// Issue 12.4: a BaseHTTPRequestHandler writing headers and body apart — reused
+    /// receive 46.9 ms, TTFB 0.40 ms, fresh receive 0.03 ms — is the delayed-ACK
+    /// stall; a single write (receive 0.02 ms) is quiet; a slow body on a fresh-only
+    /// probe is a slow body, and a 4 MB download is not judged.
+    #[test]
+    fn slow_receive_both_ways() {
+        let mut p = healthy_probe();
+        p.body_bytes = 26;
+        let r = p.reused.as_mut().unwrap();
+        r.p50.receive = 46.9;
+        r.p50.ttfb = 0.40;
+        r.p50.total = 47.6;
+        p.fresh.as_mut().unwrap().p50.receive = 0.03;
+        let f = slow_receive(&p).expect("fires");
+        assert_eq!(f.evidence_str("cause"), Some("delayed-ack"));
+        assert!(f.advice.contains("TCP_NODELAY"), "{}", f.advice);
+        assert!(f.title.contains("Nagle"), "{}", f.title);
+        let mut q = p.clone();
+        q.body_bytes = 4 << 20;
+        assert!(slow_receive(&q).is_none());
+        let mut q = p.clone();
+        q.reused = None;
+        let fr = q.fresh.as_mut().unwrap();
+        fr.p50.receive = 120.0;
+        fr.p50.total = 125.0;
+        fr.p50.ttfb = 5.0;
+        assert_eq!(
+            slow_receive(&q).unwrap().evidence_str("cause"),
+            Some("slow-body")
+        );
+        assert!(slow_receive(&healthy_probe()).is_none());
     }
 }
