@@ -39,7 +39,10 @@ fn advice(kind: Kind, proxied: bool, label: &str) -> &'static str {
             "the time behind the edge is the biggest part: make the edge cache the response, \
              or bring the origin closer to the edge and faster"
         }
-        Kind::Server => "the server is the biggest part: profile it or cache its responses",
+        Kind::Server => {
+            "the server, or whatever is behind it, is the biggest part: profile it or cache \
+             its responses (if it is a proxy, --origin ADDR splits the hop to its upstream)"
+        }
     }
 }
 

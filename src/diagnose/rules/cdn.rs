@@ -2,73 +2,16 @@
 //! `cdn-not-caching` (repeated GETs still MISS/DYNAMIC/BYPASS) and `cache-status`
 //! (the normalised status over repeated GETs, HIT vs MISS TTFB).
 
-use super::{median, ms, steady};
+use super::{median, ms};
 use crate::diagnose::cache::shared_unstorable;
-use crate::diagnose::cache_status::{cache_status as status_of, edge, CacheState};
+use crate::diagnose::cache_status::{cache_status as status_of, CacheState};
 use crate::diagnose::facts::{CacheFacts, ProbeFacts};
 use crate::diagnose::finding::{Category, Finding, Severity};
 
-/// The TTFB a user sees: fresh p50 when measured, else the steady p50.
-fn user_ttfb(p: &ProbeFacts) -> Option<f64> {
-    p.fresh
-        .as_ref()
-        .filter(|s| s.count > 0)
-        .or(steady(p))
-        .map(|s| s.p50.ttfb)
-}
-
-/// `cdn-cost`: what the CDN hop costs (or saves) against the origin, and which edge
-/// answered. Fires when the difference is ≥ 20 ms and ≥ 20 % of the origin's TTFB.
+/// `cdn-cost`: what the CDN or proxy hop costs (or saves) against the origin, on
+/// fresh and reused connections (rules/cdn_cost.rs).
 pub fn cdn_cost(cdn: &ProbeFacts, origin: &ProbeFacts) -> Option<Finding> {
-    let (via, direct) = (user_ttfb(cdn)?, user_ttfb(origin)?);
-    let cost = via - direct;
-    if !(cost.abs() >= 20.0 && cost.abs() >= 0.2 * direct) {
-        return None;
-    }
-    let edge_name = edge(&cdn.headers).unwrap_or_else(|| "unknown edge".to_string());
-    let state = status_of(&cdn.headers).state;
-    let (sev, title, advice) = if cost > 0.0 {
-        (
-            Severity::Warn,
-            format!(
-                "the CDN adds {} to TTFB ({} vs {} straight to the origin; {edge_name}, cache {})",
-                ms(cost),
-                ms(via),
-                ms(direct),
-                state.as_str()
-            ),
-            if state == CacheState::Hit {
-                "even cached answers are slower through the edge: the edge is far from \
-                 your users (check which PoP answers) or adds processing; compare from \
-                 where users are"
-            } else {
-                "the edge does not serve this URL from cache, so every request pays user → \
-                 edge → origin: make the response cacheable (s-maxage, no cookies) and let \
-                 the CDN cache it, or bypass the proxy for it"
-            },
-        )
-    } else {
-        (
-            Severity::Info,
-            format!(
-                "the CDN saves {} of TTFB ({} vs {} straight to the origin; {edge_name}, cache {})",
-                ms(-cost),
-                ms(via),
-                ms(direct),
-                state.as_str()
-            ),
-            "the edge helps: keep it, and keep the response cacheable",
-        )
-    };
-    Some(
-        Finding::new("cdn-cost", Category::Cache, sev, title)
-            .num("cdn_ttfb_ms", via)
-            .num("origin_ttfb_ms", direct)
-            .num("cost_ms", cost)
-            .text("edge", edge_name)
-            .text("cache", state.as_str())
-            .advice(advice),
-    )
+    super::cdn_cost::cdn_cost(cdn, origin)
 }
 
 /// Normalised status and TTFB of each repeated GET (falling back to the first response).

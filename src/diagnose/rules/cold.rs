@@ -1,5 +1,6 @@
 //! `cold-start`: the first request (after a restart or idle) is far slower than the
-//! steady state, or the first few requests show a warm-up trend.
+//! steady state, or the first few requests show a warm-up trend, or the first one
+//! alone paid for something set up once (a proxy's upstream connection).
 
 use super::{median, ms, steady, times};
 use crate::diagnose::facts::ProbeFacts;
@@ -101,6 +102,78 @@ pub fn cold_start(p: &ProbeFacts) -> Option<Finding> {
     None
 }
 
+/// First-only: the first request this many times the later ones…
+const FIRST_ONLY_RATIO: f64 = 1.8;
+/// …and this much slower, ms.
+const FIRST_ONLY_FLOOR_MS: f64 = 50.0;
+
+/// `cold-start` as `info` when only the first request paid for something set up
+/// once (≥ 50 ms over the fresh p50 of the later requests and ≥ 1.8× it — or, with
+/// `--origin`, 0.6–2.5 round trips to the origin — under the main rule's 5× /
+/// 500 ms): typically a proxy opening its upstream connection (a cold upstream,
+/// then kept alive), a connection pool or a cache filling.
+pub fn first_only(p: &ProbeFacts, origin: Option<&ProbeFacts>) -> Option<Finding> {
+    if cold_start(p).is_some() {
+        return None;
+    }
+    let (steady_ms, baseline) = baseline(p)?;
+    let first = p.first_total_ms?;
+    let extra = first - steady_ms;
+    let origin_rtt = origin
+        .and_then(|o| o.tcp)
+        .map(|t| t.min_rtt_ms)
+        .filter(|r| *r >= 1.0);
+    let trips = origin_rtt.map(|r| extra / r);
+    // One or two round trips to a known origin is a cold upstream even when the
+    // origin's own time keeps the ratio low.
+    let upstream = trips.is_some_and(|n| (0.6..=2.5).contains(&n));
+    if !(steady_ms > 0.0
+        && extra >= FIRST_ONLY_FLOOR_MS
+        && (first >= FIRST_ONLY_RATIO * steady_ms || upstream))
+    {
+        return None;
+    }
+    let why = match trips {
+        Some(n) if (0.6..=2.5).contains(&n) => format!(
+            "{n:.1} round trips to the origin ({} each): the proxy opened its upstream \
+             connection on the first request and kept it for the later ones",
+            ms(origin_rtt.unwrap_or(0.0))
+        ),
+        _ => "the first request alone paid for something set up once: a proxy opening its \
+              upstream connection, a connection pool or a cache filling"
+            .to_string(),
+    };
+    Some(
+        Finding::new(
+            "cold-start",
+            Category::Server,
+            Severity::Info,
+            format!(
+                "first request {}, {} the {baseline} ({}): {} more — {why}",
+                ms(first),
+                times(first / steady_ms),
+                ms(steady_ms),
+                ms(extra)
+            ),
+        )
+        .num("first_ms", first)
+        .num("steady_p50_ms", steady_ms)
+        .num("ratio", first / steady_ms)
+        .text("baseline", baseline)
+        .count("warmup_requests", 0)
+        .text("kind", "first-only")
+        .opt_num("origin_rtt_ms", origin_rtt)
+        .opt_num("origin_round_trips", trips)
+        .advice(
+            "every first visitor after a start or idle period pays this: open upstream \
+             connections ahead (a health check that goes through the proxy to the real \
+             path, or a warm-up request after each deploy and reload), and keep them \
+             alive longer than the idle gaps (nginx: `keepalive_timeout` in the upstream \
+             block)",
+        ),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -178,5 +251,28 @@ mod tests {
         let mut p = far_probe();
         p.first_total_ms = Some(600.0); // 5× but not 500 ms more
         assert!(cold_start(&p).is_none());
+    }
+
+    /// Issue 12.5: nginx with upstream keep-alive in front of an origin 80 ms away:
+    /// the first request opens the upstream connection (167 ms), later ones reuse it
+    /// (85 ms). `info`, one round trip to the origin; the steady site stays quiet.
+    #[test]
+    fn first_only_is_a_cold_upstream() {
+        let mut p = healthy_probe();
+        p.fresh.as_mut().unwrap().total_ms = vec![167.0, 85.0, 85.1, 84.9, 85.0, 85.2];
+        p.first_total_ms = Some(167.0);
+        let mut o = far_probe();
+        o.tcp.as_mut().unwrap().min_rtt_ms = 80.0;
+        let f = first_only(&p, Some(&o)).expect("fires");
+        assert_eq!(f.severity, Severity::Info);
+        assert_eq!(f.evidence_str("kind"), Some("first-only"));
+        let n = f.evidence_f64("origin_round_trips").unwrap();
+        assert!((0.9..=1.1).contains(&n), "{n}");
+        assert!(f.title.contains("upstream connection"), "{}", f.title);
+        assert!(first_only(&p, None).is_some());
+        p.first_total_ms = Some(90.0);
+        assert!(first_only(&p, Some(&o)).is_none());
+        assert!(first_only(&healthy_probe(), None).is_none());
+        assert!(first_only(&far_probe(), None).is_none());
     }
 }

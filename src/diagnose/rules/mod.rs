@@ -5,6 +5,7 @@
 
 pub mod cache;
 pub mod cdn;
+pub mod cdn_cost;
 pub mod cold;
 pub mod connection;
 pub mod content;
@@ -62,7 +63,7 @@ pub fn all(facts: &Facts) -> Vec<Finding> {
     let proxied = behind_proxy(facts);
     if let Some(p) = &facts.probe {
         out.push(status::error_status(p));
-        out.push(cold::cold_start(p));
+        out.push(cold::cold_start(p).or_else(|| cold::first_only(p, facts.origin.as_ref())));
         out.push(connection::handshake_dominates(p));
         out.push(connection::no_keepalive(p));
         out.push(connection::no_tls_resumption(p));

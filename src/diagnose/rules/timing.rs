@@ -39,8 +39,13 @@ pub fn time_split(p: &ProbeFacts, proxied: bool) -> Option<Finding> {
                 Category::Server,
                 Severity::Warn,
                 format!(
-                    "{label} time {} is {:.0}% of a warm request's TTFB ({}); the network \
+                    "{label}{} time {} is {:.0}% of a warm request's TTFB ({}); the network \
                      round trip is {}",
+                    if proxied {
+                        ""
+                    } else {
+                        " (or whatever is behind it)"
+                    },
                     ms(server),
                     100.0 * server / ttfb,
                     ms(ttfb),
@@ -56,8 +61,11 @@ pub fn time_split(p: &ProbeFacts, proxied: bool) -> Option<Finding> {
                  edge caching? is the origin far from the edge?) and the origin's own time \
                  (Server-Timing, profiling)"
             } else {
-                "the server's own time dominates: profile the handler (Server-Timing helps), \
-                 cache rendered responses, check the database and worker pools"
+                "the time after the round trip is the server's — or, when it is a proxy or \
+                 load balancer (no header says so), whatever is behind it: run with \
+                 --origin ADDR to split the hop to the upstream from the upstream's own \
+                 time. For the server's own time: profile the handler (Server-Timing \
+                 helps), cache rendered responses, check the database and worker pools"
             }),
         );
     }
@@ -345,7 +353,13 @@ mod tests {
         let f = time_split(&p, false).expect("fires");
         assert_eq!(f.id, "server-dominates");
         assert_eq!(f.evidence_f64("server_ms"), Some(450.0));
-        assert!(f.title.starts_with("server time 450 ms"), "{}", f.title);
+        assert!(
+            f.title
+                .starts_with("server (or whatever is behind it) time 450 ms"),
+            "{}",
+            f.title
+        );
+        assert!(f.advice.contains("--origin"), "{}", f.advice);
         let f = time_split(&p, true).unwrap();
         assert!(
             f.title.starts_with("edge → origin + server time"),

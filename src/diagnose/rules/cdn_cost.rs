@@ -1,0 +1,239 @@
+//! `cdn-cost`: the same URL through a CDN or proxy and straight to the origin
+//! (`--origin`), on fresh and on reused connections, both ways (the edge saves time,
+//! or costs it), with the time behind the edge split into the hop to the origin —
+//! counted in round trips to it: one when the proxy keeps its upstream connection
+//! alive, two when it opens a new one per request — and the origin's own time.
+
+use super::ms;
+use crate::diagnose::cache_status::{cache_status as status_of, edge, CacheState};
+use crate::diagnose::facts::{ProbeFacts, SeriesFacts};
+use crate::diagnose::finding::{Category, Finding, Severity};
+
+/// What the edge → origin hop costs, from the reused (else fresh) series of both.
+struct Split {
+    /// Our min RTT to the origin (the edge's own is not known; near a proxy on the
+    /// same network, about the same), ms.
+    origin_rtt: f64,
+    /// The edge's wait less our RTT to the edge, ms.
+    behind: f64,
+    /// The origin's wait less our RTT to it, ms.
+    origin_server: f64,
+    /// `behind` less `origin_server`: the hop, ms.
+    hop: f64,
+}
+
+impl Split {
+    fn trips(&self) -> f64 {
+        self.hop / self.origin_rtt
+    }
+
+    /// How the proxy reaches the origin, judged by the hop in round trips.
+    fn upstream(&self) -> Option<(&'static str, &'static str)> {
+        let n = self.trips();
+        if n >= 1.6 {
+            Some((
+                "new-connection",
+                "a new upstream connection for each request (connect, then the request)",
+            ))
+        } else if n >= 0.6 {
+            Some((
+                "kept-alive",
+                "one round trip: the upstream connection is kept alive",
+            ))
+        } else {
+            None
+        }
+    }
+}
+
+fn counted(s: &Option<SeriesFacts>) -> Option<&SeriesFacts> {
+    s.as_ref().filter(|s| s.count > 0)
+}
+
+fn split(cdn: &ProbeFacts, origin: &ProbeFacts) -> Option<Split> {
+    let (a, b) = counted(&cdn.reused)
+        .zip(counted(&origin.reused))
+        .or_else(|| counted(&cdn.fresh).zip(counted(&origin.fresh)))?;
+    let edge_rtt = cdn.tcp?.min_rtt_ms;
+    let origin_rtt = origin.tcp?.min_rtt_ms;
+    if origin_rtt < 1.0 {
+        return None;
+    }
+    let behind = (a.p50.wait - edge_rtt).max(0.0);
+    let origin_server = (b.p50.wait - origin_rtt).max(0.0);
+    Some(Split {
+        origin_rtt,
+        behind,
+        origin_server,
+        hop: (behind - origin_server).max(0.0),
+    })
+}
+
+/// `cdn-cost`: fires when, on fresh or on reused connections, the edge's TTFB
+/// differs from the origin's by ≥ 20 ms and ≥ 20 %: `warn` when the edge is slower
+/// on either, `info` when it only saves time.
+pub fn cdn_cost(cdn: &ProbeFacts, origin: &ProbeFacts) -> Option<Finding> {
+    let pair = |a: &Option<SeriesFacts>, b: &Option<SeriesFacts>| {
+        counted(a)
+            .zip(counted(b))
+            .map(|(a, b)| (a.p50.ttfb, b.p50.ttfb))
+    };
+    let series = [
+        ("fresh", pair(&cdn.fresh, &origin.fresh)),
+        ("reused", pair(&cdn.reused, &origin.reused)),
+    ];
+    let significant = |(v, d): (f64, f64)| (v - d).abs() >= 20.0 && (v - d).abs() >= 0.2 * d;
+    let found: Vec<(&str, (f64, f64))> = series
+        .iter()
+        .filter_map(|(n, x)| x.map(|x| (*n, x)))
+        .filter(|(_, x)| significant(*x))
+        .collect();
+    // The edge costing time is the news; saving it only when it costs nowhere.
+    let (name, (via, direct)) = found
+        .iter()
+        .copied()
+        .find(|(_, (v, d))| v > d)
+        .or_else(|| found.first().copied())?;
+    let cost = via - direct;
+    let others: Vec<String> = series
+        .iter()
+        .filter(|(n, _)| *n != name)
+        .filter_map(|(n, x)| x.map(|(v, d)| format!("{n}: {} vs {}", ms(v), ms(d))))
+        .collect();
+    let others = if others.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", others.join("; "))
+    };
+    let edge_name = edge(&cdn.headers).unwrap_or_else(|| "unknown edge".to_string());
+    let state = status_of(&cdn.headers).state;
+    let split = split(cdn, origin);
+    let upstream = split.as_ref().and_then(|s| s.upstream());
+    let behind = split
+        .as_ref()
+        .map(|s| {
+            let how = upstream.map_or(String::new(), |u| format!(": {}", u.1));
+            format!(
+                "; behind the edge {} to the origin ({:.1}× our {} RTT to it{how}) + {} \
+                 of origin server time",
+                ms(s.hop),
+                s.trips(),
+                ms(s.origin_rtt),
+                ms(s.origin_server)
+            )
+        })
+        .unwrap_or_default();
+    let new_connection = upstream.is_some_and(|u| u.0 == "new-connection");
+    let (sev, title, advice) = if cost > 0.0 {
+        (
+            Severity::Warn,
+            format!(
+                "the edge adds {} to TTFB on {name} connections ({} vs {} straight to the \
+                 origin{others}; {edge_name}, cache {}){behind}",
+                ms(cost),
+                ms(via),
+                ms(direct),
+                state.as_str()
+            ),
+            if new_connection {
+                "the proxy opens a new connection to the origin for each request, so every \
+                 request pays the handshake to it: keep upstream connections alive (nginx: \
+                 `keepalive 16;` in an upstream block, with `proxy_http_version 1.1;` and \
+                 `proxy_set_header Connection \"\";`), let the edge cache what it can, or \
+                 bring the origin closer to the edge"
+            } else if state == CacheState::Hit {
+                "even cached answers are slower through the edge: the edge is far from \
+                 your users (check which PoP answers) or adds processing; compare from \
+                 where users are"
+            } else {
+                "the edge does not serve this URL from cache, so every request pays user → \
+                 edge → origin: make the response cacheable (s-maxage, no cookies) and let \
+                 the CDN cache it, or bypass the proxy for it"
+            },
+        )
+    } else {
+        (
+            Severity::Info,
+            format!(
+                "the edge saves {} of TTFB on {name} connections ({} vs {} straight to the \
+                 origin{others}; {edge_name}, cache {}){behind}",
+                ms(-cost),
+                ms(via),
+                ms(direct),
+                state.as_str()
+            ),
+            "the edge helps: keep it, and keep the response cacheable",
+        )
+    };
+    let num = |f: Finding, key: &str, v: Option<f64>| f.opt_num(key, v);
+    let mut f = Finding::new("cdn-cost", Category::Cache, sev, title)
+        .num("cdn_ttfb_ms", via)
+        .num("origin_ttfb_ms", direct)
+        .num("cost_ms", cost)
+        .text("series", name);
+    f = num(f, "fresh_cdn_ttfb_ms", series[0].1.map(|x| x.0));
+    f = num(f, "fresh_origin_ttfb_ms", series[0].1.map(|x| x.1));
+    f = num(f, "reused_cdn_ttfb_ms", series[1].1.map(|x| x.0));
+    f = num(f, "reused_origin_ttfb_ms", series[1].1.map(|x| x.1));
+    if let Some(s) = &split {
+        f = f
+            .num("origin_rtt_ms", s.origin_rtt)
+            .num("behind_edge_ms", s.behind)
+            .num("hop_ms", s.hop)
+            .num("hop_round_trips", s.trips())
+            .num("origin_server_ms", s.origin_server);
+    }
+    if let Some(u) = upstream {
+        f = f.text("upstream", u.0);
+    }
+    Some(
+        f.text("edge", edge_name)
+            .text("cache", state.as_str())
+            .advice(advice),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::rules::testutil::healthy_probe;
+
+    /// A probe of `wait` ms on fresh and reused connections over `rtt` (fresh TTFB =
+    /// a connect round trip more).
+    fn probe(fresh_wait: f64, reused_wait: f64, rtt: f64) -> ProbeFacts {
+        let mut p = healthy_probe();
+        p.tcp.as_mut().unwrap().min_rtt_ms = rtt;
+        let f = p.fresh.as_mut().unwrap();
+        f.p50.connect = rtt;
+        f.p50.wait = fresh_wait;
+        f.p50.ttfb = rtt + fresh_wait;
+        let r = p.reused.as_mut().unwrap();
+        r.p50.wait = reused_wait;
+        r.p50.ttfb = reused_wait;
+        p
+    }
+
+    /// Issue 12.5, measured with nginx in front of an origin 80 ms away: without
+    /// upstream keep-alive the proxy is slower on reused connections (165 ms vs 85 ms
+    /// straight) — two round trips to the origin, a new upstream connection each
+    /// time; with keep-alive it saves the handshake on fresh connections (85 ms vs
+    /// 165 ms) and the hop is one round trip.
+    #[test]
+    fn slower_edge_and_upstream_connections() {
+        let origin = probe(85.0, 85.0, 80.0);
+        let no_keepalive = probe(165.0, 165.0, 0.01);
+        let f = cdn_cost(&no_keepalive, &origin).expect("fires");
+        assert_eq!(f.severity, Severity::Warn);
+        assert_eq!(f.evidence_str("series"), Some("reused"));
+        assert_eq!(f.evidence_str("upstream"), Some("new-connection"));
+        let n = f.evidence_f64("hop_round_trips").unwrap();
+        assert!((1.9..=2.1).contains(&n), "{n}");
+        assert_eq!(f.evidence_f64("origin_server_ms"), Some(5.0));
+        assert!(f.advice.contains("keepalive"), "{}", f.advice);
+        let keepalive = probe(85.0, 85.0, 0.01);
+        let f = cdn_cost(&keepalive, &origin).expect("fires");
+        assert_eq!(f.severity, Severity::Info);
+        assert_eq!(f.evidence_str("series"), Some("fresh"));
+        assert_eq!(f.evidence_str("upstream"), Some("kept-alive"));
+    }
+}
