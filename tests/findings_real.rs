@@ -409,3 +409,66 @@ fn nginx_proxy_in_front_of_a_far_origin() {
         assert_eq!(c["evidence"]["upstream"], "kept-alive", "{c}");
     }
 }
+
+/// A single-threaded Python server (HTTP/1.0, one connection at a time, 4 ms per
+/// response: it saturates near 200 req/s). With `argv[1]` = `hit` every response
+/// says `X-Cache: HIT`, as a cache's would.
+const SATURATING: &str = r#"
+import sys, time
+from http.server import BaseHTTPRequestHandler, HTTPServer
+hit = sys.argv[1] == "hit"
+class H(BaseHTTPRequestHandler):
+    wbufsize = -1
+    def do_GET(self):
+        time.sleep(0.004)
+        body = b"page\n"
+        self.send_response(200)
+        if hit:
+            self.send_header("X-Cache", "HIT")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+class S(HTTPServer):
+    request_queue_size = 256
+s = S(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+
+/// Issue 12.8: `knee` on a server whose responses are already cache hits does not
+/// advise "a cache in front" — it says the responses are hits and the cache is the
+/// limit. The same saturating server without cache hits still gets the cache advice.
+#[test]
+fn knee_advice_on_cache_hits() {
+    let test = "knee_advice_on_cache_hits";
+    if !have("python3", test) {
+        return;
+    }
+    let dir = TempDir::new("knee");
+    let ramp = |port: u16| {
+        crate::findings::diagnose(&[
+            &format!("http://127.0.0.1:{port}/"),
+            "--max-connections",
+            "32",
+            "--step",
+            "500ms",
+        ])
+    };
+    let (_hit, port) = start_python(&dir, SATURATING, &["hit"]);
+    let v = ramp(port);
+    let f = finding(&v, "knee");
+    eprintln!("knee on hits: {} — {}", f["title"], f["advice"]);
+    let advice = f["advice"].as_str().unwrap();
+    assert!(advice.contains("already cache hits"), "{advice}");
+    assert!(!advice.contains("a cache in front)"), "{advice}");
+    assert!(num(f, "cache_hit_ratio") >= 0.9, "{f}");
+
+    let (_plain, port) = start_python(&dir, SATURATING, &["plain"]);
+    let v = ramp(port);
+    let f = finding(&v, "knee");
+    let advice = f["advice"].as_str().unwrap();
+    assert!(!advice.contains("already cache hits"), "{advice}");
+    assert!(advice.contains("a cache in front"), "{advice}");
+}

@@ -77,6 +77,11 @@ pub fn knee(l: &LoadFacts) -> Option<Finding> {
     if s.len() < 3 {
         return None;
     }
+    let hit_ratio =
+        (l.requests > 0 && l.cache_hits > 0).then(|| l.cache_hits as f64 / l.requests as f64);
+    let busy = l
+        .client_cpu_pct
+        .map(|cpu| crate::diagnose::facts::busy_per_thread(cpu, l.client_wait_pct, l.threads));
     for i in 0..s.len() - 1 {
         let rest = &s[i + 1..];
         let max_rps = rest.iter().map(|x| x.rps).fold(0.0, f64::max);
@@ -107,15 +112,47 @@ pub fn knee(l: &LoadFacts) -> Option<Finding> {
                 .count("worst_concurrency", worst.concurrency as u64)
                 .num("worst_p99_ms", worst.p99_ms)
                 .num("max_rps_after", max_rps)
-                .advice(
-                    "the server saturates here: requests queue (worker pool, database \
-                     connections, CPU). Keep load below the knee, or raise capacity (more \
-                     workers or instances, a cache in front) and measure again",
-                ),
+                .opt_num("cache_hit_ratio", hit_ratio)
+                .opt_num("client_busy_pct", busy)
+                .advice(knee_advice(hit_ratio, busy)),
             );
         }
     }
     None
+}
+
+/// latscope was near its own limit when its threads were busy this share of the
+/// run (percent per thread; `client-bound` takes over at 90).
+const CLIENT_NEAR_PCT: f64 = 60.0;
+
+/// What to do about a knee: a cache in front helps only when the responses are not
+/// already cache hits, and raising capacity only when latscope was not near its
+/// own CPU limit (then the knee may be this machine's).
+fn knee_advice(hit_ratio: Option<f64>, busy: Option<f64>) -> String {
+    let near = busy.filter(|b| *b >= CLIENT_NEAR_PCT);
+    let client = near.map_or(String::new(), |b| {
+        format!(
+            "; latscope itself was busy {b:.0}% of the run per thread, near its own limit \
+             on this machine, so part of the knee may be the client's: measure from \
+             another machine (or with more --threads) before adding capacity"
+        )
+    });
+    match hit_ratio.filter(|r| *r >= 0.5) {
+        Some(r) => format!(
+            "the responses are already cache hits ({:.0}% of them): a cache in front will \
+             not help — this is the cache's own limit: give it more CPU or workers, or \
+             spread the load over more cache nodes{client}",
+            r * 100.0
+        ),
+        None if near.is_some() => format!(
+            "the server, or this machine, saturates here{client}; then keep load below the \
+             knee, or raise capacity (more workers or instances, a cache in front)"
+        ),
+        None => "the server saturates here: requests queue (worker pool, database \
+                 connections, CPU). Keep load below the knee, or raise capacity (more \
+                 workers or instances, a cache in front) and measure again"
+            .to_string(),
+    }
 }
 
 /// A step's errors count as "under load" only when its error rate is this much above
@@ -345,6 +382,36 @@ mod tests {
         assert_eq!(f.evidence_f64("knee_concurrency"), Some(8.0));
         assert_eq!(f.evidence_f64("worst_p99_ms"), Some(410.0));
         assert_eq!(f.evidence_f64("worst_concurrency"), Some(64.0));
+        assert!(f.advice.contains("a cache in front"), "{}", f.advice);
+    }
+
+    /// Issue 12.8: a knee on responses that are already cache hits does not advise
+    /// a cache in front; a knee while latscope was near its own CPU limit says the
+    /// knee may be the client's.
+    #[test]
+    fn knee_advice_fits_hits_and_a_busy_client() {
+        let mut l = ramp(vec![
+            step(1, 9000.0, 0.5, 0),
+            step(2, 15000.0, 0.6, 0),
+            step(4, 16000.0, 3.0, 0),
+            step(8, 16100.0, 15.0, 0),
+            step(16, 16000.0, 40.0, 0),
+        ]);
+        l.requests = 100_000;
+        l.cache_hits = 99_000;
+        let f = knee(&l).expect("fires");
+        assert!(f.advice.contains("already cache hits (99%"), "{}", f.advice);
+        assert!(!f.advice.contains("a cache in front)"), "{}", f.advice);
+        assert_eq!(f.evidence_f64("cache_hit_ratio"), Some(0.99));
+        l.cache_hits = 0;
+        l.client_cpu_pct = Some(150.0);
+        l.threads = 2;
+        let f = knee(&l).expect("fires");
+        assert!(
+            f.advice.contains("busy 75% of the run per thread"),
+            "{}",
+            f.advice
+        );
     }
 
     /// Linear scaling is quiet; so is a flat throughput on loopback where p99 only
