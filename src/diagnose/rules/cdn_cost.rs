@@ -88,11 +88,13 @@ pub fn cdn_cost(cdn: &ProbeFacts, origin: &ProbeFacts) -> Option<Finding> {
         .filter_map(|(n, x)| x.map(|x| (*n, x)))
         .filter(|(_, x)| significant(*x))
         .collect();
-    // The edge costing time is the news; saving it only when it costs nowhere.
+    // The edge costing time is the news (where it costs most); saving it only when
+    // it costs nowhere.
     let (name, (via, direct)) = found
         .iter()
         .copied()
-        .find(|(_, (v, d))| v > d)
+        .filter(|(_, (v, d))| v > d)
+        .max_by(|a, b| (a.1 .0 - a.1 .1).total_cmp(&(b.1 .0 - b.1 .1)))
         .or_else(|| found.first().copied())?;
     let cost = via - direct;
     let others: Vec<String> = series

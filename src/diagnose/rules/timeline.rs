@@ -102,9 +102,10 @@ pub fn detect_spikes(timeline: &[Second]) -> Spikes {
         active.last().map(|s| s.t).unwrap_or(0),
     );
     let first_started = with_start.first().map(|s| s.t).unwrap_or(0);
-    let mut seconds = Vec::new();
-    let (mut max_p99, mut max_max): (f64, f64) = (0.0, 0.0);
-    let (mut p99_spiked, mut max_spiked) = (false, false);
+    // Seconds judged by the requests that ended in them, and by those that started
+    // in them: one stall makes both, one second apart, so each is read on its own
+    // (merged, a stall every 2 s would join every second into one run).
+    let (mut by_end, mut by_start) = (Vec::new(), Vec::new());
     for s in timeline {
         // The baselines are local, so a ramp whose latency climbs step by step is not
         // mistaken for spikes.
@@ -133,13 +134,35 @@ pub fn detect_spikes(timeline: &[Second]) -> Spikes {
             && s.started_max_ms >= START_SPIKE_RATIO * base_start
             && s.started_max_ms >= MAX_SPIKE_FLOOR_MS;
         let stall = s.requests == 0 && med_requests >= 5.0 && s.t > first && s.t < last;
-        if spike || max_spike || start_spike || stall {
-            seconds.push(s.t);
-            max_p99 = max_p99.max(s.p99_ms);
-            max_max = max_max.max(s.max_ms).max(s.started_max_ms);
-            p99_spiked |= spike;
-            max_spiked |= max_spike || start_spike;
+        if spike || max_spike || stall {
+            by_end.push((s, spike, max_spike));
         }
+        if start_spike {
+            by_start.push((s, false, true));
+        }
+    }
+    let onsets_of = |v: &[(&Second, bool, bool)]| -> Vec<u32> {
+        let ts: Vec<u32> = v.iter().map(|x| x.0.t).collect();
+        ts.iter()
+            .copied()
+            .filter(|t| *t == 0 || !ts.contains(&(t - 1)))
+            .collect()
+    };
+    let (end_onsets, start_onsets) = (onsets_of(&by_end), onsets_of(&by_start));
+    let (chosen, onsets, period_s) = match (find_period(&end_onsets), find_period(&start_onsets)) {
+        (Some(p), _) => (by_end, end_onsets, Some(p)),
+        (None, Some(p)) => (by_start, start_onsets, Some(p)),
+        (None, None) if !end_onsets.is_empty() => (by_end, end_onsets, None),
+        (None, None) => (by_start, start_onsets, None),
+    };
+    let seconds: Vec<u32> = chosen.iter().map(|x| x.0.t).collect();
+    let (mut max_p99, mut max_max): (f64, f64) = (0.0, 0.0);
+    let (mut p99_spiked, mut max_spiked) = (false, false);
+    for (s, spike, max_spike) in &chosen {
+        max_p99 = max_p99.max(s.p99_ms);
+        max_max = max_max.max(s.max_ms).max(s.started_max_ms);
+        p99_spiked |= spike;
+        max_spiked |= max_spike;
     }
     let med_max = median(
         &with_max
@@ -148,12 +171,6 @@ pub fn detect_spikes(timeline: &[Second]) -> Spikes {
             .map(|s| s.max_ms)
             .collect::<Vec<_>>(),
     );
-    let onsets: Vec<u32> = seconds
-        .iter()
-        .copied()
-        .filter(|t| *t == 0 || !seconds.contains(&(t - 1)))
-        .collect();
-    let period_s = find_period(&onsets);
     Spikes {
         median_p99_ms: med,
         median_max_ms: med_max,

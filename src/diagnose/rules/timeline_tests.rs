@@ -330,29 +330,26 @@ fn period_tolerates_a_missed_and_a_stray_spike() {
 }
 
 /// The outage second of a closed-model run: few requests complete (a collapse,
-/// 3 % of the normal count), its stalled requests finish in the next second (with
-/// well under a quarter of the count there too), and the requests that *started*
-/// in it took ≈ 1.4 s. Judged by their start, every outage is a spike; the
-/// collapse is not looked away from. A run without outages stays quiet.
+/// 3 % of the normal count), its stalled requests finish in the next second, and
+/// the requests that *started* in it took ≈ 1.4 s. Judged by their start, every
+/// outage is a spike even where the completed requests' percentiles show nothing
+/// (here the later second's p99 and max are not given); with them, the end-based
+/// reading finds the same period one second later. Without outages: quiet. A stall
+/// every 2 s of a fast route makes start spikes in even seconds and max spikes in
+/// odd ones: read apart, not merged into one run, the period is 2 s.
 #[test]
 fn outage_seconds_judged_by_started_requests() {
-    let run = |outage: bool| -> Vec<Second> {
+    let run = |outage: bool, end_data: bool| -> Vec<Second> {
         (0..24)
             .map(|t| {
                 let hit = outage && t % 4 == 2;
-                let after = outage && t % 4 == 3;
+                let after = outage && end_data && t % 4 == 3;
                 Second {
                     t,
-                    requests: if hit {
-                        6
-                    } else if after {
-                        40
-                    } else {
-                        200
-                    },
+                    requests: if hit { 6 } else { 200 },
                     p50_ms: 8.0,
                     p99_ms: if after { 1400.0 } else { 12.0 + noise(t) },
-                    max_ms: if after { 1450.0 } else { 15.0 + noise(t) },
+                    max_ms: if after { 1450.0 } else { 0.0 },
                     started: if hit { 20 } else { 200 },
                     started_max_ms: if hit { 1450.0 } else { 15.0 + noise(t) },
                     ..Second::default()
@@ -360,11 +357,28 @@ fn outage_seconds_judged_by_started_requests() {
             })
             .collect()
     };
-    let s = detect_spikes(&run(true));
+    let s = detect_spikes(&run(true, false));
     assert_eq!(s.onsets, [2, 6, 10, 14, 18, 22]);
     assert_eq!(s.period_s, Some(4.0));
-    let s = detect_spikes(&run(false));
+    let s = detect_spikes(&run(true, true));
+    assert_eq!(s.onsets, [3, 7, 11, 15, 19, 23]);
+    assert_eq!(s.period_s, Some(4.0));
+    let s = detect_spikes(&run(false, true));
     assert!(s.onsets.is_empty(), "{:?}", s.onsets);
+    // The lab's fast route, stalled 500 ms every 2 s (measured).
+    let fast: Vec<Second> = (0..8)
+        .map(|t| Second {
+            t,
+            requests: if t % 2 == 1 { 35_000 } else { 70_000 },
+            p50_ms: 0.05,
+            p99_ms: 0.4,
+            max_ms: if t % 2 == 1 { 502.0 } else { 5.0 + noise(t) },
+            started: 50_000,
+            started_max_ms: if t % 2 == 0 { 502.0 } else { 5.0 + noise(t) },
+            ..Second::default()
+        })
+        .collect();
+    assert_eq!(detect_spikes(&fast).period_s, Some(2.0));
 }
 
 /// In a scenario, the endpoints that use the stalled backend stall together and
