@@ -472,3 +472,49 @@ fn knee_advice_on_cache_hits() {
     assert!(!advice.contains("already cache hits"), "{advice}");
     assert!(advice.contains("a cache in front"), "{advice}");
 }
+
+/// Issue 12.9, last point: a diagnose ramp shorter than two periods cannot tell a
+/// period. The API of [`API`] in front of a backend that stalls for 800 ms every
+/// 6 s (`latscope lab --stall-every 6s --stall-for 800ms`), diagnosed with an 8 s
+/// ramp (four 2 s steps): one or two stalls land in it, and `lone-spike` says that
+/// a longer run is needed (no `periodic-spikes` from two points). The same API with
+/// a backend that never stalls: quiet.
+#[test]
+fn a_short_ramp_asks_for_a_longer_run() {
+    let test = "a_short_ramp_asks_for_a_longer_run";
+    if !have("python3", test) {
+        return;
+    }
+    let dir = TempDir::new("lone");
+    let ramp = |args: &[&str]| {
+        let (_lab, url) = start_lab(args);
+        let backend = url
+            .trim_start_matches("http://")
+            .trim_end_matches('/')
+            .to_string();
+        let (_api, port) = start_python(&dir, API, &[&backend]);
+        crate::findings::diagnose(&[
+            &format!("http://127.0.0.1:{port}/user"),
+            "--max-connections",
+            "8",
+            "--step",
+            "2s",
+        ])
+    };
+    let v = ramp(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--stall-every",
+        "6s",
+        "--stall-for",
+        "800ms",
+    ]);
+    let f = finding(&v, "lone-spike");
+    eprintln!("lone-spike: {} — {}", f["title"], f["advice"]);
+    assert!(num(f, "max_ms") >= 300.0, "{f}");
+    assert!(f["advice"].as_str().unwrap().contains("at least 2P"), "{f}");
+    assert_quiet(&v, "periodic-spikes", "one or two stalls in an 8 s ramp");
+
+    let v = ramp(&["--listen", "127.0.0.1:0"]);
+    assert_quiet(&v, "lone-spike", "an API whose backend never stalls");
+}
