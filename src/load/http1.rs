@@ -11,6 +11,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::conn::Stream;
 use super::plan::Endpoint;
+use super::retrans::RetransWatch;
 use crate::net::Target;
 
 /// Largest response head accepted.
@@ -104,40 +105,6 @@ pub struct H1 {
     pub served: u64,
 }
 
-/// Reads a connection's TCP_INFO when it is dropped (before its socket closes).
-struct RetransWatch {
-    fd: std::os::fd::RawFd,
-    syn_retrans: u32,
-    /// `total_retrans` when the first response arrived.
-    answered: Option<u32>,
-}
-
-thread_local! {
-    /// This thread's HTTP/1.1 connections closed so far and the data segments they
-    /// retransmitted after their first response (per-connection TCP_INFO:
-    /// latscope's own, not the host's).
-    static DATA_RETRANS: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
-}
-
-/// (connections watched, data segments they retransmitted) on this thread so far.
-pub fn data_retrans() -> (u64, u64) {
-    DATA_RETRANS.with(|c| c.get())
-}
-
-impl Drop for RetransWatch {
-    fn drop(&mut self) {
-        let Ok(info) = crate::net::tcp::tcp_info(&self.fd) else {
-            return;
-        };
-        let base = self.answered.unwrap_or(info.total_retrans);
-        let data = u64::from(info.total_retrans.saturating_sub(base));
-        DATA_RETRANS.with(|c| {
-            let (n, r) = c.get();
-            c.set((n + 1, r + data));
-        });
-    }
-}
-
 enum Body {
     None,
     Length(u64),
@@ -161,26 +128,13 @@ impl H1 {
     /// Counts this connection's data retransmissions (TCP_INFO of socket `fd`, less
     /// the `syn_retrans` of its handshake) into this thread's tally when it closes.
     pub fn watch_retrans(&mut self, fd: std::os::fd::RawFd, syn_retrans: u32) {
-        self.watch = Some(RetransWatch {
-            fd,
-            syn_retrans,
-            answered: None,
-        });
+        self.watch = Some(RetransWatch::new(fd, syn_retrans));
     }
 
     /// The first response arrived: returns the segments retransmitted between the
-    /// connect and now (the server had not taken the connection yet — a full accept
-    /// queue drops the handshake's last ACK and the request — or they were lost),
-    /// and counts only later ones as data retransmissions when the connection closes.
+    /// connect and now (see [`RetransWatch::answered`]).
     pub fn mark_answered(&mut self) -> u32 {
-        let Some(w) = self.watch.as_mut().filter(|w| w.answered.is_none()) else {
-            return 0;
-        };
-        let Ok(info) = crate::net::tcp::tcp_info(&w.fd) else {
-            return 0;
-        };
-        w.answered = Some(info.total_retrans);
-        info.total_retrans.saturating_sub(w.syn_retrans)
+        self.watch.as_mut().map_or(0, |w| w.answered())
     }
 
     /// Reads more bytes into the buffer; 0 at end of stream.

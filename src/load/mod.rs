@@ -21,6 +21,7 @@ pub mod threshold;
 mod conn;
 mod http1;
 mod http2;
+mod retrans;
 mod worker;
 
 use std::sync::atomic::AtomicBool;

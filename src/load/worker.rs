@@ -91,7 +91,7 @@ pub fn run_thread(
     let mut rec = rec.into_inner();
     rec.incomplete += rec.in_flight;
     // Every connection closed with the runtime: their retransmissions are counted.
-    rec.data_retrans = super::http1::data_retrans();
+    rec.data_retrans = super::retrans::data_retrans();
     (rec.finish(Instant::now()), time)
 }
 

@@ -12,6 +12,7 @@ pub mod content;
 pub mod disk;
 pub mod load;
 pub mod rate;
+pub mod spikes;
 pub mod status;
 pub mod tcp;
 pub mod timeline;
