@@ -9,6 +9,7 @@ mod disk_errors;
 mod findings;
 mod findings_disk;
 mod findings_dns;
+mod findings_proxy;
 mod findings_real;
 mod findings_wire;
 mod lab;

@@ -1,0 +1,111 @@
+//! Proxy verdicts on real nginx (issue 12.5): nginx with its own config in a temp
+//! dir on a free 127.0.0.1 port, in front of an origin 80 ms away (`latscope lab
+//! --rtt 80ms` behind the wire, root only), with and without upstream keep-alive.
+
+use crate::findings::{assert_quiet, finding, num, text};
+use crate::util_real::{have, TempDir};
+use crate::util_wire::{can_run, lock, start_lab};
+
+/// nginx on 127.0.0.1:`port` proxying to `origin` (host:port), keeping upstream
+/// connections alive when `keepalive`. It sends no Via: nothing in its answers says
+/// it is a proxy.
+fn nginx_proxy(
+    dir: &TempDir,
+    port: u16,
+    origin: &str,
+    keepalive: bool,
+) -> crate::util_wire::ChildGuard {
+    let block = if keepalive {
+        format!(
+            "upstream origin {{ server {origin}; keepalive 16; }}\n\
+             server {{ listen 127.0.0.1:{port}; location / {{ proxy_pass http://origin; \
+             proxy_http_version 1.1; proxy_set_header Connection \"\"; }} }}"
+        )
+    } else {
+        format!(
+            "server {{ listen 127.0.0.1:{port}; location / {{ proxy_pass http://{origin}; }} }}"
+        )
+    };
+    crate::util_real::start_nginx(dir, &block, port)
+}
+
+/// Issue 12.5, on real nginx in front of an origin 80 ms away (`latscope lab --rtt
+/// 80ms` behind the wire).
+/// - Without `keepalive` upstream, and without `--origin`: the 165 ms after the
+///   round trip is the hop behind the proxy, so `server-dominates` says "server (or
+///   whatever is behind it)" and suggests `--origin`. With `--origin`, `cdn-cost`
+///   warns that the proxy is slower on reused connections (165 ms vs 85 ms straight
+///   to the origin) and splits it: two round trips to the origin — a new upstream
+///   connection per request. The first request is no slower than the rest: no
+///   `cold-start`.
+/// - With `keepalive`: the proxy is not slower (the hop is one round trip), and its
+///   first request, which opens the upstream connection, gets `cold-start` (info,
+///   ≈1 round trip to the origin more than the later ones).
+#[test]
+fn nginx_proxy_in_front_of_a_far_origin() {
+    let test = "nginx_proxy_in_front_of_a_far_origin";
+    let _lock = lock();
+    if !can_run(test) || !have("nginx", test) {
+        return;
+    }
+    let (_lab, url) = start_lab(&["--listen", "127.0.0.1:0", "--rtt", "80ms"]);
+    let origin = url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    let dir = TempDir::new("nginx-plain");
+    let port = crate::util_real::free_port();
+    let _plain = nginx_proxy(&dir, port, &origin, false);
+    let target = format!("http://127.0.0.1:{port}/delay/3ms");
+
+    let v = crate::findings::diagnose(&[&target, "--no-load"]);
+    let f = finding(&v, "server-dominates");
+    eprintln!("no --origin: {} — {}", f["title"], f["advice"]);
+    assert!(
+        f["title"]
+            .as_str()
+            .unwrap()
+            .contains("or whatever is behind it"),
+        "{f}"
+    );
+    assert!(f["advice"].as_str().unwrap().contains("--origin"), "{f}");
+    let summary = v["summary"].as_str().unwrap();
+    assert!(summary.contains("whatever is behind it"), "{summary}");
+
+    let v = crate::findings::diagnose(&[&target, "--no-load", "--origin", &origin]);
+    let f = finding(&v, "cdn-cost");
+    eprintln!("no keepalive: {} — {}", f["title"], f["advice"]);
+    assert_eq!(f["severity"], "warn", "{f}");
+    assert_eq!(text(f, "series"), "reused", "{f}");
+    assert_eq!(text(f, "upstream"), "new-connection", "{f}");
+    let trips = num(f, "hop_round_trips");
+    assert!((1.6..=2.6).contains(&trips), "{trips}: {f}");
+    assert!(num(f, "cost_ms") >= 50.0, "{f}");
+    assert_quiet(
+        &v,
+        "cold-start",
+        "a proxy that opens a new upstream connection every time",
+    );
+
+    let dir2 = TempDir::new("nginx-keepalive");
+    let port2 = crate::util_real::free_port();
+    let _kept = nginx_proxy(&dir2, port2, &origin, true);
+    let target2 = format!("http://127.0.0.1:{port2}/delay/3ms");
+    let v = crate::findings::diagnose(&[&target2, "--no-load", "--origin", &origin]);
+    let f = finding(&v, "cold-start");
+    eprintln!("keepalive, first request: {}", f["title"]);
+    assert_eq!(f["severity"], "info", "{f}");
+    assert_eq!(text(f, "kind"), "first-only", "{f}");
+    let trips = num(f, "origin_round_trips");
+    assert!((0.6..=2.5).contains(&trips), "{trips}: {f}");
+    if let Some(c) = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "cdn-cost")
+    {
+        eprintln!("keepalive: {}", c["title"]);
+        assert_eq!(c["severity"], "info", "{c}");
+        assert_eq!(c["evidence"]["upstream"], "kept-alive", "{c}");
+    }
+}
