@@ -465,3 +465,40 @@ fn lone_spike_asks_for_a_longer_run() {
     })
     .is_none());
 }
+
+/// The spikes' advice always says what the client lost: latscope's own
+/// connections when watched (some lost → the way to the server loses packets
+/// too), else the host-wide counter — never a bare "see retransmits".
+#[test]
+fn spikes_state_the_clients_retransmits() {
+    let tl = timeline(30, |t| if t % 5 == 3 { 900.0 } else { 10.0 });
+    let mut l = LoadFacts {
+        timeline: tl,
+        client_syn_retrans: Some(1),
+        client_early_retrans: Some(0),
+        client_data_retrans: Some(6),
+        ..LoadFacts::default()
+    };
+    let f = periodic_spikes(&l).expect("fires");
+    assert_eq!(f.evidence_f64("client_retrans"), Some(7.0));
+    assert!(f.advice.contains("loses packets too"), "{}", f.advice);
+    l.client_data_retrans = None;
+    l.client_syn_retrans = None;
+    let f = periodic_spikes(&l).expect("fires");
+    assert_eq!(f.evidence_f64("client_retrans"), None);
+    assert!(
+        f.advice
+            .contains("no TCP segment was retransmitted on this host"),
+        "{}",
+        f.advice
+    );
+    for s in &mut l.timeline {
+        s.retrans = 3;
+    }
+    let f = periodic_spikes(&l).expect("fires");
+    assert!(
+        f.advice.contains("this host retransmitted 90"),
+        "{}",
+        f.advice
+    );
+}
