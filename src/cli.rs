@@ -45,6 +45,9 @@ pub enum Command {
     Disk(DiskArgs),
     /// The built-in target server (for tests, demos and reproductions).
     Lab(LabArgs),
+    /// Run a command behind the lab's wire (RTT, loss, bandwidth, outages): any server
+    /// at a distance.
+    Wire(WireArgs),
     /// List stored runs.
     Runs(RunsArgs),
     /// Print one stored run again, as it printed when it ran (or --json).
@@ -410,6 +413,42 @@ pub struct LabArgs {
     /// Wire: length of each outage.
     #[arg(long, value_name = "DUR", value_parser = duration, requires = "outage_every")]
     pub outage_for: Option<Duration>,
+}
+
+/// The wire's impairments, shared by `latscope wire` (and the same as `lab`'s).
+#[derive(Debug, Args, Clone, Default)]
+pub struct WireFlags {
+    /// Round-trip time added to every packet path.
+    #[arg(long, value_name = "DUR", value_parser = duration)]
+    pub rtt: Option<Duration>,
+    /// Random extra delay per packet, up to DUR (never reorders).
+    #[arg(long, value_name = "DUR", value_parser = duration)]
+    pub jitter: Option<Duration>,
+    /// Drop this percentage of packets.
+    #[arg(long, value_name = "PCT", value_parser = percent)]
+    pub loss: Option<f64>,
+    /// Seed for reproducible loss.
+    #[arg(long, value_name = "N")]
+    pub loss_seed: Option<u64>,
+    /// Pace packets to this rate (e.g. 8mbit).
+    #[arg(long, value_name = "RATE", value_parser = rate)]
+    pub bandwidth: Option<u64>,
+    /// Every DUR, drop every packet for --outage-for.
+    #[arg(long, value_name = "DUR", value_parser = duration, requires = "outage_for")]
+    pub outage_every: Option<Duration>,
+    /// Length of each outage.
+    #[arg(long, value_name = "DUR", value_parser = duration, requires = "outage_every")]
+    pub outage_for: Option<Duration>,
+}
+
+/// `latscope wire [impairments] -- COMMAND ARGS…`.
+#[derive(Debug, Args)]
+pub struct WireArgs {
+    #[command(flatten)]
+    pub wire: WireFlags,
+    /// The command to run inside the wire's network namespace, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
 }
 
 /// `latscope diagnose` (and `latscope URL`).

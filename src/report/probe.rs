@@ -1,8 +1,8 @@
-//! The probe as terminal text: per-phase min/p50/p90/max for the fresh and reused
-//! series (httpstat over many requests), what the kernel says, derived server time and
+//! The probe as terminal text: per-phase min/p50/p90/max for the fresh, resumed (TLS)
+//! and reused series (httpstat over many requests), what the kernel says, derived server time and
 //! handshake cost, the response and its caching headers; several URLs side by side.
 
-use crate::probe::{ProbeResult, PHASES};
+use crate::probe::{ProbeResult, Series, SeriesSummary, PHASES};
 use crate::units::{fmt_bytes, fmt_ms};
 
 use super::findings;
@@ -95,9 +95,16 @@ fn response_line(p: &ProbeResult) -> String {
 
 fn phase_table(p: &ProbeResult) -> String {
     let reused = p.reused.as_ref().filter(|r| r.count > 0);
+    let resumed = p.resumed.as_ref().filter(|r| r.count > 0);
     let mut header = vec!["phase", "fresh min", "p50", "p90", "max"];
-    if reused.is_some() {
+    let mut shown: Vec<&SeriesSummary> = vec![&p.fresh];
+    if let Some(r) = resumed {
+        header.extend(["resumed min", "p50", "p90", "max"]);
+        shown.push(r);
+    }
+    if let Some(r) = reused {
         header.extend(["reused min", "p50", "p90", "max"]);
+        shown.push(r);
     }
     let mut table = Table::new(header);
     let phases: Vec<&str> = if p.scheme == "tcp" {
@@ -109,26 +116,36 @@ fn phase_table(p: &ProbeResult) -> String {
         if phase == "tls" && p.tls.is_none() {
             continue;
         }
-        let f = p.fresh.phases_ms.get(phase);
-        let mut row = vec![
-            phase.to_string(),
-            fmt_ms(f.min),
-            fmt_ms(f.p50),
-            fmt_ms(f.p90),
-            fmt_ms(f.max),
-        ];
-        if let Some(r) = reused {
-            let s = r.phases_ms.get(phase);
+        let mut row = vec![phase.to_string()];
+        for series in &shown {
+            let s = series.phases_ms.get(phase);
             row.extend([fmt_ms(s.min), fmt_ms(s.p50), fmt_ms(s.p90), fmt_ms(s.max)]);
         }
         table.row(row);
     }
-    let mut caption = format!("  fresh: a new connection per request (×{})", p.fresh.count);
+    let mut caption = if p.tls.is_some() {
+        format!(
+            "  fresh: a new connection per request, full TLS handshake (×{})",
+            p.fresh.count
+        )
+    } else {
+        format!("  fresh: a new connection per request (×{})", p.fresh.count)
+    };
+    match resumed {
+        Some(r) => caption.push_str(&format!(
+            " · resumed: a new connection resuming its TLS session (×{})",
+            r.count
+        )),
+        None if p.tls.is_some() => {
+            caption.push_str(" · resumed: none (the server did not resume TLS sessions)")
+        }
+        None => {}
+    }
     if let Some(r) = reused {
         let reconnects = p
             .samples
             .iter()
-            .filter(|s| s.series == crate::probe::Series::Reused && s.new_connection)
+            .filter(|s| s.series == Series::Reused && s.new_connection)
             .count();
         caption.push_str(&format!(
             " · reused: one kept-alive connection (×{})",
@@ -184,14 +201,34 @@ fn details(p: &ProbeResult) -> Vec<(&'static str, String)> {
             ),
         ));
     }
+    let trips = |r: Option<f64>| {
+        r.map(|r| format!(" ≈ {r:.1} round trips"))
+            .unwrap_or_default()
+    };
     if let Some(c) = p.handshake_cost_ms {
-        let rt = p
-            .handshake_round_trips
-            .map(|r| format!(" ≈ {r:.1} round trips"))
-            .unwrap_or_default();
+        let what = if p.tls.is_some() {
+            "fresh − reused TTFB p50: a new connection with a full TLS handshake"
+        } else {
+            "fresh − reused TTFB p50: a new connection"
+        };
+        let text = match p.reused_slower_ms {
+            Some(slower) => format!(
+                "{} ({what}; the reused connection was {} slower than fresh ones, so no                  handshake cost shows: the server answers kept-alive connections more                  slowly, or the samples are noisy)",
+                fmt_ms(c),
+                fmt_ms(slower)
+            ),
+            None => format!("{}{} ({what})", fmt_ms(c), trips(p.handshake_round_trips)),
+        };
+        d.push(("handshake cost", text));
+    }
+    if let Some(c) = p.resumed_handshake_cost_ms {
         d.push((
-            "handshake cost",
-            format!("{}{rt} (fresh − reused TTFB p50)", fmt_ms(c)),
+            "resumed handshake",
+            format!(
+                "{}{} (resumed − reused TTFB p50: a returning visitor's new connection)",
+                fmt_ms(c),
+                trips(p.resumed_handshake_round_trips)
+            ),
         ));
     }
     if let Some(dl) = p.download {
@@ -259,6 +296,10 @@ pub fn side_by_side(results: &[ProbeResult]) -> String {
             Box::new(|r| fmt_ms(r.fresh.phases_ms.ttfb.p50)),
         ),
         (
+            "resumed ttfb p50",
+            Box::new(move |r| opt(r.resumed.as_ref().map(|x| x.phases_ms.ttfb.p50))),
+        ),
+        (
             "reused ttfb p50",
             Box::new(move |r| opt(r.reused.as_ref().map(|x| x.phases_ms.ttfb.p50))),
         ),
@@ -267,9 +308,11 @@ pub fn side_by_side(results: &[ProbeResult]) -> String {
             Box::new(|r| fmt_ms(r.fresh.phases_ms.connect.p50)),
         ),
         ("tls p50", Box::new(|r| fmt_ms(r.fresh.phases_ms.tls.p50))),
+        // The path's RTT is the kernel's minimum: its smoothed RTT also holds delayed
+        // ACKs and a slow handler's pauses, which are not distance.
         (
-            "kernel rtt",
-            Box::new(move |r| opt(r.tcp.map(|t| t.rtt_ms))),
+            "path rtt (min)",
+            Box::new(move |r| opt(r.tcp.map(|t| t.min_rtt_ms))),
         ),
         (
             "server time",
