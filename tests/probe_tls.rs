@@ -156,3 +156,200 @@ fn a_cacert_without_a_certificate_is_a_usage_error() {
         );
     }
 }
+
+/// The phase-table JSON path `series.phases_ms.PHASE.p50`, ms.
+fn p50(v: &Value, series: &str, phase: &str) -> f64 {
+    v[series]["phases_ms"][phase]["p50"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no {series}.{phase}.p50 in {v}"))
+}
+
+fn near(what: &str, value: f64, want: f64, tol: f64) {
+    assert!(
+        (value - want).abs() <= tol,
+        "{what}: {value:.2}, wanted {want} ± {tol}"
+    );
+}
+
+/// nginx with TLS 1.2 behind `latscope wire --rtt 40ms`: a fresh connection (curl
+/// loop, first visit) pays TCP + a full TLS 1.2 handshake (2 round trips, RFC 5246
+/// §7.3) + the request = 4 RTT ≈ 160 ms; a returning visitor resuming its session
+/// (abbreviated handshake, 1 round trip) pays 3 RTT ≈ 120 ms; a reused connection
+/// 1 RTT. Every sample says whether its session was resumed, and the text names the
+/// three series.
+#[test]
+fn tls12_behind_the_wire_fresh_is_four_round_trips_resumed_three() {
+    let test = "tls12_behind_the_wire_fresh_is_four_round_trips_resumed_three";
+    let _lock = crate::util_wire::lock();
+    if !crate::util_wire::can_run(test) {
+        return;
+    }
+    let Some(bin) = nginx_bin(test) else {
+        return;
+    };
+    let dir = temp_dir("tls12-wire");
+    let crt = openssl_self_signed(&dir, "leaf");
+    write_conf(&dir, &tls_server("8443", &crt, "ssl_protocols TLSv1.2;"));
+    let mut command = vec![bin.display().to_string()];
+    command.extend(nginx_args(&dir));
+    let (mut wire, ip) = start_wire(&["--rtt", "40ms"], &command);
+    wait_for_port(
+        format!("{ip}:8443").parse().unwrap(),
+        Duration::from_secs(10),
+        &dir,
+    );
+    let resolve = format!("localhost:8443:{ip}");
+    let args = [
+        "https://localhost:8443/",
+        "-n",
+        "5",
+        "--cacert",
+        crt.to_str().unwrap(),
+        "--resolve",
+        &resolve,
+    ];
+    let v = probe_json(&args);
+    assert_eq!(v["tls"]["version"], "TLSv1.2");
+    near(
+        "fresh ttfb p50 (4 RTT)",
+        p50(&v, "fresh", "ttfb"),
+        160.0,
+        25.0,
+    );
+    near(
+        "resumed ttfb p50 (3 RTT)",
+        p50(&v, "resumed", "ttfb"),
+        120.0,
+        25.0,
+    );
+    near(
+        "reused ttfb p50 (1 RTT)",
+        p50(&v, "reused", "ttfb"),
+        40.0,
+        15.0,
+    );
+    near("fresh tls p50", p50(&v, "fresh", "tls"), 80.0, 20.0);
+    near("resumed tls p50", p50(&v, "resumed", "tls"), 40.0, 15.0);
+    assert_eq!(v["resumed"]["count"], 5, "{}", v["resumed"]);
+    near(
+        "full handshake round trips",
+        v["handshake_round_trips"].as_f64().unwrap(),
+        3.0,
+        0.6,
+    );
+    near(
+        "resumed handshake round trips",
+        v["resumed_handshake_round_trips"].as_f64().unwrap(),
+        2.0,
+        0.6,
+    );
+    for s in v["samples"].as_array().unwrap() {
+        let resumed = s["tls_resumed"]
+            .as_bool()
+            .expect("every TLS sample has tls_resumed");
+        assert_eq!(resumed, s["series"] == "resumed", "{s}");
+    }
+
+    let mut text_args = vec!["probe", "--no-save"];
+    text_args.extend_from_slice(&args);
+    text_args[3] = "2";
+    let out = run_within(&text_args, LIMIT);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "fresh: a new connection per request, full TLS handshake",
+        "resumed: a new connection resuming its TLS session",
+        "resumed min",
+        "TTFB",
+        "(fresh connection, full TLS handshake)",
+        "a new connection resuming its TLS session (a returning visitor): TTFB",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
+    }
+    assert!(
+        stop_wire(&mut wire).is_some(),
+        "latscope wire ends on SIGTERM"
+    );
+}
+
+/// nginx that never resumes (`ssl_session_cache off; ssl_session_tickets off;`): no
+/// resumed series at all, every sample `tls_resumed: false`, and `no-tls-resumption`
+/// fires; the same nginx with its defaults resumes, so the resumed series is there
+/// and the finding stays quiet.
+#[test]
+fn resumed_series_only_when_the_server_resumes() {
+    let Some(bin) = nginx_bin("resumed_series_only_when_the_server_resumes") else {
+        return;
+    };
+    let dir = temp_dir("no-resume");
+    let crt = openssl_self_signed(&dir, "leaf");
+    let (off, on) = (free_port(), free_port());
+    let servers = tls_server(
+        &format!("127.0.0.1:{off}"),
+        &crt,
+        "ssl_session_cache off; ssl_session_tickets off;",
+    ) + &tls_server(&format!("127.0.0.1:{on}"), &crt, "");
+    write_conf(&dir, &servers);
+    let _nginx = start(&bin, &dir, SocketAddr::from(([127, 0, 0, 1], off)));
+    wait_for_port(
+        SocketAddr::from(([127, 0, 0, 1], on)),
+        Duration::from_secs(10),
+        &dir,
+    );
+    let ca = crt.to_str().unwrap();
+    let ids = |v: &Value| -> Vec<String> {
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+
+    let v = probe_json(&[
+        &format!("https://localhost:{off}/"),
+        "-n",
+        "4",
+        "--cacert",
+        ca,
+    ]);
+    assert!(
+        v.get("resumed").is_none(),
+        "resumed series: {}",
+        v["resumed"]
+    );
+    assert_eq!(v["tls"]["resumed"], false);
+    for s in v["samples"].as_array().unwrap() {
+        assert_eq!(s["tls_resumed"], false, "{s}");
+        assert_ne!(s["series"], "resumed", "{s}");
+    }
+    assert!(
+        ids(&v).contains(&"no-tls-resumption".to_string()),
+        "{:?}",
+        ids(&v)
+    );
+
+    let v = probe_json(&[
+        &format!("https://localhost:{on}/"),
+        "-n",
+        "4",
+        "--cacert",
+        ca,
+    ]);
+    assert!(
+        v["resumed"]["count"].as_u64().unwrap() >= 3,
+        "{}",
+        v["resumed"]
+    );
+    assert_eq!(v["tls"]["resumed"], true);
+    // The fresh series never resumes, even against a server that would.
+    for s in v["samples"].as_array().unwrap() {
+        if s["series"] == "fresh" {
+            assert_eq!(s["tls_resumed"], false, "{s}");
+        }
+    }
+    assert!(
+        !ids(&v).contains(&"no-tls-resumption".to_string()),
+        "{:?}",
+        ids(&v)
+    );
+}

@@ -24,4 +24,5 @@ mod util_lab;
 mod util_nginx;
 mod util_wire;
 mod wire;
+mod wire_command;
 mod wire_private;

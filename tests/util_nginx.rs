@@ -171,3 +171,10 @@ pub fn start_wire(args: &[&str], command: &[String]) -> (ChildGuard, String) {
         .expect("latscope wire prints the address within 20 s");
     (guard, line.trim().to_string())
 }
+
+/// Ends a `latscope wire` with SIGTERM (passed on to its command) and waits ≤ 15 s;
+/// its exit code.
+pub fn stop_wire(wire: &mut ChildGuard) -> Option<i32> {
+    wire.signal(libc::SIGTERM);
+    wire.wait_for_exit(Duration::from_secs(15))
+}
