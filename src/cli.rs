@@ -219,6 +219,9 @@ pub struct ProbeArgs {
     /// Requests per series (fresh connections, then one reused connection).
     #[arg(short = 'n', long = "count", default_value_t = 10, value_name = "N")]
     pub count: u32,
+    /// Distance to the server, km: adds the physical floor (2 × distance / 200,000 km/s).
+    #[arg(long, value_name = "KM")]
+    pub distance_km: Option<f64>,
     #[command(flatten)]
     pub http: HttpArgs,
     #[command(flatten)]

@@ -16,6 +16,7 @@ mod lab_routes;
 mod load;
 mod probe;
 mod probe_tls;
+mod probe_verdicts;
 mod report;
 mod store;
 mod util;

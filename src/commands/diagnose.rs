@@ -184,10 +184,11 @@ pub(crate) fn diagnose_url(
         "{}: probing ({} requests per series)…",
         target, plan.count
     ));
-    let probe = interrupt
+    let mut probe = interrupt
         .runtime
         .block_on(probe::probe(&config, stop))
         .map_err(anyhow::Error::new)?;
+    probe.set_distance(plan.distance_km);
     progress(&format!("{target}: cache audit…"));
     let (cache, cache_error) = match interrupt
         .runtime

@@ -9,7 +9,7 @@ mod run;
 pub mod sample;
 pub mod stop;
 
-pub use result::{DownloadSummary, ProbeResult, TcpSummary};
+pub use result::{DownloadSummary, PhysicalFloor, ProbeResult, TcpSummary};
 pub use run::{probe, ProbeConfig};
 pub use sample::{PhaseStats, PhaseSummary, PhasesMs, Sample, Series, SeriesSummary, PHASES};
 pub use stop::Stop;

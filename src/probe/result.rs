@@ -49,6 +49,33 @@ pub struct P50 {
     pub p50: f64,
 }
 
+/// The physical floor of the path, from `--distance-km`: light in fibre covers
+/// ~200,000 km/s, so a round trip over `distance_km` takes at least `distance_km`/100 ms.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct PhysicalFloor {
+    pub distance_km: f64,
+    /// 2 × distance / 200,000 km/s, ms.
+    pub floor_ms: f64,
+    /// The kernel's min RTT (the path's RTT), ms, when there is one.
+    pub rtt_ms: Option<f64>,
+    /// rtt_ms / floor_ms.
+    pub ratio: Option<f64>,
+}
+
+impl PhysicalFloor {
+    /// The floor for `distance_km`, set against the kernel's min RTT when known.
+    pub fn new(distance_km: f64, tcp: Option<&TcpSummary>) -> PhysicalFloor {
+        let floor_ms = distance_km / 100.0;
+        let rtt_ms = tcp.map(|t| t.min_rtt_ms).filter(|r| *r > 0.0);
+        PhysicalFloor {
+            distance_km,
+            floor_ms,
+            rtt_ms,
+            ratio: rtt_ms.map(|r| r / floor_ms),
+        }
+    }
+}
+
 /// Body throughput of a large response over fresh vs warm connections.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct DownloadSummary {
@@ -109,6 +136,9 @@ pub struct ProbeResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reused_slower_ms: Option<f64>,
     pub download: Option<DownloadSummary>,
+    /// The physical floor, when `--distance-km` was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub physical_floor: Option<PhysicalFloor>,
     /// Response headers of the last response (values of repeated headers joined).
     pub headers: BTreeMap<String, String>,
     pub samples: Vec<Sample>,
@@ -236,10 +266,16 @@ impl ProbeResult {
             resumed_handshake_round_trips,
             reused_slower_ms,
             download,
+            physical_floor: None,
             headers,
             samples,
             findings: Vec::new(),
         }
+    }
+
+    /// Sets the physical floor for `--distance-km` (nothing when None).
+    pub fn set_distance(&mut self, distance_km: Option<f64>) {
+        self.physical_floor = distance_km.map(|d| PhysicalFloor::new(d, self.tcp.as_ref()));
     }
 
     /// The successful samples of one series, in order.

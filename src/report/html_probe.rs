@@ -83,7 +83,9 @@ pub(super) fn probe(out: &mut String, r: &Value) -> Result<(), ReportError> {
         let head: Vec<&str> = head.iter().map(String::as_str).collect();
         table(out, "phases", &head, &rows);
         out.push_str(
-            "<p>fresh: a new connection per request (on TLS a full handshake: what a curl              loop or a first visit pays); resumed: a new connection resuming its TLS              session (a returning visitor); reused: one kept-alive connection.</p>\n",
+            "<p>fresh: a new connection per request (on TLS a full handshake: what a curl \
+                 loop or a first visit pays); resumed: a new connection resuming its TLS \
+                 session (a returning visitor); reused: one kept-alive connection.</p>\n",
         );
     }
     let mut curves = Vec::new();

@@ -2,7 +2,7 @@
 //! and reused series (httpstat over many requests), what the kernel says, derived server time and
 //! handshake cost, the response and its caching headers; several URLs side by side.
 
-use crate::probe::{ProbeResult, Series, SeriesSummary, PHASES};
+use crate::probe::{PhysicalFloor, ProbeResult, Series, SeriesSummary, PHASES};
 use crate::units::{fmt_bytes, fmt_ms};
 
 use super::findings;
@@ -191,6 +191,9 @@ fn details(p: &ProbeResult) -> Vec<(&'static str, String)> {
             ),
         ));
     }
+    if let Some(f) = p.physical_floor {
+        d.push(("physical floor", floor_text(&f)));
+    }
     if let Some(s) = p.server_time_ms {
         d.push((
             "server time",
@@ -213,7 +216,9 @@ fn details(p: &ProbeResult) -> Vec<(&'static str, String)> {
         };
         let text = match p.reused_slower_ms {
             Some(slower) => format!(
-                "{} ({what}; the reused connection was {} slower than fresh ones, so no                  handshake cost shows: the server answers kept-alive connections more                  slowly, or the samples are noisy)",
+                "{} ({what}; the reused connection was {} slower than fresh ones, so no \
+                 handshake cost shows: the server answers kept-alive connections more \
+                 slowly, or the samples are noisy)",
                 fmt_ms(c),
                 fmt_ms(slower)
             ),
@@ -245,6 +250,45 @@ fn details(p: &ProbeResult) -> Vec<(&'static str, String)> {
         ));
     }
     d
+}
+
+/// "80.3 ms RTT over 7,500 km: 1.07× the floor (75.0 ms in fibre), nothing to win by
+/// routing" — always the floor and the ratio, with what the ratio means.
+pub fn floor_text(f: &PhysicalFloor) -> String {
+    let km = thousands(f.distance_km);
+    let (Some(rtt), Some(ratio)) = (f.rtt_ms, f.ratio) else {
+        return format!(
+            "{} round trip at least over {km} km in fibre (no kernel RTT to set against it)",
+            fmt_ms(f.floor_ms)
+        );
+    };
+    let meaning = if ratio < 0.95 {
+        "below the floor: the server (or an edge answering for it) is closer than that"
+    } else if ratio < 1.5 {
+        "nothing to win by routing"
+    } else if ratio < 2.0 {
+        "a little above the floor: some detour or queueing on the way"
+    } else {
+        "the path is much longer than the distance: routing detours, a far edge or queueing"
+    };
+    format!(
+        "{} RTT over {km} km: {ratio:.2}× the floor ({} in fibre), {meaning}",
+        fmt_ms(rtt),
+        fmt_ms(f.floor_ms)
+    )
+}
+
+/// 7500.0 → "7,500".
+fn thousands(v: f64) -> String {
+    let digits = format!("{:.0}", v.max(0.0));
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// The latency- and cache-relevant headers of the response; Set-Cookie only as a count.
@@ -324,7 +368,11 @@ pub fn side_by_side(results: &[ProbeResult]) -> String {
         ),
         ("findings", Box::new(|r| r.findings.len().to_string())),
     ];
+    let any_resumed = results.iter().any(|r| r.resumed.is_some());
     for (name, f) in rows {
+        if name == "resumed ttfb p50" && !any_resumed {
+            continue;
+        }
         let mut row = vec![name.to_string()];
         row.extend(results.iter().map(&f));
         table.row(row);
@@ -343,5 +391,37 @@ fn short(url: &str) -> String {
         format!("…{tail}")
     } else {
         s.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Near the floor it says so; far above it says the path is long; without a
+    /// kernel RTT it still gives the floor.
+    #[test]
+    fn the_floor_is_always_given_with_its_ratio() {
+        let tcp = |rtt: f64| crate::probe::TcpSummary {
+            min_rtt_ms: rtt,
+            ..Default::default()
+        };
+        let near = floor_text(&PhysicalFloor::new(7500.0, Some(&tcp(80.0))));
+        assert_eq!(
+            near,
+            "80.0 ms RTT over 7,500 km: 1.07× the floor (75.0 ms in fibre), nothing to win by routing"
+        );
+        let far = floor_text(&PhysicalFloor::new(1000.0, Some(&tcp(80.0))));
+        assert!(
+            far.contains("8.00× the floor") && far.contains("much longer"),
+            "{far}"
+        );
+        let none = floor_text(&PhysicalFloor::new(250.0, None));
+        assert!(
+            none.starts_with("2.50 ms round trip at least over 250 km"),
+            "{none}"
+        );
+        assert_eq!(thousands(40000.0), "40,000");
+        assert_eq!(thousands(999.0), "999");
     }
 }
