@@ -353,3 +353,72 @@ fn resumed_series_only_when_the_server_resumes() {
         ids(&v)
     );
 }
+
+/// The stored probe of a resuming nginx keeps its three series: `compare` compares
+/// the resumed series like the other two, and the HTML report's phase table and
+/// charts name all three.
+#[test]
+fn compare_and_report_show_the_resumed_series() {
+    let Some(bin) = nginx_bin("compare_and_report_show_the_resumed_series") else {
+        return;
+    };
+    let dir = temp_dir("report");
+    let crt = openssl_self_signed(&dir, "leaf");
+    let port = free_port();
+    write_conf(&dir, &tls_server(&format!("127.0.0.1:{port}"), &crt, ""));
+    let _nginx = start(&bin, &dir, SocketAddr::from(([127, 0, 0, 1], port)));
+    let db = dir.join("runs.db");
+    let db = db.to_str().unwrap();
+    let url = format!("https://localhost:{port}/");
+    for label in ["one", "two"] {
+        let out = run_within(
+            &[
+                "probe",
+                "-n",
+                "3",
+                &url,
+                "--cacert",
+                crt.to_str().unwrap(),
+                "--db",
+                db,
+                "--label",
+                label,
+            ],
+            LIMIT,
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = run_within(&["compare", "one", "two", "--db", db], LIMIT);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("new connections resuming TLS sessions"),
+        "{text}"
+    );
+    let html = dir.join("report.html");
+    let out = run_within(
+        &["report", "two", "-o", html.to_str().unwrap(), "--db", db],
+        LIMIT,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    for needle in [
+        "resumed p50",
+        "fresh p50",
+        "reused p50",
+        "resumed ttfb",
+        "returning visitor",
+    ] {
+        assert!(page.contains(needle), "report lacks {needle:?}");
+    }
+}
