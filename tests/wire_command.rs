@@ -105,7 +105,10 @@ fn a_python_server_behind_the_wire_then_sigterm_cleans_up() {
         v.get("resumed").is_none(),
         "plain HTTP has no resumed series"
     );
-    assert!(v["samples"][0].get("tls_resumed").is_none());
+    assert_eq!(
+        v["samples"][0]["tls_resumed"], false,
+        "every sample has tls_resumed"
+    );
 
     assert_eq!(stop_wire(&mut wire), Some(128 + libc::SIGTERM));
     assert_gone(n, inode);

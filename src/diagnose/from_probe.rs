@@ -51,7 +51,12 @@ pub fn probe_facts(p: &ProbeResult, offered_h2: bool) -> ProbeFacts {
     let tls = p
         .samples
         .iter()
-        .filter(|s| s.error.is_none() && s.new_connection && s.tls_client_resumes != Some(false))
+        .filter(|s| {
+            p.scheme == "https"
+                && s.error.is_none()
+                && s.new_connection
+                && s.tls_client_resumes != Some(false)
+        })
         .filter_map(|s| {
             s.tls_resumed.map(|resumed| TlsFacts {
                 version: p

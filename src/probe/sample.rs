@@ -100,8 +100,8 @@ pub struct Sample {
     /// Body throughput (bytes / receive time), MiB/s.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub throughput_mib_s: Option<f64>,
-    /// The TLS session of this request's connection was resumed (every sample on
-    /// TLS; absent on plain HTTP).
+    /// The TLS session of this request's connection was resumed (false on plain
+    /// HTTP and for failed requests; absent only in runs stored before it existed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tls_resumed: Option<bool>,
     /// The client kept TLS sessions for this connection, so it could resume one
