@@ -358,6 +358,37 @@ mod tests {
         assert!(e.contains("not the certificate in --cacert c.pem"), "{e}");
     }
 
+    /// A CA certificate (CA:TRUE) issued by a trusted CA but presented as the server's
+    /// own is refused as what it is; a certificate from an unknown CA names its issuer.
+    #[test]
+    fn a_ca_as_leaf_and_an_unknown_issuer_are_named() {
+        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca_params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "Test Root");
+        let ca_key = rcgen::KeyPair::generate().unwrap();
+        let ca_cert = ca_params.self_signed(&ca_key).unwrap().der().clone();
+        let issuer = rcgen::Issuer::new(ca_params, ca_key);
+        let sign = |ca: bool| {
+            let mut p = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+            if ca {
+                p.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+            }
+            let key = rcgen::KeyPair::generate().unwrap();
+            p.signed_by(&key, &issuer).unwrap().der().clone()
+        };
+        let v = verifier(std::slice::from_ref(&ca_cert), Some("ca.pem"));
+        verify(&v, &sign(false), "localhost").unwrap();
+        let e = verify(&v, &sign(true), "localhost").unwrap_err();
+        assert!(e.contains("CA certificate") && e.contains("CA:TRUE"), "{e}");
+        let e = verify(&verifier(&[], None), &sign(false), "localhost").unwrap_err();
+        assert!(
+            e.contains("issued by CN=Test Root") && e.contains("--cacert FILE"),
+            "{e}"
+        );
+    }
+
     /// Without --cacert a self-signed certificate is refused as self-signed, with the
     /// advice to pass it; with --cacert the advice never repeats the flag.
     #[test]
