@@ -327,6 +327,24 @@ fn resumed_series_only_when_the_server_resumes() {
         "{:?}",
         ids(&v)
     );
+    let out = run_within(
+        &[
+            "probe",
+            "--no-save",
+            "-n",
+            "4",
+            &format!("https://localhost:{off}/"),
+            "--cacert",
+            ca,
+        ],
+        LIMIT,
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("resumed: none (the server resumed none of 2 tries)"),
+        "{text}"
+    );
+    assert!(!text.contains("resumed min"), "{text}");
 
     let v = probe_json(&[
         &format!("https://localhost:{on}/"),

@@ -136,10 +136,20 @@ fn phase_table(p: &ProbeResult) -> String {
             " · resumed: a new connection resuming its TLS session (×{})",
             r.count
         )),
-        None if p.tls.is_some() => {
-            caption.push_str(" · resumed: none (the server did not resume TLS sessions)")
+        None => {
+            // New connections of the client that keeps sessions, after its first.
+            let tries = p
+                .samples
+                .iter()
+                .filter(|s| s.new_connection && s.tls_client_resumes == Some(true))
+                .count()
+                .saturating_sub(1);
+            if tries > 0 {
+                caption.push_str(&format!(
+                    " · resumed: none (the server resumed none of {tries} tries)"
+                ));
+            }
         }
-        None => {}
     }
     if let Some(r) = reused {
         let reconnects = p
