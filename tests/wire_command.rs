@@ -252,3 +252,40 @@ fn without_root_the_wire_runs_in_a_private_namespace_and_says_so() {
     instance(stdout.lines().next().unwrap_or_default());
     assert!(err.contains("not root") && err.contains("nsenter"), "{err}");
 }
+
+/// Even when latscope itself is killed (SIGKILL: no clean-up code runs), its command
+/// does not live on in a namespace nothing can reach: it gets SIGTERM (the kernel's
+/// parent-death signal), and the namespace and devices go with it.
+#[test]
+fn a_killed_latscope_takes_its_command_along() {
+    let _lock = lock();
+    if !can_run("a_killed_latscope_takes_its_command_along") {
+        return;
+    }
+    let command: Vec<String> = ["sleep", "300"].iter().map(|s| s.to_string()).collect();
+    let (mut wire, ip) = start_wire(&["--rtt", "10ms"], &command);
+    let n = instance(&ip);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let sleeper = loop {
+        if let Some(pid) = children(wire.0.id()).first() {
+            break *pid;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let inode = net_inode(sleeper);
+    wire.signal(libc::SIGKILL);
+    assert!(wire.wait_for_exit(Duration::from_secs(10)).is_some());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::path::Path::new(&format!("/proc/{sleeper}")).exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command outlived latscope"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_gone(n, inode);
+}
