@@ -37,7 +37,7 @@ pub enum Command {
     Diagnose(DiagnoseArgs),
     /// Start the lab with known problems and diagnose it.
     Demo(DemoArgs),
-    /// Sequential timed requests over fresh and reused connections, phase by phase.
+    /// Sequential timed requests over fresh, resumed (TLS) and reused connections, phase by phase.
     Probe(ProbeArgs),
     /// Load test: closed (-c), open (--rate), count (-n) or staged.
     Load(LoadArgs),
@@ -216,7 +216,8 @@ pub struct ProbeArgs {
     /// URLs to probe (http://, https://, or tcp://host:port for a TCP-connect ping).
     #[arg(required = true, value_name = "URL")]
     pub urls: Vec<String>,
-    /// Requests per series (fresh connections, then one reused connection).
+    /// Requests per series (fresh connections, one reused connection, and on TLS
+    /// new connections resuming a session).
     #[arg(short = 'n', long = "count", default_value_t = 10, value_name = "N")]
     pub count: u32,
     /// Distance to the server, km: adds the physical floor (2 × distance / 200,000 km/s).
