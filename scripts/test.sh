@@ -9,8 +9,9 @@ command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 # The slow-DNS finding test runs a tiny DNS responder (tests/data/slow_dns.py).
 command -v python3 >/dev/null 2>&1 || need+=(python3)
-# The proxy findings' tests run nginx with a config of their own (tests/findings_real.rs).
-command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx)
+# Real servers and self-signed certificates for the TLS and wire tests (tests/probe_tls.rs, tests/findings_proxy.rs).
+[ -x /usr/sbin/nginx ] || need+=(nginx)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
 # The HTML report's browser test opens it in headless Chromium (Debian's package).
 [ -x /usr/bin/chromium ] || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then

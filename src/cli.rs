@@ -37,7 +37,7 @@ pub enum Command {
     Diagnose(DiagnoseArgs),
     /// Start the lab with known problems and diagnose it.
     Demo(DemoArgs),
-    /// Sequential timed requests over fresh and reused connections, phase by phase.
+    /// Sequential timed requests over fresh, resumed (TLS) and reused connections, phase by phase.
     Probe(ProbeArgs),
     /// Load test: closed (-c), open (--rate), count (-n) or staged.
     Load(LoadArgs),
@@ -45,6 +45,9 @@ pub enum Command {
     Disk(DiskArgs),
     /// The built-in target server (for tests, demos and reproductions).
     Lab(LabArgs),
+    /// Run a command behind the lab's wire (RTT, loss, bandwidth, outages): any server
+    /// at a distance.
+    Wire(WireArgs),
     /// List stored runs.
     Runs(RunsArgs),
     /// Print one stored run again, as it printed when it ran (or --json).
@@ -213,9 +216,13 @@ pub struct ProbeArgs {
     /// URLs to probe (http://, https://, or tcp://host:port for a TCP-connect ping).
     #[arg(required = true, value_name = "URL")]
     pub urls: Vec<String>,
-    /// Requests per series (fresh connections, then one reused connection).
+    /// Requests per series (fresh connections, one reused connection, and on TLS
+    /// new connections resuming a session).
     #[arg(short = 'n', long = "count", default_value_t = 10, value_name = "N")]
     pub count: u32,
+    /// Distance to the server, km: adds the physical floor (2 × distance / 200,000 km/s).
+    #[arg(long, value_name = "KM")]
+    pub distance_km: Option<f64>,
     #[command(flatten)]
     pub http: HttpArgs,
     #[command(flatten)]
@@ -410,6 +417,42 @@ pub struct LabArgs {
     /// Wire: length of each outage.
     #[arg(long, value_name = "DUR", value_parser = duration, requires = "outage_every")]
     pub outage_for: Option<Duration>,
+}
+
+/// The wire's impairments, shared by `latscope wire` (and the same as `lab`'s).
+#[derive(Debug, Args, Clone, Default)]
+pub struct WireFlags {
+    /// Round-trip time added to every packet path.
+    #[arg(long, value_name = "DUR", value_parser = duration)]
+    pub rtt: Option<Duration>,
+    /// Random extra delay per packet, up to DUR (never reorders).
+    #[arg(long, value_name = "DUR", value_parser = duration)]
+    pub jitter: Option<Duration>,
+    /// Drop this percentage of packets.
+    #[arg(long, value_name = "PCT", value_parser = percent)]
+    pub loss: Option<f64>,
+    /// Seed for reproducible loss.
+    #[arg(long, value_name = "N")]
+    pub loss_seed: Option<u64>,
+    /// Pace packets to this rate (e.g. 8mbit).
+    #[arg(long, value_name = "RATE", value_parser = rate)]
+    pub bandwidth: Option<u64>,
+    /// Every DUR, drop every packet for --outage-for.
+    #[arg(long, value_name = "DUR", value_parser = duration, requires = "outage_for")]
+    pub outage_every: Option<Duration>,
+    /// Length of each outage.
+    #[arg(long, value_name = "DUR", value_parser = duration, requires = "outage_every")]
+    pub outage_for: Option<Duration>,
+}
+
+/// `latscope wire [impairments] -- COMMAND ARGS…`.
+#[derive(Debug, Args)]
+pub struct WireArgs {
+    #[command(flatten)]
+    pub wire: WireFlags,
+    /// The command to run inside the wire's network namespace, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
 }
 
 /// `latscope diagnose` (and `latscope URL`).

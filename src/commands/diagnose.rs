@@ -263,6 +263,7 @@ pub(crate) fn diagnose_url(
     progress("");
     let offered_h2 = plan.client.version != HttpVersionPref::Http1;
     let mut probe = probe;
+    probe.set_distance(plan.distance_km);
     let mut probe_facts = from_probe::probe_facts(&probe, offered_h2);
     if let Some(c) = &cache {
         probe_facts.redirects = from_probe::redirect_facts(c);

@@ -17,6 +17,7 @@ mod ramp;
 mod report;
 mod runs;
 pub(crate) mod saving;
+mod wire;
 
 /// Runs one parsed command line; returns the process exit code.
 pub fn run(cli: Cli) -> anyhow::Result<u8> {
@@ -27,6 +28,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Load(args) => load::run(args),
         Command::Disk(args) => disk::run(args),
         Command::Lab(args) => lab::run(args),
+        Command::Wire(args) => wire::run(args),
         Command::Runs(args) => runs::list(args),
         Command::Show(args) => runs::show(args),
         Command::Export(args) => runs::export(args),

@@ -26,6 +26,11 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
             args.count
         ));
     }
+    if let Some(d) = args.distance_km {
+        if !(d > 0.0 && d < 40_000.0) {
+            return Err(usage!("--distance-km must be between 0 and 40000"));
+        }
+    }
     let targets = args
         .urls
         .iter()
@@ -60,7 +65,8 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
     for (url, outcome) in outcomes {
         match outcome {
             Ok(mut r) => {
-                let summary = explain(&mut r, offered_h2);
+                r.set_distance(args.distance_km);
+                let summary = explain(&mut r, offered_h2, args.distance_km);
                 entries.push(serde_json::to_value(&r)?);
                 summaries.push(summary);
                 results.push(r);
@@ -121,9 +127,14 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
 
 /// Runs the rules over one probe: fills its findings and server-time label, returns
 /// the "where the time goes" paragraph.
-pub(crate) fn explain(r: &mut ProbeResult, offered_h2: bool) -> Option<String> {
+pub(crate) fn explain(
+    r: &mut ProbeResult,
+    offered_h2: bool,
+    distance_km: Option<f64>,
+) -> Option<String> {
     let facts = Facts {
         probe: Some(from_probe::probe_facts(r, offered_h2)),
+        distance_km,
         ..Facts::default()
     };
     r.server_time_label = rules::facts_time_label(&facts).to_string();

@@ -157,6 +157,8 @@ pub fn from_args(args: &HttpArgs) -> Result<(RequestSpec, ClientOptions), UsageE
                 ca.display()
             )));
         }
+        // A file without a certificate is a bad flag value (exit 2), not a failed run.
+        crate::net::tls::read_pem_certs(ca).map_err(|e| UsageError::new(e.to_string()))?;
     }
     let resolve = args
         .resolve

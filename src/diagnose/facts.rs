@@ -134,6 +134,9 @@ pub struct ProbeFacts {
     pub fresh: Option<SeriesFacts>,
     /// Reused-connection series.
     pub reused: Option<SeriesFacts>,
+    /// New connections that resumed a TLS session (absent on plain HTTP, or when the
+    /// server does not resume).
+    pub resumed: Option<SeriesFacts>,
     /// Total time of the very first request of the probe, ms.
     pub first_total_ms: Option<f64>,
     pub tcp: Option<TcpFacts>,

@@ -41,10 +41,22 @@ pub fn probe_facts(p: &ProbeResult, offered_h2: bool) -> ProbeFacts {
         .as_ref()
         .filter(|r| r.count > 0)
         .map(|r| series(Series::Reused, r));
+    let resumed = p
+        .resumed
+        .as_ref()
+        .filter(|r| r.count > 0)
+        .map(|r| series(Series::Resumed, r));
+    // The new connections of the client that keeps sessions (the fresh series
+    // switches resumption off on purpose: its full handshakes say nothing about it).
     let tls = p
         .samples
         .iter()
-        .filter(|s| s.error.is_none())
+        .filter(|s| {
+            p.scheme == "https"
+                && s.error.is_none()
+                && s.new_connection
+                && s.tls_client_resumes != Some(false)
+        })
         .filter_map(|s| {
             s.tls_resumed.map(|resumed| TlsFacts {
                 version: p
@@ -76,6 +88,7 @@ pub fn probe_facts(p: &ProbeResult, offered_h2: bool) -> ProbeFacts {
         ),
         fresh,
         reused,
+        resumed,
         first_total_ms: p.first_request.map(|f| f.total_ms),
         tcp: p.tcp.map(|t| TcpFacts {
             rtt_ms: t.rtt_ms,

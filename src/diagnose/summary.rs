@@ -105,9 +105,13 @@ pub fn where_the_time_goes(p: &ProbeFacts, proxied: bool) -> Option<String> {
         .map(|x| format!("{} {}", ms(x.ms), x.name))
         .collect();
     let mut text = format!(
-        "TTFB {} ({} connection) = {}",
+        "TTFB {} ({}) = {}",
         ms(ttfb),
-        if fresh { "fresh" } else { "reused" },
+        match (fresh, p.https) {
+            (true, true) => "fresh connection, full TLS handshake",
+            (true, false) => "fresh connection",
+            (false, _) => "reused connection",
+        },
         shown.join(" + ")
     );
     let handshake = ph.connect + ph.tls;
@@ -115,6 +119,12 @@ pub fn where_the_time_goes(p: &ProbeFacts, proxied: bool) -> Option<String> {
         text.push_str(&format!(
             "; the handshakes take {:.1} round trips",
             handshake / r
+        ));
+    }
+    if let Some(r) = p.resumed.as_ref().filter(|r| fresh && r.count > 0) {
+        text.push_str(&format!(
+            "; a new connection resuming its TLS session (a returning visitor): TTFB {}",
+            ms(r.p50.ttfb)
         ));
     }
     if let Some(r) = p.reused.as_ref().filter(|r| fresh && r.count > 0) {

@@ -139,6 +139,14 @@ async fn handshake(
         }),
         Ok(Ok(s)) => Ok(s),
         Ok(Err(e)) => {
+            // A refused certificate already says why, and what to do, in words.
+            if let Some(refused) = cert_refused(&e) {
+                return Err(NetError::Tls {
+                    host: target.host.clone(),
+                    reason: refused,
+                    hint: "",
+                });
+            }
             let reason = e
                 .get_ref()
                 .map(|inner| inner.to_string())
@@ -170,5 +178,18 @@ async fn handshake(
                 hint,
             })
         }
+    }
+}
+
+/// The worded reason of a certificate refused by `net::verify`, if that is what
+/// ended the handshake.
+fn cert_refused(e: &io::Error) -> Option<String> {
+    let inner = e.get_ref()?.downcast_ref::<rustls::Error>()?;
+    match inner {
+        rustls::Error::InvalidCertificate(rustls::CertificateError::Other(o)) => {
+            o.0.downcast_ref::<super::verify::CertRefused>()
+                .map(|r| r.0.clone())
+        }
+        _ => None,
     }
 }

@@ -11,6 +11,7 @@ pub mod target;
 pub mod tcp;
 pub mod timed_io;
 pub mod tls;
+pub mod verify;
 
 pub use error::NetError;
 pub use target::{Scheme, Target};

@@ -1,8 +1,9 @@
 //! TLS client configuration (rustls with the ring provider, chosen explicitly so
 //! two enabled providers can never panic at run time).
 //!
-//! Certificates are verified against the built-in web roots plus `--cacert`, unless
-//! the user passed `-k`.
+//! Certificates are verified against the built-in web roots plus `--cacert` (see
+//! `verify`: a `--cacert` that is exactly the server's certificate is accepted, as
+//! OpenSSL does), unless the user passed `-k`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,6 +13,8 @@ use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+
+use super::verify::Verifier;
 
 /// ALPN protocol ids.
 pub const ALPN_H2: &[u8] = b"h2";
@@ -62,20 +65,36 @@ pub fn client_config(opts: &TlsOptions) -> Result<Arc<ClientConfig>, TlsConfigEr
     } else {
         let mut roots = RootCertStore::empty();
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        let mut pinned = Vec::new();
         if let Some(path) = &opts.cacert {
             for cert in read_pem_certs(path)? {
-                roots
-                    .add(cert)
-                    .map_err(|e| TlsConfigError::BadCertificate {
-                        path: path.display().to_string(),
-                        reason: e.to_string(),
-                    })?;
+                // A certificate the web PKI cannot take as a root (e.g. a self-signed
+                // leaf without CA:TRUE) may still be the server's own: it stays pinned.
+                let _ = roots.add(cert.clone());
+                pinned.push(cert);
             }
         }
-        builder.with_root_certificates(roots).with_no_client_auth()
+        let verifier = Verifier::new(
+            roots,
+            pinned,
+            opts.cacert.as_ref().map(|p| p.display().to_string()),
+            provider(),
+        )?;
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(verifier))
+            .with_no_client_auth()
     };
     config.alpn_protocols = opts.alpn.clone();
     Ok(Arc::new(config))
+}
+
+/// The same configuration with session resumption switched off: every connection
+/// pays the full handshake, as a first visit (or a curl loop) does.
+pub fn without_resumption(config: &Arc<ClientConfig>) -> Arc<ClientConfig> {
+    let mut c = (**config).clone();
+    c.resumption = rustls::client::Resumption::disabled();
+    Arc::new(c)
 }
 
 /// Reads every certificate from a PEM file.

@@ -1,5 +1,6 @@
-//! The probe: N sequential requests over a fresh connection each, then N over one
-//! reused connection, every phase timed; plus the kernel's view of the connection
+//! The probe: N sequential requests over a fresh connection each (on TLS a full
+//! handshake each), then N over one reused connection, then on TLS N over new
+//! connections that resume a session (when the server resumes), every phase timed; plus the kernel's view of the connection
 //! (DESIGN.md, Measurements). `tcp://host:port` is a TCP-connect ping. Nothing here
 //! prints; `report::probe` renders a [`ProbeResult`].
 
@@ -9,7 +10,7 @@ mod run;
 pub mod sample;
 pub mod stop;
 
-pub use result::{DownloadSummary, ProbeResult, TcpSummary};
+pub use result::{DownloadSummary, PhysicalFloor, ProbeResult, TcpSummary};
 pub use run::{probe, ProbeConfig};
 pub use sample::{PhaseStats, PhaseSummary, PhasesMs, Sample, Series, SeriesSummary, PHASES};
 pub use stop::Stop;

@@ -22,7 +22,7 @@ use super::sample::{Sample, Series, SeriesSummary};
 pub struct TlsSummary {
     pub version: String,
     pub alpn: Option<String>,
-    /// Some fresh connection after the first resumed its TLS session.
+    /// Some new connection resumed its TLS session (the resumed series has samples).
     pub resumed: bool,
 }
 
@@ -47,6 +47,33 @@ pub struct FirstRequest {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct P50 {
     pub p50: f64,
+}
+
+/// The physical floor of the path, from `--distance-km`: light in fibre covers
+/// ~200,000 km/s, so a round trip over `distance_km` takes at least `distance_km`/100 ms.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct PhysicalFloor {
+    pub distance_km: f64,
+    /// 2 × distance / 200,000 km/s, ms.
+    pub floor_ms: f64,
+    /// The kernel's min RTT (the path's RTT), ms, when there is one.
+    pub rtt_ms: Option<f64>,
+    /// rtt_ms / floor_ms.
+    pub ratio: Option<f64>,
+}
+
+impl PhysicalFloor {
+    /// The floor for `distance_km`, set against the kernel's min RTT when known.
+    pub fn new(distance_km: f64, tcp: Option<&TcpSummary>) -> PhysicalFloor {
+        let floor_ms = distance_km / 100.0;
+        let rtt_ms = tcp.map(|t| t.min_rtt_ms).filter(|r| *r > 0.0);
+        PhysicalFloor {
+            distance_km,
+            floor_ms,
+            rtt_ms,
+            ratio: rtt_ms.map(|r| r / floor_ms),
+        }
+    }
 }
 
 /// Body throughput of a large response over fresh vs warm connections.
@@ -78,19 +105,40 @@ pub struct ProbeResult {
     pub status: Option<u16>,
     pub body_bytes: u64,
     pub tls: Option<TlsSummary>,
+    /// New connections with a full handshake (what a curl loop pays).
     pub fresh: SeriesSummary,
+    /// One kept-alive connection.
     pub reused: Option<SeriesSummary>,
+    /// New connections that resumed a TLS session (a returning visitor): only on TLS,
+    /// and only when the server resumes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed: Option<SeriesSummary>,
     pub first_request: Option<FirstRequest>,
     pub tcp: Option<TcpSummary>,
     /// ≈ reused wait − kernel min RTT.
     pub server_time_ms: Option<P50>,
     /// "server", or "edge → origin + server" behind a CDN or proxy.
     pub server_time_label: String,
-    /// Fresh − reused TTFB (p50), ms.
+    /// Fresh − reused TTFB (p50), ms: what a new connection with a full handshake
+    /// costs. Never below 0 (when reused is slower, see `reused_slower_ms`).
     pub handshake_cost_ms: Option<f64>,
     /// The handshake cost in kernel round trips.
     pub handshake_round_trips: Option<f64>,
+    /// Resumed − reused TTFB (p50), ms: what a new connection costs a returning
+    /// visitor whose session resumes. Never below 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed_handshake_cost_ms: Option<f64>,
+    /// The resumed handshake cost in kernel round trips.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed_handshake_round_trips: Option<f64>,
+    /// By how much the reused TTFB p50 exceeded the fresh one, when it did (the
+    /// handshake cost is then shown as 0: a kept-alive connection was slower).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reused_slower_ms: Option<f64>,
     pub download: Option<DownloadSummary>,
+    /// The physical floor, when `--distance-km` was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub physical_floor: Option<PhysicalFloor>,
     /// Response headers of the last response (values of repeated headers joined).
     pub headers: BTreeMap<String, String>,
     pub samples: Vec<Sample>,
@@ -114,6 +162,7 @@ impl ProbeResult {
         let fresh = SeriesSummary::of(&samples, Series::Fresh);
         let reused_summary = SeriesSummary::of(&samples, Series::Reused);
         let reused = (reused_summary.count + reused_summary.errors > 0).then_some(reused_summary);
+        let resumed = Some(SeriesSummary::of(&samples, Series::Resumed)).filter(|r| r.count > 0);
         let tcp = tcp.map(|i| TcpSummary {
             rtt_ms: i.rtt_us as f64 / 1000.0,
             min_rtt_ms: i.min_rtt_us as f64 / 1000.0,
@@ -143,23 +192,30 @@ impl ProbeResult {
                 p50: Percentiles::from_samples(&waits).p50,
             })
         });
-        let handshake_cost_ms = match &reused {
-            Some(r) if r.count > 0 && fresh.count > 0 && is_http => {
-                Some(fresh.phases_ms.ttfb.p50 - r.phases_ms.ttfb.p50)
-            }
+        let reused_ttfb = reused
+            .as_ref()
+            .filter(|r| r.count > 0 && is_http)
+            .map(|r| r.phases_ms.ttfb.p50);
+        let raw_cost = reused_ttfb
+            .filter(|_| fresh.count > 0)
+            .map(|r| fresh.phases_ms.ttfb.p50 - r);
+        // A negative cost (reused slower than fresh) is noise or a server that slows
+        // kept-alive connections; it is shown as 0 with the difference beside it.
+        let handshake_cost_ms = raw_cost.map(|c| c.max(0.0));
+        let reused_slower_ms = raw_cost.filter(|c| *c < 0.0).map(|c| -c);
+        let resumed_handshake_cost_ms = match (&resumed, reused_ttfb) {
+            (Some(s), Some(r)) => Some((s.phases_ms.ttfb.p50 - r).max(0.0)),
             _ => None,
         };
-        let handshake_round_trips = match (handshake_cost_ms, tcp) {
+        let round_trips = |cost: Option<f64>| match (cost, tcp) {
             // Below half a millisecond (loopback) a count of round trips means nothing.
             (Some(c), Some(t)) if t.min_rtt_ms >= 0.5 => Some(c / t.min_rtt_ms),
             _ => None,
         };
+        let handshake_round_trips = round_trips(handshake_cost_ms);
+        let resumed_handshake_round_trips = round_trips(resumed_handshake_cost_ms);
         let download = download(&samples);
-        let resumed = samples
-            .iter()
-            .filter_map(|s| s.tls_resumed)
-            .skip(1)
-            .any(|r| r);
+        let any_resumed = samples.iter().any(|s| s.tls_resumed == Some(true));
         let mut headers = BTreeMap::new();
         if let Some(x) = &last {
             for (k, v) in &x.headers {
@@ -195,21 +251,31 @@ impl ProbeResult {
             tls: tls_version.map(|version| TlsSummary {
                 version,
                 alpn,
-                resumed,
+                resumed: any_resumed,
             }),
             fresh,
             reused,
+            resumed,
             first_request,
             tcp,
             server_time_ms,
             server_time_label: "server".into(),
             handshake_cost_ms,
             handshake_round_trips,
+            resumed_handshake_cost_ms,
+            resumed_handshake_round_trips,
+            reused_slower_ms,
             download,
+            physical_floor: None,
             headers,
             samples,
             findings: Vec::new(),
         }
+    }
+
+    /// Sets the physical floor for `--distance-km` (nothing when None).
+    pub fn set_distance(&mut self, distance_km: Option<f64>) {
+        self.physical_floor = distance_km.map(|d| PhysicalFloor::new(d, self.tcp.as_ref()));
     }
 
     /// The successful samples of one series, in order.

@@ -1,4 +1,5 @@
-//! Running a probe: the fresh series, the reused series, or a TCP-connect ping.
+//! Running a probe: the fresh series (full handshakes), the reused series, on TLS the
+//! resumed series (new connections that resume a session), or a TCP-connect ping.
 
 use std::time::{Duration, Instant, SystemTime};
 
@@ -26,6 +27,10 @@ pub struct ProbeConfig {
 /// Failed tries, with not one success, after which a probe gives up.
 const GIVE_UP: usize = 3;
 
+/// Resumption attempts, with not one resumed, after which the server is taken not to
+/// resume sessions (the resumed series then stays empty).
+const RESUME_TRIES: u32 = 2;
+
 /// Probes one target. Fails only when nothing could be measured (the first error is
 /// returned, after at most [`GIVE_UP`] tries); later failures are kept as samples
 /// with an error. Stops early, keeping what was measured, when `stop` is set.
@@ -33,9 +38,16 @@ pub async fn probe(config: &ProbeConfig, stop: &Stop) -> Result<ProbeResult, Net
     let started = SystemTime::now();
     let clock = Instant::now();
     let opts = connect_options(config)?;
+    // The fresh series pays the full handshake every time (what a curl loop or a
+    // first visit pays); the others keep sessions, as a browser does.
+    let fresh_opts = ConnectOptions {
+        tls: opts.tls.as_ref().map(tls::without_resumption),
+        ..opts.clone()
+    };
     let mut run = Runner {
         config,
         opts,
+        fresh_opts,
         clock,
         stop,
         samples: Vec::new(),
@@ -50,7 +62,12 @@ pub async fn probe(config: &ProbeConfig, stop: &Stop) -> Result<ProbeResult, Net
         run.tcp_ping().await;
     } else {
         run.fresh_series().await;
+        // The reused connection's full handshake also gives the client a session
+        // (TLS 1.3 tickets arrive during its requests) for the resumed series.
         run.reused_series().await;
+        if config.target.scheme == Scheme::Https {
+            run.resumed_series().await;
+        }
     }
     if let Some(first_error) = run.all_failed() {
         return Err(first_error);
@@ -99,7 +116,10 @@ pub(super) fn connect_options(config: &ProbeConfig) -> Result<ConnectOptions, Ne
 
 struct Runner<'a> {
     config: &'a ProbeConfig,
+    /// Connections that keep and resume TLS sessions.
     opts: ConnectOptions,
+    /// Connections that never resume (the fresh series).
+    fresh_opts: ConnectOptions,
     clock: Instant,
     stop: &'a Stop,
     samples: Vec<Sample>,
@@ -121,11 +141,12 @@ impl Runner<'_> {
     }
 
     /// Opens a connection (dns, connect, tls, HTTP handshake), bounded by the timeout
-    /// and the stop flag.
-    async fn open(&mut self) -> Result<(HttpConn, [Duration; 3]), Failed> {
+    /// and the stop flag; `resume`: with the client that keeps TLS sessions.
+    async fn open(&mut self, resume: bool) -> Result<(HttpConn, [Duration; 3]), Failed> {
         let target = &self.config.target;
+        let opts = if resume { &self.opts } else { &self.fresh_opts };
         let opening = async {
-            let c = conn::open(target, &self.opts).await?;
+            let c = conn::open(target, opts).await?;
             let phases = [c.dns, c.connect, c.tls];
             let addrs = c.addresses.clone();
             let http = HttpConn::handshake(c, self.h2c()).await?;
@@ -161,6 +182,7 @@ impl Runner<'_> {
         phases: [Duration; 3],
         http: &HttpConn,
         x: Exchange,
+        resume: bool,
     ) {
         let new_connection = phases != [Duration::ZERO; 3];
         let phases_ms = PhasesMs::new(phases[0], phases[1], phases[2], &x);
@@ -175,11 +197,8 @@ impl Runner<'_> {
             status: Some(x.status),
             body_bytes: x.body_bytes,
             throughput_mib_s: throughput,
-            tls_resumed: if new_connection {
-                http.tls_info.as_ref().map(|i| i.resumed)
-            } else {
-                None
-            },
+            tls_resumed: Some(http.tls_info.as_ref().is_some_and(|i| i.resumed)),
+            tls_client_resumes: http.tls_info.as_ref().map(|_| resume),
             tcp_rtt_ms: info.map(|i| i.rtt_us as f64 / 1000.0),
             closed_by_server: x.closed_after,
             error: None,
@@ -203,7 +222,8 @@ impl Runner<'_> {
             status: None,
             body_bytes: 0,
             throughput_mib_s: None,
-            tls_resumed: None,
+            tls_resumed: Some(false),
+            tls_client_resumes: None,
             tcp_rtt_ms: None,
             closed_by_server: false,
             error_kind: Some(e.kind().to_string()),
@@ -212,19 +232,54 @@ impl Runner<'_> {
         self.first_error.get_or_insert(e);
     }
 
-    /// N requests, each on a connection of its own (DNS resolved anew every time).
+    /// N requests, each on a connection of its own (DNS resolved anew every time),
+    /// each with a full TLS handshake.
     async fn fresh_series(&mut self) {
         for _ in 0..self.config.count {
             if self.stop.is_stopped() || self.hopeless() {
                 return;
             }
             let t = Instant::now();
-            match self.open().await {
+            match self.open(false).await {
                 Err(Failed(e)) => self.record_error(Series::Fresh, t, e),
                 Ok((mut http, phases)) => match self.exchange(&mut http).await {
-                    Ok(x) => self.record(Series::Fresh, t, phases, &http, x),
+                    Ok(x) => self.record(Series::Fresh, t, phases, &http, x, false),
                     Err(Failed(e)) => self.record_error(Series::Fresh, t, e),
                 },
+            }
+        }
+    }
+
+    /// N requests, each on a new connection that offers the TLS session of an earlier
+    /// one (a returning visitor). A connection the server did not resume paid the full
+    /// handshake: it counts as fresh. After [`RESUME_TRIES`] tries without one
+    /// resumption the server does not resume, and the series stops.
+    async fn resumed_series(&mut self) {
+        let (mut tried, mut resumed) = (0u32, 0u32);
+        for _ in 0..self.config.count {
+            if self.stop.is_stopped() || self.hopeless() {
+                return;
+            }
+            if tried >= RESUME_TRIES && resumed == 0 {
+                return;
+            }
+            let t = Instant::now();
+            tried += 1;
+            match self.open(true).await {
+                Err(Failed(e)) => self.record_error(Series::Fresh, t, e),
+                Ok((mut http, phases)) => {
+                    let was_resumed = http.tls_info.as_ref().is_some_and(|i| i.resumed);
+                    let series = if was_resumed {
+                        resumed += 1;
+                        Series::Resumed
+                    } else {
+                        Series::Fresh
+                    };
+                    match self.exchange(&mut http).await {
+                        Ok(x) => self.record(series, t, phases, &http, x, true),
+                        Err(Failed(e)) => self.record_error(series, t, e),
+                    }
+                }
             }
         }
     }
@@ -245,7 +300,7 @@ impl Runner<'_> {
             let mut phases = [Duration::ZERO; 3];
             let mut http = match conn.take() {
                 Some(c) if c.is_usable() => c,
-                _ => match self.open().await {
+                _ => match self.open(true).await {
                     Ok((c, p)) => {
                         phases = p;
                         c
@@ -264,7 +319,7 @@ impl Runner<'_> {
             let series = if first { Series::Fresh } else { Series::Reused };
             match self.exchange(&mut http).await {
                 Ok(x) => {
-                    self.record(series, t, phases, &http, x);
+                    self.record(series, t, phases, &http, x, true);
                     if let Some(info) = http.tcp_info() {
                         self.tcp = Some(info);
                     }
@@ -311,7 +366,8 @@ impl Runner<'_> {
                         status: None,
                         body_bytes: 0,
                         throughput_mib_s: None,
-                        tls_resumed: None,
+                        tls_resumed: Some(false),
+                        tls_client_resumes: None,
                         tcp_rtt_ms: info.map(|i| i.rtt_us as f64 / 1000.0),
                         closed_by_server: false,
                         error: None,

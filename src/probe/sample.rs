@@ -12,10 +12,25 @@ use crate::units::ms;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Series {
-    /// A new connection for the request (what a curl loop does).
+    /// A new connection for the request, with a full TLS handshake (no session
+    /// resumption): what a curl loop or a first visit pays.
     Fresh,
+    /// A new connection that resumed a TLS session (a returning visitor); only on
+    /// TLS, and only when the server resumes.
+    Resumed,
     /// A request over an already open connection.
     Reused,
+}
+
+impl Series {
+    /// The series' name, as in the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Series::Fresh => "fresh",
+            Series::Resumed => "resumed",
+            Series::Reused => "reused",
+        }
+    }
 }
 
 /// The phases of one request, ms (DESIGN.md, Measurements): durations `dns` ..
@@ -85,9 +100,14 @@ pub struct Sample {
     /// Body throughput (bytes / receive time), MiB/s.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub throughput_mib_s: Option<f64>,
-    /// The TLS session was resumed (fresh TLS connections).
+    /// The TLS session of this request's connection was resumed (false on plain
+    /// HTTP and for failed requests; absent only in runs stored before it existed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tls_resumed: Option<bool>,
+    /// The client kept TLS sessions for this connection, so it could resume one
+    /// (false in the fresh series, which pays the full handshake on purpose).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_client_resumes: Option<bool>,
     /// Kernel smoothed RTT of this request's connection after it, ms.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tcp_rtt_ms: Option<f64>,

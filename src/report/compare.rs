@@ -309,6 +309,7 @@ fn probe_sections(run: &RunRecord) -> RunSections {
     for (i, result) in results.iter().enumerate() {
         for (series, title) in [
             ("fresh", "fresh connections"),
+            ("resumed", "new connections resuming TLS sessions"),
             ("reused", "reused connection"),
         ] {
             let Some(s) = result.get(series) else {

@@ -102,7 +102,7 @@ fn probe(
         let Some(first) = results.first() else {
             continue;
         };
-        for series in ["fresh", "reused"] {
+        for series in ["fresh", "resumed", "reused"] {
             if let Some(b) = phase_bar(first, series, "p50", format!("{} {series} p50", name(i))) {
                 bars.push(b);
             }

@@ -1,5 +1,6 @@
 //! The HTML report's section for one probe result: connection facts, httpstat-style
-//! phase bars, the phase table (fresh and reused connections), the samples by
+//! phase bars, the phase table (fresh connections with full handshakes, new
+//! connections resuming TLS sessions, one reused connection), the samples by
 //! percentile, and the response headers — escaped, as everything a server sent.
 
 use serde_json::Value;
@@ -47,6 +48,8 @@ pub(super) fn probe(out: &mut String, r: &Value) -> Result<(), ReportError> {
     let bars: Vec<Bar> = [
         ("fresh", "p50"),
         ("fresh", "p99"),
+        ("resumed", "p50"),
+        ("resumed", "p99"),
         ("reused", "p50"),
         ("reused", "p99"),
     ]
@@ -56,10 +59,14 @@ pub(super) fn probe(out: &mut String, r: &Value) -> Result<(), ReportError> {
     if !bars.is_empty() {
         figure(out, &charts::phase_bars(&bars)?);
     }
+    let series_shown: Vec<&str> = ["fresh", "resumed", "reused"]
+        .into_iter()
+        .filter(|s| r.get(*s).is_some_and(|v| !v.is_null()))
+        .collect();
     let mut rows = Vec::new();
     for phase in PHASES {
         let mut row = vec![phase.to_string()];
-        for series in ["fresh", "reused"] {
+        for series in &series_shown {
             for k in ["p50", "p90", "p99"] {
                 row.push(ms(&[series, "phases_ms", phase, k]).unwrap_or_default());
             }
@@ -69,25 +76,24 @@ pub(super) fn probe(out: &mut String, r: &Value) -> Result<(), ReportError> {
         }
     }
     if !rows.is_empty() {
-        table(
-            out,
-            "phases",
-            &[
-                "phase",
-                "fresh p50",
-                "fresh p90",
-                "fresh p99",
-                "reused p50",
-                "reused p90",
-                "reused p99",
-            ],
-            &rows,
+        let mut head = vec!["phase".to_string()];
+        for series in &series_shown {
+            head.extend(["p50", "p90", "p99"].map(|k| format!("{series} {k}")));
+        }
+        let head: Vec<&str> = head.iter().map(String::as_str).collect();
+        table(out, "phases", &head, &rows);
+        out.push_str(
+            "<p>fresh: a new connection per request (on TLS a full handshake: what a curl \
+                 loop or a first visit pays); resumed: a new connection resuming its TLS \
+                 session (a returning visitor); reused: one kept-alive connection.</p>\n",
         );
     }
     let mut curves = Vec::new();
     for (i, (series, phase)) in [
         ("fresh", "ttfb"),
         ("fresh", "total"),
+        ("resumed", "ttfb"),
+        ("resumed", "total"),
         ("reused", "ttfb"),
         ("reused", "total"),
     ]

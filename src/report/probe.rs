@@ -1,8 +1,8 @@
-//! The probe as terminal text: per-phase min/p50/p90/max for the fresh and reused
-//! series (httpstat over many requests), what the kernel says, derived server time and
+//! The probe as terminal text: per-phase min/p50/p90/max for the fresh, resumed (TLS)
+//! and reused series (httpstat over many requests), what the kernel says, derived server time and
 //! handshake cost, the response and its caching headers; several URLs side by side.
 
-use crate::probe::{ProbeResult, PHASES};
+use crate::probe::{PhysicalFloor, ProbeResult, Series, SeriesSummary, PHASES};
 use crate::units::{fmt_bytes, fmt_ms};
 
 use super::findings;
@@ -95,9 +95,16 @@ fn response_line(p: &ProbeResult) -> String {
 
 fn phase_table(p: &ProbeResult) -> String {
     let reused = p.reused.as_ref().filter(|r| r.count > 0);
+    let resumed = p.resumed.as_ref().filter(|r| r.count > 0);
     let mut header = vec!["phase", "fresh min", "p50", "p90", "max"];
-    if reused.is_some() {
+    let mut shown: Vec<&SeriesSummary> = vec![&p.fresh];
+    if let Some(r) = resumed {
+        header.extend(["resumed min", "p50", "p90", "max"]);
+        shown.push(r);
+    }
+    if let Some(r) = reused {
         header.extend(["reused min", "p50", "p90", "max"]);
+        shown.push(r);
     }
     let mut table = Table::new(header);
     let phases: Vec<&str> = if p.scheme == "tcp" {
@@ -109,26 +116,46 @@ fn phase_table(p: &ProbeResult) -> String {
         if phase == "tls" && p.tls.is_none() {
             continue;
         }
-        let f = p.fresh.phases_ms.get(phase);
-        let mut row = vec![
-            phase.to_string(),
-            fmt_ms(f.min),
-            fmt_ms(f.p50),
-            fmt_ms(f.p90),
-            fmt_ms(f.max),
-        ];
-        if let Some(r) = reused {
-            let s = r.phases_ms.get(phase);
+        let mut row = vec![phase.to_string()];
+        for series in &shown {
+            let s = series.phases_ms.get(phase);
             row.extend([fmt_ms(s.min), fmt_ms(s.p50), fmt_ms(s.p90), fmt_ms(s.max)]);
         }
         table.row(row);
     }
-    let mut caption = format!("  fresh: a new connection per request (×{})", p.fresh.count);
+    let mut caption = if p.tls.is_some() {
+        format!(
+            "  fresh: a new connection per request, full TLS handshake (×{})",
+            p.fresh.count
+        )
+    } else {
+        format!("  fresh: a new connection per request (×{})", p.fresh.count)
+    };
+    match resumed {
+        Some(r) => caption.push_str(&format!(
+            " · resumed: a new connection resuming its TLS session (×{})",
+            r.count
+        )),
+        None => {
+            // New connections of the client that keeps sessions, after its first.
+            let tries = p
+                .samples
+                .iter()
+                .filter(|s| s.new_connection && s.tls_client_resumes == Some(true))
+                .count()
+                .saturating_sub(1);
+            if tries > 0 {
+                caption.push_str(&format!(
+                    " · resumed: none (the server resumed none of {tries} tries)"
+                ));
+            }
+        }
+    }
     if let Some(r) = reused {
         let reconnects = p
             .samples
             .iter()
-            .filter(|s| s.series == crate::probe::Series::Reused && s.new_connection)
+            .filter(|s| s.series == Series::Reused && s.new_connection)
             .count();
         caption.push_str(&format!(
             " · reused: one kept-alive connection (×{})",
@@ -174,6 +201,9 @@ fn details(p: &ProbeResult) -> Vec<(&'static str, String)> {
             ),
         ));
     }
+    if let Some(f) = p.physical_floor {
+        d.push(("physical floor", floor_text(&f)));
+    }
     if let Some(s) = p.server_time_ms {
         d.push((
             "server time",
@@ -184,14 +214,36 @@ fn details(p: &ProbeResult) -> Vec<(&'static str, String)> {
             ),
         ));
     }
+    let trips = |r: Option<f64>| {
+        r.map(|r| format!(" ≈ {r:.1} round trips"))
+            .unwrap_or_default()
+    };
     if let Some(c) = p.handshake_cost_ms {
-        let rt = p
-            .handshake_round_trips
-            .map(|r| format!(" ≈ {r:.1} round trips"))
-            .unwrap_or_default();
+        let what = if p.tls.is_some() {
+            "fresh − reused TTFB p50: a new connection with a full TLS handshake"
+        } else {
+            "fresh − reused TTFB p50: a new connection"
+        };
+        let text = match p.reused_slower_ms {
+            Some(slower) => format!(
+                "{} ({what}; the reused connection was {} slower than fresh ones, so no \
+                 handshake cost shows: the server answers kept-alive connections more \
+                 slowly, or the samples are noisy)",
+                fmt_ms(c),
+                fmt_ms(slower)
+            ),
+            None => format!("{}{} ({what})", fmt_ms(c), trips(p.handshake_round_trips)),
+        };
+        d.push(("handshake cost", text));
+    }
+    if let Some(c) = p.resumed_handshake_cost_ms {
         d.push((
-            "handshake cost",
-            format!("{}{rt} (fresh − reused TTFB p50)", fmt_ms(c)),
+            "resumed handshake",
+            format!(
+                "{}{} (resumed − reused TTFB p50: a returning visitor's new connection)",
+                fmt_ms(c),
+                trips(p.resumed_handshake_round_trips)
+            ),
         ));
     }
     if let Some(dl) = p.download {
@@ -208,6 +260,45 @@ fn details(p: &ProbeResult) -> Vec<(&'static str, String)> {
         ));
     }
     d
+}
+
+/// "80.3 ms RTT over 7,500 km: 1.07× the floor (75.0 ms in fibre), nothing to win by
+/// routing" — always the floor and the ratio, with what the ratio means.
+pub fn floor_text(f: &PhysicalFloor) -> String {
+    let km = thousands(f.distance_km);
+    let (Some(rtt), Some(ratio)) = (f.rtt_ms, f.ratio) else {
+        return format!(
+            "{} round trip at least over {km} km in fibre (no kernel RTT to set against it)",
+            fmt_ms(f.floor_ms)
+        );
+    };
+    let meaning = if ratio < 0.95 {
+        "below the floor: the server (or an edge answering for it) is closer than that"
+    } else if ratio < 1.5 {
+        "nothing to win by routing"
+    } else if ratio < 2.0 {
+        "a little above the floor: some detour or queueing on the way"
+    } else {
+        "the path is much longer than the distance: routing detours, a far edge or queueing"
+    };
+    format!(
+        "{} RTT over {km} km: {ratio:.2}× the floor ({} in fibre), {meaning}",
+        fmt_ms(rtt),
+        fmt_ms(f.floor_ms)
+    )
+}
+
+/// 7500.0 → "7,500".
+fn thousands(v: f64) -> String {
+    let digits = format!("{:.0}", v.max(0.0));
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// The latency- and cache-relevant headers of the response; Set-Cookie only as a count.
@@ -259,6 +350,10 @@ pub fn side_by_side(results: &[ProbeResult]) -> String {
             Box::new(|r| fmt_ms(r.fresh.phases_ms.ttfb.p50)),
         ),
         (
+            "resumed ttfb p50",
+            Box::new(move |r| opt(r.resumed.as_ref().map(|x| x.phases_ms.ttfb.p50))),
+        ),
+        (
             "reused ttfb p50",
             Box::new(move |r| opt(r.reused.as_ref().map(|x| x.phases_ms.ttfb.p50))),
         ),
@@ -267,9 +362,11 @@ pub fn side_by_side(results: &[ProbeResult]) -> String {
             Box::new(|r| fmt_ms(r.fresh.phases_ms.connect.p50)),
         ),
         ("tls p50", Box::new(|r| fmt_ms(r.fresh.phases_ms.tls.p50))),
+        // The path's RTT is the kernel's minimum: its smoothed RTT also holds delayed
+        // ACKs and a slow handler's pauses, which are not distance.
         (
-            "kernel rtt",
-            Box::new(move |r| opt(r.tcp.map(|t| t.rtt_ms))),
+            "path rtt (min)",
+            Box::new(move |r| opt(r.tcp.map(|t| t.min_rtt_ms))),
         ),
         (
             "server time",
@@ -281,7 +378,11 @@ pub fn side_by_side(results: &[ProbeResult]) -> String {
         ),
         ("findings", Box::new(|r| r.findings.len().to_string())),
     ];
+    let any_resumed = results.iter().any(|r| r.resumed.is_some());
     for (name, f) in rows {
+        if name == "resumed ttfb p50" && !any_resumed {
+            continue;
+        }
         let mut row = vec![name.to_string()];
         row.extend(results.iter().map(&f));
         table.row(row);
@@ -300,5 +401,37 @@ fn short(url: &str) -> String {
         format!("…{tail}")
     } else {
         s.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Near the floor it says so; far above it says the path is long; without a
+    /// kernel RTT it still gives the floor.
+    #[test]
+    fn the_floor_is_always_given_with_its_ratio() {
+        let tcp = |rtt: f64| crate::probe::TcpSummary {
+            min_rtt_ms: rtt,
+            ..Default::default()
+        };
+        let near = floor_text(&PhysicalFloor::new(7500.0, Some(&tcp(80.0))));
+        assert_eq!(
+            near,
+            "80.0 ms RTT over 7,500 km: 1.07× the floor (75.0 ms in fibre), nothing to win by routing"
+        );
+        let far = floor_text(&PhysicalFloor::new(1000.0, Some(&tcp(80.0))));
+        assert!(
+            far.contains("8.00× the floor") && far.contains("much longer"),
+            "{far}"
+        );
+        let none = floor_text(&PhysicalFloor::new(250.0, None));
+        assert!(
+            none.starts_with("2.50 ms round trip at least over 250 km"),
+            "{none}"
+        );
+        assert_eq!(thousands(40000.0), "40,000");
+        assert_eq!(thousands(999.0), "999");
     }
 }

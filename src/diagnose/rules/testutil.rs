@@ -56,6 +56,7 @@ pub fn healthy_probe() -> ProbeFacts {
         statuses: Default::default(),
         fresh: Some(series(fresh_p50, &noisy, &noisy, &noisy_fast(20))),
         reused: Some(series(reused_p50, &noisy, &noisy, &[])),
+        resumed: None,
         first_total_ms: Some(3.0),
         tcp: Some(TcpFacts {
             rtt_ms: 0.05,
@@ -98,6 +99,7 @@ pub fn far_probe() -> ProbeFacts {
         url: "http://far.example/".into(),
         fresh: Some(series(fresh_p50, &fresh, &fresh, &[110.0; 10])),
         reused: Some(series(reused_p50, &reused, &reused, &[])),
+        resumed: None,
         first_total_ms: Some(231.0),
         tcp: Some(TcpFacts {
             rtt_ms: 111.0,

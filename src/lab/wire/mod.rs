@@ -292,6 +292,36 @@ impl Wire {
         netns::bind_in(&self.ns, addr)
     }
 
+    /// Makes `cmd` start inside the wire's namespace (its network is the server
+    /// side: it listens on the server address and reaches the host through the wire).
+    pub fn run_inside(&self, cmd: &mut std::process::Command) -> io::Result<()> {
+        use std::os::unix::process::CommandExt;
+        let ns = self.ns.try_clone()?;
+        // SAFETY: the closure runs in the forked child before exec and only makes
+        // system calls (prctl(2), setns(2)), which are async-signal-safe; `ns` is a
+        // descriptor we own.
+        unsafe {
+            cmd.pre_exec(move || {
+                // Should latscope die without cleaning up (SIGKILL), the command goes
+                // too, instead of living on in a namespace nothing can reach.
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                if libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        Ok(())
+    }
+
+    /// Processes still inside the wire's namespace (e.g. what a command left running
+    /// in the background), by pid.
+    pub fn processes_inside(&self) -> Vec<i32> {
+        netns::processes_in(self.ns_inode)
+    }
+
     fn teardown(&mut self) {
         if !self.threads.is_empty() {
             let one: u64 = 1;

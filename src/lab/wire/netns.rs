@@ -122,3 +122,19 @@ pub fn enter_private_namespace() -> Result<(), WireError> {
     write("/proc/self/gid_map", format!("0 {gid} 1"))?;
     tun::set_up("lo").map_err(|e| WireError::setup("bring lo up in the private namespace", e))
 }
+
+/// Pids of the processes whose network namespace is the one with inode `inode`.
+pub(crate) fn processes_in(inode: u64) -> Vec<i32> {
+    let target = format!("net:[{inode}]");
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    procs
+        .flatten()
+        .filter_map(|p| p.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/ns/net"))
+                .is_ok_and(|l| l.to_string_lossy() == target)
+        })
+        .collect()
+}

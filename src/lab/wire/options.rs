@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::WireError;
-use crate::cli::LabArgs;
+use crate::cli::{LabArgs, WireFlags};
 
 /// The longest RTT the wire accepts (packets are held in memory meanwhile).
 const MAX_RTT: Duration = Duration::from_secs(10);
@@ -52,6 +52,20 @@ impl WireOptions {
     /// The wire `latscope lab` flags ask for: None when no wire flag is given.
     /// Errors are usage errors naming the flag.
     pub fn from_args(args: &LabArgs) -> Result<Option<WireOptions>, WireError> {
+        WireOptions::from_flags(&WireFlags {
+            rtt: args.rtt,
+            jitter: args.jitter,
+            loss: args.loss,
+            loss_seed: args.loss_seed,
+            bandwidth: args.bandwidth,
+            outage_every: args.outage_every,
+            outage_for: args.outage_for,
+        })
+    }
+
+    /// The wire the flags ask for (`lab` and `wire` share them): None when no wire
+    /// flag is given. Errors are usage errors naming the flag.
+    pub fn from_flags(args: &WireFlags) -> Result<Option<WireOptions>, WireError> {
         let any = args.rtt.is_some()
             || args.jitter.is_some()
             || args.loss.is_some()
