@@ -2,19 +2,17 @@
 //! dir on a free 127.0.0.1 port, in front of an origin 80 ms away (`latscope lab
 //! --rtt 80ms` behind the wire, root only), with and without upstream keep-alive.
 
+use std::net::SocketAddr;
+use std::path::Path;
+
 use crate::findings::{assert_quiet, finding, num, text};
-use crate::util_real::{have, TempDir};
-use crate::util_wire::{can_run, lock, start_lab};
+use crate::util_nginx::{free_port, nginx_bin, start, temp_dir, write_conf};
+use crate::util_wire::{can_run, lock, start_lab, ChildGuard};
 
 /// nginx on 127.0.0.1:`port` proxying to `origin` (host:port), keeping upstream
 /// connections alive when `keepalive`. It sends no Via: nothing in its answers says
 /// it is a proxy.
-fn nginx_proxy(
-    dir: &TempDir,
-    port: u16,
-    origin: &str,
-    keepalive: bool,
-) -> crate::util_wire::ChildGuard {
+fn nginx_proxy(bin: &Path, dir: &Path, port: u16, origin: &str, keepalive: bool) -> ChildGuard {
     let block = if keepalive {
         format!(
             "upstream origin {{ server {origin}; keepalive 16; }}\n\
@@ -26,7 +24,9 @@ fn nginx_proxy(
             "server {{ listen 127.0.0.1:{port}; location / {{ proxy_pass http://{origin}; }} }}"
         )
     };
-    crate::util_real::start_nginx(dir, &block, port)
+    write_conf(dir, &block);
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    start(bin, dir, addr)
 }
 
 /// Issue 12.5, on real nginx in front of an origin 80 ms away (`latscope lab --rtt
@@ -45,17 +45,20 @@ fn nginx_proxy(
 fn nginx_proxy_in_front_of_a_far_origin() {
     let test = "nginx_proxy_in_front_of_a_far_origin";
     let _lock = lock();
-    if !can_run(test) || !have("nginx", test) {
+    if !can_run(test) {
         return;
     }
+    let Some(bin) = nginx_bin(test) else {
+        return;
+    };
     let (_lab, url) = start_lab(&["--listen", "127.0.0.1:0", "--rtt", "80ms"]);
     let origin = url
         .trim_start_matches("http://")
         .trim_end_matches('/')
         .to_string();
-    let dir = TempDir::new("nginx-plain");
-    let port = crate::util_real::free_port();
-    let _plain = nginx_proxy(&dir, port, &origin, false);
+    let dir = temp_dir("proxy-plain");
+    let port = free_port();
+    let _plain = nginx_proxy(&bin, &dir, port, &origin, false);
     let target = format!("http://127.0.0.1:{port}/delay/3ms");
 
     let v = crate::findings::diagnose(&[&target, "--no-load"]);
@@ -87,9 +90,9 @@ fn nginx_proxy_in_front_of_a_far_origin() {
         "a proxy that opens a new upstream connection every time",
     );
 
-    let dir2 = TempDir::new("nginx-keepalive");
-    let port2 = crate::util_real::free_port();
-    let _kept = nginx_proxy(&dir2, port2, &origin, true);
+    let dir2 = temp_dir("proxy-keepalive");
+    let port2 = free_port();
+    let _kept = nginx_proxy(&bin, &dir2, port2, &origin, true);
     let target2 = format!("http://127.0.0.1:{port2}/delay/3ms");
     let v = crate::findings::diagnose(&[&target2, "--no-load", "--origin", &origin]);
     let f = finding(&v, "cold-start");

@@ -1,15 +1,14 @@
 //! Helpers for the tests against real servers (issue 12): a temporary directory, a
 //! Python server written by the test and started on a free 127.0.0.1 port (it
-//! prints the port as its first stdout line), nginx with its own config in a temp
-//! dir, and a check that a program is installed (the test skips, saying why, when
-//! it is not).
+//! prints the port as its first stdout line), and a check that a program is
+//! installed (the test skips, saying why, when it is not). nginx: util_nginx.rs.
 
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::util_wire::ChildGuard;
 
@@ -100,50 +99,4 @@ pub fn start_python(dir: &TempDir, script: &str, args: &[&str]) -> (ChildGuard, 
         .parse()
         .unwrap_or_else(|_| panic!("the Python server printed {line:?}, not a port"));
     (guard, port)
-}
-
-/// A free port on 127.0.0.1 (bound and released: nginx needs a number in its config).
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Starts nginx in the foreground with `http_block` (the inside of `http { }`) as
-/// its config in `dir`, and waits until `port` accepts connections (10 s).
-pub fn start_nginx(dir: &TempDir, http_block: &str, port: u16) -> ChildGuard {
-    let root = dir.0.to_string_lossy();
-    let conf = format!(
-        "daemon off;\nmaster_process off;\nworker_processes 1;\npid {root}/nginx.pid;\n\
-         error_log {root}/error.log warn;\nevents {{ worker_connections 1024; }}\n\
-         http {{\naccess_log off;\nclient_body_temp_path {root}/body;\n\
-         proxy_temp_path {root}/proxy;\nfastcgi_temp_path {root}/fastcgi;\n\
-         uwsgi_temp_path {root}/uwsgi;\nscgi_temp_path {root}/scgi;\n{http_block}\n}}\n"
-    );
-    let path = dir.write("nginx.conf", &conf);
-    let child = Command::new("nginx")
-        .args(["-p", &root, "-c", &path, "-e", &format!("{root}/error.log")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("nginx starts");
-    let guard = ChildGuard(child);
-    wait_for_port(port, &dir.0);
-    guard
-}
-
-/// Polls until 127.0.0.1:`port` accepts a connection (10 s), else panics with the
-/// error log in `dir`.
-pub fn wait_for_port(port: u16, dir: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let log = std::fs::read_to_string(dir.join("error.log")).unwrap_or_default();
-    panic!("nothing listens on 127.0.0.1:{port} after 10 s; error log:\n{log}");
 }
