@@ -113,9 +113,8 @@ pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
     let doc = result.to_json(&findings);
     let body = report::disk::render(&result, &findings);
     let text = format!("{}{body}", printer.header);
-    super::output::print(args.output.json, &doc, &body)?;
-
-    saving::save(
+    // Saved before it is printed: a stdout that cannot be written loses nothing.
+    let saved = saving::save(
         &args.output,
         NewRun {
             kind: "disk",
@@ -136,7 +135,7 @@ pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
                 "write": opts.allow_write,
                 "engine": format!("{:?}", opts.engine).to_lowercase(),
             }),
-            summary: doc,
+            summary: doc.clone(),
             timeline: result.timeline_json(),
             findings: serde_json::to_value(&findings)?,
             text,
@@ -144,5 +143,6 @@ pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
             secret_headers: Vec::new(),
         },
     );
-    Ok(0)
+    super::output::print(args.output.json, &doc, &body)?;
+    Ok(saved.exit_code(0))
 }

@@ -101,7 +101,7 @@ impl LoadPlan {
     /// A closed-model plan: `connections` VUs sending GET `url` for `duration`.
     pub fn closed(url: &str, connections: u32, duration: Duration) -> Result<LoadPlan, PlanError> {
         let target = parse_target(url, "URL")?;
-        let name = target.path_and_query.clone();
+        let name = endpoint_name(&target);
         Self::build(
             target,
             vec![endpoint_from(&name, &RequestSpec::default(), None)],
@@ -118,7 +118,7 @@ impl LoadPlan {
         connections: u32,
         duration: Duration,
     ) -> Result<LoadPlan, PlanError> {
-        let name = target.path_and_query.clone();
+        let name = endpoint_name(&target);
         let mut plan = Self::build(
             target,
             vec![endpoint_from(&name, request, None)],
@@ -245,6 +245,12 @@ fn parse_target(url: &str, what: &str) -> Result<Target, PlanError> {
     Ok(t)
 }
 
+/// The name of a URL's endpoint: its path and query, secret query values redacted
+/// (the name is shown, stored and written to `--raw`; the request keeps them).
+fn endpoint_name(target: &Target) -> String {
+    crate::store::redact_urls(&target.path_and_query)
+}
+
 fn endpoint_from(name: &str, spec: &RequestSpec, path: Option<String>) -> Endpoint {
     Endpoint {
         name: name.to_string(),
@@ -277,7 +283,7 @@ fn from_parts(
             return usage("give a URL or a scenario file (-f FILE)");
         };
         let target = parse_target(url, "URL")?;
-        let name = target.path_and_query.clone();
+        let name = endpoint_name(&target);
         let path = target.path_and_query.clone();
         (target, vec![endpoint_from(&name, &spec, Some(path))])
     } else {
