@@ -174,10 +174,7 @@ pub fn v2_histogram(values_ns: &[u64]) -> Vec<u8> {
 /// allocates without bound fails (allocation error) instead of eating the machine;
 /// killed after `limit`. Returns its output and how long it took.
 pub fn run_capped(args: &[&str], vmem_kb: u64, limit: Duration) -> (Output, Duration) {
-    let mut script = format!("ulimit -v {vmem_kb}; exec \"$0\"");
-    for i in 0..args.len() {
-        script.push_str(&format!(" \"${}\"", i + 1));
-    }
+    let script = format!("ulimit -v {vmem_kb}; exec \"$0\" \"$@\"");
     let mut cmd = Command::new("sh");
     cmd.arg("-c")
         .arg(script)

@@ -49,6 +49,15 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     let findings = diagnose::run_rules(&facts);
     let mut doc = result.to_json();
     doc["findings"] = serde_json::to_value(&findings)?;
+    let fd_exhausted = load::fd_exhausted();
+    if fd_exhausted > 0 {
+        // Named, not left as bare "connect" errors.
+        doc["connect_fd_exhausted"] = serde_json::json!(fd_exhausted);
+        eprintln!(
+            "latscope: {fd_exhausted} connects failed: too many open files (EMFILE): the open-file limit (ulimit -n) is {}; raise it or lower -c",
+            load::plan::fd_limit()
+        );
+    }
     let text = format!(
         "{}{}",
         report::load::header(&plan),

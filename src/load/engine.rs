@@ -94,9 +94,16 @@ impl Prepared<'_> {
 }
 
 /// Whether the server picks h2 in ALPN: one connection before the run (not
-/// recorded). A failure to connect leaves the choice to the offer (h2 only when it
-/// was the only protocol offered); the run then records the failures itself.
-fn alpn_says_h2(connector: &Connector, only_h2: bool) -> bool {
+/// recorded), bounded by the request timeout (at most 10 s) and ended at once by
+/// the stop flag (Ctrl-C), so a server that stalls the handshake costs no more than
+/// one request would. A failure to connect leaves the choice to the offer (h2 only
+/// when it was the only protocol offered); the run then records the failures itself.
+fn alpn_says_h2(
+    connector: &Connector,
+    only_h2: bool,
+    timeout: Duration,
+    stop: &AtomicBool,
+) -> bool {
     let Ok(rt) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -105,9 +112,18 @@ fn alpn_says_h2(connector: &Connector, only_h2: bool) -> bool {
     };
     rt.block_on(async {
         let phase = std::cell::Cell::new(super::conn::Phase::Connect);
-        match tokio::time::timeout(Duration::from_secs(10), connector.open(&phase)).await {
-            Ok(Ok(o)) => o.h2,
-            _ => only_h2,
+        let stopped = async {
+            while !stop.load(Ordering::Relaxed) {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        let limit = timeout.min(Duration::from_secs(10));
+        tokio::select! {
+            r = tokio::time::timeout(limit, connector.open(&phase)) => match r {
+                Ok(Ok(o)) => o.h2,
+                _ => only_h2,
+            },
+            _ = stopped => only_h2,
         }
     })
 }
@@ -138,7 +154,7 @@ fn csv_name(n: &str) -> String {
 }
 
 impl<'a> Prepared<'a> {
-    fn new(plan: &'a LoadPlan) -> Result<Prepared<'a>, LoadError> {
+    fn new(plan: &'a LoadPlan, stop: &AtomicBool) -> Result<Prepared<'a>, LoadError> {
         if plan.endpoints.is_empty() {
             return Err(LoadError::Plan("no request to send".into()));
         }
@@ -180,9 +196,12 @@ impl<'a> Prepared<'a> {
         let connector = Connector::new(addr, tls);
         let h2 = match (plan.target.scheme, plan.client.version) {
             (_, HttpVersionPref::Http1) => false,
-            (Scheme::Https, v) if plan.keepalive || v == HttpVersionPref::Http2 => {
-                alpn_says_h2(&connector, v == HttpVersionPref::Http2)
-            }
+            (Scheme::Https, v) if plan.keepalive || v == HttpVersionPref::Http2 => alpn_says_h2(
+                &connector,
+                v == HttpVersionPref::Http2,
+                plan.client.timeout,
+                stop,
+            ),
             (Scheme::Https, _) => false,
             (_, v) => v == HttpVersionPref::Http2,
         };
@@ -245,7 +264,7 @@ pub fn run(
     stop: &Arc<AtomicBool>,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<LoadResult, LoadError> {
-    let prepared = Prepared::new(plan)?;
+    let prepared = Prepared::new(plan, stop)?;
     let threads = plan.threads.max(1);
     let started = SystemTime::now();
     let start = Instant::now();
