@@ -10,6 +10,7 @@ mod findings;
 mod findings_disk;
 mod findings_dns;
 mod findings_wire;
+mod hostile_exit;
 mod hostile_load;
 mod hostile_store;
 mod lab;

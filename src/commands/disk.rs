@@ -19,7 +19,16 @@ use super::saving::{self, NewRun};
 static STOP: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
+    // A second signal while the run winds down: the user means it (exit 130, as
+    // load and probe do). Only async-signal-safe calls here.
+    if STOP.swap(true, Ordering::Relaxed) {
+        const MSG: &[u8] = b"\nlatscope: stopped at once (a second signal)\n";
+        // SAFETY: write(2) and _exit(2) are async-signal-safe; MSG is a valid buffer.
+        unsafe {
+            libc::write(2, MSG.as_ptr().cast(), MSG.len());
+            libc::_exit(130);
+        }
+    }
 }
 
 /// Makes Ctrl-C (and SIGTERM) set [`STOP`] instead of killing the process, so the

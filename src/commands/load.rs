@@ -49,6 +49,13 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     let findings = diagnose::run_rules(&facts);
     let mut doc = result.to_json();
     doc["findings"] = serde_json::to_value(&findings)?;
+    let head_too_large = load::head_too_large();
+    if head_too_large > 0 {
+        eprintln!(
+            "latscope: {head_too_large} responses had headers over {} KiB, latscope's limit for every command (counted as protocol errors)",
+            crate::net::http::MAX_RESPONSE_HEAD / 1024
+        );
+    }
     let fd_exhausted = load::fd_exhausted();
     if fd_exhausted > 0 {
         // Named, not left as bare "connect" errors.

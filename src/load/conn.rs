@@ -26,6 +26,20 @@ pub fn fd_exhausted() -> u64 {
     FD_EXHAUSTED.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// Responses refused because their head passed the response-head limit.
+static HEAD_TOO_LARGE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Counts a response whose head passed [`crate::net::http::MAX_RESPONSE_HEAD`].
+pub fn note_head_too_large() {
+    HEAD_TOO_LARGE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// How many responses were refused for a head over the limit (counted as
+/// `protocol` errors), so the command can say why.
+pub fn head_too_large() -> u64 {
+    HEAD_TOO_LARGE.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// A new connection and what it cost.
 pub struct Opened {
     pub stream: Stream,

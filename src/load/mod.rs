@@ -26,7 +26,7 @@ mod worker;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-pub use conn::fd_exhausted;
+pub use conn::{fd_exhausted, head_too_large};
 pub use engine::Progress;
 pub use plan::{Endpoint, LoadPlan, Model, PlanError};
 pub use result::LoadResult;
