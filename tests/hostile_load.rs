@@ -311,3 +311,20 @@ fn zero_length_stages_are_refused() {
             || crate::store::run_ok(&["runs", "--db", db.to_str().unwrap()]).contains("no runs")
     );
 }
+
+/// Issue 15 item 15: a URL too long to send is a usage error (exit 2) for every
+/// command, saying the limit — not a run failure after connecting.
+#[test]
+fn a_url_too_long_to_send_is_a_usage_error() {
+    let lab = crate::util_lab::healthy();
+    let url = lab.url(&format!("/{}", "a".repeat(70_000)));
+    for cmd in ["probe", "load", "diagnose"] {
+        let out = crate::util::run(&[cmd, &url, "-n", "1", "--no-save"]);
+        assert_eq!(out.status.code(), Some(2), "{cmd}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("too long to send"),
+            "{cmd}: {}",
+            stderr(&out)
+        );
+    }
+}
