@@ -265,7 +265,7 @@ pub fn fd_limit() -> u64 {
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
         return 0;
     }
-    lim.rlim_cur as u64
+    lim.rlim_cur
 }
 
 /// Checks `connections` against the open-file limit (`ulimit -n`) before anything
@@ -282,7 +282,7 @@ fn fit_fd_limit(connections: u32, explicit: bool) -> Result<u32, PlanError> {
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
         return Ok(connections);
     }
-    let (soft, hard) = (lim.rlim_cur as u64, lim.rlim_max as u64);
+    let (soft, hard) = (lim.rlim_cur, lim.rlim_max);
     if need <= soft {
         return Ok(connections);
     }

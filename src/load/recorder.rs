@@ -142,19 +142,6 @@ pub(crate) fn endpoint_histogram(endpoints: usize) -> Histogram<u64> {
     h
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn endpoint_histograms_grow_to_what_they_record() {
-        for n in [1, 10_000] {
-            let mut h = super::endpoint_histogram(n);
-            h.record(30_000_000).unwrap();
-            let p50 = h.value_at_quantile(0.5) as f64;
-            assert!((p50 / 30e6 - 1.0).abs() < 0.01, "{n}: {p50}");
-        }
-    }
-}
-
 /// Everything one worker thread measured.
 pub struct Recorder {
     start: Instant,
@@ -378,5 +365,18 @@ impl Recorder {
             self.raw_error = raw.error.map(|e| e.to_string());
         }
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn endpoint_histograms_grow_to_what_they_record() {
+        for n in [1, 10_000] {
+            let mut h = super::endpoint_histogram(n);
+            h.record(30_000_000).unwrap();
+            let p50 = h.value_at_quantile(0.5) as f64;
+            assert!((p50 / 30e6 - 1.0).abs() < 0.01, "{n}: {p50}");
+        }
     }
 }

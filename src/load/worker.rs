@@ -489,7 +489,7 @@ impl<'a, 'p> Worker<'a, 'p> {
             } else {
                 // Behind schedule: let the connections run now and then.
                 behind += 1;
-                if behind % 256 == 0 {
+                if behind.is_multiple_of(256) {
                     tokio::task::yield_now().await;
                 }
             }
