@@ -156,6 +156,8 @@ impl LoadPlan {
         if connections == 0 {
             return usage("connections must be at least 1");
         }
+        // Diagnose's ramp: as many as the open-file limit allows.
+        let connections = fit_fd_limit(connections.min(MAX_CONNECTIONS), false)?;
         let mut endpoints = endpoints;
         for e in &mut endpoints {
             if e.path_and_query.is_empty() {
