@@ -39,11 +39,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<u8> {
         writeln!(out)?;
     } else {
         // Labels and targets may come from an imported file: no terminal escapes.
-        write!(
-            out,
-            "{}",
-            super::output::clean(&compare_text::render(&cmp))
-        )?;
+        write!(out, "{}", super::output::clean(&compare_text::render(&cmp)))?;
     }
     Ok(exit::OK)
 }

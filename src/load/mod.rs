@@ -9,6 +9,7 @@
 //! [`result`] the merged outcome and its JSON. Nothing here prints.
 
 pub mod engine;
+pub mod limits;
 pub mod plan;
 pub mod raw;
 pub mod recorder;
