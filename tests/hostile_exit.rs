@@ -205,3 +205,31 @@ fn failed_connects_stay_out_of_the_percentiles() {
     assert_eq!(doc["latency_ms"]["max"], 0.0, "{doc}");
     assert_eq!(doc["latency_ms"]["p50"], 0.0, "{doc}");
 }
+
+/// Issue 15 item 20: connects that fail for want of file descriptors are named
+/// (EMFILE, with the `ulimit -n` value) on stderr and in the JSON, instead of bare
+/// "connect" errors. The run passes the up-front check (-c 30 under `ulimit -n 100`)
+/// but 66 descriptors are taken before latscope starts.
+#[test]
+fn fd_exhaustion_is_named() {
+    let lab = crate::util_lab::healthy();
+    let script = "ulimit -n 100; for i in $(seq 10 75); do eval \"exec $i</dev/null\"; done; \
+                  exec \"$0\" load \"$1\" -c 30 -d 1s --json --no-save";
+    let mut c = Command::new("bash");
+    c.arg("-c")
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_latscope"))
+        .arg(lab.url("/"));
+    let (out, _) = run_cmd(c, LIMIT);
+    let err = stderr(&out);
+    assert!(
+        err.contains("EMFILE") && err.contains("ulimit -n) is 100"),
+        "{err}"
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(doc["connect_fd_exhausted"].as_u64().unwrap() > 0, "{doc}");
+    assert_eq!(
+        doc["connect_fd_exhausted"], doc["errors"]["connect"],
+        "{doc}"
+    );
+}
