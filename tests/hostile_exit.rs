@@ -178,6 +178,15 @@ fn redirect_loops_chains_and_schemes_are_named() {
     assert!(looped.contains("/b → "), "{looped}");
     let chain = diagnose_text(&server.url("/chain/50"));
     assert!(chain.contains("stopped after 10 redirects"), "{chain}");
+    // Ten redirects are followed: the page after them is audited.
+    let ten = diagnose_text(&server.url("/chain/10"));
+    assert!(!ten.contains("stopped after"), "{ten}");
+    let doc: serde_json::Value = serde_json::from_str(&ten).unwrap();
+    assert_eq!(
+        doc["cache"]["redirects"].as_array().unwrap().len(),
+        10,
+        "{doc}"
+    );
     let js = diagnose_text(&server.url("/js"));
     assert!(js.contains("scheme not followed"), "{js}");
     assert!(!js.contains("invalid port"), "{js}");

@@ -189,7 +189,7 @@ async fn send(
 }
 
 /// Why following `hops` (the last pointing to `next`) must stop: a loop (`next` was
-/// visited), or [`MAX_REDIRECTS`] hops; None to go on.
+/// visited), or a redirect after [`MAX_REDIRECTS`] followed; None to go on.
 fn redirect_stop(hops: &[Hop], next: &str) -> Option<String> {
     let urls = |from: usize| {
         hops[from..]
@@ -206,10 +206,10 @@ fn redirect_stop(hops: &[Hop], next: &str) -> Option<String> {
             urls(i)
         ));
     }
-    (hops.len() >= MAX_REDIRECTS).then(|| {
+    // `hops` holds the redirect just seen: MAX_REDIRECTS were followed before it.
+    (hops.len() > MAX_REDIRECTS).then(|| {
         format!(
-            "stopped after {} redirects (chain: {} → …)",
-            hops.len(),
+            "stopped after {MAX_REDIRECTS} redirects (chain: … {} → …)",
             urls(hops.len().saturating_sub(3))
         )
     })
