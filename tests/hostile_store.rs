@@ -101,7 +101,7 @@ fn failed_save_writes_the_run_to_a_file_and_exits_1() {
 }
 
 /// Issue 15 item 2: a stdout that cannot be written (`> /dev/full`) fails the
-/// command, but the run was saved first (probe and load).
+/// command, but the run was saved first (probe, load, diagnose, disk).
 #[test]
 fn full_stdout_does_not_lose_the_run() {
     let lab = crate::util_lab::healthy();
@@ -109,6 +109,9 @@ fn full_stdout_does_not_lose_the_run() {
     let dir = temp_dir("dev-full");
     let db = dir.join("runs.db");
     let db = db.to_str().unwrap();
+    let data = dir.join("data.bin");
+    std::fs::write(&data, vec![1u8; 1 << 20]).unwrap();
+    let data = data.to_str().unwrap();
     for args in [
         vec!["probe", url.as_str(), "-n", "1", "--label", "full-probe"],
         vec![
@@ -120,6 +123,26 @@ fn full_stdout_does_not_lose_the_run() {
             "1",
             "--label",
             "full-load",
+        ],
+        vec![
+            "diagnose",
+            url.as_str(),
+            "-n",
+            "1",
+            "--no-load",
+            "--label",
+            "full-diagnose",
+        ],
+        vec![
+            "disk",
+            data,
+            "-d",
+            "1s",
+            "--buffered",
+            "--pattern",
+            "randread",
+            "--label",
+            "full-disk",
         ],
     ] {
         let mut c = latscope_in(&dir);
@@ -137,10 +160,9 @@ fn full_stdout_does_not_lose_the_run() {
         );
     }
     let listed = run_ok(&["runs", "--db", db]);
-    assert!(
-        listed.contains("full-probe") && listed.contains("full-load"),
-        "{listed}"
-    );
+    for label in ["full-probe", "full-load", "full-diagnose", "full-disk"] {
+        assert!(listed.contains(label), "{label}: {listed}");
+    }
 }
 
 /// Issue 15 item 3: processes creating one new store at the same moment all
