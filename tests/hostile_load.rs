@@ -113,7 +113,8 @@ fn connections_are_checked_against_limits() {
 /// Issue 15 item 6: a TLS server that accepts and never answers the ClientHello
 /// costs a run no more than its `--timeout` and end-of-run grace (it used to add
 /// 10 s: the ALPN check before the run waited 10 s) — for the closed model, `--rate`,
-/// `--http2` and `-n`; and one Ctrl-C ends such a run at once.
+/// `--http2` and `-n`, and with the default timeout within the run's length; and one
+/// Ctrl-C ends such a run at once.
 #[test]
 fn stalled_tls_handshakes_respect_the_timeout() {
     let server = Hostile::stalling();
@@ -133,6 +134,15 @@ fn stalled_tls_handshakes_respect_the_timeout() {
             "{extra:?} took {took:?} against a stalled handshake"
         );
     }
+    // With the default 60 s timeout the check before the run waits at most the run's
+    // length: 2 s + 2 s + a 2 s grace, not 10 s more.
+    let (out, took) = run_capped(
+        &["load", &url, "-k", "-d", "2s", "--no-save"],
+        ONE_GIB_KB,
+        LIMIT,
+    );
+    assert!(out.status.code().is_some(), "{}", stderr(&out));
+    assert!(took.as_secs_f64() < 8.0, "default timeout: took {took:?}");
     // One SIGINT during the pre-run handshake (default timeout 60 s) ends it at once.
     let seen = server.accepted.load(std::sync::atomic::Ordering::SeqCst);
     let mut child = Command::new(env!("CARGO_BIN_EXE_latscope"))
