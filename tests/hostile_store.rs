@@ -460,3 +460,28 @@ fn empty_latscope_db_and_read_only_store() {
         "{text}"
     );
 }
+
+/// Issue 15 item 10: a run stored by an older latscope, secrets and all, comes out of
+/// `runs`, `show` and `export` redacted.
+#[test]
+fn old_unredacted_runs_are_redacted_on_the_way_out() {
+    let dir = temp_dir("old-secrets");
+    let db = dir.join("runs.db");
+    let mut r = record("0d00000001", "h");
+    r.target = "http://carol:letmein@old.test/p?api_key=OLDKEY".into();
+    r.text = "GET http://carol:letmein@old.test/p?api_key=OLDKEY\nCookie: sid=OLDSID\n".into();
+    r.summary = json!({"kind": "load", "url": "http://old.test/?token=OLDTOKEN"});
+    let mut store = latscope::store::Store::open(&db).unwrap();
+    store.save(&r).unwrap();
+    drop(store);
+    let db = db.to_str().unwrap();
+    let mut seen = run_ok(&["runs", "--db", db]);
+    seen.push_str(&run_ok(&["runs", "--json", "--db", db]));
+    seen.push_str(&run_ok(&["show", "0d00000001", "--db", db]));
+    seen.push_str(&run_ok(&["show", "0d00000001", "--json", "--db", db]));
+    seen.push_str(&run_ok(&["export", "0d00000001", "--db", db]));
+    for s in ["letmein", "OLDKEY", "OLDSID", "OLDTOKEN"] {
+        assert!(!seen.contains(s), "'{s}' shown: {seen}");
+    }
+    assert!(seen.contains("old.test/p"), "{seen}");
+}

@@ -69,12 +69,16 @@ fn headline_text(h: &serde_json::Value) -> String {
 /// `latscope runs`.
 pub fn list(args: RunsArgs) -> anyhow::Result<u8> {
     let store = open(&args.db.db)?;
-    let runs = store.list(&ListFilter {
+    let mut runs = store.list(&ListFilter {
         kind: args.kind,
         label: args.label,
         target: args.target,
         last: args.last,
     })?;
+    for r in &mut runs {
+        // Runs stored by an older latscope may hold secrets in their URL.
+        r.target = store::redact_urls(&r.target);
+    }
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &runs)?;
@@ -101,7 +105,7 @@ pub fn list(args: RunsArgs) -> anyhow::Result<u8> {
             clean(&r.id),
             clean(r.label.as_deref().unwrap_or_default()),
             clean(&r.kind),
-            clean(&r.target),
+            clean(&store::redact_urls(&r.target)),
             when(r.started_at_ms),
             headline_text(&r.headline),
         ]);
@@ -114,7 +118,9 @@ pub fn list(args: RunsArgs) -> anyhow::Result<u8> {
 pub fn show(args: ShowArgs) -> anyhow::Result<u8> {
     let store = open(&args.db.db)?;
     let id = resolve(&store, &args.run)?;
-    let run = store.load(&id)?;
+    // Runs stored by an older latscope may hold secrets: redacted on the way out too.
+    let mut run = store.load(&id)?;
+    store::redact_record(&mut run, &[]);
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &run.summary)?;
@@ -130,7 +136,9 @@ pub fn show(args: ShowArgs) -> anyhow::Result<u8> {
 pub fn export(args: ExportArgs) -> anyhow::Result<u8> {
     let store = open(&args.db.db)?;
     let id = resolve(&store, &args.run)?;
-    let run = store.load(&id)?;
+    // Runs stored by an older latscope may hold secrets: redacted on the way out too.
+    let mut run = store.load(&id)?;
+    store::redact_record(&mut run, &[]);
     let file = ExportFile::new(run);
     let text = serde_json::to_string_pretty(&file)?;
     match &args.output {
