@@ -242,3 +242,90 @@ fn fd_exhaustion_is_named() {
         "{doc}"
     );
 }
+
+/// Issue 15 item 14, directory mode: the second signal also removes the test file
+/// `disk` made (held on a full stdout pipe as above; skipped where the kernel does
+/// not show where a thread waits).
+#[test]
+fn second_signal_removes_the_disk_test_file() {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    let dir = crate::store::temp_dir("disk-sigint-dir");
+    let (reader, mut writer) = std::io::pipe().unwrap();
+    let fd = writer.as_raw_fd();
+    // SAFETY: fcntl on a valid fd.
+    unsafe {
+        let fl = libc::fcntl(fd, libc::F_GETFL);
+        libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK);
+    }
+    while writer.write(&[b'x'; 4096]).is_ok() {}
+    // SAFETY: as above; back to blocking for the child.
+    unsafe {
+        let fl = libc::fcntl(fd, libc::F_GETFL);
+        libc::fcntl(fd, libc::F_SETFL, fl & !libc::O_NONBLOCK);
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_latscope"))
+        .args(["disk", dir.to_str().unwrap(), "-d", "30s", "--size", "4MB"])
+        .args(["--buffered", "--pattern", "randread", "--no-save"])
+        .stdin(Stdio::null())
+        .stdout(writer)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let blocked = || {
+        std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|d| {
+                d.filter_map(|e| e.ok()).any(|e| {
+                    std::fs::read_to_string(e.path().join("wchan"))
+                        .is_ok_and(|w| w.contains("pipe"))
+                })
+            })
+            .unwrap_or(false)
+    };
+    let start = Instant::now();
+    while !blocked() {
+        if start.elapsed() > Duration::from_secs(5) {
+            let _ = child.kill();
+            let _ = child.wait();
+            eprintln!("skipped: /proc/PID/task/*/wchan does not show the pipe wait");
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let made = || {
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with(".latscope-disk")
+            })
+            .count()
+    };
+    while made() == 0 {
+        assert!(start.elapsed() < Duration::from_secs(20), "no test file");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for _ in 0..2 {
+        // SAFETY: kill with a valid pid and signal.
+        unsafe { libc::kill(pid as i32, libc::SIGINT) };
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("two SIGINTs did not end disk");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    drop(reader);
+    assert_eq!(status.code(), Some(130));
+    assert_eq!(made(), 0, "the test file was left behind");
+}

@@ -18,13 +18,39 @@ use super::saving::{self, NewRun};
 /// Set by SIGINT/SIGTERM.
 static STOP: AtomicBool = AtomicBool::new(false);
 
+/// The test file the run will create in a directory (a leaked C string, or null),
+/// removed by a second signal before the process ends at once.
+static TEST_FILE: std::sync::atomic::AtomicPtr<libc::c_char> =
+    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+
+/// Registers the test file `disk` creates in a directory (`.latscope-disk-PID.tmp`,
+/// when no file of that name is there yet: then it can only be this run's).
+fn register_test_file(dir: &std::path::Path) {
+    use std::os::unix::ffi::OsStrExt;
+    if !dir.is_dir() {
+        return;
+    }
+    let path = dir.join(format!(".latscope-disk-{}.tmp", std::process::id()));
+    if path.exists() {
+        return;
+    }
+    if let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) {
+        TEST_FILE.store(c.into_raw(), Ordering::Relaxed);
+    }
+}
+
 extern "C" fn on_signal(_: libc::c_int) {
     // A second signal while the run winds down: the user means it (exit 130, as
     // load and probe do). Only async-signal-safe calls here.
     if STOP.swap(true, Ordering::Relaxed) {
         const MSG: &[u8] = b"\nlatscope: stopped at once (a second signal)\n";
-        // SAFETY: write(2) and _exit(2) are async-signal-safe; MSG is a valid buffer.
+        let test_file = TEST_FILE.load(Ordering::Relaxed);
+        // SAFETY: unlink(2), write(2) and _exit(2) are async-signal-safe; MSG is a
+        // valid buffer; TEST_FILE is null or a leaked, NUL-terminated path.
         unsafe {
+            if !test_file.is_null() {
+                libc::unlink(test_file);
+            }
             libc::write(2, MSG.as_ptr().cast(), MSG.len());
             libc::_exit(130);
         }
@@ -94,6 +120,7 @@ impl Observer for Printer<'_> {
 /// Runs `latscope disk`.
 pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
     let opts = DiskOptions::from_args(&args).map_err(|m| usage!("{m}"))?;
+    register_test_file(&opts.path);
     catch_signals();
     let started = SystemTime::now();
     let mut printer = Printer {
