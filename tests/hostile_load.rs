@@ -338,3 +338,39 @@ fn a_url_too_long_to_send_is_a_usage_error() {
         );
     }
 }
+
+/// An endless body (a Content-Length of 100 GB, sent forever) costs probe and load
+/// their `--timeout`, in bounded memory (1 GiB address space), and is reported as a
+/// failure — the reusable `Reply::Endless` server.
+#[test]
+fn an_endless_body_is_bounded_by_the_timeout() {
+    let server = Hostile::start(|_| {
+        Reply::Endless(b"HTTP/1.1 200 OK\r\nContent-Length: 100000000000\r\n\r\n".to_vec())
+    });
+    let url = server.url("/");
+    let (out, took) = run_capped(
+        &["probe", &url, "-n", "1", "--timeout", "1s", "--no-save"],
+        ONE_GIB_KB,
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    let (out, took) = run_capped(
+        &[
+            "load",
+            &url,
+            "-d",
+            "1s",
+            "-c",
+            "2",
+            "--timeout",
+            "1s",
+            "--no-save",
+        ],
+        ONE_GIB_KB,
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("timeout"), "{}", stderr(&out));
+    assert!(took < Duration::from_secs(10), "{took:?}");
+}
