@@ -172,6 +172,9 @@ pub struct HttpArgs {
     /// Request body, or @FILE to read it from a file.
     #[arg(long, value_name = "DATA")]
     pub data: Option<String>,
+    /// The largest request body --data @FILE may read.
+    #[arg(long, value_name = "SIZE", default_value = "1GiB", value_parser = size)]
+    pub max_body: u64,
     /// Request timeout.
     #[arg(long, value_name = "DUR", default_value = "60s", value_parser = duration)]
     pub timeout: Duration,
@@ -190,6 +193,10 @@ pub struct HttpArgs {
     /// Use HTTP/2 (h2c with prior knowledge on plain http; only h2 in ALPN on https).
     #[arg(long)]
     pub http2: bool,
+    /// Also redact this header's value in stored runs (repeatable; Authorization,
+    /// Cookie, X-Api-Key, *-Token, *-Secret, *-Key … always are).
+    #[arg(long = "redact-header", value_name = "NAME")]
+    pub redact_headers: Vec<String>,
 }
 
 /// Flags about where results go, shared by every measuring command.

@@ -7,6 +7,10 @@ use clap::Parser;
 use latscope::error::{exit, UsageError};
 
 fn main() -> ExitCode {
+    // `LATSCOPE_DB=` (set but empty) means no store was chosen: the default one.
+    if std::env::var_os("LATSCOPE_DB").is_some_and(|v| v.is_empty()) {
+        std::env::remove_var("LATSCOPE_DB");
+    }
     let cli = latscope::cli::Cli::parse_from(with_default_command(std::env::args_os()));
     match latscope::run(cli) {
         Ok(code) => ExitCode::from(code),
@@ -16,7 +20,12 @@ fn main() -> ExitCode {
                 return ExitCode::from(exit::OK);
             }
             let _ = std::io::stdout().flush();
-            eprintln!("latscope: error: {err:#}");
+            // An error can quote what a server or a file said: no terminal escapes.
+            let shown: String = format!("{err:#}")
+                .chars()
+                .map(|c| if c.is_control() && c != '\n' { '?' } else { c })
+                .collect();
+            eprintln!("latscope: error: {shown}");
             if err.downcast_ref::<UsageError>().is_some() {
                 ExitCode::from(exit::USAGE)
             } else {

@@ -9,14 +9,16 @@ use serde_json::json;
 
 use crate::util::latscope;
 
-fn temp_dir(name: &str) -> PathBuf {
+/// A fresh temp directory for one test.
+pub(crate) fn temp_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("latscope-it-store-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
 }
 
-fn record(id: &str, host: &str) -> RunRecord {
+/// A run record as an export holds it (a real histogram inside: import decodes it).
+pub(crate) fn record(id: &str, host: &str) -> RunRecord {
     RunRecord {
         id: id.into(),
         kind: "load".into(),
@@ -38,19 +40,21 @@ fn record(id: &str, host: &str) -> RunRecord {
         histograms: vec![StoredHistogram {
             name: "latency".into(),
             second: None,
-            v2: vec![7, 8, 9],
+            v2: crate::util_hostile::v2_histogram(&[1_500_000, 9_000_000]),
         }],
     }
 }
 
-fn write_export(dir: &Path, r: &RunRecord) -> PathBuf {
+/// Writes `r` as an export file in `dir`.
+pub(crate) fn write_export(dir: &Path, r: &RunRecord) -> PathBuf {
     let path = dir.join(format!("{}.json", r.id));
     let doc = json!({"format": "latscope-run", "format_version": 1, "run": r});
     std::fs::write(&path, doc.to_string()).unwrap();
     path
 }
 
-fn run_ok(args: &[&str]) -> String {
+/// Runs latscope, asserts exit 0, returns stdout.
+pub(crate) fn run_ok(args: &[&str]) -> String {
     let out = crate::util::run(args);
     assert!(
         out.status.success(),
@@ -67,7 +71,8 @@ fn export_import_show_roundtrip() {
     let dir = temp_dir("roundtrip");
     let db = dir.join("a.db");
     let db = db.to_str().unwrap();
-    let file = write_export(&dir, &record("aa11bb22cc", "pod-7"));
+    let original = record("aa11bb22cc", "pod-7");
+    let file = write_export(&dir, &original);
     let id = run_ok(&["import", file.to_str().unwrap(), "--db", db]);
     assert_eq!(id.trim(), "aa11bb22cc");
     let listed = run_ok(&["runs", "--db", db]);
@@ -96,7 +101,10 @@ fn export_import_show_roundtrip() {
     let back: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&again).unwrap()).unwrap();
     assert_eq!(back["run"]["env"]["hostname"], "pod-7");
-    assert_eq!(back["run"]["histograms"][0]["v2"], "070809");
+    assert_eq!(
+        back["run"]["histograms"][0],
+        serde_json::to_value(&original.histograms[0]).unwrap()
+    );
     let db2 = dir.join("b.db");
     run_ok(&[
         "import",

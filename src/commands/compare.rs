@@ -38,7 +38,8 @@ pub fn run(args: CompareArgs) -> anyhow::Result<u8> {
         serde_json::to_writer_pretty(&mut out, &cmp)?;
         writeln!(out)?;
     } else {
-        write!(out, "{}", compare_text::render(&cmp))?;
+        // Labels and targets may come from an imported file: no terminal escapes.
+        write!(out, "{}", super::output::clean(&compare_text::render(&cmp)))?;
     }
     Ok(exit::OK)
 }

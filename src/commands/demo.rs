@@ -184,8 +184,10 @@ pub fn run(args: DemoArgs) -> anyhow::Result<u8> {
         text.clone(),
         started,
         &urls,
+        &[],
     );
-    let id = saving::save_record(&args.output, &record);
+    let saved = saving::save_record(&args.output, &record);
+    let id = saved.id().map(str::to_string);
     record.id = id.clone().unwrap_or_else(|| "demo".to_string());
     let html = crate::report::html::render(std::slice::from_ref(&record))
         .map_err(|e| e.to_string())
@@ -197,7 +199,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<u8> {
     text.push_str(&next_steps(&html, id.as_deref()));
 
     super::output::print(args.output.json, &doc, &text)?;
-    Ok(0)
+    Ok(saved.exit_code(0))
 }
 
 /// A wire with the demo's RTT: in a private namespace of our own (any user who may

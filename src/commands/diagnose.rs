@@ -112,12 +112,27 @@ pub fn run(args: DiagnoseArgs) -> anyhow::Result<u8> {
     }
     let text = render_text(&results);
     let doc = json_doc("diagnose", entries, targets.len() > 1);
+    // Saved before it is printed: a stdout that cannot be written loses nothing.
+    let saved = saving::save_record(
+        &args.output,
+        &record(
+            &args.output,
+            &results,
+            doc.clone(),
+            text.clone(),
+            started,
+            &args.urls,
+            &args.http.redact_headers,
+        ),
+    );
     super::output::print(args.output.json, &doc, &text)?;
     for (url, e) in &failures {
-        eprintln!("latscope: {url}: {e:#}");
+        eprintln!(
+            "latscope: {}",
+            super::output::clean(&format!("{url}: {e:#}"))
+        );
     }
-    save(&args.output, &results, doc, text, started, &args.urls);
-    Ok(if failures.is_empty() { 0 } else { 1 })
+    Ok(saved.exit_code(if failures.is_empty() { 0 } else { 1 }))
 }
 
 /// A progress line on stderr, only on a terminal.
@@ -356,17 +371,6 @@ pub(crate) fn render_text(results: &[Diagnosis]) -> String {
     text
 }
 
-fn save(
-    output: &crate::cli::OutputArgs,
-    results: &[Diagnosis],
-    doc: Value,
-    text: String,
-    started: SystemTime,
-    urls: &[String],
-) -> Option<String> {
-    saving::save_record(output, &record(output, results, doc, text, started, urls))
-}
-
 /// The run record of a diagnosis (what is saved and what the HTML report renders).
 pub(crate) fn record(
     output: &crate::cli::OutputArgs,
@@ -375,6 +379,7 @@ pub(crate) fn record(
     text: String,
     started: SystemTime,
     urls: &[String],
+    secret_headers: &[String],
 ) -> crate::store::RunRecord {
     let findings: Vec<&Finding> = results.iter().flat_map(|d| &d.findings).collect();
     let mut histograms = Vec::new();
@@ -396,7 +401,7 @@ pub(crate) fn record(
             findings: serde_json::to_value(&findings).unwrap_or_default(),
             text,
             histograms,
-            secret_headers: Vec::new(),
+            secret_headers: secret_headers.to_vec(),
         },
     )
 }

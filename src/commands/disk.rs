@@ -18,8 +18,43 @@ use super::saving::{self, NewRun};
 /// Set by SIGINT/SIGTERM.
 static STOP: AtomicBool = AtomicBool::new(false);
 
+/// The test file the run will create in a directory (a leaked C string, or null),
+/// removed by a second signal before the process ends at once.
+static TEST_FILE: std::sync::atomic::AtomicPtr<libc::c_char> =
+    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+
+/// Registers the test file `disk` creates in a directory (`.latscope-disk-PID.tmp`,
+/// when no file of that name is there yet: then it can only be this run's).
+fn register_test_file(dir: &std::path::Path) {
+    use std::os::unix::ffi::OsStrExt;
+    if !dir.is_dir() {
+        return;
+    }
+    let path = dir.join(format!(".latscope-disk-{}.tmp", std::process::id()));
+    if path.exists() {
+        return;
+    }
+    if let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) {
+        TEST_FILE.store(c.into_raw(), Ordering::Relaxed);
+    }
+}
+
 extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
+    // A second signal while the run winds down: the user means it (exit 130, as
+    // load and probe do). Only async-signal-safe calls here.
+    if STOP.swap(true, Ordering::Relaxed) {
+        const MSG: &[u8] = b"\nlatscope: stopped at once (a second signal)\n";
+        let test_file = TEST_FILE.load(Ordering::Relaxed);
+        // SAFETY: unlink(2), write(2) and _exit(2) are async-signal-safe; MSG is a
+        // valid buffer; TEST_FILE is null or a leaked, NUL-terminated path.
+        unsafe {
+            if !test_file.is_null() {
+                libc::unlink(test_file);
+            }
+            libc::write(2, MSG.as_ptr().cast(), MSG.len());
+            libc::_exit(130);
+        }
+    }
 }
 
 /// Makes Ctrl-C (and SIGTERM) set [`STOP`] instead of killing the process, so the
@@ -85,6 +120,7 @@ impl Observer for Printer<'_> {
 /// Runs `latscope disk`.
 pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
     let opts = DiskOptions::from_args(&args).map_err(|m| usage!("{m}"))?;
+    register_test_file(&opts.path);
     catch_signals();
     let started = SystemTime::now();
     let mut printer = Printer {
@@ -113,9 +149,8 @@ pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
     let doc = result.to_json(&findings);
     let body = report::disk::render(&result, &findings);
     let text = format!("{}{body}", printer.header);
-    super::output::print(args.output.json, &doc, &body)?;
-
-    saving::save(
+    // Saved before it is printed: a stdout that cannot be written loses nothing.
+    let saved = saving::save(
         &args.output,
         NewRun {
             kind: "disk",
@@ -136,7 +171,7 @@ pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
                 "write": opts.allow_write,
                 "engine": format!("{:?}", opts.engine).to_lowercase(),
             }),
-            summary: doc,
+            summary: doc.clone(),
             timeline: result.timeline_json(),
             findings: serde_json::to_value(&findings)?,
             text,
@@ -144,5 +179,6 @@ pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
             secret_headers: Vec::new(),
         },
     );
-    Ok(0)
+    super::output::print(args.output.json, &doc, &body)?;
+    Ok(saved.exit_code(0))
 }

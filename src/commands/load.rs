@@ -26,7 +26,9 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     let stop = interrupt.flag.clone();
     let tty = std::io::stderr().is_terminal();
     if !args.output.json {
-        super::output::say(&report::load::header(&plan))?;
+        // A stdout that cannot be written (`> /dev/full`) must not stop the run
+        // before it is measured and saved; the final print reports the error.
+        let _ = super::output::say(&report::load::header(&plan));
     }
     let mut shown = false;
     let result = load::run_with_progress(&plan, &stop, &mut |p| {
@@ -47,18 +49,30 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     let findings = diagnose::run_rules(&facts);
     let mut doc = result.to_json();
     doc["findings"] = serde_json::to_value(&findings)?;
+    let head_too_large = load::head_too_large();
+    if head_too_large > 0 {
+        eprintln!(
+            "latscope: {head_too_large} responses had headers over {} KiB, latscope's limit for every command (counted as protocol errors)",
+            crate::net::http::MAX_RESPONSE_HEAD / 1024
+        );
+    }
+    let fd_exhausted = load::fd_exhausted();
+    if fd_exhausted > 0 {
+        // Named, not left as bare "connect" errors.
+        doc["connect_fd_exhausted"] = serde_json::json!(fd_exhausted);
+        eprintln!(
+            "latscope: {fd_exhausted} connects failed: too many open files (EMFILE): the open-file limit (ulimit -n) is {}; raise it or lower -c",
+            load::plan::fd_limit()
+        );
+    }
     let text = format!(
         "{}{}",
         report::load::header(&plan),
         report::load::summary(&result, &findings)
     );
-    super::output::print(
-        args.output.json,
-        &doc,
-        &report::load::summary(&result, &findings),
-    )?;
-    let secret_headers = Vec::new();
-    if let Some(id) = saving::save(
+    let secret_headers = args.http.redact_headers.clone();
+    // Saved before it is printed: a stdout that cannot be written loses nothing.
+    let saved = saving::save(
         &args.output,
         NewRun {
             kind: "load",
@@ -67,17 +81,29 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
             duration_s: result.elapsed.as_secs_f64(),
             config: plan.to_json(),
             timeline: result.timeline_json(),
-            summary: doc,
+            summary: doc.clone(),
             findings: serde_json::to_value(&findings)?,
             text,
             histograms: result.histograms(),
             secret_headers,
         },
-    ) {
+    );
+    super::output::print(
+        args.output.json,
+        &doc,
+        &report::load::summary(&result, &findings),
+    )?;
+    if let Some(id) = saved.id() {
         if !args.output.json {
             super::output::say(&format!("\n  saved as run {id}\n"))?;
         }
     }
+    Ok(saved.exit_code(verdict(&result)))
+}
+
+/// The exit code the run itself earns: 1 when every request failed or none
+/// completed, 99 when a threshold failed, else 0.
+fn verdict(result: &load::LoadResult) -> u8 {
     if result.requests > 0 && result.ok == 0 && !result.aborted {
         let kinds: Vec<String> = result
             .errors
@@ -88,11 +114,11 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
             "latscope: error: every request failed ({})",
             kinds.join(", ")
         );
-        return Ok(exit::RUN_FAILED);
+        return exit::RUN_FAILED;
     }
     if result.requests == 0 && !result.aborted {
         eprintln!("latscope: error: no request completed");
-        return Ok(exit::RUN_FAILED);
+        return exit::RUN_FAILED;
     }
     if !result.thresholds_ok() {
         let failed: Vec<String> = result
@@ -105,7 +131,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
             })
             .collect();
         eprintln!("latscope: threshold failed: {}", failed.join(", "));
-        return Ok(exit::THRESHOLD);
+        return exit::THRESHOLD;
     }
-    Ok(exit::OK)
+    exit::OK
 }

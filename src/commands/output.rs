@@ -13,7 +13,7 @@ pub(crate) fn print(json: bool, doc: &impl serde::Serialize, text: &str) -> anyh
             serde_json::to_writer_pretty(&mut out, doc).map_err(std::io::Error::from)?;
             writeln!(out)?;
         } else {
-            out.write_all(text.as_bytes())?;
+            out.write_all(clean(text).as_bytes())?;
         }
         out.flush()
     };
@@ -27,4 +27,38 @@ pub(crate) fn print(json: bool, doc: &impl serde::Serialize, text: &str) -> anyh
 /// its result ("saved as run …"): never `print!`, which panics on a closed pipe.
 pub(crate) fn say(text: &str) -> anyhow::Result<()> {
     print(false, &(), text)
+}
+
+/// Text for the terminal with every control character but newline and tab shown as
+/// `\xNN` (or `\u{NNNN}`): what a server or a stored/imported file supplied (a
+/// header, a reason phrase, a run's text) cannot set the title, clear the screen or
+/// rewrite earlier lines. latscope's own stdout text holds no escapes.
+pub(crate) fn clean(text: &str) -> std::borrow::Cow<'_, str> {
+    let bad = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(bad) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if !bad(c) {
+            out.push(c);
+        } else if (c as u32) < 0x100 {
+            out.push_str(&format!("\\x{:02x}", c as u32));
+        } else {
+            out.push_str(&format!("\\u{{{:04x}}}", c as u32));
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn clean_shows_escapes_and_keeps_newlines() {
+        assert_eq!(
+            super::clean("a\x1b]0;pwned\x07b\n\tc\r"),
+            "a\\x1b]0;pwned\\x07b\n\tc\\x0d"
+        );
+        assert_eq!(super::clean("plain\n"), "plain\n");
+    }
 }

@@ -88,13 +88,10 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
 
     let text = render_text(&results, &summaries, &failures);
     let doc = json_doc("probe", entries, targets.len() > 1);
-    super::output::print(args.output.json, &doc, &text)?;
-    for (url, e) in &failures {
-        eprintln!("latscope: {url}: {e}");
-    }
 
+    // Saved before it is printed: a stdout that cannot be written loses nothing.
     let findings: Vec<_> = results.iter().flat_map(|r| r.findings.clone()).collect();
-    saving::save(
+    let saved = saving::save(
         &args.output,
         NewRun {
             kind: "probe",
@@ -114,15 +111,19 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
                 "insecure": client.insecure,
                 "http_version": format!("{:?}", client.version),
             }),
-            summary: doc,
+            summary: doc.clone(),
             timeline: serde_json::Value::Null,
             findings: serde_json::to_value(&findings)?,
-            text,
+            text: text.clone(),
             histograms: Vec::new(),
-            secret_headers: Vec::new(),
+            secret_headers: args.http.redact_headers.clone(),
         },
     );
-    Ok(if failures.is_empty() { 0 } else { 1 })
+    super::output::print(args.output.json, &doc, &text)?;
+    for (url, e) in &failures {
+        eprintln!("latscope: {}", super::output::clean(&format!("{url}: {e}")));
+    }
+    Ok(saved.exit_code(if failures.is_empty() { 0 } else { 1 }))
 }
 
 /// Runs the rules over one probe: fills its findings and server-time label, returns

@@ -148,9 +148,23 @@ pub(crate) fn run(
         }
         let base = steps[0].p99_ms;
         if step.error_rate() > STOP_ERROR_RATE && i + 1 < levels.len() {
+            // Say which errors: the kinds, and a head over the limit by name.
+            let mut kinds: Vec<String> = f
+                .errors_by_kind
+                .iter()
+                .filter(|(_, n)| **n > 0)
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect();
+            if load::head_too_large() > 0 {
+                kinds.push(format!(
+                    "response headers over {} KiB, latscope's limit",
+                    crate::net::http::MAX_RESPONSE_HEAD / 1024
+                ));
+            }
             stopped_early = Some(format!(
-                "{:.0}% errors at {c} connections",
-                step.error_rate() * 100.0
+                "{:.0}% errors at {c} connections ({})",
+                step.error_rate() * 100.0,
+                kinds.join(", ")
             ));
             break;
         }

@@ -4,27 +4,25 @@ use std::io::Write;
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
-use serde::{Deserialize, Serialize};
 
 use crate::cli::{ExportArgs, ImportArgs, RunsArgs, ShowArgs};
 use crate::error::{exit, UsageError};
 use crate::report::table::{Align, Table};
-use crate::store::{ListFilter, RunRecord, Store, StoreError, EXPORT_FORMAT};
+use crate::store::{self, ExportFile, ListFilter, Store, StoreError};
 
 use super::saving::db_path;
 
-/// The portable file `latscope export` writes.
-#[derive(Debug, Serialize, Deserialize)]
-struct ExportFile {
-    format: String,
-    format_version: u32,
-    run: RunRecord,
-}
-
-const FORMAT_NAME: &str = "latscope-run";
-
+/// Opens the store to read it; one that cannot be written (a read-only mount) is
+/// read as it is, and stderr says so.
 pub(crate) fn open(db: &Option<std::path::PathBuf>) -> anyhow::Result<Store> {
-    Ok(Store::open(&db_path(db))?)
+    let store = Store::open_to_read(&db_path(db))?;
+    if store.read_only() {
+        eprintln!(
+            "latscope: note: the run store {} is read-only: reading it as it is (runs cannot be saved there)",
+            store.path()
+        );
+    }
+    Ok(store)
 }
 
 /// Turns "no such run" into a usage error (exit 2): the user named something wrong.
@@ -71,12 +69,16 @@ fn headline_text(h: &serde_json::Value) -> String {
 /// `latscope runs`.
 pub fn list(args: RunsArgs) -> anyhow::Result<u8> {
     let store = open(&args.db.db)?;
-    let runs = store.list(&ListFilter {
+    let mut runs = store.list(&ListFilter {
         kind: args.kind,
         label: args.label,
         target: args.target,
         last: args.last,
     })?;
+    for r in &mut runs {
+        // Runs stored by an older latscope may hold secrets in their URL.
+        r.target = store::redact_urls(&r.target);
+    }
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &runs)?;
@@ -97,12 +99,13 @@ pub fn list(args: RunsArgs) -> anyhow::Result<u8> {
         .align(3, Align::Left)
         .align(4, Align::Left)
         .align(5, Align::Left);
+    let clean = |s: &str| super::output::clean(s).into_owned();
     for r in &runs {
         t.row([
-            r.id.clone(),
-            r.label.clone().unwrap_or_default(),
-            r.kind.clone(),
-            r.target.clone(),
+            clean(&r.id),
+            clean(r.label.as_deref().unwrap_or_default()),
+            clean(&r.kind),
+            clean(&store::redact_urls(&r.target)),
             when(r.started_at_ms),
             headline_text(&r.headline),
         ]);
@@ -115,13 +118,16 @@ pub fn list(args: RunsArgs) -> anyhow::Result<u8> {
 pub fn show(args: ShowArgs) -> anyhow::Result<u8> {
     let store = open(&args.db.db)?;
     let id = resolve(&store, &args.run)?;
-    let run = store.load(&id)?;
+    // Runs stored by an older latscope may hold secrets: redacted on the way out too.
+    let mut run = store.load(&id)?;
+    store::redact_record(&mut run, &[]);
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &run.summary)?;
         writeln!(out)?;
     } else {
-        write!(out, "{}", run.text)?;
+        // The stored text may come from an imported file: no terminal escapes.
+        write!(out, "{}", super::output::clean(&run.text))?;
     }
     Ok(exit::OK)
 }
@@ -130,12 +136,10 @@ pub fn show(args: ShowArgs) -> anyhow::Result<u8> {
 pub fn export(args: ExportArgs) -> anyhow::Result<u8> {
     let store = open(&args.db.db)?;
     let id = resolve(&store, &args.run)?;
-    let run = store.load(&id)?;
-    let file = ExportFile {
-        format: FORMAT_NAME.into(),
-        format_version: EXPORT_FORMAT,
-        run,
-    };
+    // Runs stored by an older latscope may hold secrets: redacted on the way out too.
+    let mut run = store.load(&id)?;
+    store::redact_record(&mut run, &[]);
+    let file = ExportFile::new(run);
     let text = serde_json::to_string_pretty(&file)?;
     match &args.output {
         Some(path) => std::fs::write(path, text + "\n")
@@ -148,38 +152,35 @@ pub fn export(args: ExportArgs) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
-/// `latscope import FILE`.
+/// `latscope import FILE`: checks every field and histogram (a bad file is refused
+/// with exit 2 naming what is wrong), redacts secrets as a run of this latscope
+/// would have been, then stores it.
 pub fn import(args: ImportArgs) -> anyhow::Result<u8> {
-    let text = std::fs::read_to_string(&args.file)
-        .map_err(|e| UsageError(format!("cannot read {}: {e}", args.file.display())))?;
-    let file: ExportFile = serde_json::from_str(&text).map_err(|e| {
-        UsageError(format!(
-            "{} is not a latscope export (line {}): {e}",
-            args.file.display(),
-            e.line()
-        ))
-    })?;
-    if file.format != FORMAT_NAME {
+    use std::io::Read;
+    let shown = args.file.display();
+    let mut text = String::new();
+    std::fs::File::open(&args.file)
+        .and_then(|f| {
+            f.take(store::export::MAX_FILE + 1)
+                .read_to_string(&mut text)
+        })
+        .map_err(|e| UsageError(format!("cannot read {shown}: {e}")))?;
+    if text.len() as u64 > store::export::MAX_FILE {
         return Err(UsageError(format!(
-            "{} is not a latscope export (format '{}')",
-            args.file.display(),
-            file.format
+            "{shown} is larger than an export can be ({} MiB)",
+            store::export::MAX_FILE >> 20
         ))
         .into());
     }
-    if file.format_version > EXPORT_FORMAT {
-        return Err(UsageError(format!(
-            "{} was exported by a newer latscope (format {}, this one reads up to {EXPORT_FORMAT})",
-            args.file.display(),
-            file.format_version
-        ))
-        .into());
-    }
-    let mut store = open(&args.db.db)?;
+    let mut file = ExportFile::parse(&text).map_err(|e| UsageError(format!("{shown}: {e}")))?;
+    store::redact_record(&mut file.run, &[]);
+    let mut store = Store::open(&db_path(&args.db.db))?;
     let id = store.save(&file.run)?;
     eprintln!(
         "imported run {id} ({} {}, made on {})",
-        file.run.kind, file.run.target, file.run.env.hostname
+        file.run.kind,
+        super::output::clean(&file.run.target),
+        super::output::clean(&file.run.env.hostname)
     );
     super::output::say(&format!("{id}\n"))?;
     Ok(exit::OK)

@@ -124,6 +124,46 @@ pub fn parse_header(text: &str) -> Result<(HeaderName, HeaderValue), UsageError>
     Ok((name, value))
 }
 
+/// The default cap on a request body read with `--data @FILE`: 1 GiB
+/// (`--max-body` raises it).
+pub const DEFAULT_MAX_BODY: u64 = 1 << 30;
+
+/// Reads `--data @FILE` up to `limit` bytes: a device (`/dev/zero`, `/dev/urandom`)
+/// is refused, as is a file larger than the limit, before anything is read; a pipe
+/// is read until the limit and refused past it.
+pub fn read_body(path: &str, limit: u64) -> Result<Bytes, UsageError> {
+    use std::io::Read;
+    use std::os::unix::fs::FileTypeExt;
+    let err = |why: String| UsageError::new(format!("--data @{path}: {why}"));
+    let too_big = || {
+        err(format!(
+            "larger than the request body limit of {} bytes (raise it with --max-body SIZE)",
+            limit
+        ))
+    };
+    let meta = std::fs::metadata(path).map_err(|e| err(e.to_string()))?;
+    let kind = meta.file_type();
+    if kind.is_char_device() || kind.is_block_device() {
+        return Err(err(
+            "a device, not a file: a request body must end (give a file or a pipe)".into(),
+        ));
+    }
+    if kind.is_dir() {
+        return Err(err("a directory, not a file".into()));
+    }
+    if kind.is_file() && meta.len() > limit {
+        return Err(too_big());
+    }
+    let mut body = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(limit.saturating_add(1)).read_to_end(&mut body))
+        .map_err(|e| err(e.to_string()))?;
+    if body.len() as u64 > limit {
+        return Err(too_big());
+    }
+    Ok(Bytes::from(body))
+}
+
 /// Builds the request and client settings from the shared flags.
 pub fn from_args(args: &HttpArgs) -> Result<(RequestSpec, ClientOptions), UsageError> {
     let headers = args
@@ -133,12 +173,7 @@ pub fn from_args(args: &HttpArgs) -> Result<(RequestSpec, ClientOptions), UsageE
         .collect::<Result<Vec<_>, _>>()?;
     let body = match &args.data {
         None => Bytes::new(),
-        Some(d) if d.starts_with('@') => {
-            let path = &d[1..];
-            Bytes::from(
-                std::fs::read(path).map_err(|e| UsageError::new(format!("--data @{path}: {e}")))?,
-            )
-        }
+        Some(d) if d.starts_with('@') => read_body(&d[1..], args.max_body)?,
         Some(d) => Bytes::from(d.clone()),
     };
     let method = match &args.method {

@@ -16,6 +16,30 @@ use super::recorder::ErrorKind;
 /// A plain or TLS connection (the same stream the probe uses).
 pub use crate::net::conn::Stream;
 
+/// Connects that failed because the process (EMFILE) or the system (ENFILE) had no
+/// file descriptor left, since the process started.
+static FD_EXHAUSTED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many connects failed for want of a file descriptor (EMFILE/ENFILE), so the
+/// command can name the open-file limit instead of a bare "connect" error.
+pub fn fd_exhausted() -> u64 {
+    FD_EXHAUSTED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Responses refused because their head passed the response-head limit.
+static HEAD_TOO_LARGE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Counts a response whose head passed [`crate::net::http::MAX_RESPONSE_HEAD`].
+pub fn note_head_too_large() {
+    HEAD_TOO_LARGE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// How many responses were refused for a head over the limit (counted as
+/// `protocol` errors), so the command can say why.
+pub fn head_too_large() -> u64 {
+    HEAD_TOO_LARGE.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// A new connection and what it cost.
 pub struct Opened {
     pub stream: Stream,
@@ -59,9 +83,12 @@ impl Connector {
     pub async fn open(&self, phase: &std::cell::Cell<Phase>) -> Result<Opened, ErrorKind> {
         phase.set(Phase::Connect);
         let t0 = Instant::now();
-        let tcp = TcpStream::connect(self.addr)
-            .await
-            .map_err(|_| ErrorKind::Connect)?;
+        let tcp = TcpStream::connect(self.addr).await.map_err(|e| {
+            if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
+                FD_EXHAUSTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            ErrorKind::Connect
+        })?;
         let _ = tcp.set_nodelay(true);
         let t1 = Instant::now();
         let connect = t1 - t0;

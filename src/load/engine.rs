@@ -94,20 +94,28 @@ impl Prepared<'_> {
 }
 
 /// Whether the server picks h2 in ALPN: one connection before the run (not
-/// recorded). A failure to connect leaves the choice to the offer (h2 only when it
-/// was the only protocol offered); the run then records the failures itself.
-fn alpn_says_h2(connector: &Connector, only_h2: bool) -> bool {
-    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+/// recorded), bounded by the request timeout, at most 10 s and at most the run's
+/// length, and ended at once by the stop flag (Ctrl-C), so a server that stalls the
+/// handshake costs no more than one request would. None when it did not answer (the
+/// run then records the failures itself).
+fn alpn_says_h2(connector: &Connector, limit: Duration, stop: &AtomicBool) -> Option<bool> {
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-    else {
-        return only_h2;
-    };
+        .ok()?;
     rt.block_on(async {
         let phase = std::cell::Cell::new(super::conn::Phase::Connect);
-        match tokio::time::timeout(Duration::from_secs(10), connector.open(&phase)).await {
-            Ok(Ok(o)) => o.h2,
-            _ => only_h2,
+        let stopped = async {
+            while !stop.load(Ordering::Relaxed) {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        tokio::select! {
+            r = tokio::time::timeout(limit, connector.open(&phase)) => match r {
+                Ok(Ok(o)) => Some(o.h2),
+                _ => None,
+            },
+            _ = stopped => None,
         }
     })
 }
@@ -138,7 +146,7 @@ fn csv_name(n: &str) -> String {
 }
 
 impl<'a> Prepared<'a> {
-    fn new(plan: &'a LoadPlan) -> Result<Prepared<'a>, LoadError> {
+    fn new(plan: &'a LoadPlan, stop: &AtomicBool) -> Result<Prepared<'a>, LoadError> {
         if plan.endpoints.is_empty() {
             return Err(LoadError::Plan("no request to send".into()));
         }
@@ -177,11 +185,33 @@ impl<'a> Prepared<'a> {
             None => None,
         };
         let mut acc = 0;
-        let connector = Connector::new(addr, tls);
+        let mut connector = Connector::new(addr, tls);
+        let limit = plan
+            .client
+            .timeout
+            .min(Duration::from_secs(10))
+            .min(plan.run_length().unwrap_or(Duration::MAX));
         let h2 = match (plan.target.scheme, plan.client.version) {
             (_, HttpVersionPref::Http1) => false,
             (Scheme::Https, v) if plan.keepalive || v == HttpVersionPref::Http2 => {
-                alpn_says_h2(&connector, v == HttpVersionPref::Http2)
+                match alpn_says_h2(&connector, limit, stop) {
+                    Some(h2) => h2,
+                    None if v == HttpVersionPref::Http2 => true,
+                    None => {
+                        // No answer before the run: offer only http/1.1, so every
+                        // connection speaks what the workers will send.
+                        let config = tls::client_config(&TlsOptions {
+                            insecure: plan.client.insecure,
+                            cacert: plan.client.cacert.clone(),
+                            alpn: vec![tls::ALPN_HTTP11.to_vec()],
+                        })
+                        .map_err(|e| LoadError::Tls(e.to_string()))?;
+                        let name = tls::server_name(&plan.target.host)
+                            .map_err(|e| LoadError::Tls(format!("{}: {e}", plan.target.host)))?;
+                        connector = Connector::new(addr, Some((config, name)));
+                        false
+                    }
+                }
             }
             (Scheme::Https, _) => false,
             (_, v) => v == HttpVersionPref::Http2,
@@ -245,7 +275,7 @@ pub fn run(
     stop: &Arc<AtomicBool>,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<LoadResult, LoadError> {
-    let prepared = Prepared::new(plan)?;
+    let prepared = Prepared::new(plan, stop)?;
     let threads = plan.threads.max(1);
     let started = SystemTime::now();
     let start = Instant::now();

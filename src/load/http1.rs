@@ -15,7 +15,7 @@ use super::retrans::RetransWatch;
 use crate::net::Target;
 
 /// Largest response head accepted.
-const MAX_HEAD: usize = 64 * 1024;
+const MAX_HEAD: usize = crate::net::http::MAX_RESPONSE_HEAD;
 /// A connection's first buffer: enough for small responses, small enough for
 /// thousands of connections.
 const BUF: usize = 4 * 1024;
@@ -152,6 +152,7 @@ impl H1 {
                 bigger[..self.end].copy_from_slice(&self.buf[..self.end]);
                 self.buf = bigger;
             } else {
+                super::conn::note_head_too_large();
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidData,
                     "response head too large",

@@ -136,7 +136,8 @@ pub async fn handshake(stream: Stream) -> Result<SendRequest<Full<Bytes>>, Error
     builder
         .initial_stream_window_size(4 * 1024 * 1024)
         .initial_connection_window_size(16 * 1024 * 1024)
-        .max_concurrent_reset_streams(1024);
+        .max_concurrent_reset_streams(1024)
+        .max_header_list_size(crate::net::http::MAX_RESPONSE_HEAD as u32);
     let (sender, conn) = builder
         .handshake(TokioIo::new(stream))
         .await

@@ -9,6 +9,7 @@
 //! [`result`] the merged outcome and its JSON. Nothing here prints.
 
 pub mod engine;
+pub mod limits;
 pub mod plan;
 pub mod raw;
 pub mod recorder;
@@ -27,6 +28,7 @@ mod worker;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+pub use conn::{fd_exhausted, head_too_large};
 pub use engine::Progress;
 pub use plan::{Endpoint, LoadPlan, Model, PlanError};
 pub use result::LoadResult;

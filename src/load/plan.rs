@@ -10,6 +10,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method};
 
+use super::limits::fit_fd_limit;
+pub use super::limits::{fd_limit, MAX_BACKLOG, MAX_CONNECTIONS, MAX_ENDPOINTS, MAX_RATE, MAX_VUS};
 use super::scenario::{self, Order, Scenario, ScenarioError};
 use super::stages::{self, Ramp, Stage};
 use super::threshold::{self, Threshold};
@@ -101,7 +103,7 @@ impl LoadPlan {
     /// A closed-model plan: `connections` VUs sending GET `url` for `duration`.
     pub fn closed(url: &str, connections: u32, duration: Duration) -> Result<LoadPlan, PlanError> {
         let target = parse_target(url, "URL")?;
-        let name = target.path_and_query.clone();
+        let name = endpoint_name(&target);
         Self::build(
             target,
             vec![endpoint_from(&name, &RequestSpec::default(), None)],
@@ -118,7 +120,7 @@ impl LoadPlan {
         connections: u32,
         duration: Duration,
     ) -> Result<LoadPlan, PlanError> {
-        let name = target.path_and_query.clone();
+        let name = endpoint_name(&target);
         let mut plan = Self::build(
             target,
             vec![endpoint_from(&name, request, None)],
@@ -138,6 +140,8 @@ impl LoadPlan {
         if connections == 0 {
             return usage("connections must be at least 1");
         }
+        // Diagnose's ramp: as many as the open-file limit allows.
+        let connections = fit_fd_limit(connections.min(MAX_CONNECTIONS), false)?;
         let mut endpoints = endpoints;
         for e in &mut endpoints {
             if e.path_and_query.is_empty() {
@@ -245,6 +249,12 @@ fn parse_target(url: &str, what: &str) -> Result<Target, PlanError> {
     Ok(t)
 }
 
+/// The name of a URL's endpoint: its path and query, secret query values redacted
+/// (the name is shown, stored and written to `--raw`; the request keeps them).
+fn endpoint_name(target: &Target) -> String {
+    crate::store::redact_urls(&target.path_and_query)
+}
+
 fn endpoint_from(name: &str, spec: &RequestSpec, path: Option<String>) -> Endpoint {
     Endpoint {
         name: name.to_string(),
@@ -270,6 +280,12 @@ fn from_parts(
         httpcfg::from_args(&args.http).map_err(|e| PlanError::Usage(e.to_string()))?;
     let sc = scenario.unwrap_or_default();
     let file_name = file.map(|f| f.display().to_string()).unwrap_or_default();
+    if sc.requests.len() > MAX_ENDPOINTS {
+        return usage(format!(
+            "scenario {file_name}: {} requests, more than one run measures (at most {MAX_ENDPOINTS})",
+            sc.requests.len()
+        ));
+    }
 
     // Where the requests go.
     let (target, endpoints) = if sc.requests.is_empty() {
@@ -277,7 +293,7 @@ fn from_parts(
             return usage("give a URL or a scenario file (-f FILE)");
         };
         let target = parse_target(url, "URL")?;
-        let name = target.path_and_query.clone();
+        let name = endpoint_name(&target);
         let path = target.path_and_query.clone();
         (target, vec![endpoint_from(&name, &spec, Some(path))])
     } else {
@@ -380,6 +396,30 @@ fn from_parts(
             peak.ceil().clamp(16.0, 10_000.0) as u32
         }
     };
+    if let Model::Open { rate } = model {
+        let peak = if stages.is_empty() {
+            rate
+        } else {
+            Ramp::new(&stages).peak()
+        };
+        if peak > MAX_RATE {
+            return usage(format!(
+                "--rate {peak} is more than one process can send (at most {MAX_RATE} requests per second)"
+            ));
+        }
+    }
+    if connections > MAX_CONNECTIONS {
+        return usage(format!(
+            "-c {connections} is more than one client can hold open to one server (at most {MAX_CONNECTIONS}: one address has ~64k ephemeral ports)"
+        ));
+    }
+    let per_conn = args.streams.or(load.streams).unwrap_or(1) as u64;
+    if connections as u64 * per_conn > MAX_VUS {
+        return usage(format!(
+            "-c {connections} × --streams {per_conn} is more than {MAX_VUS} VUs"
+        ));
+    }
+    let connections = fit_fd_limit(connections, explicit_c.is_some())?;
     if model == Model::Closed && !stages.is_empty() && explicit_c.is_some() {
         let peak = Ramp::new(&stages).peak();
         if (connections as f64) < peak.ceil() {

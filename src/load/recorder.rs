@@ -149,6 +149,19 @@ pub struct StartedAcc {
     pub max_ns: u64,
 }
 
+/// A per-endpoint latency histogram: it starts small and grows to the latencies
+/// recorded (auto-resize), with 3 significant digits for up to 16 endpoints and 2
+/// beyond, so a scenario of thousands of endpoints takes megabytes per thread, not
+/// gigabytes (a full 1 µs..1 h histogram is ~190 KB).
+pub(crate) fn endpoint_histogram(endpoints: usize) -> Histogram<u64> {
+    use crate::stats::histogram::LOWEST_NS;
+    let digits = if endpoints <= 16 { 3 } else { 2 };
+    let mut h = Histogram::new_with_bounds(LOWEST_NS, 2 * LOWEST_NS, digits)
+        .expect("static bounds are valid");
+    h.auto(true);
+    h
+}
+
 /// Everything one worker thread measured.
 pub struct Recorder {
     start: Instant,
@@ -159,7 +172,7 @@ pub struct Recorder {
     pub tls: Histogram<u64>,
     pub endpoints: Vec<EndpointAcc>,
     pub errors: [u64; KINDS],
-    /// Count per status code 0..=599 (index = status).
+    /// Count per status code 0..=999 (index = status; any 3-digit code is kept).
     pub statuses: Vec<u64>,
     pub requests: u64,
     pub ok: u64,
@@ -208,14 +221,14 @@ impl Recorder {
             tls: new_histogram(),
             endpoints: (0..endpoints)
                 .map(|_| EndpointAcc {
-                    latency: new_histogram(),
+                    latency: endpoint_histogram(endpoints),
                     requests: 0,
                     ok: 0,
                     bytes: 0,
                 })
                 .collect(),
             errors: [0; KINDS],
-            statuses: vec![0; 600],
+            statuses: vec![0; 1000],
             requests: 0,
             ok: 0,
             bytes: 0,
@@ -344,15 +357,20 @@ impl Recorder {
         }
         let latency = end.saturating_duration_since(intended);
         let ns = u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX);
-        self.latency.saturating_record(ns);
-        self.current.saturating_record(ns);
-        if self.open_model {
-            record(&mut self.service, end.saturating_duration_since(sent));
+        // A connect that failed measured no response time: it is counted as an
+        // error, never mixed into the latency percentiles.
+        let timed = o.error != Some(ErrorKind::Connect);
+        if timed {
+            self.latency.saturating_record(ns);
+            self.current.saturating_record(ns);
+            if self.open_model {
+                record(&mut self.service, end.saturating_duration_since(sent));
+            }
         }
         let ok = o.error.is_none();
         self.requests += 1;
         self.bytes += o.bytes;
-        self.statuses[(o.status as usize).min(599)] += 1;
+        self.statuses[(o.status as usize).min(999)] += 1;
         if let Some(k) = o.error {
             self.errors[k as usize] += 1;
         } else {
@@ -362,7 +380,13 @@ impl Recorder {
             self.cache_hits += 1;
         }
         let e = &mut self.endpoints[endpoint];
-        e.latency.saturating_record(ns);
+        if timed {
+            // `record` grows the histogram (saturating_record would clamp).
+            let v = ns.min(crate::stats::histogram::HIGHEST_NS);
+            if e.latency.record(v).is_err() {
+                e.latency.saturating_record(v);
+            }
+        }
         e.requests += 1;
         e.bytes += o.bytes;
         e.ok += ok as u64;
@@ -401,5 +425,18 @@ impl Recorder {
             self.raw_error = raw.error.map(|e| e.to_string());
         }
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn endpoint_histograms_grow_to_what_they_record() {
+        for n in [1, 10_000] {
+            let mut h = super::endpoint_histogram(n);
+            h.record(30_000_000).unwrap();
+            let p50 = h.value_at_quantile(0.5) as f64;
+            assert!((p50 / 30e6 - 1.0).abs() < 0.01, "{n}: {p50}");
+        }
     }
 }

@@ -185,7 +185,7 @@ pub fn merge(
             requests: 0,
             ok: 0,
             bytes: 0,
-            latency: new_histogram(),
+            latency: super::recorder::endpoint_histogram(plan.endpoints.len()),
             elapsed_s,
         })
         .collect();

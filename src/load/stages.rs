@@ -46,6 +46,9 @@ pub fn parse(text: &str) -> Result<Vec<Stage>, StagesError> {
     if out.iter().all(|s| s.target == 0.0) {
         return Err(err("every target is 0".into()));
     }
+    if out.iter().all(|s| s.duration.is_zero()) {
+        return Err(err("the stages last 0s: give a stage a duration".into()));
+    }
     Ok(out)
 }
 

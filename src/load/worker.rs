@@ -454,7 +454,7 @@ impl<'a, 'p> Worker<'a, 'p> {
             .prep
             .plan
             .backlog
-            .unwrap_or(peak.ceil() as u64)
+            .unwrap_or((peak.ceil() as u64).min(super::plan::MAX_BACKLOG))
             .div_ceil(self.threads as u64)
             .max(1) as usize;
         let d = Dispatch {
@@ -479,11 +479,15 @@ impl<'a, 'p> Worker<'a, 'p> {
     async fn schedule(&self, d: &Dispatch, backlog: usize) {
         let count = self.prep.plan.count;
         let mut k = self.j as u64;
+        let mut behind = 0u32;
         loop {
             if !self.ctl.running() || count.is_some_and(|n| k >= n) {
                 break;
             }
             let Some(at) = self.prep.ramp.arrival(k as f64) else {
+                // No arrival before the end: the run still lasts its planned time
+                // (`--rate 0.0001 -d 2s` is 2 s with one request, not 0.02 s).
+                self.until_end().await;
                 break;
             };
             let due = self.ctl.start + Duration::from_secs_f64(at);
@@ -495,6 +499,13 @@ impl<'a, 'p> Worker<'a, 'p> {
                 if !self.ctl.running() {
                     break;
                 }
+                behind = 0;
+            } else {
+                // Behind schedule: let the connections run now and then.
+                behind += 1;
+                if behind.is_multiple_of(256) {
+                    tokio::task::yield_now().await;
+                }
             }
             if d.queue.borrow().len() >= backlog {
                 self.rec.borrow_mut().dropped(due);
@@ -504,6 +515,18 @@ impl<'a, 'p> Worker<'a, 'p> {
             k += self.threads as u64;
         }
         d.close();
+    }
+
+    /// Waits until the run's planned end (or until it stops).
+    async fn until_end(&self) {
+        let Some(length) = self.prep.plan.run_length() else {
+            return;
+        };
+        let end = self.ctl.start + length;
+        while self.ctl.running() && Instant::now() < end {
+            let wake = end.min(Instant::now() + Duration::from_millis(50));
+            tokio::time::sleep_until(wake.into()).await;
+        }
     }
 
     async fn open_conn(&self, i: usize, d: &Dispatch, slot: Option<&H2Slot>) {

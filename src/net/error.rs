@@ -32,6 +32,10 @@ pub enum NetError {
     /// The peer sent something that is not HTTP.
     #[error("the server sent an invalid response: {0}")]
     Protocol(String),
+    /// Redirects that were not followed to a page (a loop, too many, an unusable
+    /// Location).
+    #[error("{0}")]
+    Redirects(String),
     /// The user stopped the run (Ctrl-C) before anything was measured.
     #[error("interrupted before anything was measured")]
     Interrupted,
@@ -49,7 +53,7 @@ impl NetError {
             NetError::Tls { .. } => "tls",
             NetError::Timeout { .. } => "timeout",
             NetError::Closed { .. } => "reset",
-            NetError::Protocol(_) => "protocol",
+            NetError::Protocol(_) | NetError::Redirects(_) => "protocol",
             NetError::Io(e) if is_reset(e) => "reset",
             NetError::Io(_) => "protocol",
             NetError::Interrupted => "interrupted",
@@ -79,6 +83,8 @@ impl NetError {
             NetError::Closed {
                 when: "before the response was complete",
             }
+        } else if e.is_parse_too_large() {
+            NetError::Protocol(super::http::head_too_large())
         } else if e.is_parse() || e.is_parse_status() {
             NetError::Protocol(e.to_string())
         } else {

@@ -60,6 +60,18 @@ pub struct Exchange {
     pub closed_after: bool,
 }
 
+/// The largest response head (status line and headers) any command reads: 256 KiB.
+/// Probe, diagnose and load all stop at it, and say so.
+pub const MAX_RESPONSE_HEAD: usize = 256 * 1024;
+
+/// The error text of a response head over [`MAX_RESPONSE_HEAD`].
+pub fn head_too_large() -> String {
+    format!(
+        "response headers larger than {} KiB (latscope's limit for every command)",
+        MAX_RESPONSE_HEAD / 1024
+    )
+}
+
 impl HttpConn {
     /// Runs the HTTP handshake on a freshly opened connection: HTTP/2 when ALPN chose
     /// h2 or `h2c` asks for prior knowledge on plain http, HTTP/1.1 otherwise.
@@ -72,7 +84,9 @@ impl HttpConn {
         let (io, marks) = TimedIo::new(connected.stream);
         let io: TokioIo<TimedIo<Stream>> = TokioIo::new(io);
         let (sender, task) = if use_h2 {
-            let (sender, conn) = http2::handshake(TokioExecutor::new(), io)
+            let (sender, conn) = http2::Builder::new(TokioExecutor::new())
+                .max_header_list_size(MAX_RESPONSE_HEAD as u32)
+                .handshake(io)
                 .await
                 .map_err(NetError::from_hyper)?;
             let task = tokio::spawn(async move {
@@ -80,7 +94,11 @@ impl HttpConn {
             });
             (Sender::H2(sender), task)
         } else {
-            let (sender, conn) = http1::handshake(io).await.map_err(NetError::from_hyper)?;
+            let (sender, conn) = http1::Builder::new()
+                .max_buf_size(MAX_RESPONSE_HEAD)
+                .handshake(io)
+                .await
+                .map_err(NetError::from_hyper)?;
             let task = tokio::spawn(async move {
                 let _ = conn.await;
             });
@@ -161,6 +179,15 @@ impl HttpConn {
             _ => "HTTP/1.1",
         };
         let status = response.status().as_u16();
+        // hyper's own buffer limit lets a head through that fits one read; count it.
+        let head_size: usize = response
+            .headers()
+            .iter()
+            .map(|(k, v)| k.as_str().len() + v.len() + 4)
+            .sum();
+        if head_size > MAX_RESPONSE_HEAD {
+            return Err(NetError::Protocol(head_too_large()));
+        }
         let says_close = response
             .headers()
             .get_all(CONNECTION)

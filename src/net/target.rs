@@ -36,7 +36,12 @@ pub enum TargetError {
     NoHost(String),
     #[error("'{0}' needs a port (tcp://host:port)")]
     NoPort(String),
+    #[error("a URL of {0} bytes is too long to send (at most {MAX_URL} bytes)")]
+    TooLong(usize),
 }
+
+/// The longest URL a request can carry (the `http` crate's request-target limit).
+pub const MAX_URL: usize = 65_534;
 
 impl Target {
     /// Parses a URL. A URL without a scheme is taken as `http://` (as curl does).
@@ -47,8 +52,14 @@ impl Target {
         } else {
             format!("http://{trimmed}")
         };
+        if with_scheme.len() > MAX_URL {
+            return Err(TargetError::TooLong(with_scheme.len()));
+        }
         let url = url::Url::parse(&with_scheme)
             .map_err(|e| TargetError::Malformed(text.to_string(), e.to_string()))?;
+        if url.as_str().len() > MAX_URL {
+            return Err(TargetError::TooLong(url.as_str().len()));
+        }
         let scheme = match url.scheme() {
             "http" => Scheme::Http,
             "https" => Scheme::Https,

@@ -107,7 +107,7 @@ pub async fn audit(config: &ProbeConfig, stop: &Stop) -> Result<CacheObservation
         let seen = Seen::of(&x);
         let location = seen.header("location").map(str::to_string);
         match location {
-            Some(loc) if (300..400).contains(&x.status) && redirects.len() < MAX_REDIRECTS => {
+            Some(loc) if (300..400).contains(&x.status) => {
                 let next = resolve_location(&target, &loc)?;
                 redirects.push(Hop {
                     url: target.url.clone(),
@@ -115,6 +115,11 @@ pub async fn audit(config: &ProbeConfig, stop: &Stop) -> Result<CacheObservation
                     location: loc,
                     time_ms: setup_ms + seen.time_ms,
                 });
+                // A redirect is never audited as the page: a loop or a chain too
+                // long ends the audit, saying where it went.
+                if let Some(why) = redirect_stop(&redirects, &next.url) {
+                    return Err(NetError::Redirects(why));
+                }
                 target = next;
             }
             _ => break (http, seen),
@@ -183,13 +188,47 @@ async fn send(
     }
 }
 
-/// The target a Location header points to (absolute, or relative to `from`).
+/// Why following `hops` (the last pointing to `next`) must stop: a loop (`next` was
+/// visited), or a redirect after [`MAX_REDIRECTS`] followed; None to go on.
+fn redirect_stop(hops: &[Hop], next: &str) -> Option<String> {
+    let urls = |from: usize| {
+        hops[from..]
+            .iter()
+            .map(|h| h.url.as_str())
+            .chain(std::iter::once(next))
+            .collect::<Vec<_>>()
+            .join(" → ")
+    };
+    if let Some(i) = hops.iter().position(|h| h.url == next) {
+        return Some(format!(
+            "stopped after {} redirects (loop: {})",
+            hops.len(),
+            urls(i)
+        ));
+    }
+    // `hops` holds the redirect just seen: MAX_REDIRECTS were followed before it.
+    (hops.len() > MAX_REDIRECTS).then(|| {
+        format!(
+            "stopped after {MAX_REDIRECTS} redirects (chain: … {} → …)",
+            urls(hops.len().saturating_sub(3))
+        )
+    })
+}
+
+/// The target a Location header points to (absolute, or relative to `from`); only
+/// http and https are followed.
 fn resolve_location(from: &Target, location: &str) -> Result<Target, NetError> {
     let base = url::Url::parse(&from.url)
         .map_err(|e| NetError::Protocol(format!("bad URL {}: {e}", from.url)))?;
-    let next = base
-        .join(location)
-        .map_err(|e| NetError::Protocol(format!("bad redirect Location {location:?}: {e}")))?;
+    let next = base.join(location).map_err(|e| {
+        NetError::Redirects(format!("redirect Location {location:?} is not a URL: {e}"))
+    })?;
+    if !matches!(next.scheme(), "http" | "https") {
+        return Err(NetError::Redirects(format!(
+            "redirect to a {}: URL: scheme not followed (only http and https are)",
+            next.scheme()
+        )));
+    }
     Target::parse(next.as_str())
         .map_err(|e| NetError::Protocol(format!("redirect to an unusable URL: {e}")))
 }

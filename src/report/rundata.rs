@@ -6,7 +6,6 @@
 
 use std::collections::BTreeMap;
 
-use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
 use serde_json::Value;
 
@@ -37,19 +36,18 @@ impl Histograms {
     /// Decodes every histogram of `run`.
     pub fn decode(run: &RunRecord) -> Result<Histograms, RunDataError> {
         let mut out = Histograms::default();
-        let mut de = Deserializer::new();
         for h in &run.histograms {
+            // Size-capped: a damaged store cannot make a report allocate gigabytes.
             let hist: Histogram<u64> =
-                de.deserialize(&mut h.v2.as_slice())
-                    .map_err(|e| RunDataError::Histogram {
-                        id: run.id.clone(),
-                        name: h.name.clone(),
-                        second: h
-                            .second
-                            .map(|s| format!(" (second {s})"))
-                            .unwrap_or_default(),
-                        reason: format!("{e:?}"),
-                    })?;
+                store::v2::decode(&h.v2).map_err(|e| RunDataError::Histogram {
+                    id: run.id.clone(),
+                    name: h.name.clone(),
+                    second: h
+                        .second
+                        .map(|s| format!(" (second {s})"))
+                        .unwrap_or_default(),
+                    reason: e,
+                })?;
             match h.second {
                 None => {
                     out.totals.insert(h.name.clone(), hist);

@@ -9,17 +9,24 @@
 //! This module stores and loads; it never prints.
 
 mod env;
+pub mod export;
+mod open;
 mod redact;
 mod schema;
+pub mod v2;
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::PathBuf;
 
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 pub use env::Environment;
-pub use redact::{redact_json, redact_value, SECRET_HEADERS};
+pub use export::{ExportFile, FORMAT_NAME};
+pub use open::BUSY_WAIT;
+pub use redact::{
+    is_secret_header, redact_json, redact_record, redact_text, redact_urls, redact_value,
+    SECRET_HEADERS, SECRET_HEADER_SUFFIXES, SECRET_QUERY_PARAMS, SECRET_QUERY_SUFFIXES,
+};
 
 /// Version of the portable export format.
 pub const EXPORT_FORMAT: u32 = 1;
@@ -138,34 +145,10 @@ pub fn default_path() -> PathBuf {
 pub struct Store {
     conn: Connection,
     path: String,
+    read_only: bool,
 }
 
 impl Store {
-    /// Opens (creating if needed) the store at `path`, migrating it forward.
-    pub fn open(path: &Path) -> Result<Store, StoreError> {
-        let shown = path.display().to_string();
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| StoreError::Dir {
-                path: dir.display().to_string(),
-                source,
-            })?;
-        }
-        let sql = |source| StoreError::Sqlite {
-            path: shown.clone(),
-            source,
-        };
-        let mut conn = Connection::open(path).map_err(sql)?;
-        conn.busy_timeout(Duration::from_secs(10)).map_err(sql)?;
-        // WAL lets a reader and a writer (two latscope processes) work at once, and a
-        // run killed mid-write leaves the earlier runs intact.
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(sql)?;
-        conn.pragma_update(None, "foreign_keys", "ON")
-            .map_err(sql)?;
-        schema::migrate(&mut conn, &shown)?;
-        Ok(Store { conn, path: shown })
-    }
-
     fn sql(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
         move |source| StoreError::Sqlite {
             path: self.path.clone(),
