@@ -106,6 +106,23 @@ pub fn summary(r: &LoadResult, findings: &[Finding]) -> String {
         kv("Incomplete at the end:", r.incomplete.to_string());
     }
     kv("Connections opened:", r.connections_opened.to_string());
+    // What latscope's own connections resent (their TCP_INFO), when they resent any.
+    let data = r.data_retrans.unwrap_or(0);
+    if r.syn_retrans + r.early_retrans + data > 0 {
+        kv(
+            "TCP resent (own conns):",
+            format!(
+                "{} SYNs ({} connections), {} segments before a first answer, {}",
+                r.syn_retrans,
+                r.syn_retried_conns,
+                r.early_retrans,
+                r.data_retrans
+                    .map_or("once established: not watched".to_string(), |d| format!(
+                        "{d} once established"
+                    ))
+            ),
+        );
+    }
     let waited = match r.client_wait_pct {
         Some(w) if w >= 1.0 => format!(" (+{w:.0} % waiting for a CPU)"),
         _ => String::new(),
