@@ -29,6 +29,16 @@ fn nginx_proxy(bin: &Path, dir: &Path, port: u16, origin: &str, keepalive: bool)
     start(bin, dir, addr)
 }
 
+/// Removes a test's temp dir when dropped (declared before the nginx guard, so
+/// after nginx has stopped).
+struct Cleanup(std::path::PathBuf);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// Issue 12.5, on real nginx in front of an origin 80 ms away (`latscope lab --rtt
 /// 80ms` behind the wire).
 /// - Without `keepalive` upstream, and without `--origin`: the 165 ms after the
@@ -57,6 +67,7 @@ fn nginx_proxy_in_front_of_a_far_origin() {
         .trim_end_matches('/')
         .to_string();
     let dir = temp_dir("proxy-plain");
+    let _clean = Cleanup(dir.clone());
     let port = free_port();
     let _plain = nginx_proxy(&bin, &dir, port, &origin, false);
     let target = format!("http://127.0.0.1:{port}/delay/3ms");
@@ -91,6 +102,7 @@ fn nginx_proxy_in_front_of_a_far_origin() {
     );
 
     let dir2 = temp_dir("proxy-keepalive");
+    let _clean2 = Cleanup(dir2.clone());
     let port2 = free_port();
     let _kept = nginx_proxy(&bin, &dir2, port2, &origin, true);
     let target2 = format!("http://127.0.0.1:{port2}/delay/3ms");
