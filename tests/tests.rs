@@ -2,6 +2,7 @@
 //! Every test uses real sockets on 127.0.0.1 or on a lab wire inside a network
 //! namespace the test made itself.
 
+mod caches;
 mod compare;
 mod diagnose;
 mod disk;
@@ -18,6 +19,7 @@ mod probe;
 mod report;
 mod store;
 mod util;
+mod util_caches;
 mod util_disk;
 mod util_lab;
 mod util_wire;

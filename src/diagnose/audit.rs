@@ -1,12 +1,29 @@
 //! The cache audit's verdict as one serialisable record (the `cache` object of the
 //! diagnose JSON): parsed Cache-Control, freshness, validators, conditional GETs,
-//! shared-cache storability and the normalised CDN/proxy status of each repeated GET.
+//! shared-cache storability — what RFC 9111 allows (`shared_cache`) apart from what
+//! common caches do by default (`default_caches`) — and the normalised cache status of
+//! each repeated GET, with the cache named when its headers say which it is.
+
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::cache::{has_validators, shared_freshness, shared_unstorable, CacheControl};
-use super::cache_status::{cache_status, edge, proxy_header, CacheState};
+use crate::cache::defaults::{common_unstorable, DefaultCaches, RequestFacts};
+use crate::cache::rfc::{has_validators, shared_cache, shared_freshness, SharedCache};
+use crate::cache::status::{apache_reason, cache_status, edge, proxy_header, CacheState};
+use crate::cache::CacheControl;
+
 use super::facts::{CacheFacts, ConditionalFacts};
+
+/// The request as the cache defaults see it.
+pub fn request_facts(c: &CacheFacts) -> RequestFacts {
+    RequestFacts {
+        get: c.get,
+        cookie: c.cookie,
+        authorization: c.authorization || (!c.anonymous && !c.cookie),
+        query: c.query,
+    }
+}
 
 /// A conditional GET's outcome.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -45,10 +62,17 @@ pub struct CacheAudit {
     pub last_modified: Option<String>,
     pub validators: bool,
     pub set_cookie: bool,
-    /// A shared cache may store it.
+    /// A shared cache following RFC 9111 and the common defaults stores it.
     pub shared_cacheable: bool,
-    /// Why not (empty when storable).
+    /// Why not (empty when storable): RFC 9111's reasons and Varnish's built-in ones.
     pub unstorable: Vec<&'static str>,
+    /// What RFC 9111 lets a shared cache do with it.
+    pub shared_cache: SharedCache,
+    /// What common caches do with it by default: `{varnish: "hit"|"pass"|
+    /// "hit-for-miss", apache: "hit"|"revalidate"|"pass", nginx: "hit"|"pass"}`.
+    pub default_caches: BTreeMap<&'static str, &'static str>,
+    /// Why each cache that does not serve it from cache does so.
+    pub default_caches_why: BTreeMap<&'static str, String>,
     pub if_none_match: Option<Conditional>,
     pub if_modified_since: Option<Conditional>,
     /// The header that shows a CDN or proxy in the path: the one the repeated GETs'
@@ -59,6 +83,13 @@ pub struct CacheAudit {
     /// Normalised cache status of each repeated GET.
     pub repeats: Vec<CacheState>,
     pub hits: usize,
+    /// Repeated GETs the cache answered MISS, BYPASS or DYNAMIC.
+    pub misses: usize,
+    /// Which cache answered (varnish, apache, nginx, cloudflare, …), when its headers
+    /// say.
+    pub cache: Option<&'static str>,
+    /// The cache's own explanation (Apache's `X-Cache-Detail`), when it gives one.
+    pub cache_detail: Option<String>,
     pub load_hit_ratio: Option<f64>,
 }
 
@@ -67,11 +98,14 @@ pub fn audit(c: &CacheFacts) -> CacheAudit {
     let h = &c.headers;
     let cc = CacheControl::parse(&h.get("cache-control").unwrap_or_default());
     let fresh = shared_freshness(c.status, h, &cc);
-    let unstorable: Vec<&'static str> = shared_unstorable(c.get, c.status, h, !c.anonymous)
+    let req = request_facts(c);
+    let unstorable: Vec<&'static str> = common_unstorable(req, c.status, h)
         .into_iter()
         .map(|u| u.as_str())
         .collect();
+    let defaults = DefaultCaches::of(req, c.status, h);
     let statuses: Vec<_> = c.repeats.iter().map(|r| cache_status(&r.headers)).collect();
+    let kind = statuses.iter().rev().find_map(|s| s.kind);
     let repeats: Vec<CacheState> = statuses.iter().map(|s| s.state).collect();
     let status_source = statuses.iter().map(|s| s.source()).find(|s| !s.is_empty());
     CacheAudit {
@@ -88,6 +122,17 @@ pub fn audit(c: &CacheFacts) -> CacheAudit {
         set_cookie: h.has("set-cookie"),
         shared_cacheable: unstorable.is_empty(),
         unstorable,
+        shared_cache: shared_cache(c.get, c.status, h, req.authorization),
+        default_caches: defaults.verdicts(),
+        default_caches_why: defaults.why(),
+        misses: repeats.iter().filter(|s| s.is_uncached()).count(),
+        cache: kind.map(|k| k.as_str()),
+        cache_detail: c
+            .repeats
+            .iter()
+            .rev()
+            .find_map(|r| r.headers.get("x-cache-detail"))
+            .map(|d| apache_reason(&d)),
         if_none_match: c.if_none_match.map(Conditional::from),
         if_modified_since: c.if_modified_since.map(Conditional::from),
         proxy: status_source.or_else(|| proxy_header(h)),

@@ -6,46 +6,7 @@
 
 use std::collections::BTreeMap;
 
-/// Response (or request) headers: names lowercased, in order, repeats kept.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Headers(pub Vec<(String, String)>);
-
-impl Headers {
-    /// Builds from name/value pairs, lowercasing the names.
-    pub fn from_pairs<N: AsRef<str>, V: AsRef<str>>(pairs: &[(N, V)]) -> Headers {
-        Headers(
-            pairs
-                .iter()
-                .map(|(n, v)| {
-                    (
-                        n.as_ref().to_ascii_lowercase(),
-                        v.as_ref().trim().to_string(),
-                    )
-                })
-                .collect(),
-        )
-    }
-
-    /// All values of a header, joined with ", " as RFC 9110 allows for list fields
-    /// (`None` when absent). Do not use for Set-Cookie.
-    pub fn get(&self, name: &str) -> Option<String> {
-        let values: Vec<&str> = self.get_all(name).collect();
-        (!values.is_empty()).then(|| values.join(", "))
-    }
-
-    /// Each value of a header, in order.
-    pub fn get_all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
-        self.0
-            .iter()
-            .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// Whether the header is present.
-    pub fn has(&self, name: &str) -> bool {
-        self.get_all(name).next().is_some()
-    }
-}
+pub use crate::cache::Headers;
 
 /// Per-phase durations (one percentile of each phase), ms. `ttfb` and `total` are the
 /// cumulative marks (DESIGN.md, Measurements).
@@ -175,6 +136,12 @@ pub struct CacheFacts {
     pub get: bool,
     /// The request carried no Cookie or Authorization.
     pub anonymous: bool,
+    /// The request carried Cookie (a `-H Cookie: …`).
+    pub cookie: bool,
+    /// The request carried Authorization.
+    pub authorization: bool,
+    /// The audited URL has a query string.
+    pub query: bool,
     pub status: u16,
     /// Headers of the first full response.
     pub headers: Headers,

@@ -123,6 +123,9 @@ pub fn cache_facts(c: &CacheObservation, load_hit_ratio: Option<f64>) -> CacheFa
     CacheFacts {
         get: c.method == "GET" || c.method == "HEAD",
         anonymous: c.anonymous,
+        cookie: c.cookie,
+        authorization: c.authorization,
+        query: c.url.contains('?'),
         status: c.full.status,
         headers: Headers::from_pairs(&c.full.headers),
         full_time_ms: Some(c.full.time_ms),

@@ -65,6 +65,12 @@ pub struct CacheObservation {
     pub method: String,
     /// The request carried no Cookie or Authorization.
     pub anonymous: bool,
+    /// The request carried Cookie.
+    #[serde(default)]
+    pub cookie: bool,
+    /// The request carried Authorization.
+    #[serde(default)]
+    pub authorization: bool,
     pub redirects: Vec<Hop>,
     /// The first full response (over a warm connection).
     pub full: Seen,
@@ -151,16 +157,19 @@ pub async fn audit(config: &ProbeConfig, stop: &Stop) -> Result<CacheObservation
             }
         }
     }
-    let anonymous = !config
-        .request
-        .headers
-        .iter()
-        .any(|(k, _)| k == http::header::COOKIE || k == http::header::AUTHORIZATION);
+    let sent = |name| config.request.headers.iter().any(|(k, _)| k == name);
+    let (cookie, authorization) = (
+        sent(http::header::COOKIE),
+        sent(http::header::AUTHORIZATION),
+    );
+    let anonymous = !cookie && !authorization;
     let mut cond = cond.into_iter();
     Ok(CacheObservation {
         url: target.url.clone(),
         method: config.request.method.to_string(),
         anonymous,
+        cookie,
+        authorization,
         redirects,
         full,
         repeats,

@@ -1,10 +1,17 @@
-//! HTTP caching rules over the cache audit: `not-shared-cacheable` (httplint's
-//! storability plus Varnish's hit-for-miss triggers, and the Set-Cookie check REDbot
-//! lacks), `no-validators` and `no-304` (a real conditional GET must come back 304
-//! with no body).
+//! HTTP caching rules over the cache audit: `not-shared-cacheable` (what RFC 9111
+//! allows a shared cache, set apart from what Varnish's built-in VCL, Apache
+//! mod_cache and nginx proxy_cache do by default), `cached-set-cookie` (a shared
+//! cache replaying one Set-Cookie to every visitor), `no-validators` and `no-304` (a
+//! real conditional GET must come back 304 with no body).
+
+use std::hash::{Hash, Hasher};
 
 use super::ms;
-use crate::diagnose::cache::{has_validators, shared_unstorable, CacheControl, Unstorable};
+use crate::cache::defaults::DefaultCaches;
+use crate::cache::rfc::{has_validators, shared_cache, Unstorable};
+use crate::cache::status::{cache_status, CacheStatus};
+use crate::cache::{CacheControl, Headers};
+use crate::diagnose::audit::request_facts;
 use crate::diagnose::facts::{CacheFacts, ConditionalFacts};
 use crate::diagnose::finding::{Category, Finding, Severity};
 
@@ -12,53 +19,200 @@ fn ok_get(c: &CacheFacts) -> bool {
     c.get && (200..300).contains(&c.status)
 }
 
-/// `not-shared-cacheable`: a shared cache (CDN, Varnish) will not store this response.
+/// The cache status of each repeated GET (the first included).
+pub(crate) fn statuses(c: &CacheFacts) -> Vec<CacheStatus> {
+    c.repeats.iter().map(|r| cache_status(&r.headers)).collect()
+}
+
+/// `not-shared-cacheable`: for an anonymous GET, RFC 9111 forbids a shared cache to
+/// store the response, or it allows it but common caches do not keep it by default
+/// (named, with their reasons). Quiet for credentialed requests (`private` is then
+/// right) and whenever a cache in front was seen serving it from cache.
 pub fn not_shared_cacheable(c: &CacheFacts) -> Option<Finding> {
-    if !ok_get(c) {
+    if !ok_get(c) || !c.anonymous {
         return None;
     }
-    let mut reasons = shared_unstorable(c.get, c.status, &c.headers, !c.anonymous);
-    if !c.anonymous {
-        // A cookie set on a logged-in request is expected.
-        reasons.retain(|r| *r != Unstorable::SetCookie);
-    }
-    if reasons.is_empty() {
+    if statuses(c).iter().any(|s| s.state.from_cache()) {
+        // A cache in front stores it: never say "will not store" beside hits.
         return None;
     }
-    let names: Vec<String> = reasons
+    let req = request_facts(c);
+    let rfc = shared_cache(c.get, c.status, &c.headers, req.authorization);
+    let defaults = DefaultCaches::of(req, c.status, &c.headers);
+    let passing: Vec<(&str, &str, &[Unstorable])> = defaults
+        .each()
         .iter()
-        .map(|r| match r {
-            Unstorable::SetCookie => "Set-Cookie on an anonymous GET".to_string(),
-            other => other.as_str().to_string(),
-        })
+        .filter(|(_, _, v)| v.verdict.uncached())
+        .map(|(n, name, v)| (*n, *name, v.why.as_slice()))
         .collect();
-    let fixes: Vec<&str> = reasons.iter().map(|r| r.fix()).collect();
-    let cc = c.headers.get("cache-control").unwrap_or_default();
-    Some(
-        Finding::new(
-            "not-shared-cacheable",
-            Category::Cache,
+    if rfc.rfc_storable && passing.is_empty() {
+        return None;
+    }
+    let codes = |why: &[Unstorable]| {
+        why.iter()
+            .map(|u| match u {
+                Unstorable::SetCookie => "Set-Cookie on an anonymous GET",
+                other => other.as_str(),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let rfc_reasons = crate::cache::rfc::rfc_unstorable(c.get, c.status, &c.headers, false);
+    let validated = has_validators(&c.headers) && !c.headers.has("set-cookie");
+    let (severity, title) = if !rfc.rfc_storable {
+        let mut extra: Vec<Unstorable> = Vec::new();
+        for (_, _, why) in &passing {
+            for u in why.iter() {
+                if !rfc_reasons.contains(u) && !extra.contains(u) {
+                    extra.push(*u);
+                }
+            }
+        }
+        (
             Severity::Warn,
             format!(
-                "a shared cache will not store this response: {}",
-                names.join(", ")
+                "a shared cache may not store this response (RFC 9111): {}{}",
+                codes(&rfc_reasons),
+                if extra.is_empty() {
+                    String::new()
+                } else {
+                    format!("; common caches also refuse it for {}", codes(&extra))
+                }
             ),
         )
+    } else {
+        let who: Vec<String> = passing
+            .iter()
+            .map(|(_, name, why)| format!("{name} ({})", codes(why)))
+            .collect();
+        let rfc_says = if rfc.revalidate_every_use {
+            "RFC 9111 lets a shared cache store this response and revalidate it on every use"
+        } else {
+            "RFC 9111 lets a shared cache store this response"
+        };
+        // Revalidated on every use with working validators is a deliberate choice:
+        // the 304 saves the body; only the round trip remains.
+        let severity = if rfc.revalidate_every_use && validated {
+            Severity::Info
+        } else {
+            Severity::Warn
+        };
+        (
+            severity,
+            format!(
+                "{rfc_says}, but by default {} {} not keep it",
+                who.join(" and "),
+                if who.len() == 1 { "does" } else { "do" }
+            ),
+        )
+    };
+    let mut all: Vec<Unstorable> = rfc_reasons.clone();
+    for (_, _, why) in &passing {
+        for u in why.iter() {
+            if !all.contains(u) {
+                all.push(*u);
+            }
+        }
+    }
+    all.sort_by_key(|u| *u as u8);
+    let fixes: Vec<&str> = all.iter().map(|r| r.fix()).collect();
+    let mut fixes_dedup: Vec<&str> = Vec::new();
+    for f in fixes {
+        if !fixes_dedup.contains(&f) {
+            fixes_dedup.push(f);
+        }
+    }
+    let cc = c.headers.get("cache-control").unwrap_or_default();
+    let mut f = Finding::new("not-shared-cacheable", Category::Cache, severity, title)
         .text(
             "reasons",
-            reasons
+            crate::cache::defaults::common_unstorable(req, c.status, &c.headers)
                 .iter()
                 .map(|r| r.as_str())
                 .collect::<Vec<_>>()
                 .join(", "),
         )
+        .text("rfc_storable", if rfc.rfc_storable { "yes" } else { "no" })
         .text("cache_control", cc)
-        .count("set_cookie", c.headers.get_all("set-cookie").count() as u64)
-        .advice(format!(
-            "for anonymous readers: {} (Varnish and most CDNs pass such responses to the \
-             origin every time)",
-            fixes.join("; ")
-        )),
+        .count("set_cookie", c.headers.get_all("set-cookie").count() as u64);
+    for (n, _, v) in defaults.each() {
+        f = f.text(n, v.verdict.as_str());
+    }
+    Some(f.advice(format!("for anonymous readers: {}", fixes_dedup.join("; "))))
+}
+
+/// A hash of a Set-Cookie's `name=value` (the attributes left out): values are
+/// compared, never kept or shown.
+fn cookie_hash(set_cookie: &str) -> u64 {
+    let pair = set_cookie.split(';').next().unwrap_or("").trim();
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    pair.hash(&mut h);
+    h.finish()
+}
+
+/// The names of the cookies a response sets (no values).
+fn cookie_names(h: &Headers) -> Vec<String> {
+    h.get_all("set-cookie")
+        .filter_map(|c| c.split_once('=').map(|(n, _)| n.trim().to_string()))
+        .collect()
+}
+
+/// `cached-set-cookie`: the same Set-Cookie value came back on repeated GETs that a
+/// shared cache answered — one visitor's cookie (often a session) is replayed to
+/// every visitor. RFC 9111 §7.3 does not forbid storing Set-Cookie and Apache
+/// mod_cache does; values are compared by hash, never stored or printed.
+pub fn cached_set_cookie(c: &CacheFacts) -> Option<Finding> {
+    let st = statuses(c);
+    let mut seen: Vec<u64> = Vec::new();
+    let mut replayed = 0usize;
+    let mut names: Vec<String> = Vec::new();
+    for (r, s) in c.repeats.iter().zip(&st) {
+        let hashes: Vec<u64> = r.headers.get_all("set-cookie").map(cookie_hash).collect();
+        if s.state.from_cache() && hashes.iter().any(|h| seen.contains(h)) {
+            replayed += 1;
+            for n in cookie_names(&r.headers) {
+                if !names.contains(&n) {
+                    names.push(n);
+                }
+            }
+        }
+        seen.extend(hashes);
+    }
+    if replayed == 0 {
+        return None;
+    }
+    let cache = st
+        .iter()
+        .rev()
+        .find_map(|s| s.kind)
+        .map_or("a shared cache", |k| k.name());
+    let with_cookie = c
+        .repeats
+        .iter()
+        .filter(|r| r.headers.has("set-cookie"))
+        .count();
+    Some(
+        Finding::new(
+            "cached-set-cookie",
+            Category::Cache,
+            Severity::Crit,
+            format!(
+                "{cache} replays one Set-Cookie ({}) to every visitor: the same value came \
+                 back on {replayed} cached answers of {} GETs",
+                names.join(", "),
+                c.repeats.len()
+            ),
+        )
+        .count("replayed", replayed as u64)
+        .count("requests", c.repeats.len() as u64)
+        .count("with_set_cookie", with_cookie as u64)
+        .text("cookies", names.join(", "))
+        .advice(
+            "a session cookie served from a shared cache logs every visitor into the same \
+             session: never set cookies on cacheable responses (send `Cache-Control: \
+             private` or no-store where a cookie is set), or make the cache drop \
+             Set-Cookie (Apache: `CacheIgnoreHeaders Set-Cookie`) or pass such responses",
+        ),
     )
 }
 
@@ -143,7 +297,7 @@ pub fn no_304(c: &CacheFacts) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diagnose::facts::Headers;
+    use crate::diagnose::facts::RepeatFacts;
 
     fn facts(pairs: &[(&str, &str)]) -> CacheFacts {
         CacheFacts {
@@ -178,7 +332,8 @@ mod tests {
     }
 
     /// The lab's `/cache/private-cookie`: private, max-age=0 and Set-Cookie on an
-    /// anonymous GET; a logged-in request's cookie does not count.
+    /// anonymous GET (RFC 9111 §5.2.2.7: a shared cache must not store `private`); a
+    /// logged-in request is quiet (`private` is right for it).
     #[test]
     fn not_shared_cacheable_both_ways() {
         let mut c = facts(&[
@@ -187,27 +342,113 @@ mod tests {
             ("etag", "\"x\""),
         ]);
         let f = not_shared_cacheable(&c).expect("fires");
+        assert_eq!(f.severity, Severity::Warn);
         assert_eq!(
             f.evidence_str("reasons"),
             Some("private, ttl<=0, set-cookie")
         );
         assert!(
-            f.title.contains("Set-Cookie on an anonymous GET"),
+            f.title
+                .starts_with("a shared cache may not store this response (RFC 9111): private")
+                && f.title.contains("Set-Cookie on an anonymous GET"),
             "{}",
             f.title
         );
         assert_eq!(f.evidence_f64("set_cookie"), Some(1.0));
         c.anonymous = false;
-        assert_eq!(
-            not_shared_cacheable(&c).unwrap().evidence_str("reasons"),
-            Some("private, ttl<=0")
-        );
+        c.cookie = true;
+        assert!(not_shared_cacheable(&c).is_none());
         assert!(not_shared_cacheable(&public()).is_none());
         let vary = facts(&[("vary", "*"), ("cache-control", "max-age=60")]);
         assert_eq!(
             not_shared_cacheable(&vary).unwrap().evidence_str("reasons"),
             Some("vary-star")
         );
+    }
+
+    /// RFC 9111 vs the defaults: `max-age=0, must-revalidate` + ETag and `no-cache` +
+    /// ETag are the same thing (storable, revalidated on every use, §4.2.4 and
+    /// §5.2.2.4) and get the same verdict (info); `public, max-age=600` + Set-Cookie
+    /// is storable (§7.3) but Varnish and nginx do not keep it (warn); hits seen in
+    /// front silence the rule.
+    #[test]
+    fn rfc_apart_from_defaults() {
+        let mut verdicts = Vec::new();
+        for cc in ["max-age=0, must-revalidate", "no-cache"] {
+            let mut c = facts(&[("cache-control", cc), ("etag", "\"a\"")]);
+            c.if_none_match = cond(304, 0);
+            let f = not_shared_cacheable(&c).expect(cc);
+            assert_eq!(f.severity, Severity::Info, "{cc}");
+            assert!(
+                f.title.starts_with(
+                    "RFC 9111 lets a shared cache store this response and revalidate it on every use"
+                ),
+                "{}",
+                f.title
+            );
+            assert!(f.title.contains("Varnish's built-in VCL"), "{}", f.title);
+            assert_eq!(f.evidence_str("rfc_storable"), Some("yes"));
+            verdicts.push([
+                f.evidence_str("varnish").unwrap().to_string(),
+                f.evidence_str("apache").unwrap().to_string(),
+                f.evidence_str("nginx").unwrap().to_string(),
+            ]);
+        }
+        assert_eq!(verdicts[0], verdicts[1]);
+        assert_eq!(verdicts[0], ["hit-for-miss", "revalidate", "pass"]);
+        let c = facts(&[
+            ("cache-control", "public, max-age=600"),
+            ("set-cookie", "s=1"),
+        ]);
+        let f = not_shared_cacheable(&c).expect("fires");
+        assert_eq!(f.severity, Severity::Warn);
+        assert!(f
+            .title
+            .starts_with("RFC 9111 lets a shared cache store this response, but"));
+        assert_eq!(f.evidence_str("apache"), Some("hit"));
+        assert_eq!(f.evidence_str("varnish"), Some("hit-for-miss"));
+        let mut cached = c.clone();
+        cached.repeats = vec![
+            RepeatFacts {
+                headers: Headers::from_pairs(&[("age", "0")]),
+                ttfb_ms: 1.0
+            };
+            3
+        ];
+        assert!(not_shared_cacheable(&cached).is_none());
+    }
+
+    /// One session cookie replayed from cache fires crit (names only, no values); a
+    /// fresh cookie per response, or the same cookie without a cache, is quiet.
+    #[test]
+    fn cached_set_cookie_both_ways() {
+        let r = |pairs: &[(&str, &str)]| RepeatFacts {
+            headers: Headers::from_pairs(pairs),
+            ttfb_ms: 1.0,
+        };
+        let mut c = facts(&[]);
+        c.repeats = vec![
+            r(&[("set-cookie", "PHPSESSID=secret1; path=/")]),
+            r(&[("set-cookie", "PHPSESSID=secret1; path=/"), ("age", "1")]),
+            r(&[("set-cookie", "PHPSESSID=secret1; path=/"), ("age", "2")]),
+        ];
+        let f = cached_set_cookie(&c).expect("fires");
+        assert_eq!(f.severity, Severity::Crit);
+        assert_eq!(f.evidence_f64("replayed"), Some(2.0));
+        assert_eq!(f.evidence_str("cookies"), Some("PHPSESSID"));
+        let all = format!("{f:?}");
+        assert!(!all.contains("secret1"), "{all}");
+        let fresh = |i: usize| format!("PHPSESSID=s{i}; path=/");
+        let mut c2 = c.clone();
+        for (i, rep) in c2.repeats.iter_mut().enumerate() {
+            rep.headers.0[0].1 = fresh(i);
+        }
+        assert!(cached_set_cookie(&c2).is_none());
+        let mut c3 = c.clone();
+        for rep in &mut c3.repeats {
+            rep.headers.0.retain(|(n, _)| n != "age");
+        }
+        assert!(cached_set_cookie(&c3).is_none());
     }
 
     /// The lab's `/cache/no-validators` fires; public and no-store responses don't.

@@ -40,6 +40,7 @@ pub const IDS: &[&str] = &[
     "cdn-not-caching",
     "cdn-cost",
     "not-shared-cacheable",
+    "cached-set-cookie",
     "no-validators",
     "no-304",
     "no-compression",
@@ -85,6 +86,7 @@ pub fn all(facts: &Facts) -> Vec<Finding> {
         out.push(cdn::cdn_not_caching(c));
         out.push(cdn::cache_status(c));
         out.push(cache::not_shared_cacheable(c));
+        out.push(cache::cached_set_cookie(c));
         out.push(cache::no_validators(c));
         out.push(cache::no_304(c));
     }
