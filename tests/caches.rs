@@ -351,3 +351,53 @@ fn apache_miss_quotes_its_own_explanation() {
         true
     );
 }
+
+/// `latscope load --json` through `port`'s `path` for 2 s on 2 connections.
+fn load(port: u16, path: &str) -> Value {
+    let url = format!("http://127.0.0.1:{port}{path}");
+    run_json_within(
+        &["load", "--json", "--no-save", "-d", "2s", "-c", "2", &url],
+        std::time::Duration::from_secs(60),
+    )
+}
+
+/// One detector for audit and load (issue 13.5, "hits the load section cannot
+/// see"): the wiki story's `public, s-maxage=1, max-age=0` through Varnish — Age
+/// stays 0 and only the two ids in X-Varnish show the hits — and nginx's
+/// X-Cache-Status, and Apache mod_cache whose only sign is `Age` (RFC 9111 §5.1):
+/// the load JSON's `cache` object counts the hits, names the cache, and agrees with
+/// the audit's repeated GETs.
+#[test]
+fn load_and_audit_see_the_same_hits() {
+    let servers = ["varnishd", "nginx", "apache2", "python3"];
+    if !servers.iter().all(|s| installed(s)) {
+        eprintln!("SKIPPED load_and_audit_see_the_same_hits: one of {servers:?} missing");
+        return;
+    }
+    let o = origin();
+    for (name, cache) in [
+        ("varnish", caches::varnish(o.port)),
+        ("nginx", caches::nginx(o.port)),
+        ("apache", caches::apache(o.port, false)),
+    ] {
+        let path = format!("/v/smaxage1/{name}");
+        let v = load(cache.port, &path);
+        let c = &v["cache"];
+        assert_eq!(c["cache"], name, "{c}");
+        let ok = v["ok"].as_u64().unwrap();
+        let hits = c["hits"].as_u64().unwrap();
+        assert!(ok > 50, "{v}");
+        // s-maxage=1: at most a few origin fetches per second of the run.
+        assert!(c["hit_ratio"].as_f64().unwrap() > 0.9, "{c}");
+        assert_eq!(
+            hits + c["misses"].as_u64().unwrap() + c["unknown"].as_u64().unwrap(),
+            ok
+        );
+        let d = diagnose(
+            &format!("http://127.0.0.1:{}/v/public/{name}-d", cache.port),
+            &[],
+        );
+        assert_eq!(d["cache"]["cache"], name, "{}", d["cache"]);
+        assert!(d["cache"]["hits"].as_u64().unwrap() >= 3, "{}", d["cache"]);
+    }
+}

@@ -287,52 +287,47 @@ pub fn reads(name: &str) -> bool {
 
 /// Which cache a header names (None: it does not say).
 fn kind_of(name: &str, value: &str) -> Option<CacheKind> {
-    let lower = || value.to_ascii_lowercase();
+    let has = |n: &str| contains_ci(value, n);
     match name {
         "cf-ray" | "cf-cache-status" => Some(CacheKind::Cloudflare),
         "x-amz-cf-id" | "x-amz-cf-pop" => Some(CacheKind::CloudFront),
-        "x-served-by" if lower().contains("cache-") => Some(CacheKind::Fastly),
+        "x-served-by" if has("cache-") => Some(CacheKind::Fastly),
         "fastly-debug-digest" => Some(CacheKind::Fastly),
         "akamai-cache-status" => Some(CacheKind::Akamai),
         "x-varnish" => Some(CacheKind::Varnish),
         "x-cache-status" => Some(CacheKind::Nginx),
         "x-cache-detail" => Some(CacheKind::Apache),
         "x-cache" => {
-            let v = lower();
-            if v.contains("cloudfront") {
+            if has("cloudfront") {
                 Some(CacheKind::CloudFront)
-            } else if v.contains("tcp_") {
+            } else if has("tcp_") {
                 Some(CacheKind::Akamai)
             } else {
                 None
             }
         }
         "via" => {
-            let v = lower();
-            if v.contains("cloudfront") {
+            if has("cloudfront") {
                 Some(CacheKind::CloudFront)
-            } else if v.contains("varnish") {
+            } else if has("varnish") {
                 Some(CacheKind::Varnish)
             } else {
                 None
             }
         }
-        "cache-status" => {
-            let v = lower();
-            [
-                ("varnish", CacheKind::Varnish),
-                ("nginx", CacheKind::Nginx),
-                ("apache", CacheKind::Apache),
-                ("cloudflare", CacheKind::Cloudflare),
-                ("cloudfront", CacheKind::CloudFront),
-                ("fastly", CacheKind::Fastly),
-                ("akamai", CacheKind::Akamai),
-            ]
-            .into_iter()
-            .find(|(n, _)| v.contains(n))
-            .map(|(_, k)| k)
-            .or(Some(CacheKind::Other))
-        }
+        "cache-status" => [
+            ("varnish", CacheKind::Varnish),
+            ("nginx", CacheKind::Nginx),
+            ("apache", CacheKind::Apache),
+            ("cloudflare", CacheKind::Cloudflare),
+            ("cloudfront", CacheKind::CloudFront),
+            ("fastly", CacheKind::Fastly),
+            ("akamai", CacheKind::Akamai),
+        ]
+        .into_iter()
+        .find(|(n, _)| has(n))
+        .map(|(_, k)| k)
+        .or(Some(CacheKind::Other)),
         _ => None,
     }
 }
@@ -404,20 +399,38 @@ pub enum Tally {
     Miss,
 }
 
+/// What one response said about caching, as the load engine keeps it (Copy, no
+/// allocation).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Seen {
+    pub tally: Tally,
+    pub kind: Option<CacheKind>,
+}
+
+/// Whether `hay` contains `needle`, ASCII case-insensitively, without allocating.
+fn contains_ci(hay: &str, needle: &str) -> bool {
+    hay.as_bytes()
+        .windows(needle.len())
+        .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
+}
+
 impl Detector {
     /// Reads one header (any case); headers it does not know are ignored.
     pub fn feed(&mut self, name: &str, value: &str) {
-        let lower;
-        let name = if name.bytes().any(|b| b.is_ascii_uppercase()) {
-            lower = name.to_ascii_lowercase();
-            lower.as_str()
-        } else {
-            name
+        let Some(name) = STATUS_HEADERS
+            .iter()
+            .chain(KIND_HEADERS.iter())
+            .copied()
+            .find(|h| h.eq_ignore_ascii_case(name))
+        else {
+            return;
         };
         if name == "age" {
-            self.age = value.trim().parse().ok();
+            if self.age.is_none() {
+                self.age = value.trim().parse().ok();
+            }
         }
-        if name == "server" && value.to_ascii_lowercase().contains("apache") {
+        if name == "server" && contains_ci(value, "apache") {
             self.apache_server = true;
         }
         if let Some(k) = kind_of(name, value) {
@@ -478,6 +491,14 @@ impl Detector {
     /// The `Age` header, when present.
     pub fn age(&self) -> Option<u64> {
         self.age
+    }
+
+    /// What the load engine keeps of this response.
+    pub fn seen(&self) -> Seen {
+        Seen {
+            tally: self.tally(),
+            kind: self.kind(),
+        }
     }
 
     /// How the load engine counts this response.
