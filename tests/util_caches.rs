@@ -185,6 +185,17 @@ pub fn nginx(origin: u16) -> Server {
 /// directives; `detail` adds `CacheHeader on` and `CacheDetailHeader on` (X-Cache,
 /// X-Cache-Detail).
 pub fn apache(origin: u16, detail: bool) -> Server {
+    let extra = if detail {
+        "CacheHeader on\nCacheDetailHeader on\n"
+    } else {
+        ""
+    };
+    apache_with(origin, true, extra)
+}
+
+/// Apache as a reverse proxy to `origin`, with mod_cache_disk when `cache`, mod_deflate
+/// and mod_filter loaded, and `extra` appended to its config.
+pub fn apache_with(origin: u16, cache: bool, extra: &str) -> Server {
     let dir = temp_dir("apache");
     let port = free_port();
     let d = dir.display();
@@ -196,13 +207,18 @@ pub fn apache(origin: u16, detail: bool) -> Server {
          LoadModule authz_core_module {m}/mod_authz_core.so\n\
          LoadModule proxy_module {m}/mod_proxy.so\n\
          LoadModule proxy_http_module {m}/mod_proxy_http.so\n\
-         LoadModule cache_module {m}/mod_cache.so\n\
-         LoadModule cache_disk_module {m}/mod_cache_disk.so\n\
-         CacheRoot {d}/cache\nCacheEnable disk /\nProxyPass / http://127.0.0.1:{origin}/\n"
+         LoadModule filter_module {m}/mod_filter.so\n\
+         LoadModule deflate_module {m}/mod_deflate.so\n\
+         ProxyPass / http://127.0.0.1:{origin}/\n"
     );
-    if detail {
-        conf.push_str("CacheHeader on\nCacheDetailHeader on\n");
+    if cache {
+        conf.push_str(&format!(
+            "LoadModule cache_module {m}/mod_cache.so\n\
+             LoadModule cache_disk_module {m}/mod_cache_disk.so\n\
+             CacheRoot {d}/cache\nCacheEnable disk /\n"
+        ));
     }
+    conf.push_str(extra);
     std::fs::write(dir.join("httpd.conf"), conf).unwrap();
     let mut cmd = Command::new("apache2");
     cmd.arg("-X").arg("-f").arg(dir.join("httpd.conf"));

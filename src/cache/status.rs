@@ -387,6 +387,8 @@ pub struct Detector {
     kind: Option<CacheKind>,
     age: Option<u64>,
     apache_server: bool,
+    /// A header other than Age reported a status.
+    status_header: bool,
 }
 
 /// What one response says, as the load engine counts it.
@@ -442,6 +444,9 @@ impl Detector {
     }
 
     fn layer(&mut self, source: &'static str, state: CacheState) {
+        if source != "age" {
+            self.status_header = true;
+        }
         if state == CacheState::Hit {
             self.any_hit = true;
         }
@@ -483,7 +488,7 @@ impl Detector {
     /// Apache `Server` is Apache mod_cache).
     pub fn kind(&self) -> Option<CacheKind> {
         self.kind.or_else(|| {
-            (self.age.is_some() && self.apache_server && self.best.is_none())
+            (self.age.is_some() && self.apache_server && !self.status_header)
                 .then_some(CacheKind::Apache)
         })
     }

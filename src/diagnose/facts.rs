@@ -145,7 +145,9 @@ pub struct CacheFacts {
     pub status: u16,
     /// Headers of the first full response.
     pub headers: Headers,
-    /// Time of a full 200, ms (to set against a 304).
+    /// Time of a full 200, ms, to set against a 304 like with like: the median of the
+    /// repeated GETs, sent over the connection the conditional GETs used (else the
+    /// first full GET).
     pub full_time_ms: Option<f64>,
     pub if_none_match: Option<ConditionalFacts>,
     pub if_modified_since: Option<ConditionalFacts>,

@@ -128,7 +128,11 @@ pub fn cache_facts(c: &CacheObservation, load_hit_ratio: Option<f64>) -> CacheFa
         query: c.url.contains('?'),
         status: c.full.status,
         headers: Headers::from_pairs(&c.full.headers),
-        full_time_ms: Some(c.full.time_ms),
+        full_time_ms: Some(if c.repeats.is_empty() {
+            c.full.time_ms
+        } else {
+            crate::diagnose::rules::median(&c.repeats.iter().map(|r| r.time_ms).collect::<Vec<_>>())
+        }),
         if_none_match: cond(&c.if_none_match),
         if_modified_since: cond(&c.if_modified_since),
         repeats,

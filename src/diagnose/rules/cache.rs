@@ -251,6 +251,14 @@ pub fn no_validators(c: &CacheFacts) -> Option<Finding> {
     )
 }
 
+/// The compression suffix an ETag carries (`"abc-gzip"` → `gzip`), if any.
+fn compression_suffix(etag: &str) -> Option<&'static str> {
+    let t = etag.trim().trim_end_matches('"');
+    ["gzip", "br", "deflate", "zstd"]
+        .into_iter()
+        .find(|s| t.ends_with(&format!("-{s}")) || t.ends_with(&format!("+{s}")))
+}
+
 /// `no-304`: validators are sent, but a conditional GET is not answered 304 without a
 /// body.
 pub fn no_304(c: &CacheFacts) -> Option<Finding> {
@@ -285,6 +293,20 @@ pub fn no_304(c: &CacheFacts) -> Option<Finding> {
          Last-Modified) with 304 Not Modified and no body; many frameworks do it with a \
          conditional-GET middleware",
     );
+    if let Some(suffix) = compression_suffix(&c.headers.get("etag").unwrap_or_default()) {
+        // Apache's mod_deflate appends "-gzip" to the ETag of what it compresses; the
+        // If-None-Match that comes back no longer matches what the application sent.
+        f.title.push_str(&format!(
+            "; the ETag ends in \"-{suffix}\", added by compression"
+        ));
+        f = f.text("etag_suffix", suffix).advice(format!(
+            "the ETag carries a compression suffix (-{suffix}): a compressing proxy or \
+             module (Apache mod_deflate does this) changed it, so the application's \
+             If-None-Match check no longer matches; make the application (or the proxy: \
+             Apache `DeflateAlterETag NoChange`, or strip the suffix from If-None-Match \
+             before the application sees it) compare the ETag without the suffix"
+        ));
+    }
     if let Some(r) = c.if_none_match {
         f = f.count("inm_status", r.status as u64);
     }
