@@ -425,3 +425,43 @@ fn no_304_names_the_compression_suffix() {
     let v = diagnose(&format!("http://127.0.0.1:{}/v/public/gz", o.port), &[]);
     assert!(!ids(&v).contains(&"no-304".to_string()), "{:?}", ids(&v));
 }
+
+/// `Vary: User-Agent` (issue 13.3) fires `vary-fragments` and the audit notes the
+/// heuristic freshness of a Last-Modified-only page (RFC 9111 §4.2.2; Varnish's
+/// default TTL 120 s), straight against the origin; `public, max-age=600` is quiet on
+/// both.
+#[test]
+fn vary_and_heuristic_freshness_notes() {
+    if !installed("python3") {
+        eprintln!("SKIPPED vary_and_heuristic_freshness_notes: python3 missing");
+        return;
+    }
+    let o = origin();
+    let url = |v: &str| format!("http://127.0.0.1:{}/v/{v}/notes", o.port);
+    let v = diagnose(&url("vary-ua"), &[]);
+    let f = finding(&v, "vary-fragments");
+    assert_eq!(f["evidence"]["headers"], "User-Agent", "{f}");
+    let v = diagnose(&url("lm-only"), &[]);
+    let note = v["cache"]["freshness_note"].as_str().unwrap();
+    assert!(
+        note.contains("10 % of the time since Last-Modified (24 h)"),
+        "{note}"
+    );
+    assert!(
+        note.contains("Varnish's built-in VCL keeps it 120 s"),
+        "{note}"
+    );
+    assert!(
+        note.contains("nginx proxy_cache does not store it"),
+        "{note}"
+    );
+    assert_eq!(v["cache"]["shared_cache"]["heuristic"], true);
+    assert_eq!(v["cache"]["default_caches_ttl_s"]["varnish"], 120);
+    let v = diagnose(&url("public"), &[]);
+    assert!(v["cache"]["freshness_note"].is_null(), "{}", v["cache"]);
+    assert!(
+        !ids(&v).contains(&"vary-fragments".to_string()),
+        "{:?}",
+        ids(&v)
+    );
+}

@@ -300,6 +300,12 @@ impl DefaultCaches {
             .collect()
     }
 
+    /// `{varnish: 120, apache: 3600, nginx: null}`: how long each keeps it fresh
+    /// (null when it does not store it, 0 when it revalidates every use).
+    pub fn ttls(&self) -> BTreeMap<&'static str, Option<i64>> {
+        self.each().iter().map(|(n, _, v)| (*n, v.ttl_s)).collect()
+    }
+
     /// `{varnish: "set-cookie", …}` for the caches that do not serve it from cache.
     pub fn why(&self) -> BTreeMap<&'static str, String> {
         self.each()

@@ -73,6 +73,11 @@ pub struct CacheAudit {
     pub default_caches: BTreeMap<&'static str, &'static str>,
     /// Why each cache that does not serve it from cache does so.
     pub default_caches_why: BTreeMap<&'static str, String>,
+    /// How long each keeps it fresh by default, seconds (null: not stored).
+    pub default_caches_ttl_s: BTreeMap<&'static str, Option<i64>>,
+    /// When the origin gives no freshness: what RFC 9111's heuristic and each cache
+    /// will do (as httplint says it).
+    pub freshness_note: Option<String>,
     pub if_none_match: Option<Conditional>,
     pub if_modified_since: Option<Conditional>,
     /// The header that shows a CDN or proxy in the path: the one the repeated GETs'
@@ -104,6 +109,7 @@ pub fn audit(c: &CacheFacts) -> CacheAudit {
         .map(|u| u.as_str())
         .collect();
     let defaults = DefaultCaches::of(req, c.status, h);
+    let shared = shared_cache(c.get, c.status, h, req.authorization);
     let statuses: Vec<_> = c.repeats.iter().map(|r| cache_status(&r.headers)).collect();
     let kind = statuses.iter().rev().find_map(|s| s.kind);
     let repeats: Vec<CacheState> = statuses.iter().map(|s| s.state).collect();
@@ -122,9 +128,11 @@ pub fn audit(c: &CacheFacts) -> CacheAudit {
         set_cookie: h.has("set-cookie"),
         shared_cacheable: unstorable.is_empty(),
         unstorable,
-        shared_cache: shared_cache(c.get, c.status, h, req.authorization),
+        shared_cache: shared.clone(),
         default_caches: defaults.verdicts(),
         default_caches_why: defaults.why(),
+        default_caches_ttl_s: defaults.ttls(),
+        freshness_note: freshness_note(&shared, &defaults, fresh.lifetime_s, h),
         misses: repeats.iter().filter(|s| s.is_uncached()).count(),
         cache: kind.map(|k| k.as_str()),
         cache_detail: c
@@ -141,6 +149,48 @@ pub fn audit(c: &CacheFacts) -> CacheAudit {
         repeats,
         load_hit_ratio: c.load_hit_ratio,
     }
+}
+
+/// A lifetime in words: "120 s", "2 h", "1.5 d".
+fn secs(s: i64) -> String {
+    match s {
+        s if s <= 600 => format!("{s} s"),
+        s if s < 7200 => format!("{} min", s / 60),
+        s if s < 172_800 => format!("{} h", s / 3600),
+        s => format!("{} d", s / 86_400),
+    }
+}
+
+/// Says what caches do with a response whose origin gave no freshness (RFC 9111
+/// §4.2.2 lets them guess): the heuristic, and each common cache's default.
+fn freshness_note(
+    shared: &SharedCache,
+    defaults: &DefaultCaches,
+    heuristic_s: Option<i64>,
+    h: &crate::cache::Headers,
+) -> Option<String> {
+    if !shared.heuristic {
+        return None;
+    }
+    let rfc = match (heuristic_s, h.has("last-modified")) {
+        (Some(s), true) => format!(
+            "RFC 9111 lets caches guess, typically 10 % of the time since Last-Modified \
+             ({})",
+            secs(s)
+        ),
+        _ => "RFC 9111 lets caches guess (no Last-Modified to guess from)".to_string(),
+    };
+    let each: Vec<String> = defaults
+        .each()
+        .iter()
+        .map(|(_, name, v)| match v.ttl_s {
+            Some(t) if !v.verdict.uncached() => {
+                format!("{name} keeps it {}", secs(t))
+            }
+            _ => format!("{name} does not store it"),
+        })
+        .collect();
+    Some(format!("no explicit freshness: {rfc}; {}", each.join(", ")))
 }
 
 #[cfg(test)]

@@ -87,6 +87,9 @@ fn cache(d: &Diagnosis) -> String {
         None => format!("none ({})", a.freshness_source),
     };
     out.push_str(&format!("    freshness       {fresh}\n"));
+    if let Some(note) = &a.freshness_note {
+        out.push_str(&format!("                    {note}\n"));
+    }
     out.push_str(&format!(
         "    validators      ETag {} · Last-Modified {}\n",
         if a.etag.is_some() { "yes" } else { "no" },

@@ -216,6 +216,46 @@ pub fn cached_set_cookie(c: &CacheFacts) -> Option<Finding> {
     )
 }
 
+/// Request headers with nearly one value per visitor: a cache that varies on them
+/// keeps one copy per value (httplint warns on the same two).
+const HIGH_CARDINALITY: [&str; 2] = ["user-agent", "referer"];
+
+/// `vary-fragments`: a storable response that varies on a high-cardinality request
+/// header (`Vary: User-Agent`): RFC 9111 §4.1 makes a cache keep one copy per value,
+/// so in the wild almost every request misses.
+pub fn vary_fragments(c: &CacheFacts) -> Option<Finding> {
+    if !ok_get(c) {
+        return None;
+    }
+    let vary = c.headers.get("vary")?;
+    let high: Vec<&str> = crate::cache::control::split_list(&vary)
+        .into_iter()
+        .filter(|v| HIGH_CARDINALITY.iter().any(|h| h.eq_ignore_ascii_case(v)))
+        .collect();
+    if high.is_empty() || !shared_cache(c.get, c.status, &c.headers, false).rfc_storable {
+        return None;
+    }
+    Some(
+        Finding::new(
+            "vary-fragments",
+            Category::Cache,
+            Severity::Warn,
+            format!(
+                "`Vary: {vary}` makes shared caches keep one copy per distinct {} (hundreds \
+                 of browser versions in the wild): most visitors miss the cache",
+                high.join(" and ")
+            ),
+        )
+        .text("vary", vary.clone())
+        .text("headers", high.join(", "))
+        .advice(
+            "vary only on what really changes the response: drop `Vary: User-Agent` (serve \
+             one responsive page), or let the cache compute a small device class and vary \
+             on that header instead",
+        ),
+    )
+}
+
 /// `no-validators`: no ETag or Last-Modified, so nothing can be revalidated cheaply.
 pub fn no_validators(c: &CacheFacts) -> Option<Finding> {
     if !ok_get(c) || has_validators(&c.headers) {
@@ -471,6 +511,21 @@ mod tests {
             rep.headers.0.retain(|(n, _)| n != "age");
         }
         assert!(cached_set_cookie(&c3).is_none());
+    }
+
+    /// `Vary: User-Agent` on a storable response fires (RFC 9111 §4.1: one copy per
+    /// value); `Vary: Accept-Encoding` and an unstorable response are quiet.
+    #[test]
+    fn vary_fragments_both_ways() {
+        let c = facts(&[
+            ("cache-control", "max-age=60"),
+            ("vary", "Accept-Encoding, User-Agent"),
+        ]);
+        let f = vary_fragments(&c).expect("fires");
+        assert_eq!(f.evidence_str("headers"), Some("User-Agent"));
+        assert!(vary_fragments(&public()).is_none());
+        let p = facts(&[("cache-control", "private"), ("vary", "User-Agent")]);
+        assert!(vary_fragments(&p).is_none());
     }
 
     /// The lab's `/cache/no-validators` fires; public and no-store responses don't.
