@@ -465,3 +465,27 @@ fn vary_and_heuristic_freshness_notes() {
         ids(&v)
     );
 }
+
+/// A 304 that carries a body (issue 13.3; RFC 9110 §15.4.5: a 304 ends at its
+/// head): the bytes after it are read as the next response on the connection, so
+/// `no-304` fires naming it, where the audit used to record an ok 304 with no body.
+/// A proper 304 from the same origin: quiet.
+#[test]
+fn a_304_with_a_body_is_flagged() {
+    if !installed("python3") {
+        eprintln!("SKIPPED a_304_with_a_body_is_flagged: python3 missing");
+        return;
+    }
+    let o = origin();
+    let v = diagnose(&format!("http://127.0.0.1:{}/v/304-body/x", o.port), &[]);
+    let f = finding(&v, "no-304");
+    assert_eq!(f["evidence"]["excess_body"], 1, "{f}");
+    assert!(
+        f["title"].as_str().unwrap().contains("304 carrying a body"),
+        "{f}"
+    );
+    assert_eq!(v["cache"]["if_none_match"]["ok"], false);
+    let v = diagnose(&format!("http://127.0.0.1:{}/v/public/x", o.port), &[]);
+    assert!(!ids(&v).contains(&"no-304".to_string()), "{:?}", ids(&v));
+    assert_eq!(v["cache"]["if_none_match"]["ok"], true);
+}

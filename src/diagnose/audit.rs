@@ -33,6 +33,8 @@ pub struct Conditional {
     pub time_ms: f64,
     /// 304 with no body, as it should be.
     pub ok: bool,
+    /// A 304 that carried a body after its head.
+    pub excess_body: bool,
 }
 
 impl From<ConditionalFacts> for Conditional {
@@ -41,7 +43,8 @@ impl From<ConditionalFacts> for Conditional {
             status: c.status,
             body_bytes: c.body_bytes,
             time_ms: c.time_ms,
-            ok: c.status == 304 && c.body_bytes == 0,
+            ok: c.status == 304 && c.body_bytes == 0 && !c.excess_body,
+            excess_body: c.excess_body,
         }
     }
 }
@@ -225,6 +228,7 @@ mod tests {
                 status: 200,
                 body_bytes: 9,
                 time_ms: 1.0,
+                excess_body: false,
             }),
             ..CacheFacts::default()
         };

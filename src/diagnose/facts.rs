@@ -119,6 +119,8 @@ pub struct ConditionalFacts {
     pub status: u16,
     pub body_bytes: u64,
     pub time_ms: f64,
+    /// A 304 that carried a body after its head (breaks keep-alive framing).
+    pub excess_body: bool,
 }
 
 /// One of the repeated GETs of the cache audit.

@@ -110,6 +110,7 @@ pub fn cache_facts(c: &CacheObservation, load_hit_ratio: Option<f64>) -> CacheFa
             status: s.status,
             body_bytes: s.body_bytes,
             time_ms: s.time_ms,
+            excess_body: s.excess_body,
         })
     };
     let mut repeats = vec![RepeatFacts {

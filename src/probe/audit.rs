@@ -36,6 +36,10 @@ pub struct Seen {
     pub body_bytes: u64,
     pub ttfb_ms: f64,
     pub time_ms: f64,
+    /// A 304 that carried a body: the next request on its connection read those bytes
+    /// as its response head (curl: "Excess found").
+    #[serde(default)]
+    pub excess_body: bool,
 }
 
 impl Seen {
@@ -46,6 +50,7 @@ impl Seen {
             body_bytes: x.body_bytes,
             ttfb_ms: ms(x.send + x.wait),
             time_ms: ms(x.send + x.wait + x.receive),
+            excess_body: false,
         }
     }
 
@@ -153,7 +158,21 @@ pub async fn audit(config: &ProbeConfig, stop: &Stop) -> Result<CacheObservation
                 if !http.is_usable() {
                     http = open(target.clone()).await?.0;
                 }
-                cond.push(Some(send(&mut http, &target, &spec, timeout, stop).await?));
+                let mut seen = send(&mut http, &target, &spec, timeout, stop).await?;
+                if seen.status == 304 && !http.is_h2() && http.is_usable() {
+                    // A 304 has no body (RFC 9110 §15.4.5); bytes after its head are
+                    // read as the next response, which then fails to parse.
+                    let canary = send(&mut http, &target, &config.request, timeout, stop).await;
+                    match canary {
+                        Err(NetError::Protocol(_)) => seen.excess_body = true,
+                        Err(NetError::Interrupted) => return Err(NetError::Interrupted),
+                        _ => {}
+                    }
+                    if seen.excess_body {
+                        http = open(target.clone()).await?.0;
+                    }
+                }
+                cond.push(Some(seen));
             }
         }
     }

@@ -36,6 +36,8 @@ VARIANTS = {
     "smaxage1-cookie": ([("Cache-Control", "public, s-maxage=1, max-age=0")], True),
     "vary-ua": ([("Cache-Control", "public, max-age=600"), ("Vary", "User-Agent")], True),
     "vary-star": ([("Cache-Control", "public, max-age=600"), ("Vary", "*")], False),
+    # A 304 that carries a body (curl: "Excess found"): breaks keep-alive framing.
+    "304-body": ([("Cache-Control", "public, max-age=600")], True),
 }
 
 counts = {}
@@ -76,13 +78,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.reply(200, headers + [("Content-Type", "text/html")], BODY)
 
     def reply(self, status, headers, body):
+        if status == 304 and "/304-body/" in self.path:
+            body = BODY
         self.send_response(status)
         for k, v in headers:
             self.send_header(k, v)
-        if status != 304:
+        if status != 304 or body:
             self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        if status != 304:
+        if body:
             self.wfile.write(body)
 
 

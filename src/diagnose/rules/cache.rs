@@ -305,7 +305,9 @@ pub fn no_304(c: &CacheFacts) -> Option<Finding> {
     if !ok_get(c) || !has_validators(&c.headers) {
         return None;
     }
-    let bad = |r: &Option<ConditionalFacts>| r.filter(|r| r.status != 304 || r.body_bytes > 0);
+    let bad = |r: &Option<ConditionalFacts>| {
+        r.filter(|r| r.status != 304 || r.body_bytes > 0 || r.excess_body)
+    };
     let (inm, ims) = (bad(&c.if_none_match), bad(&c.if_modified_since));
     let worst = inm.or(ims)?;
     let which = match (inm.is_some(), ims.is_some()) {
@@ -313,7 +315,11 @@ pub fn no_304(c: &CacheFacts) -> Option<Finding> {
         (true, false) => "If-None-Match",
         _ => "If-Modified-Since",
     };
-    let what = if worst.status == 304 {
+    let what = if worst.excess_body {
+        "304 carrying a body after its head (the next response on that connection read \
+         it as its own: clients that keep connections alive break)"
+            .to_string()
+    } else if worst.status == 304 {
         format!("304 with a {}-byte body", worst.body_bytes)
     } else {
         format!("{} with {} bytes", worst.status, worst.body_bytes)
@@ -326,6 +332,7 @@ pub fn no_304(c: &CacheFacts) -> Option<Finding> {
     )
     .count("status", worst.status as u64)
     .count("body_bytes", worst.body_bytes)
+    .count("excess_body", worst.excess_body as u64)
     .num("time_ms", worst.time_ms)
     .opt_num("full_time_ms", c.full_time_ms)
     .advice(
@@ -377,6 +384,7 @@ mod tests {
             status,
             body_bytes: body,
             time_ms: 20.0,
+            excess_body: false,
         })
     }
 
