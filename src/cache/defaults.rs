@@ -363,7 +363,8 @@ mod tests {
     fn verdict_table() {
         let date = "Sun, 06 Nov 1994 08:49:37 GMT";
         let lm = "Fri, 04 Nov 1994 08:49:37 GMT";
-        let table: &[(&[(&str, &str)], [&str; 3])] = &[
+        type Row<'a> = (&'a [(&'a str, &'a str)], [&'a str; 3]);
+        let table: &[Row] = &[
             (
                 &[("cache-control", "public, max-age=600")],
                 ["hit", "hit", "hit"],

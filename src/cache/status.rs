@@ -427,10 +427,8 @@ impl Detector {
         else {
             return;
         };
-        if name == "age" {
-            if self.age.is_none() {
-                self.age = value.trim().parse().ok();
-            }
+        if name == "age" && self.age.is_none() {
+            self.age = value.trim().parse().ok();
         }
         if name == "server" && contains_ci(value, "apache") {
             self.apache_server = true;
