@@ -484,3 +484,29 @@ fn a_304_with_a_body_is_flagged() {
     assert!(!ids(&v).contains(&"no-304".to_string()), "{:?}", ids(&v));
     assert_eq!(v["cache"]["if_none_match"]["ok"], true);
 }
+
+/// nginx proxy_cache without any status header (issue 13.5): with `--origin` the
+/// audit infers the hits from timing — repeated GETs far faster than the origin's
+/// 60 ms — and labels them `inferred`; without `--origin` it claims nothing.
+#[test]
+fn hits_are_inferred_from_timing_with_origin() {
+    if !installed("nginx") || !installed("python3") {
+        eprintln!("SKIPPED hits_are_inferred_from_timing_with_origin: nginx or python3 missing");
+        return;
+    }
+    let o = origin();
+    let c = caches::nginx_with(o.port, false);
+    let url = format!("http://127.0.0.1:{}/v/public-slow/i", c.port);
+    let origin_addr = format!("127.0.0.1:{}", o.port);
+    let v = diagnose(&url, &["--origin", &origin_addr]);
+    let f = finding(&v, "cache-status");
+    assert_eq!(f["evidence"]["source"], "inferred", "{f}");
+    assert!(f["evidence"]["hits"].as_u64().unwrap() >= 3, "{f}");
+    let v = diagnose(&url, &[]);
+    assert!(
+        !ids(&v).contains(&"cache-status".to_string()),
+        "{:?}",
+        ids(&v)
+    );
+    assert_eq!(v["cache"]["hits"], 0, "{}", v["cache"]);
+}

@@ -160,6 +160,12 @@ pub fn varnish(origin: u16) -> Server {
 /// nginx with `proxy_cache` (no `proxy_cache_valid`) and the usual
 /// `add_header X-Cache-Status $upstream_cache_status`.
 pub fn nginx(origin: u16) -> Server {
+    nginx_with(origin, true)
+}
+
+/// nginx with `proxy_cache`; `status_header` adds X-Cache-Status (without it, nothing
+/// in the response says a cache answered).
+pub fn nginx_with(origin: u16, status_header: bool) -> Server {
     let dir = temp_dir("nginx");
     let port = free_port();
     let d = dir.display();
@@ -170,7 +176,12 @@ pub fn nginx(origin: u16) -> Server {
          fastcgi_temp_path {d}/fcgi;\n uwsgi_temp_path {d}/uwsgi;\n scgi_temp_path {d}/scgi;\n\
          proxy_cache_path {d}/cache keys_zone=c:1m;\n\
          server {{\n  listen 127.0.0.1:{port};\n  location / {{\n   proxy_pass http://127.0.0.1:{origin};\n\
-         proxy_cache c;\n   add_header X-Cache-Status $upstream_cache_status always;\n  }}\n }}\n}}\n"
+         proxy_cache c;\n   {}\n  }}\n }}\n}}\n",
+        if status_header {
+            "add_header X-Cache-Status $upstream_cache_status always;"
+        } else {
+            ""
+        }
     );
     std::fs::write(dir.join("nginx.conf"), conf).unwrap();
     let mut cmd = Command::new("nginx");

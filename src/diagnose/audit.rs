@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::cache::defaults::{common_unstorable, DefaultCaches, RequestFacts};
 use crate::cache::rfc::{has_validators, shared_cache, shared_freshness, SharedCache};
-use crate::cache::status::{apache_reason, cache_status, edge, proxy_header, CacheState};
+use crate::cache::status::{apache_reason, edge, proxy_header, CacheState};
 use crate::cache::CacheControl;
 
 use super::facts::{CacheFacts, ConditionalFacts};
@@ -113,7 +113,7 @@ pub fn audit(c: &CacheFacts) -> CacheAudit {
         .collect();
     let defaults = DefaultCaches::of(req, c.status, h);
     let shared = shared_cache(c.get, c.status, h, req.authorization);
-    let statuses: Vec<_> = c.repeats.iter().map(|r| cache_status(&r.headers)).collect();
+    let statuses = super::rules::cache::statuses(c);
     let kind = statuses.iter().rev().find_map(|s| s.kind);
     let repeats: Vec<CacheState> = statuses.iter().map(|s| s.state).collect();
     let status_source = statuses.iter().map(|s| s.source()).find(|s| !s.is_empty());

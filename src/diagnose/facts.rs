@@ -157,6 +157,9 @@ pub struct CacheFacts {
     pub repeats: Vec<RepeatFacts>,
     /// Hit ratio seen under the load ramp (0..1), when the responses say.
     pub load_hit_ratio: Option<f64>,
+    /// The origin's steady TTFB p50 (`--origin`), ms: a repeated GET far faster than
+    /// it was answered by a cache even when no header says so ("inferred").
+    pub origin_ttfb_ms: Option<f64>,
 }
 
 /// One step of a load ramp.

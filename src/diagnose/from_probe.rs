@@ -138,6 +138,7 @@ pub fn cache_facts(c: &CacheObservation, load_hit_ratio: Option<f64>) -> CacheFa
         if_modified_since: cond(&c.if_modified_since),
         repeats,
         load_hit_ratio,
+        origin_ttfb_ms: None,
     }
 }
 

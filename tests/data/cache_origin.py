@@ -36,6 +36,8 @@ VARIANTS = {
     "smaxage1-cookie": ([("Cache-Control", "public, s-maxage=1, max-age=0")], True),
     "vary-ua": ([("Cache-Control", "public, max-age=600"), ("Vary", "User-Agent")], True),
     "vary-star": ([("Cache-Control", "public, max-age=600"), ("Vary", "*")], False),
+    # As public, but the origin takes 60 ms (a cache's hits are then far faster).
+    "public-slow": ([("Cache-Control", "public, max-age=600")], True),
     # A 304 that carries a body (curl: "Excess found"): breaks keep-alive framing.
     "304-body": ([("Cache-Control", "public, max-age=600")], True),
 }
@@ -60,6 +62,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if variant not in VARIANTS:
             return self.reply(404, [], b"no such variant\n")
         headers, etag = VARIANTS[variant]
+        if variant == "public-slow":
+            time.sleep(0.06)
         headers = list(headers)
         tag = '"v-' + variant + '"'
         if etag:

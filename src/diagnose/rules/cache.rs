@@ -9,7 +9,7 @@ use std::hash::{Hash, Hasher};
 use super::ms;
 use crate::cache::defaults::DefaultCaches;
 use crate::cache::rfc::{has_validators, shared_cache, Unstorable};
-use crate::cache::status::{cache_status, CacheStatus};
+use crate::cache::status::{cache_status, CacheLayer, CacheState, CacheStatus};
 use crate::cache::{CacheControl, Headers};
 use crate::diagnose::audit::request_facts;
 use crate::diagnose::facts::{CacheFacts, ConditionalFacts};
@@ -19,9 +19,34 @@ fn ok_get(c: &CacheFacts) -> bool {
     c.get && (200..300).contains(&c.status)
 }
 
-/// The cache status of each repeated GET (the first included).
-pub(crate) fn statuses(c: &CacheFacts) -> Vec<CacheStatus> {
-    c.repeats.iter().map(|r| cache_status(&r.headers)).collect()
+/// The cache status of each repeated GET (the first included), from the one
+/// detector; when no header says anything and the origin's TTFB is known
+/// (`--origin`), inferred from timing: at most half the origin's TTFB and ≥ 5 ms
+/// faster is a hit, at least 80 % of it a miss (source `inferred`).
+pub fn statuses(c: &CacheFacts) -> Vec<CacheStatus> {
+    let mut all: Vec<CacheStatus> = c.repeats.iter().map(|r| cache_status(&r.headers)).collect();
+    let silent = all.iter().all(|s| s.state == CacheState::Unknown);
+    if let Some(o) = c.origin_ttfb_ms.filter(|o| silent && *o >= 5.0) {
+        for (s, r) in all.iter_mut().zip(&c.repeats) {
+            let state = if r.ttfb_ms <= 0.5 * o && o - r.ttfb_ms >= 5.0 {
+                CacheState::Hit
+            } else if r.ttfb_ms >= 0.8 * o {
+                CacheState::Miss
+            } else {
+                continue;
+            };
+            s.state = state;
+            s.layers.insert(
+                0,
+                CacheLayer {
+                    source: "inferred",
+                    raw: format!("{:.1} ms vs the origin's {o:.1} ms", r.ttfb_ms),
+                    state,
+                },
+            );
+        }
+    }
+    all
 }
 
 /// `not-shared-cacheable`: for an anonymous GET, RFC 9111 forbids a shared cache to

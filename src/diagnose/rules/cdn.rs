@@ -80,12 +80,10 @@ fn samples(c: &CacheFacts) -> Vec<(CacheState, &'static str, f64)> {
         let s = status_of(&c.headers);
         return vec![(s.state, s.source(), f64::NAN)];
     }
-    c.repeats
+    statuses(c)
         .iter()
-        .map(|r| {
-            let s = status_of(&r.headers);
-            (s.state, s.source(), r.ttfb_ms)
-        })
+        .zip(&c.repeats)
+        .map(|(s, r)| (s.state, s.source(), r.ttfb_ms))
         .collect()
 }
 
