@@ -6,9 +6,11 @@
 
 pub mod control;
 pub mod defaults;
+pub mod edge;
 pub mod headers;
 pub mod rfc;
 pub mod status;
+pub mod vocab;
 
 pub use control::CacheControl;
 pub use headers::Headers;
