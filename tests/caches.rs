@@ -510,3 +510,42 @@ fn hits_are_inferred_from_timing_with_origin() {
     );
     assert_eq!(v["cache"]["hits"], 0, "{}", v["cache"]);
 }
+
+/// Logged-in readers (issue 13.5): with `-H 'Cookie: …'`, `private` is the right
+/// answer — no `not-shared-cacheable` and no "send public" advice — and Varnish
+/// passing the request (its built-in VCL passes any request with a Cookie) is `info`,
+/// not a problem. The same page for an anonymous reader: `not-shared-cacheable`
+/// (RFC 9111 §5.2.2.7).
+#[test]
+fn credentialed_requests_are_not_told_to_go_public() {
+    if !installed("varnishd") || !installed("python3") {
+        eprintln!(
+            "SKIPPED credentialed_requests_are_not_told_to_go_public: varnishd or python3 missing"
+        );
+        return;
+    }
+    let o = origin();
+    let c = caches::varnish(o.port);
+    let url = format!("http://127.0.0.1:{}/v/private/cred", c.port);
+    let v = diagnose(&url, &["-H", "Cookie: session=reader"]);
+    assert!(
+        !ids(&v).contains(&"not-shared-cacheable".to_string()),
+        "{:?}",
+        ids(&v)
+    );
+    let f = finding(&v, "cdn-not-caching");
+    assert_eq!(f["severity"], "info", "{f}");
+    assert!(
+        f["title"]
+            .as_str()
+            .unwrap()
+            .contains("request cookie/authorization"),
+        "{f}"
+    );
+    let v = diagnose(&url, &[]);
+    let f = finding(&v, "not-shared-cacheable");
+    assert!(
+        f["title"].as_str().unwrap().contains("(RFC 9111): private"),
+        "{f}"
+    );
+}
