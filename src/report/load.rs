@@ -110,8 +110,12 @@ pub fn summary(r: &LoadResult, findings: &[Finding]) -> String {
         kv(
             "Cache hits:",
             format!(
-                "{:.1} % ({} hits, {} misses, {} unknown{})",
-                ratio * 100.0,
+                "{} % ({} hits, {} misses, {} unknown{})",
+                if ratio < 1.0 && ratio >= 0.9995 {
+                    format!("{:.3}", ratio * 100.0)
+                } else {
+                    format!("{:.1}", ratio * 100.0)
+                },
                 r.cache_hits,
                 r.cache_misses,
                 r.cache_unknown(),
