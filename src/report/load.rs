@@ -110,7 +110,7 @@ pub fn summary(r: &LoadResult, findings: &[Finding]) -> String {
         kv(
             "Cache hits:",
             format!(
-                "{} % ({} hits, {} misses, {} unknown{})",
+                "{} % ({} hits, {} miss{}, {} unknown{})",
                 if ratio < 1.0 && ratio >= 0.9995 {
                     format!("{:.3}", ratio * 100.0)
                 } else {
@@ -118,6 +118,7 @@ pub fn summary(r: &LoadResult, findings: &[Finding]) -> String {
                 },
                 r.cache_hits,
                 r.cache_misses,
+                if r.cache_misses == 1 { "" } else { "es" },
                 r.cache_unknown(),
                 r.cache_kind
                     .map(|k| format!("; {}", k.name()))
