@@ -394,6 +394,27 @@ fn load_and_audit_see_the_same_hits() {
         );
         assert_eq!(d["cache"]["cache"], name, "{}", d["cache"]);
         assert!(d["cache"]["hits"].as_u64().unwrap() >= 3, "{}", d["cache"]);
+        // The diagnose ramp counts with the same detector as the audit.
+        let url = format!("http://127.0.0.1:{}/v/public/{name}-r", cache.port);
+        let r = run_json_within(
+            &[
+                "diagnose",
+                "--json",
+                "--no-save",
+                "-n",
+                "3",
+                "--max-connections",
+                "2",
+                "--step",
+                "300ms",
+                &url,
+            ],
+            std::time::Duration::from_secs(60),
+        );
+        let lc = &r["load"]["cache"];
+        assert_eq!(lc["cache"], name, "{lc}");
+        assert!(lc["hit_ratio"].as_f64().unwrap() > 0.9, "{lc}");
+        assert_eq!(r["cache"]["load_hit_ratio"], lc["hit_ratio"]);
     }
 }
 
