@@ -570,3 +570,33 @@ fn credentialed_requests_are_not_told_to_go_public() {
         "{f}"
     );
 }
+
+/// The probe's first request through a cache is the miss that fills it (issue 13.3):
+/// nginx answers it MISS in the origin's 60 ms, and `cache-status` counts it with its
+/// time beside the hits of the repeated GETs.
+#[test]
+fn the_first_probe_request_counts_as_the_miss() {
+    if !installed("nginx") || !installed("python3") {
+        eprintln!("SKIPPED the_first_probe_request_counts_as_the_miss: nginx or python3 missing");
+        return;
+    }
+    let o = origin();
+    let c = caches::nginx(o.port);
+    let v = diagnose(
+        &format!("http://127.0.0.1:{}/v/public-slow/first", c.port),
+        &[],
+    );
+    assert_eq!(
+        v["probe"]["first_request"]["cache"], "miss",
+        "{}",
+        v["probe"]["first_request"]
+    );
+    let f = finding(&v, "cache-status");
+    assert_eq!(f["evidence"]["misses"], 1, "{f}");
+    assert!(
+        f["evidence"]["miss_ttfb_ms"].as_f64().unwrap() >= 50.0,
+        "{f}"
+    );
+    assert!(f["evidence"]["hits"].as_u64().unwrap() >= 3, "{f}");
+    assert_eq!(f["evidence"]["source"], "x-cache-status", "{f}");
+}

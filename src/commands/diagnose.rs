@@ -281,6 +281,11 @@ pub(crate) fn diagnose_url(
         distance_km: plan.distance_km,
     };
     let mut facts = facts;
+    if let Some(c) = facts.cache.as_mut() {
+        c.probe_first = probe
+            .first_request
+            .and_then(|f| f.cache.map(|s| (s, f.ttfb_ms)));
+    }
     if let (Some(c), Some(o)) = (facts.cache.as_mut(), facts.origin.as_ref()) {
         // What the origin answers in, to infer hits no header reports.
         c.origin_ttfb_ms = o

@@ -160,6 +160,9 @@ pub struct CacheFacts {
     /// The origin's steady TTFB p50 (`--origin`), ms: a repeated GET far faster than
     /// it was answered by a cache even when no header says so ("inferred").
     pub origin_ttfb_ms: Option<f64>,
+    /// The probe's first request, when a cache said something about it: its state and
+    /// TTFB, ms (through a cache it is usually the miss that filled it).
+    pub probe_first: Option<(crate::cache::CacheState, f64)>,
 }
 
 /// One step of a load ramp.

@@ -139,6 +139,7 @@ pub fn cache_facts(c: &CacheObservation, load_hit_ratio: Option<f64>) -> CacheFa
         repeats,
         load_hit_ratio,
         origin_ttfb_ms: None,
+        probe_first: None,
     }
 }
 

@@ -111,7 +111,7 @@ pub fn summary(r: &LoadResult, findings: &[Finding]) -> String {
             "Cache hits:",
             format!(
                 "{} % ({} hits, {} miss{}, {} unknown{})",
-                if ratio < 1.0 && ratio >= 0.9995 {
+                if (0.9995..1.0).contains(&ratio) {
                     format!("{:.3}", ratio * 100.0)
                 } else {
                     format!("{:.1}", ratio * 100.0)

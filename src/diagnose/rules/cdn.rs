@@ -197,11 +197,19 @@ pub fn cdn_not_caching(c: &CacheFacts) -> Option<Finding> {
     )
 }
 
-/// `cache-status`: what the CDN or proxy reported over the repeated GETs, with HIT vs
-/// MISS TTFB and the hit ratio under load. Quiet when no header says anything.
+/// `cache-status`: what the CDN or proxy reported over the repeated GETs (and the
+/// probe's first request when a cache missed it: the request that filled the cache),
+/// with HIT vs MISS TTFB and the hit ratio under load. Quiet when no header says
+/// anything.
 pub fn cache_status(c: &CacheFacts) -> Option<Finding> {
-    let all = samples(c);
-    let source = all.iter().map(|s| s.1).find(|s| !s.is_empty())?;
+    let mut all = samples(c);
+    if let Some((state, ttfb)) = c.probe_first.filter(|(s, _)| s.is_uncached()) {
+        all.insert(0, (state, "probe", ttfb));
+    }
+    let source = all
+        .iter()
+        .map(|s| s.1)
+        .find(|s| !s.is_empty() && *s != "probe")?;
     let count = |st: CacheState| all.iter().filter(|s| s.0 == st).count();
     let (hits, misses) = (
         count(CacheState::Hit),
@@ -215,9 +223,14 @@ pub fn cache_status(c: &CacheFacts) -> Option<Finding> {
     let miss_ttfb = ttfb(&|s| s.is_uncached());
     let kind = statuses(c).iter().rev().find_map(|s| s.kind);
     let mut title = format!(
-        "cache status: {hits} of {} GETs were hits ({}{source})",
+        "cache status: {hits} of {} GETs were hits ({}{source}{})",
         all.len(),
-        kind.map(|k| format!("{}, ", k.name())).unwrap_or_default()
+        kind.map(|k| format!("{}, ", k.name())).unwrap_or_default(),
+        if all[0].1 == "probe" {
+            "; the probe's first request included"
+        } else {
+            ""
+        }
     );
     if let (Some(h), Some(m)) = (hit_ttfb, miss_ttfb) {
         title.push_str(&format!(
