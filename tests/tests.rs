@@ -3,6 +3,7 @@
 //! namespace the test made itself.
 
 mod caches;
+mod caches_findings;
 mod compare;
 mod diagnose;
 mod disk;
