@@ -78,6 +78,10 @@ pub struct LoadResult {
     pub incomplete: u64,
     pub bytes: u64,
     pub cache_hits: u64,
+    /// Responses a cache answered MISS, BYPASS or DYNAMIC.
+    pub cache_misses: u64,
+    /// Which cache answered, when the responses said (the last one that did).
+    pub cache_kind: Option<crate::cache::CacheKind>,
     pub connections_opened: u64,
     pub errors: BTreeMap<String, u64>,
     pub statuses: BTreeMap<u16, u64>,
@@ -165,6 +169,7 @@ pub fn merge(
         .collect();
     let (mut requests, mut ok, mut dropped, mut incomplete, mut bytes, mut hits, mut opened) =
         (0, 0, 0, 0, 0, 0, 0);
+    let (mut misses, mut kind) = (0u64, None);
     let mut errors = [0u64; KINDS];
     let mut statuses = BTreeMap::new();
     let mut cpu_ns = 0u64;
@@ -199,6 +204,8 @@ pub fn merge(
         incomplete += r.incomplete;
         bytes += r.bytes;
         hits += r.cache_hits;
+        misses += r.cache_misses;
+        kind = r.cache_kind.or(kind);
         opened += r.connections_opened;
         for (i, n) in r.errors.iter().enumerate() {
             errors[i] += n;
@@ -276,6 +283,8 @@ pub fn merge(
         incomplete,
         bytes,
         cache_hits: hits,
+        cache_misses: misses,
+        cache_kind: kind,
         connections_opened: opened,
         errors: ErrorKind::ALL
             .iter()
@@ -304,6 +313,30 @@ pub fn merge(
 }
 
 impl LoadResult {
+    /// Responses with no cache signal at all (ok responses neither hit nor miss).
+    pub fn cache_unknown(&self) -> u64 {
+        self.ok.saturating_sub(self.cache_hits + self.cache_misses)
+    }
+
+    /// Hits over all ok responses, when a cache answered at all (`None`: no response
+    /// said anything about a cache).
+    pub fn hit_ratio(&self) -> Option<f64> {
+        let answered = self.cache_hits + self.cache_misses;
+        let all = answered + self.cache_unknown();
+        (answered > 0 && all > 0).then(|| self.cache_hits as f64 / all as f64)
+    }
+
+    /// The load JSON's `cache` object: `{hits, misses, unknown, hit_ratio, cache}`.
+    pub fn cache_json(&self) -> serde_json::Value {
+        json!({
+            "hits": self.cache_hits,
+            "misses": self.cache_misses,
+            "unknown": self.cache_unknown(),
+            "hit_ratio": self.hit_ratio(),
+            "cache": self.cache_kind.map(|k| k.as_str()),
+        })
+    }
+
     fn numbers(&self) -> Numbers<'_> {
         Numbers {
             latency: &self.latency,
@@ -372,6 +405,7 @@ impl LoadResult {
             "threads": self.threads,
             "connections_opened": self.connections_opened,
             "cache_hits": self.cache_hits,
+            "cache": self.cache_json(),
             "statuses": self.statuses.iter().map(|(s, n)| (s.to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
             "aborted": self.aborted,
             "endpoints": self.endpoints.iter().map(|e| json!({
