@@ -14,6 +14,11 @@ command -v python3 >/dev/null 2>&1 || need+=(python3)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 # The HTML report's browser test opens it in headless Chromium (Debian's package).
 [ -x /usr/bin/chromium ] || need+=(chromium)
+# The cache conformance suite (tests/caches.rs) runs real caches in front of a Python
+# origin: Varnish, nginx (proxy_cache) and Apache (mod_cache_disk, mod_deflate).
+command -v varnishd >/dev/null 2>&1 || need+=(varnish)
+command -v nginx >/dev/null 2>&1 || need+=(nginx)
+command -v apache2 >/dev/null 2>&1 || need+=(apache2)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "installing: ${need[*]}"
@@ -21,6 +26,12 @@ if [ ${#need[@]} -gt 0 ]; then
   else
     echo "warning: missing ${need[*]} (install them, or some tests will be skipped)" >&2
   fi
+fi
+
+# httplint (the engine behind REDbot) is the suite's second opinion on RFC 9111.
+if ! command -v httplint >/dev/null 2>&1 && command -v pip3 >/dev/null 2>&1; then
+  pip3 install --quiet httplint 2>/dev/null || pip3 install --quiet --break-system-packages httplint \
+    || echo "warning: pip install httplint failed (its conformance test will be skipped)" >&2
 fi
 
 cargo fmt --all -- --check

@@ -6,6 +6,7 @@
 //! `store` / `report`. Measurement code never prints; presentation code never
 //! measures. The binary (`src/main.rs`) only parses flags and calls [`run`].
 
+pub mod cache;
 pub mod cli;
 pub mod commands;
 pub mod config;

@@ -2,6 +2,8 @@
 //! Every test uses real sockets on 127.0.0.1 or on a lab wire inside a network
 //! namespace the test made itself.
 
+mod caches;
+mod caches_findings;
 mod compare;
 mod diagnose;
 mod disk;
@@ -25,6 +27,7 @@ mod probe_verdicts;
 mod report;
 mod store;
 mod util;
+mod util_caches;
 mod util_disk;
 mod util_hostile;
 mod util_lab;

@@ -296,6 +296,21 @@ pub(crate) fn diagnose_url(
         disk: None,
         distance_km: plan.distance_km,
     };
+    let mut facts = facts;
+    if let Some(c) = facts.cache.as_mut() {
+        c.probe_first = probe
+            .first_request
+            .and_then(|f| f.cache.map(|s| (s, f.ttfb_ms)));
+    }
+    if let (Some(c), Some(o)) = (facts.cache.as_mut(), facts.origin.as_ref()) {
+        // What the origin answers in, to infer hits no header reports.
+        c.origin_ttfb_ms = o
+            .reused
+            .as_ref()
+            .or(o.fresh.as_ref())
+            .filter(|s| s.count > 0)
+            .map(|s| s.p50.ttfb);
+    }
     let findings = diagnose::run_rules(&facts);
     probe.server_time_label = rules::facts_time_label(&facts).to_string();
     let summary = diagnose::summary(&facts);

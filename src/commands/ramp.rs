@@ -56,6 +56,7 @@ pub(crate) fn run(
     let mut histograms = Vec::new();
     let mut stopped_early = None;
     let (mut hits, mut answered) = (0u64, 0u64);
+    let (mut misses, mut kind) = (0u64, None);
     let mut offset = 0u32;
     let mut cpu = Vec::new();
     let levels = levels(plan.max_connections);
@@ -86,6 +87,8 @@ pub(crate) fn run(
         };
         steps.push(step);
         hits += r.cache_hits;
+        misses += r.cache_misses;
+        kind = r.cache_kind.or(kind);
         answered += r.ok;
         cpu.push((r.client_cpu_pct, r.client_wait_pct, lp.threads as u32));
         // Requests still in flight when a step ends complete in a short extra second;
@@ -191,7 +194,8 @@ pub(crate) fn run(
         facts.threads = t;
     }
     facts.steps = steps.clone();
-    let hit_ratio = (hits > 0 && answered > 0).then(|| hits as f64 / answered as f64);
+    // As the load JSON counts it: hits over every answer, once any cache said anything.
+    let hit_ratio = (hits + misses > 0 && answered > 0).then(|| hits as f64 / answered as f64);
     let json = json!({
         "kind": "load",
         "model": "closed",
@@ -204,6 +208,13 @@ pub(crate) fn run(
         "client_cpu_pct": facts.client_cpu_pct,
         "client_cpu_wait_pct": facts.client_wait_pct,
         "cache_hit_ratio": hit_ratio,
+        "cache": {
+            "hits": hits,
+            "misses": misses,
+            "unknown": answered.saturating_sub(hits + misses),
+            "hit_ratio": hit_ratio,
+            "cache": kind.map(|k: crate::cache::CacheKind| k.as_str()),
+        },
         "stopped_early": stopped_early,
         "timeline": timeline_json,
     });

@@ -64,6 +64,18 @@ pub fn lookup_override(overrides: &[ResolveOverride], host: &str, port: u16) -> 
         .map(|o| SocketAddr::new(o.addr, port))
 }
 
+/// The request headers every command sends unless `-H` gives its own value (probe,
+/// the cache audit, load and the diagnose ramp alike, so behind `Vary:
+/// Accept-Encoding` they all measure the same cached object).
+pub const DEFAULT_HEADERS: [(&str, &str); 3] = [
+    (
+        "user-agent",
+        concat!("latscope/", env!("CARGO_PKG_VERSION")),
+    ),
+    ("accept", "*/*"),
+    ("accept-encoding", "gzip, br"),
+];
+
 /// What to send.
 #[derive(Debug, Clone)]
 pub struct RequestSpec {

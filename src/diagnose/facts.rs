@@ -6,46 +6,7 @@
 
 use std::collections::BTreeMap;
 
-/// Response (or request) headers: names lowercased, in order, repeats kept.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Headers(pub Vec<(String, String)>);
-
-impl Headers {
-    /// Builds from name/value pairs, lowercasing the names.
-    pub fn from_pairs<N: AsRef<str>, V: AsRef<str>>(pairs: &[(N, V)]) -> Headers {
-        Headers(
-            pairs
-                .iter()
-                .map(|(n, v)| {
-                    (
-                        n.as_ref().to_ascii_lowercase(),
-                        v.as_ref().trim().to_string(),
-                    )
-                })
-                .collect(),
-        )
-    }
-
-    /// All values of a header, joined with ", " as RFC 9110 allows for list fields
-    /// (`None` when absent). Do not use for Set-Cookie.
-    pub fn get(&self, name: &str) -> Option<String> {
-        let values: Vec<&str> = self.get_all(name).collect();
-        (!values.is_empty()).then(|| values.join(", "))
-    }
-
-    /// Each value of a header, in order.
-    pub fn get_all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
-        self.0
-            .iter()
-            .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// Whether the header is present.
-    pub fn has(&self, name: &str) -> bool {
-        self.get_all(name).next().is_some()
-    }
-}
+pub use crate::cache::Headers;
 
 /// Per-phase durations (one percentile of each phase), ms. `ttfb` and `total` are the
 /// cumulative marks (DESIGN.md, Measurements).
@@ -161,6 +122,8 @@ pub struct ConditionalFacts {
     pub status: u16,
     pub body_bytes: u64,
     pub time_ms: f64,
+    /// A 304 that carried a body after its head (breaks keep-alive framing).
+    pub excess_body: bool,
 }
 
 /// One of the repeated GETs of the cache audit.
@@ -178,10 +141,18 @@ pub struct CacheFacts {
     pub get: bool,
     /// The request carried no Cookie or Authorization.
     pub anonymous: bool,
+    /// The request carried Cookie (a `-H Cookie: …`).
+    pub cookie: bool,
+    /// The request carried Authorization.
+    pub authorization: bool,
+    /// The audited URL has a query string.
+    pub query: bool,
     pub status: u16,
     /// Headers of the first full response.
     pub headers: Headers,
-    /// Time of a full 200, ms (to set against a 304).
+    /// Time of a full 200, ms, to set against a 304 like with like: the median of the
+    /// repeated GETs, sent over the connection the conditional GETs used (else the
+    /// first full GET).
     pub full_time_ms: Option<f64>,
     pub if_none_match: Option<ConditionalFacts>,
     pub if_modified_since: Option<ConditionalFacts>,
@@ -189,6 +160,12 @@ pub struct CacheFacts {
     pub repeats: Vec<RepeatFacts>,
     /// Hit ratio seen under the load ramp (0..1), when the responses say.
     pub load_hit_ratio: Option<f64>,
+    /// The origin's steady TTFB p50 (`--origin`), ms: a repeated GET far faster than
+    /// it was answered by a cache even when no header says so ("inferred").
+    pub origin_ttfb_ms: Option<f64>,
+    /// The probe's first request, when a cache said something about it: its state and
+    /// TTFB, ms (through a cache it is usually the miss that filled it).
+    pub probe_first: Option<(crate::cache::CacheState, f64)>,
 }
 
 /// One step of a load ramp.

@@ -123,6 +123,7 @@ pub fn cache_facts(c: &CacheObservation, load_hit_ratio: Option<f64>) -> CacheFa
             status: s.status,
             body_bytes: s.body_bytes,
             time_ms: s.time_ms,
+            excess_body: s.excess_body,
         })
     };
     let mut repeats = vec![RepeatFacts {
@@ -136,13 +137,22 @@ pub fn cache_facts(c: &CacheObservation, load_hit_ratio: Option<f64>) -> CacheFa
     CacheFacts {
         get: c.method == "GET" || c.method == "HEAD",
         anonymous: c.anonymous,
+        cookie: c.cookie,
+        authorization: c.authorization,
+        query: c.url.contains('?'),
         status: c.full.status,
         headers: Headers::from_pairs(&c.full.headers),
-        full_time_ms: Some(c.full.time_ms),
+        full_time_ms: Some(if c.repeats.is_empty() {
+            c.full.time_ms
+        } else {
+            crate::diagnose::rules::median(&c.repeats.iter().map(|r| r.time_ms).collect::<Vec<_>>())
+        }),
         if_none_match: cond(&c.if_none_match),
         if_modified_since: cond(&c.if_modified_since),
         repeats,
         load_hit_ratio,
+        origin_ttfb_ms: None,
+        probe_first: None,
     }
 }
 

@@ -18,6 +18,7 @@ fn healthy_cache() -> CacheFacts {
             status: 304,
             body_bytes: 0,
             time_ms: 0.3,
+            excess_body: false,
         }),
         ..CacheFacts::default()
     }

@@ -40,10 +40,14 @@ pub fn encode(target: &Target, e: &Endpoint, keepalive: bool) -> Bytes {
         out.extend_from_slice(target.authority().as_bytes());
         out.extend_from_slice(b"\r\n");
     }
-    if !has("user-agent") {
-        out.extend_from_slice(
-            concat!("User-Agent: latscope/", env!("CARGO_PKG_VERSION"), "\r\n").as_bytes(),
-        );
+    // The same defaults as every other command (`-H` overrides each).
+    for (name, value) in crate::config::http::DEFAULT_HEADERS {
+        if !has(name) {
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
     }
     for (n, v) in &e.headers {
         out.extend_from_slice(n.as_str().as_bytes());
@@ -71,7 +75,8 @@ pub struct Response {
     pub bytes: u64,
     /// The connection cannot be used again.
     pub close: bool,
-    pub cache_hit: bool,
+    /// What the response said about caching (the one detector, `cache::status`).
+    pub cache: crate::cache::status::Seen,
     pub first_byte: Option<std::time::Instant>,
 }
 
@@ -307,6 +312,7 @@ fn head_info(r: &httparse::Response<'_, '_>, head: bool, resp: &mut Response) ->
     let mut chunked = false;
     // HTTP/1.0 closes unless it says keep-alive.
     let mut close = r.version == Some(0);
+    let mut cache = crate::cache::Detector::default();
     for h in r.headers.iter() {
         let name = h.name.as_bytes();
         match name.len() {
@@ -332,18 +338,14 @@ fn head_info(r: &httparse::Response<'_, '_>, head: bool, resp: &mut Response) ->
                     close = false;
                 }
             }
-            7 | 12 | 15 | 14 | 3
-                if name.eq_ignore_ascii_case(b"x-cache")
-                    || name.eq_ignore_ascii_case(b"cache-status")
-                    || name.eq_ignore_ascii_case(b"cf-cache-status")
-                    || name.eq_ignore_ascii_case(b"x-cache-status")
-                    || name.eq_ignore_ascii_case(b"age") =>
-            {
-                resp.cache_hit |= is_hit(name, h.value);
+            _ => {
+                if let Ok(v) = std::str::from_utf8(h.value) {
+                    cache.feed(h.name, v);
+                }
             }
-            _ => {}
         }
     }
+    resp.cache = cache.seen();
     resp.close = close;
     let status = resp.status;
     if head || status == 204 || status == 304 || (100..200).contains(&status) {
@@ -356,24 +358,6 @@ fn head_info(r: &httparse::Response<'_, '_>, head: bool, resp: &mut Response) ->
         resp.close = true;
         Body::UntilClose
     }
-}
-
-/// Whether a cache header says the response was served from a cache.
-pub(crate) fn is_hit(name: &[u8], value: &[u8]) -> bool {
-    let v = std::str::from_utf8(value).unwrap_or("").trim();
-    if name.eq_ignore_ascii_case(b"age") {
-        return v.parse::<u64>().is_ok_and(|a| a > 0);
-    }
-    if name.eq_ignore_ascii_case(b"cache-status") {
-        // RFC 9211: `cache; hit` (or fwd=… for misses).
-        return v.split(',').next_back().is_some_and(|last| {
-            last.split(';')
-                .any(|p| p.trim().eq_ignore_ascii_case("hit"))
-        });
-    }
-    // X-Cache may list several layers ("MISS, HIT"): the client-facing one is last.
-    let last = v.split(',').next_back().unwrap_or("").trim();
-    last.len() >= 3 && last[..3].eq_ignore_ascii_case("hit")
 }
 
 #[cfg(test)]
@@ -401,17 +385,45 @@ mod tests {
             "{s}"
         );
         assert!(s.ends_with("Connection: close\r\n\r\nhi"), "{s}");
+        // The same default headers as probe and the audit; `-H` overrides each.
+        assert!(s.contains("accept-encoding: gzip, br\r\n"), "{s}");
+        assert!(!s.contains("accept: */*"), "{s}");
+        let mut e2 = e.clone();
+        e2.headers = vec![crate::config::http::parse_header("Accept-Encoding: identity").unwrap()];
+        let s = String::from_utf8(encode(&t, &e2, true).to_vec()).unwrap();
+        assert_eq!(
+            s.to_ascii_lowercase().matches("accept-encoding").count(),
+            1,
+            "{s}"
+        );
+        assert!(s.contains("accept: */*\r\n"), "{s}");
     }
 
+    /// The one detector reads a response head as the audit does: layers of X-Cache,
+    /// X-Varnish ids, X-Cache-Status, a bare Age.
     #[test]
     fn cache_hits() {
-        assert!(is_hit(b"x-cache", b"MISS, HIT"));
-        assert!(!is_hit(b"X-Cache", b"HIT, MISS"));
-        assert!(is_hit(b"cf-cache-status", b"HIT"));
-        assert!(is_hit(b"age", b"12"));
-        assert!(!is_hit(b"age", b"0"));
-        assert!(is_hit(b"cache-status", b"ExampleCache; hit"));
-        assert!(!is_hit(b"cache-status", b"ExampleCache; fwd=miss"));
+        use crate::cache::status::Tally;
+        let tally = |head: &str| {
+            let mut headers = [httparse::EMPTY_HEADER; 16];
+            let mut r = httparse::Response::new(&mut headers);
+            r.parse(head.as_bytes()).unwrap();
+            let mut resp = Response::default();
+            head_info(&r, false, &mut resp);
+            resp.cache
+        };
+        let t = |h: &str| tally(&format!("HTTP/1.1 200 OK\r\n{h}\r\n\r\n")).tally;
+        assert_eq!(t("X-Cache: MISS, HIT"), Tally::Hit);
+        assert_eq!(t("X-Cache: MISS, MISS"), Tally::Miss);
+        assert_eq!(t("cf-cache-status: HIT"), Tally::Hit);
+        assert_eq!(t("Age: 12"), Tally::Hit);
+        assert_eq!(t("Age: 0\r\nX-Varnish: 32770"), Tally::Miss);
+        assert_eq!(t("Age: 0\r\nX-Varnish: 32770 6"), Tally::Hit);
+        assert_eq!(t("X-Cache-Status: HIT"), Tally::Hit);
+        assert_eq!(t("cache-status: ExampleCache; fwd=miss"), Tally::Miss);
+        assert_eq!(t("Server: nginx"), Tally::Unknown);
+        let seen = tally("HTTP/1.1 200 OK\r\nX-Varnish: 5 3\r\nVia: 1.1 varnish\r\n\r\n");
+        assert_eq!(seen.kind, Some(crate::cache::CacheKind::Varnish));
     }
 
     async fn serve(reply: &'static [u8], n: usize) -> H1 {
@@ -447,7 +459,12 @@ mod tests {
                 .await
                 .unwrap();
             assert_eq!(
-                (r.status, r.bytes, r.close, r.cache_hit),
+                (
+                    r.status,
+                    r.bytes,
+                    r.close,
+                    r.cache.tally == crate::cache::Tally::Hit
+                ),
                 (200, 57, false, true)
             );
             assert!(r.first_byte.is_some());

@@ -45,11 +45,12 @@ impl H2Request {
             }
             headers.append(n.clone(), v.clone());
         }
-        if !headers.contains_key(http::header::USER_AGENT) {
-            headers.insert(
-                http::header::USER_AGENT,
-                HeaderValue::from_static(concat!("latscope/", env!("CARGO_PKG_VERSION"))),
-            );
+        // The same defaults as every other command (`-H` overrides each).
+        for (name, value) in crate::config::http::DEFAULT_HEADERS {
+            let name = http::header::HeaderName::from_static(name);
+            if !headers.contains_key(&name) {
+                headers.insert(name, HeaderValue::from_static(value));
+            }
         }
         Ok(H2Request {
             method: e.method.clone(),
@@ -166,17 +167,13 @@ pub async fn exchange(
         first_byte: mark_first_byte.then(std::time::Instant::now),
         ..Default::default()
     };
-    for name in [
-        "x-cache",
-        "cf-cache-status",
-        "x-cache-status",
-        "cache-status",
-        "age",
-    ] {
-        for v in resp.headers().get_all(name) {
-            o.cache_hit |= super::http1::is_hit(name.as_bytes(), v.as_bytes());
+    let mut cache = crate::cache::Detector::default();
+    for (name, v) in resp.headers() {
+        if let Ok(v) = v.to_str() {
+            cache.feed(name.as_str(), v);
         }
     }
+    o.cache = cache.seen();
     // Headers: approximate their size from the HPACK-decoded fields.
     o.bytes = resp
         .headers()

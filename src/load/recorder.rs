@@ -73,8 +73,8 @@ pub struct Outcome {
     pub error: Option<ErrorKind>,
     /// Bytes received (head and body).
     pub bytes: u64,
-    /// The response said it came from a cache.
-    pub cache_hit: bool,
+    /// What the response said about caching.
+    pub cache: crate::cache::status::Seen,
     /// When the first response byte arrived (only kept for `--raw`).
     pub first_byte: Option<Instant>,
     /// TCP connect and TLS time this request paid for a new connection.
@@ -178,6 +178,10 @@ pub struct Recorder {
     pub ok: u64,
     pub bytes: u64,
     pub cache_hits: u64,
+    /// Responses a cache answered MISS, BYPASS or DYNAMIC.
+    pub cache_misses: u64,
+    /// Which cache answered, when the responses said.
+    pub cache_kind: Option<crate::cache::CacheKind>,
     pub dropped: u64,
     pub incomplete: u64,
     pub in_flight: u64,
@@ -233,6 +237,8 @@ impl Recorder {
             ok: 0,
             bytes: 0,
             cache_hits: 0,
+            cache_misses: 0,
+            cache_kind: None,
             dropped: 0,
             incomplete: 0,
             in_flight: 0,
@@ -376,8 +382,14 @@ impl Recorder {
         } else {
             self.ok += 1;
         }
-        if o.cache_hit {
-            self.cache_hits += 1;
+        let hit = o.cache.tally == crate::cache::Tally::Hit;
+        match o.cache.tally {
+            crate::cache::Tally::Hit => self.cache_hits += 1,
+            crate::cache::Tally::Miss => self.cache_misses += 1,
+            crate::cache::Tally::Unknown => {}
+        }
+        if o.cache.kind.is_some() {
+            self.cache_kind = o.cache.kind;
         }
         let e = &mut self.endpoints[endpoint];
         if timed {
@@ -404,7 +416,7 @@ impl Recorder {
         let s = self.timeline.last_mut().expect("timeline has a second");
         s.requests += 1;
         s.bytes += o.bytes;
-        s.cache_hits += o.cache_hit as u64;
+        s.cache_hits += hit as u64;
         match o.error {
             None => s.ok += 1,
             Some(k) => s.errors[k as usize] += 1,

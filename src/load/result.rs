@@ -93,6 +93,10 @@ pub struct LoadResult {
     pub incomplete: u64,
     pub bytes: u64,
     pub cache_hits: u64,
+    /// Responses a cache answered MISS, BYPASS or DYNAMIC.
+    pub cache_misses: u64,
+    /// Which cache answered, when the responses said (the last one that did).
+    pub cache_kind: Option<crate::cache::CacheKind>,
     pub connections_opened: u64,
     /// SYNs latscope's own connections sent again (per-connection TCP_INFO), and how
     /// many connections needed any.
@@ -193,6 +197,7 @@ pub fn merge(
         (0, 0, 0, 0, 0, 0, 0);
     let (mut syn_retrans, mut syn_retried, mut watched, mut data_retrans) = (0, 0, 0, 0);
     let mut early_retrans = 0;
+    let (mut misses, mut kind) = (0u64, None);
     let mut errors = [0u64; KINDS];
     let mut statuses = BTreeMap::new();
     let mut cpu_ns = 0u64;
@@ -227,6 +232,8 @@ pub fn merge(
         incomplete += r.incomplete;
         bytes += r.bytes;
         hits += r.cache_hits;
+        misses += r.cache_misses;
+        kind = r.cache_kind.or(kind);
         opened += r.connections_opened;
         syn_retrans += r.syn_retrans;
         syn_retried += r.syn_retried_conns;
@@ -321,6 +328,8 @@ pub fn merge(
         incomplete,
         bytes,
         cache_hits: hits,
+        cache_misses: misses,
+        cache_kind: kind,
         connections_opened: opened,
         syn_retrans,
         syn_retried_conns: syn_retried,
@@ -353,6 +362,30 @@ pub fn merge(
 }
 
 impl LoadResult {
+    /// Responses with no cache signal at all (ok responses neither hit nor miss).
+    pub fn cache_unknown(&self) -> u64 {
+        self.ok.saturating_sub(self.cache_hits + self.cache_misses)
+    }
+
+    /// Hits over all ok responses, when a cache answered at all (`None`: no response
+    /// said anything about a cache).
+    pub fn hit_ratio(&self) -> Option<f64> {
+        let answered = self.cache_hits + self.cache_misses;
+        let all = answered + self.cache_unknown();
+        (answered > 0 && all > 0).then(|| self.cache_hits as f64 / all as f64)
+    }
+
+    /// The load JSON's `cache` object: `{hits, misses, unknown, hit_ratio, cache}`.
+    pub fn cache_json(&self) -> serde_json::Value {
+        json!({
+            "hits": self.cache_hits,
+            "misses": self.cache_misses,
+            "unknown": self.cache_unknown(),
+            "hit_ratio": self.hit_ratio(),
+            "cache": self.cache_kind.map(|k| k.as_str()),
+        })
+    }
+
     fn numbers(&self) -> Numbers<'_> {
         Numbers {
             latency: &self.latency,
@@ -427,6 +460,7 @@ impl LoadResult {
                 "data_retrans": self.data_retrans,
             },
             "cache_hits": self.cache_hits,
+            "cache": self.cache_json(),
             "statuses": self.statuses.iter().map(|(s, n)| (s.to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
             "aborted": self.aborted,
             "endpoints": self.endpoints.iter().map(|e| json!({

@@ -298,7 +298,7 @@ async fn exchange(
                     status: resp.status,
                     error: ErrorKind::of_status(resp.status),
                     bytes: resp.bytes,
-                    cache_hit: resp.cache_hit,
+                    cache: resp.cache,
                     first_byte: resp.first_byte,
                     connect: paid.0,
                     tls: paid.1,

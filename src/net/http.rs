@@ -5,7 +5,7 @@ use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::header::{HeaderValue, ACCEPT, ACCEPT_ENCODING, CONNECTION, HOST, USER_AGENT};
+use http::header::{HeaderValue, CONNECTION, HOST};
 use http::{Request, Version};
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::{http1, http2};
@@ -263,9 +263,12 @@ fn build_request(
             .map_err(|e| NetError::Protocol(format!("bad Host header: {e}")))?;
         headers.insert(HOST, host);
     }
-    headers.insert(USER_AGENT, HeaderValue::from_static(USER_AGENT_VALUE));
-    headers.insert(ACCEPT, HeaderValue::from_static("*/*"));
-    headers.insert(ACCEPT_ENCODING, HeaderValue::from_static("gzip, br"));
+    for (name, value) in crate::config::http::DEFAULT_HEADERS {
+        headers.insert(
+            http::header::HeaderName::from_static(name),
+            HeaderValue::from_static(value),
+        );
+    }
     for (name, value) in &spec.headers {
         headers.insert(name.clone(), value.clone());
     }

@@ -36,6 +36,10 @@ pub struct Seen {
     pub body_bytes: u64,
     pub ttfb_ms: f64,
     pub time_ms: f64,
+    /// A 304 that carried a body: the next request on its connection read those bytes
+    /// as its response head (curl: "Excess found").
+    #[serde(default)]
+    pub excess_body: bool,
 }
 
 impl Seen {
@@ -46,6 +50,7 @@ impl Seen {
             body_bytes: x.body_bytes,
             ttfb_ms: ms(x.send + x.wait),
             time_ms: ms(x.send + x.wait + x.receive),
+            excess_body: false,
         }
     }
 
@@ -65,6 +70,12 @@ pub struct CacheObservation {
     pub method: String,
     /// The request carried no Cookie or Authorization.
     pub anonymous: bool,
+    /// The request carried Cookie.
+    #[serde(default)]
+    pub cookie: bool,
+    /// The request carried Authorization.
+    #[serde(default)]
+    pub authorization: bool,
     pub redirects: Vec<Hop>,
     /// The first full response (over a warm connection).
     pub full: Seen,
@@ -152,20 +163,37 @@ pub async fn audit(config: &ProbeConfig, stop: &Stop) -> Result<CacheObservation
                 if !http.is_usable() {
                     http = open(target.clone()).await?.0;
                 }
-                cond.push(Some(send(&mut http, &target, &spec, timeout, stop).await?));
+                let mut seen = send(&mut http, &target, &spec, timeout, stop).await?;
+                if seen.status == 304 && !http.is_h2() && http.is_usable() {
+                    // A 304 has no body (RFC 9110 §15.4.5); bytes after its head are
+                    // read as the next response, which then fails to parse.
+                    let canary = send(&mut http, &target, &config.request, timeout, stop).await;
+                    match canary {
+                        Err(NetError::Protocol(_)) => seen.excess_body = true,
+                        Err(NetError::Interrupted) => return Err(NetError::Interrupted),
+                        _ => {}
+                    }
+                    if seen.excess_body {
+                        http = open(target.clone()).await?.0;
+                    }
+                }
+                cond.push(Some(seen));
             }
         }
     }
-    let anonymous = !config
-        .request
-        .headers
-        .iter()
-        .any(|(k, _)| k == http::header::COOKIE || k == http::header::AUTHORIZATION);
+    let sent = |name| config.request.headers.iter().any(|(k, _)| k == name);
+    let (cookie, authorization) = (
+        sent(http::header::COOKIE),
+        sent(http::header::AUTHORIZATION),
+    );
+    let anonymous = !cookie && !authorization;
     let mut cond = cond.into_iter();
     Ok(CacheObservation {
         url: target.url.clone(),
         method: config.request.method.to_string(),
         anonymous,
+        cookie,
+        authorization,
         redirects,
         full,
         repeats,

@@ -41,6 +41,9 @@ pub struct TcpSummary {
 pub struct FirstRequest {
     pub total_ms: f64,
     pub ttfb_ms: f64,
+    /// What a cache in front said about it (absent when nothing was read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<crate::cache::CacheState>,
 }
 
 /// A p50.
@@ -176,6 +179,7 @@ impl ProbeResult {
             .map(|s| FirstRequest {
                 total_ms: s.phases_ms.total,
                 ttfb_ms: s.phases_ms.ttfb,
+                cache: None,
             });
         let is_http = config.target.scheme != Scheme::Tcp;
         let server_time_ms = tcp.filter(|_| is_http).and_then(|t| {

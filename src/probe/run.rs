@@ -54,6 +54,7 @@ pub async fn probe(config: &ProbeConfig, stop: &Stop) -> Result<ProbeResult, Net
         addresses: Vec::new(),
         tcp: None,
         last: None,
+        first_cache: None,
         tls_version: None,
         alpn: None,
         first_error: None,
@@ -72,7 +73,7 @@ pub async fn probe(config: &ProbeConfig, stop: &Stop) -> Result<ProbeResult, Net
     if let Some(first_error) = run.all_failed() {
         return Err(first_error);
     }
-    Ok(ProbeResult::new(
+    let mut result = ProbeResult::new(
         config,
         started,
         clock.elapsed(),
@@ -83,7 +84,11 @@ pub async fn probe(config: &ProbeConfig, stop: &Stop) -> Result<ProbeResult, Net
         run.tls_version,
         run.alpn,
         stop.is_stopped(),
-    ))
+    );
+    if let Some(f) = result.first_request.as_mut() {
+        f.cache = run.first_cache;
+    }
+    Ok(result)
 }
 
 pub(super) fn connect_options(config: &ProbeConfig) -> Result<ConnectOptions, NetError> {
@@ -127,6 +132,9 @@ struct Runner<'a> {
     tcp: Option<crate::net::tcp::TcpInfo>,
     /// The last successful exchange (status, version, headers to show).
     last: Option<Exchange>,
+    /// What a cache said about the first successful exchange (through a cache, the
+    /// probe's first request is usually the miss that fills it).
+    first_cache: Option<crate::cache::CacheState>,
     tls_version: Option<String>,
     alpn: Option<String>,
     first_error: Option<NetError>,
@@ -204,6 +212,10 @@ impl Runner<'_> {
             error: None,
             error_kind: None,
         });
+        if self.last.is_none() {
+            let h = crate::cache::Headers::from_pairs(&x.headers);
+            self.first_cache = Some(crate::cache::cache_status(&h).state);
+        }
         self.last = Some(x);
     }
 

@@ -55,17 +55,41 @@ fn cache(d: &Diagnosis) -> String {
             fmt_ms(hop.time_ms)
         ));
     }
-    let storable = if a.shared_cacheable {
-        "yes".to_string()
+    let sc = &a.shared_cache;
+    let rfc = if sc.rfc_storable {
+        let mut t = String::from("may store it");
+        if sc.revalidate_every_use {
+            t.push_str(", revalidating it on every use");
+        } else if let Some(f) = sc.fresh_for_s {
+            t.push_str(&format!(
+                ", fresh for {f} s{}",
+                if sc.heuristic { " (heuristic)" } else { "" }
+            ));
+        } else if sc.heuristic {
+            t.push_str(", fresh for as long as the cache guesses (heuristic)");
+        }
+        t
     } else {
-        format!("no ({})", a.unstorable.join(", "))
+        format!("may not store it ({})", sc.reasons.join(", "))
     };
-    out.push_str(&format!("    shared cache    may store it: {storable}\n"));
+    out.push_str(&format!("    shared cache    RFC 9111: {rfc}\n"));
+    let defaults: Vec<String> = a
+        .default_caches
+        .iter()
+        .map(|(name, verdict)| match a.default_caches_why.get(name) {
+            Some(why) => format!("{name} {verdict} ({why})"),
+            None => format!("{name} {verdict}"),
+        })
+        .collect();
+    out.push_str(&format!("    by default      {}\n", defaults.join(" · ")));
     let fresh = match a.freshness_s {
         Some(s) => format!("{s} s from {}", a.freshness_source),
         None => format!("none ({})", a.freshness_source),
     };
     out.push_str(&format!("    freshness       {fresh}\n"));
+    if let Some(note) = &a.freshness_note {
+        out.push_str(&format!("                    {note}\n"));
+    }
     out.push_str(&format!(
         "    validators      ETag {} · Last-Modified {}\n",
         if a.etag.is_some() { "yes" } else { "no" },
@@ -101,13 +125,20 @@ fn cache(d: &Diagnosis) -> String {
         ));
     }
     let states: Vec<&str> = a.repeats.iter().map(|s| s.as_str()).collect();
-    let via = a.proxy.map(|p| format!(" (from {p})")).unwrap_or_default();
+    let via = match (a.cache, a.proxy) {
+        (Some(c), Some(p)) => format!(" ({c}, from {p})"),
+        (None, Some(p)) => format!(" (from {p})"),
+        _ => String::new(),
+    };
     if states.iter().all(|s| *s == "unknown") {
         out.push_str(
             "    repeated GETs   no cache status in the headers (no CDN or proxy cache seen)\n",
         );
     } else {
         out.push_str(&format!("    repeated GETs   {}{via}\n", states.join(", ")));
+    }
+    if let Some(d) = &a.cache_detail {
+        out.push_str(&format!("    cache says      \"{d}\"\n"));
     }
     if let Some(edge) = &a.edge {
         out.push_str(&format!("    edge            {edge}\n"));

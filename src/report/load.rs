@@ -123,6 +123,26 @@ pub fn summary(r: &LoadResult, findings: &[Finding]) -> String {
             ),
         );
     }
+    if let Some(ratio) = r.hit_ratio() {
+        kv(
+            "Cache hits:",
+            format!(
+                "{} % ({} hits, {} miss{}, {} unknown{})",
+                if (0.9995..1.0).contains(&ratio) {
+                    format!("{:.3}", ratio * 100.0)
+                } else {
+                    format!("{:.1}", ratio * 100.0)
+                },
+                r.cache_hits,
+                r.cache_misses,
+                if r.cache_misses == 1 { "" } else { "es" },
+                r.cache_unknown(),
+                r.cache_kind
+                    .map(|k| format!("; {}", k.name()))
+                    .unwrap_or_default()
+            ),
+        );
+    }
     let waited = match r.client_wait_pct {
         Some(w) if w >= 1.0 => format!(" (+{w:.0} % waiting for a CPU)"),
         _ => String::new(),

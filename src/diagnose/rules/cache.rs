@@ -1,10 +1,17 @@
-//! HTTP caching rules over the cache audit: `not-shared-cacheable` (httplint's
-//! storability plus Varnish's hit-for-miss triggers, and the Set-Cookie check REDbot
-//! lacks), `no-validators` and `no-304` (a real conditional GET must come back 304
-//! with no body).
+//! HTTP caching rules over the cache audit: `not-shared-cacheable` (what RFC 9111
+//! allows a shared cache, set apart from what Varnish's built-in VCL, Apache
+//! mod_cache and nginx proxy_cache do by default), `cached-set-cookie` (a shared
+//! cache replaying one Set-Cookie to every visitor), `no-validators` and `no-304` (a
+//! real conditional GET must come back 304 with no body).
+
+use std::hash::{Hash, Hasher};
 
 use super::ms;
-use crate::diagnose::cache::{has_validators, shared_unstorable, CacheControl, Unstorable};
+use crate::cache::defaults::DefaultCaches;
+use crate::cache::rfc::{has_validators, shared_cache, Unstorable};
+use crate::cache::status::{cache_status, CacheLayer, CacheState, CacheStatus};
+use crate::cache::{CacheControl, Headers};
+use crate::diagnose::audit::request_facts;
 use crate::diagnose::facts::{CacheFacts, ConditionalFacts};
 use crate::diagnose::finding::{Category, Finding, Severity};
 
@@ -12,53 +19,265 @@ fn ok_get(c: &CacheFacts) -> bool {
     c.get && (200..300).contains(&c.status)
 }
 
-/// `not-shared-cacheable`: a shared cache (CDN, Varnish) will not store this response.
+/// The cache status of each repeated GET (the first included), from the one
+/// detector; when no header says anything and the origin's TTFB is known
+/// (`--origin`), inferred from timing: at most half the origin's TTFB and ≥ 5 ms
+/// faster is a hit, at least 80 % of it a miss (source `inferred`).
+pub fn statuses(c: &CacheFacts) -> Vec<CacheStatus> {
+    let mut all: Vec<CacheStatus> = c.repeats.iter().map(|r| cache_status(&r.headers)).collect();
+    let silent = all.iter().all(|s| s.state == CacheState::Unknown);
+    if let Some(o) = c.origin_ttfb_ms.filter(|o| silent && *o >= 5.0) {
+        for (s, r) in all.iter_mut().zip(&c.repeats) {
+            let state = if r.ttfb_ms <= 0.5 * o && o - r.ttfb_ms >= 5.0 {
+                CacheState::Hit
+            } else if r.ttfb_ms >= 0.8 * o {
+                CacheState::Miss
+            } else {
+                continue;
+            };
+            s.state = state;
+            s.layers.insert(
+                0,
+                CacheLayer {
+                    source: "inferred",
+                    raw: format!("{:.1} ms vs the origin's {o:.1} ms", r.ttfb_ms),
+                    state,
+                },
+            );
+        }
+    }
+    all
+}
+
+/// `not-shared-cacheable`: for an anonymous GET, RFC 9111 forbids a shared cache to
+/// store the response, or it allows it but common caches do not keep it by default
+/// (named, with their reasons). Quiet for credentialed requests (`private` is then
+/// right) and whenever a cache in front was seen serving it from cache.
 pub fn not_shared_cacheable(c: &CacheFacts) -> Option<Finding> {
-    if !ok_get(c) {
+    if !ok_get(c) || !c.anonymous {
         return None;
     }
-    let mut reasons = shared_unstorable(c.get, c.status, &c.headers, !c.anonymous);
-    if !c.anonymous {
-        // A cookie set on a logged-in request is expected.
-        reasons.retain(|r| *r != Unstorable::SetCookie);
-    }
-    if reasons.is_empty() {
+    if statuses(c).iter().any(|s| s.state.from_cache()) {
+        // A cache in front stores it: never say "will not store" beside hits.
         return None;
     }
-    let names: Vec<String> = reasons
+    let req = request_facts(c);
+    let rfc = shared_cache(c.get, c.status, &c.headers, req.authorization);
+    let defaults = DefaultCaches::of(req, c.status, &c.headers);
+    let passing: Vec<(&str, &str, &[Unstorable])> = defaults
+        .each()
         .iter()
-        .map(|r| match r {
-            Unstorable::SetCookie => "Set-Cookie on an anonymous GET".to_string(),
-            other => other.as_str().to_string(),
-        })
+        .filter(|(_, _, v)| v.verdict.uncached())
+        .map(|(n, name, v)| (*n, *name, v.why.as_slice()))
         .collect();
-    let fixes: Vec<&str> = reasons.iter().map(|r| r.fix()).collect();
-    let cc = c.headers.get("cache-control").unwrap_or_default();
-    Some(
-        Finding::new(
-            "not-shared-cacheable",
-            Category::Cache,
+    if rfc.rfc_storable && passing.is_empty() {
+        return None;
+    }
+    let codes = |why: &[Unstorable]| {
+        why.iter()
+            .map(|u| match u {
+                Unstorable::SetCookie => "Set-Cookie on an anonymous GET",
+                other => other.as_str(),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let rfc_reasons = crate::cache::rfc::rfc_unstorable(c.get, c.status, &c.headers, false);
+    let validated = has_validators(&c.headers) && !c.headers.has("set-cookie");
+    let (severity, title) = if !rfc.rfc_storable {
+        let mut extra: Vec<Unstorable> = Vec::new();
+        for (_, _, why) in &passing {
+            for u in why.iter() {
+                if !rfc_reasons.contains(u) && !extra.contains(u) {
+                    extra.push(*u);
+                }
+            }
+        }
+        (
             Severity::Warn,
             format!(
-                "a shared cache will not store this response: {}",
-                names.join(", ")
+                "a shared cache may not store this response (RFC 9111): {}{}",
+                codes(&rfc_reasons),
+                if extra.is_empty() {
+                    String::new()
+                } else {
+                    format!("; common caches also refuse it for {}", codes(&extra))
+                }
             ),
         )
+    } else {
+        let who: Vec<String> = passing
+            .iter()
+            .map(|(_, name, why)| format!("{name} ({})", codes(why)))
+            .collect();
+        let rfc_says = if rfc.revalidate_every_use {
+            "RFC 9111 lets a shared cache store this response and revalidate it on every use"
+        } else {
+            "RFC 9111 lets a shared cache store this response"
+        };
+        // Revalidated on every use with working validators is a deliberate choice:
+        // the 304 saves the body; only the round trip remains.
+        let severity = if rfc.revalidate_every_use && validated {
+            Severity::Info
+        } else {
+            Severity::Warn
+        };
+        (
+            severity,
+            format!(
+                "{rfc_says}, but by default {} {} not keep it",
+                who.join(" and "),
+                if who.len() == 1 { "does" } else { "do" }
+            ),
+        )
+    };
+    let mut all: Vec<Unstorable> = rfc_reasons.clone();
+    for (_, _, why) in &passing {
+        for u in why.iter() {
+            if !all.contains(u) {
+                all.push(*u);
+            }
+        }
+    }
+    all.sort_by_key(|u| *u as u8);
+    let fixes: Vec<&str> = all.iter().map(|r| r.fix()).collect();
+    let mut fixes_dedup: Vec<&str> = Vec::new();
+    for f in fixes {
+        if !fixes_dedup.contains(&f) {
+            fixes_dedup.push(f);
+        }
+    }
+    let cc = c.headers.get("cache-control").unwrap_or_default();
+    let mut f = Finding::new("not-shared-cacheable", Category::Cache, severity, title)
         .text(
             "reasons",
-            reasons
+            crate::cache::defaults::common_unstorable(req, c.status, &c.headers)
                 .iter()
                 .map(|r| r.as_str())
                 .collect::<Vec<_>>()
                 .join(", "),
         )
+        .text("rfc_storable", if rfc.rfc_storable { "yes" } else { "no" })
         .text("cache_control", cc)
-        .count("set_cookie", c.headers.get_all("set-cookie").count() as u64)
-        .advice(format!(
-            "for anonymous readers: {} (Varnish and most CDNs pass such responses to the \
-             origin every time)",
-            fixes.join("; ")
-        )),
+        .count("set_cookie", c.headers.get_all("set-cookie").count() as u64);
+    for (n, _, v) in defaults.each() {
+        f = f.text(n, v.verdict.as_str());
+    }
+    Some(f.advice(format!("for anonymous readers: {}", fixes_dedup.join("; "))))
+}
+
+/// A hash of a Set-Cookie's `name=value` (the attributes left out): values are
+/// compared, never kept or shown.
+fn cookie_hash(set_cookie: &str) -> u64 {
+    let pair = set_cookie.split(';').next().unwrap_or("").trim();
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    pair.hash(&mut h);
+    h.finish()
+}
+
+/// The names of the cookies a response sets (no values).
+fn cookie_names(h: &Headers) -> Vec<String> {
+    h.get_all("set-cookie")
+        .filter_map(|c| c.split_once('=').map(|(n, _)| n.trim().to_string()))
+        .collect()
+}
+
+/// `cached-set-cookie`: the same Set-Cookie value came back on repeated GETs that a
+/// shared cache answered — one visitor's cookie (often a session) is replayed to
+/// every visitor. RFC 9111 §7.3 does not forbid storing Set-Cookie and Apache
+/// mod_cache does; values are compared by hash, never stored or printed.
+pub fn cached_set_cookie(c: &CacheFacts) -> Option<Finding> {
+    let st = statuses(c);
+    let mut seen: Vec<u64> = Vec::new();
+    let mut replayed = 0usize;
+    let mut names: Vec<String> = Vec::new();
+    for (r, s) in c.repeats.iter().zip(&st) {
+        let hashes: Vec<u64> = r.headers.get_all("set-cookie").map(cookie_hash).collect();
+        if s.state.from_cache() && hashes.iter().any(|h| seen.contains(h)) {
+            replayed += 1;
+            for n in cookie_names(&r.headers) {
+                if !names.contains(&n) {
+                    names.push(n);
+                }
+            }
+        }
+        seen.extend(hashes);
+    }
+    if replayed == 0 {
+        return None;
+    }
+    let cache = st
+        .iter()
+        .rev()
+        .find_map(|s| s.kind)
+        .map_or("a shared cache", |k| k.name());
+    let with_cookie = c
+        .repeats
+        .iter()
+        .filter(|r| r.headers.has("set-cookie"))
+        .count();
+    Some(
+        Finding::new(
+            "cached-set-cookie",
+            Category::Cache,
+            Severity::Crit,
+            format!(
+                "{cache} replays one Set-Cookie ({}) to every visitor: the same value came \
+                 back on {replayed} cached answers of {} GETs",
+                names.join(", "),
+                c.repeats.len()
+            ),
+        )
+        .count("replayed", replayed as u64)
+        .count("requests", c.repeats.len() as u64)
+        .count("with_set_cookie", with_cookie as u64)
+        .text("cookies", names.join(", "))
+        .advice(
+            "a session cookie served from a shared cache logs every visitor into the same \
+             session: never set cookies on cacheable responses (send `Cache-Control: \
+             private` or no-store where a cookie is set), or make the cache drop \
+             Set-Cookie (Apache: `CacheIgnoreHeaders Set-Cookie`) or pass such responses",
+        ),
+    )
+}
+
+/// Request headers with nearly one value per visitor: a cache that varies on them
+/// keeps one copy per value (httplint warns on the same two).
+const HIGH_CARDINALITY: [&str; 2] = ["user-agent", "referer"];
+
+/// `vary-fragments`: a storable response that varies on a high-cardinality request
+/// header (`Vary: User-Agent`): RFC 9111 §4.1 makes a cache keep one copy per value,
+/// so in the wild almost every request misses.
+pub fn vary_fragments(c: &CacheFacts) -> Option<Finding> {
+    if !ok_get(c) {
+        return None;
+    }
+    let vary = c.headers.get("vary")?;
+    let high: Vec<&str> = crate::cache::control::split_list(&vary)
+        .into_iter()
+        .filter(|v| HIGH_CARDINALITY.iter().any(|h| h.eq_ignore_ascii_case(v)))
+        .collect();
+    if high.is_empty() || !shared_cache(c.get, c.status, &c.headers, false).rfc_storable {
+        return None;
+    }
+    Some(
+        Finding::new(
+            "vary-fragments",
+            Category::Cache,
+            Severity::Warn,
+            format!(
+                "`Vary: {vary}` makes shared caches keep one copy per distinct {} (hundreds \
+                 of browser versions in the wild): most visitors miss the cache",
+                high.join(" and ")
+            ),
+        )
+        .text("vary", vary.clone())
+        .text("headers", high.join(", "))
+        .advice(
+            "vary only on what really changes the response: drop `Vary: User-Agent` (serve \
+             one responsive page), or let the cache compute a small device class and vary \
+             on that header instead",
+        ),
     )
 }
 
@@ -97,13 +316,23 @@ pub fn no_validators(c: &CacheFacts) -> Option<Finding> {
     )
 }
 
+/// The compression suffix an ETag carries (`"abc-gzip"` → `gzip`), if any.
+fn compression_suffix(etag: &str) -> Option<&'static str> {
+    let t = etag.trim().trim_end_matches('"');
+    ["gzip", "br", "deflate", "zstd"]
+        .into_iter()
+        .find(|s| t.ends_with(&format!("-{s}")) || t.ends_with(&format!("+{s}")))
+}
+
 /// `no-304`: validators are sent, but a conditional GET is not answered 304 without a
 /// body.
 pub fn no_304(c: &CacheFacts) -> Option<Finding> {
     if !ok_get(c) || !has_validators(&c.headers) {
         return None;
     }
-    let bad = |r: &Option<ConditionalFacts>| r.filter(|r| r.status != 304 || r.body_bytes > 0);
+    let bad = |r: &Option<ConditionalFacts>| {
+        r.filter(|r| r.status != 304 || r.body_bytes > 0 || r.excess_body)
+    };
     let (inm, ims) = (bad(&c.if_none_match), bad(&c.if_modified_since));
     let worst = inm.or(ims)?;
     let which = match (inm.is_some(), ims.is_some()) {
@@ -111,7 +340,11 @@ pub fn no_304(c: &CacheFacts) -> Option<Finding> {
         (true, false) => "If-None-Match",
         _ => "If-Modified-Since",
     };
-    let what = if worst.status == 304 {
+    let what = if worst.excess_body {
+        "304 carrying a body after its head (the next response on that connection read \
+         it as its own: clients that keep connections alive break)"
+            .to_string()
+    } else if worst.status == 304 {
         format!("304 with a {}-byte body", worst.body_bytes)
     } else {
         format!("{} with {} bytes", worst.status, worst.body_bytes)
@@ -124,6 +357,7 @@ pub fn no_304(c: &CacheFacts) -> Option<Finding> {
     )
     .count("status", worst.status as u64)
     .count("body_bytes", worst.body_bytes)
+    .count("excess_body", worst.excess_body as u64)
     .num("time_ms", worst.time_ms)
     .opt_num("full_time_ms", c.full_time_ms)
     .advice(
@@ -131,6 +365,20 @@ pub fn no_304(c: &CacheFacts) -> Option<Finding> {
          Last-Modified) with 304 Not Modified and no body; many frameworks do it with a \
          conditional-GET middleware",
     );
+    if let Some(suffix) = compression_suffix(&c.headers.get("etag").unwrap_or_default()) {
+        // Apache's mod_deflate appends "-gzip" to the ETag of what it compresses; the
+        // If-None-Match that comes back no longer matches what the application sent.
+        f.title.push_str(&format!(
+            "; the ETag ends in \"-{suffix}\", added by compression"
+        ));
+        f = f.text("etag_suffix", suffix).advice(format!(
+            "the ETag carries a compression suffix (-{suffix}): a compressing proxy or \
+             module (Apache mod_deflate does this) changed it, so the application's \
+             If-None-Match check no longer matches; make the application (or the proxy: \
+             Apache `DeflateAlterETag NoChange`, or strip the suffix from If-None-Match \
+             before the application sees it) compare the ETag without the suffix"
+        ));
+    }
     if let Some(r) = c.if_none_match {
         f = f.count("inm_status", r.status as u64);
     }
@@ -141,101 +389,5 @@ pub fn no_304(c: &CacheFacts) -> Option<Finding> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::diagnose::facts::Headers;
-
-    fn facts(pairs: &[(&str, &str)]) -> CacheFacts {
-        CacheFacts {
-            get: true,
-            anonymous: true,
-            status: 200,
-            headers: Headers::from_pairs(pairs),
-            full_time_ms: Some(70.0),
-            ..CacheFacts::default()
-        }
-    }
-
-    fn cond(status: u16, body: u64) -> Option<ConditionalFacts> {
-        Some(ConditionalFacts {
-            status,
-            body_bytes: body,
-            time_ms: 20.0,
-        })
-    }
-
-    /// The lab's `/cache/public` headers, answering 304s properly.
-    fn public() -> CacheFacts {
-        let mut c = facts(&[
-            ("cache-control", "public, max-age=60, s-maxage=300"),
-            ("etag", "\"lab-public-1\""),
-            ("last-modified", "Sun, 06 Nov 1994 08:49:37 GMT"),
-            ("vary", "Accept-Encoding"),
-        ]);
-        c.if_none_match = cond(304, 0);
-        c.if_modified_since = cond(304, 0);
-        c
-    }
-
-    /// The lab's `/cache/private-cookie`: private, max-age=0 and Set-Cookie on an
-    /// anonymous GET; a logged-in request's cookie does not count.
-    #[test]
-    fn not_shared_cacheable_both_ways() {
-        let mut c = facts(&[
-            ("cache-control", "private, max-age=0, must-revalidate"),
-            ("set-cookie", "lab_session=abc; Path=/"),
-            ("etag", "\"x\""),
-        ]);
-        let f = not_shared_cacheable(&c).expect("fires");
-        assert_eq!(
-            f.evidence_str("reasons"),
-            Some("private, ttl<=0, set-cookie")
-        );
-        assert!(
-            f.title.contains("Set-Cookie on an anonymous GET"),
-            "{}",
-            f.title
-        );
-        assert_eq!(f.evidence_f64("set_cookie"), Some(1.0));
-        c.anonymous = false;
-        assert_eq!(
-            not_shared_cacheable(&c).unwrap().evidence_str("reasons"),
-            Some("private, ttl<=0")
-        );
-        assert!(not_shared_cacheable(&public()).is_none());
-        let vary = facts(&[("vary", "*"), ("cache-control", "max-age=60")]);
-        assert_eq!(
-            not_shared_cacheable(&vary).unwrap().evidence_str("reasons"),
-            Some("vary-star")
-        );
-    }
-
-    /// The lab's `/cache/no-validators` fires; public and no-store responses don't.
-    #[test]
-    fn no_validators_both_ways() {
-        let f = no_validators(&facts(&[("cache-control", "no-cache")])).expect("fires");
-        assert_eq!(f.evidence_f64("full_time_ms"), Some(70.0));
-        assert!(f.advice.contains("If-None-Match"));
-        assert!(no_validators(&public()).is_none());
-        assert!(no_validators(&facts(&[("cache-control", "no-store")])).is_none());
-    }
-
-    /// A conditional GET answered 200 (or 304 with a body) fires; proper 304s don't.
-    #[test]
-    fn no_304_both_ways() {
-        let mut c = public();
-        c.if_none_match = cond(200, 2048);
-        let f = no_304(&c).expect("fires");
-        assert_eq!(f.evidence_f64("status"), Some(200.0));
-        assert_eq!(f.evidence_f64("body_bytes"), Some(2048.0));
-        assert_eq!(f.evidence_f64("ims_status"), Some(304.0));
-        assert!(f.title.contains("If-None-Match)"), "{}", f.title);
-        c.if_none_match = cond(304, 0);
-        c.if_modified_since = cond(304, 10);
-        assert!(no_304(&c)
-            .unwrap()
-            .title
-            .contains("304 with a 10-byte body"));
-        assert!(no_304(&public()).is_none());
-    }
-}
+#[path = "cache_tests.rs"]
+mod tests;

@@ -2,9 +2,12 @@
 //! `cdn-not-caching` (repeated GETs still MISS/DYNAMIC/BYPASS) and `cache-status`
 //! (the normalised status over repeated GETs, HIT vs MISS TTFB).
 
+use super::cache::statuses;
 use super::{median, ms};
-use crate::diagnose::cache::shared_unstorable;
-use crate::diagnose::cache_status::{cache_status as status_of, CacheState};
+use crate::cache::defaults::{common_unstorable, DefaultCaches};
+use crate::cache::rfc::Unstorable;
+use crate::cache::status::{apache_reason, cache_status as status_of, CacheKind, CacheState};
+use crate::diagnose::audit::request_facts;
 use crate::diagnose::facts::{CacheFacts, ProbeFacts};
 use crate::diagnose::finding::{Category, Finding, Severity};
 
@@ -20,17 +23,19 @@ fn samples(c: &CacheFacts) -> Vec<(CacheState, &'static str, f64)> {
         let s = status_of(&c.headers);
         return vec![(s.state, s.source(), f64::NAN)];
     }
-    c.repeats
+    statuses(c)
         .iter()
-        .map(|r| {
-            let s = status_of(&r.headers);
-            (s.state, s.source(), r.ttfb_ms)
-        })
+        .zip(&c.repeats)
+        .map(|(s, r)| (s.state, s.source(), r.ttfb_ms))
         .collect()
 }
 
 /// `cdn-not-caching`: after the first GET, every repeated GET is still a MISS, DYNAMIC
-/// or BYPASS (needs at least two repeats after the first).
+/// or BYPASS (needs at least two repeats after the first). The cause comes from the
+/// cache's own explanation first (Apache's `X-Cache-Detail`), then from the origin's
+/// headers against that cache's defaults (Varnish's built-in VCL, Apache mod_cache,
+/// nginx proxy_cache; the common defaults for a CDN); a cache rule is suggested only
+/// when the headers allow caching.
 pub fn cdn_not_caching(c: &CacheFacts) -> Option<Finding> {
     let all = samples(c);
     let later: Vec<_> = all.iter().skip(1).collect();
@@ -38,28 +43,87 @@ pub fn cdn_not_caching(c: &CacheFacts) -> Option<Finding> {
         return None;
     }
     let (state, source, _) = later[later.len() - 1];
-    let reasons = shared_unstorable(c.get, c.status, &c.headers, !c.anonymous);
-    let advice = if reasons.is_empty() {
-        "the response looks cacheable, yet the CDN does not keep it: add a cache rule \
-         for this path (some CDNs cache only static file extensions by default) and \
-         check the cache key (query strings, cookies, Vary)"
-            .to_string()
+    let kind = statuses(c).iter().rev().find_map(|s| s.kind);
+    let cache_name = kind.map_or("the cache in front", |k| k.name());
+    let detail = c
+        .repeats
+        .iter()
+        .rev()
+        .find_map(|r| r.headers.get("x-cache-detail"))
+        .map(|d| apache_reason(&d))
+        .filter(|d| !d.to_ascii_lowercase().starts_with("cache miss"));
+    let req = request_facts(c);
+    let defaults = DefaultCaches::of(req, c.status, &c.headers);
+    let (rules, verdict) = match kind {
+        Some(CacheKind::Varnish) => ("Varnish's built-in VCL does", Some(&defaults.varnish)),
+        Some(CacheKind::Apache) => ("Apache mod_cache's defaults do", Some(&defaults.apache)),
+        Some(CacheKind::Nginx) => ("nginx proxy_cache's defaults do", Some(&defaults.nginx)),
+        _ => ("the usual CDN and proxy defaults do", None),
+    };
+    let why: Vec<Unstorable> = match verdict {
+        Some(v) if v.verdict.uncached() => v.why.clone(),
+        Some(_) => Vec::new(),
+        None => {
+            let mut w = common_unstorable(req, c.status, &c.headers);
+            if !c.anonymous {
+                w.push(Unstorable::Credentials);
+            }
+            w
+        }
+    };
+    let codes: Vec<&str> = why.iter().map(|r| r.as_str()).collect();
+    let (severity, cause, advice) = if let Some(d) = &detail {
+        (
+            Severity::Warn,
+            format!("{cache_name} says \"{d}\""),
+            format!(
+                "{cache_name} explains the miss itself: \"{d}\"; change what it names{}",
+                if why.is_empty() {
+                    String::new()
+                } else {
+                    let fixes: Vec<_> = why.iter().map(|r| r.fix()).collect();
+                    format!(" ({})", fixes.join("; "))
+                }
+            ),
+        )
+    } else if !why.is_empty() {
+        let fixes: Vec<_> = why.iter().map(|r| r.fix()).collect();
+        let severity = if why == [Unstorable::Credentials] {
+            // A logged-in request is passed on purpose.
+            Severity::Info
+        } else {
+            Severity::Warn
+        };
+        (
+            severity,
+            format!(
+                "the origin's headers ({}), which {rules} not cache",
+                codes.join(", ")
+            ),
+            format!(
+                "the cause is the origin's headers, not a missing cache rule: {}",
+                fixes.join("; ")
+            ),
+        )
     } else {
-        let fixes: Vec<_> = reasons.iter().map(|r| r.fix()).collect();
-        format!(
-            "the origin tells the CDN not to cache: {}",
-            fixes.join("; ")
+        (
+            Severity::Warn,
+            "not the origin's headers, which allow caching".to_string(),
+            format!(
+                "the response looks cacheable, yet {cache_name} does not keep it: add a \
+                 cache rule for this path (some CDNs cache only static file extensions by \
+                 default) and check the cache key (query strings, cookies, Vary)"
+            ),
         )
     };
-    let why: Vec<_> = reasons.iter().map(|r| r.as_str()).collect();
     Some(
         Finding::new(
             "cdn-not-caching",
             Category::Cache,
-            Severity::Warn,
+            severity,
             format!(
-                "the CDN answered {} on {} of {} repeated GETs ({source}): every request \
-                 goes to the origin",
+                "{cache_name} answered {} on {} of {} repeated GETs ({source}): every \
+                 request goes to the origin; the cause: {cause}",
                 state.as_str().to_ascii_uppercase(),
                 later.len(),
                 later.len()
@@ -69,16 +133,26 @@ pub fn cdn_not_caching(c: &CacheFacts) -> Option<Finding> {
         .count("hits", 0)
         .text("status", state.as_str())
         .text("source", *source)
-        .text("origin_says", why.join(", "))
+        .text("cache", kind.map_or("unknown", |k| k.as_str()))
+        .text("origin_says", codes.join(", "))
+        .text("cache_says", detail.unwrap_or_default())
         .advice(advice),
     )
 }
 
-/// `cache-status`: what the CDN or proxy reported over the repeated GETs, with HIT vs
-/// MISS TTFB and the hit ratio under load. Quiet when no header says anything.
+/// `cache-status`: what the CDN or proxy reported over the repeated GETs (and the
+/// probe's first request when a cache missed it: the request that filled the cache),
+/// with HIT vs MISS TTFB and the hit ratio under load. Quiet when no header says
+/// anything.
 pub fn cache_status(c: &CacheFacts) -> Option<Finding> {
-    let all = samples(c);
-    let source = all.iter().map(|s| s.1).find(|s| !s.is_empty())?;
+    let mut all = samples(c);
+    if let Some((state, ttfb)) = c.probe_first.filter(|(s, _)| s.is_uncached()) {
+        all.insert(0, (state, "probe", ttfb));
+    }
+    let source = all
+        .iter()
+        .map(|s| s.1)
+        .find(|s| !s.is_empty() && *s != "probe")?;
     let count = |st: CacheState| all.iter().filter(|s| s.0 == st).count();
     let (hits, misses) = (
         count(CacheState::Hit),
@@ -90,9 +164,16 @@ pub fn cache_status(c: &CacheFacts) -> Option<Finding> {
     };
     let hit_ttfb = ttfb(&|s| s == CacheState::Hit);
     let miss_ttfb = ttfb(&|s| s.is_uncached());
+    let kind = statuses(c).iter().rev().find_map(|s| s.kind);
     let mut title = format!(
-        "cache status: {hits} of {} GETs were hits ({source})",
-        all.len()
+        "cache status: {hits} of {} GETs were hits ({}{source}{})",
+        all.len(),
+        kind.map(|k| format!("{}, ", k.name())).unwrap_or_default(),
+        if all[0].1 == "probe" {
+            "; the probe's first request included"
+        } else {
+            ""
+        }
     );
     if let (Some(h), Some(m)) = (hit_ttfb, miss_ttfb) {
         title.push_str(&format!(
@@ -112,6 +193,7 @@ pub fn cache_status(c: &CacheFacts) -> Option<Finding> {
             .count("misses", misses as u64)
             .text("last", last.as_str())
             .text("source", source)
+            .text("cache", kind.map_or("unknown", |k| k.as_str()))
             .opt_num("hit_ttfb_ms", hit_ttfb)
             .opt_num("miss_ttfb_ms", miss_ttfb)
             .opt_num("load_hit_ratio", c.load_hit_ratio)
@@ -215,7 +297,7 @@ mod tests {
         assert_eq!(f.evidence_f64("miss_ttfb_ms"), Some(180.0));
         assert!(f.title.contains("97% hits under load"), "{}", f.title);
         let plain = CacheFacts {
-            repeats: vec![repeat(&[("age", "0")], 1.0); 3],
+            repeats: vec![repeat(&[("server", "nginx")], 1.0); 3],
             ..CacheFacts::default()
         };
         assert!(cache_status(&plain).is_none());

@@ -5,7 +5,7 @@
 //! alive, two when it opens a new one per request — and the origin's own time.
 
 use super::ms;
-use crate::diagnose::cache_status::{cache_status as status_of, edge, CacheState};
+use crate::cache::status::{cache_status as status_of, edge, CacheState};
 use crate::diagnose::facts::{ProbeFacts, SeriesFacts};
 use crate::diagnose::finding::{Category, Finding, Severity};
 

@@ -1,13 +1,35 @@
-//! Content rules: `no-compression` (a text body ≥ 1 KB sent uncompressed to a client
-//! that accepts gzip) and `redirect-chain` (each redirect costs a round trip).
+//! Content rules: `no-compression` (a text body sent uncompressed to a client that
+//! accepts gzip, judged by its latency effect: warn when the body crosses a fresh
+//! connection's initial congestion window, info when compression would still save
+//! ≥ 1.4 KiB — Lighthouse's floor — and nothing below) and `redirect-chain` (each
+//! redirect costs a round trip).
 
 use super::ms;
 use crate::diagnose::facts::ProbeFacts;
 use crate::diagnose::finding::{Category, Finding, Severity};
 use crate::units::fmt_bytes;
 
-/// Bodies smaller than this are not worth compressing (DESIGN.md: ≥ 1 KB).
-const MIN_BODY: u64 = 1024;
+/// Savings below this are not worth a finding (Lighthouse's text-compression audit
+/// ignores savings under 1.4 KiB).
+const MIN_SAVING: u64 = 1400;
+/// What a fresh connection can receive in its first round trip: the initial
+/// congestion window of 10 segments (RFC 6928) of 1460 bytes, about 14 KiB.
+const INITIAL_CWND: u64 = 10 * 1460;
+/// Text compresses about 3× or better with gzip (HTML, CSS, JS, JSON): the estimate
+/// keeps a third of the body.
+const RATIO: u64 = 3;
+
+/// Round trips a fresh connection needs to receive `bytes` in slow start (the window
+/// doubling from [`INITIAL_CWND`]).
+fn slow_start_rounds(bytes: u64) -> u32 {
+    let (mut sent, mut cwnd, mut rounds) = (0u64, INITIAL_CWND, 0u32);
+    while sent < bytes && rounds < 64 {
+        sent += cwnd;
+        cwnd *= 2;
+        rounds += 1;
+    }
+    rounds.max(1)
+}
 
 /// Whether a Content-Type is text that compresses well.
 pub fn is_textual(content_type: &str) -> bool {
@@ -40,25 +62,50 @@ pub fn no_compression(p: &ProbeFacts) -> Option<Finding> {
         .get("content-encoding")
         .map(|e| e.to_ascii_lowercase())
         .filter(|e| e != "identity");
+    let compressed = p.body_bytes / RATIO;
+    let saving = p.body_bytes - compressed;
     if !p.accept_encoding
         || encoding.is_some()
         || !is_textual(&ct)
-        || p.body_bytes < MIN_BODY
+        || saving < MIN_SAVING
         || !(200..300).contains(&p.status)
     {
         return None;
     }
+    let (now, then) = (
+        slow_start_rounds(p.body_bytes),
+        slow_start_rounds(compressed),
+    );
+    let (severity, effect) = if p.body_bytes > INITIAL_CWND && then < now {
+        (
+            Severity::Warn,
+            format!(
+                "; on a fresh connection it takes {now} round trips of slow start, \
+                 compressed about {then}"
+            ),
+        )
+    } else {
+        (
+            Severity::Info,
+            "; it fits the same round trips either way, so this saves bytes, not time".to_string(),
+        )
+    };
     Some(
         Finding::new(
             "no-compression",
             Category::Content,
-            Severity::Warn,
+            severity,
             format!(
-                "a {} {ct} body is sent uncompressed although the client accepts gzip",
-                fmt_bytes(p.body_bytes)
+                "a {} {ct} body is sent uncompressed although the client accepts gzip \
+                 (about {} saved){effect}",
+                fmt_bytes(p.body_bytes),
+                fmt_bytes(saving)
             ),
         )
         .count("body_bytes", p.body_bytes)
+        .count("estimated_saving_bytes", saving)
+        .count("fresh_round_trips", u64::from(now))
+        .count("compressed_round_trips", u64::from(then))
         .text("content_type", ct)
         .advice(
             "enable gzip or brotli for text types on the server or proxy (and send \
@@ -123,10 +170,19 @@ mod tests {
         }
     }
 
-    /// 20 KB of HTML without Content-Encoding fires; gzip, small, binary, or a client
-    /// that did not ask are quiet.
+    /// 20 KB of HTML without Content-Encoding fires as warn (3 round trips of slow
+    /// start, 1 compressed); 4 KiB is info (saves bytes, not a round trip); 1.6 KiB
+    /// (saving < 1.4 KiB, Lighthouse's floor) is quiet; gzip, binary, or a client that
+    /// did not ask are quiet.
     #[test]
     fn compression_both_ways() {
+        let f = no_compression(&text_probe(20_000, &[])).expect("fires");
+        assert_eq!(f.severity, Severity::Warn);
+        assert_eq!(f.evidence_f64("fresh_round_trips"), Some(2.0));
+        assert_eq!(f.evidence_f64("compressed_round_trips"), Some(1.0));
+        let f = no_compression(&text_probe(4096, &[])).expect("fires");
+        assert_eq!(f.severity, Severity::Info);
+        assert!(no_compression(&text_probe(1638, &[])).is_none());
         let f = no_compression(&text_probe(20_000, &[])).expect("fires");
         assert_eq!(f.evidence_f64("body_bytes"), Some(20000.0));
         assert_eq!(

@@ -43,6 +43,8 @@ pub const IDS: &[&str] = &[
     "cdn-not-caching",
     "cdn-cost",
     "not-shared-cacheable",
+    "cached-set-cookie",
+    "vary-fragments",
     "no-validators",
     "no-304",
     "no-compression",
@@ -90,6 +92,8 @@ pub fn all(facts: &Facts) -> Vec<Finding> {
         out.push(cdn::cdn_not_caching(c));
         out.push(cdn::cache_status(c));
         out.push(cache::not_shared_cacheable(c));
+        out.push(cache::cached_set_cookie(c));
+        out.push(cache::vary_fragments(c));
         out.push(cache::no_validators(c));
         out.push(cache::no_304(c));
     }
