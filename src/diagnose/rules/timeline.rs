@@ -190,19 +190,23 @@ pub fn periodic_spikes(l: &LoadFacts) -> Option<Finding> {
     )
 }
 
-/// Lone spikes are this slow at least, ms.
+/// Lone spikes are this slow at least, ms…
 const LONE_FLOOR_MS: f64 = 300.0;
+/// …and this many times the median per-second p99.
+const LONE_RATIO: f64 = 10.0;
 
 /// `lone-spike`: one or two spikes, too few to tell a period — a run must last
-/// twice a period to show it. Quiet on SYN back-off (`syn-retries`) and under
-/// 300 ms.
+/// twice a period to show it. Quiet on SYN back-off (`syn-retries`), under 300 ms
+/// and under 10× the median per-second p99.
 pub fn lone_spike(l: &LoadFacts) -> Option<Finding> {
     let s = detect_spikes(&l.timeline);
     if s.period_s.is_some() || s.onsets.is_empty() || s.onsets.len() > 2 || syn_backoff(l, &s) {
         return None;
     }
     let worst = s.max_p99_ms.max(s.max_ms);
-    if worst < LONE_FLOOR_MS {
+    // A lone spike must stand far out (10× the typical second's p99): on a busy
+    // machine one second of a few hundred ms happens without a cause in the target.
+    if worst < LONE_FLOOR_MS || !(worst >= LONE_RATIO * s.median_p99_ms) {
         return None;
     }
     let length = l.timeline.last().map_or(0, |x| x.t + 1);
