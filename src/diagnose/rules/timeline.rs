@@ -206,7 +206,7 @@ pub fn lone_spike(l: &LoadFacts) -> Option<Finding> {
     let worst = s.max_p99_ms.max(s.max_ms);
     // A lone spike must stand far out (10× the typical second's p99): on a busy
     // machine one second of a few hundred ms happens without a cause in the target.
-    if worst < LONE_FLOOR_MS || !(worst >= LONE_RATIO * s.median_p99_ms) {
+    if worst < LONE_FLOOR_MS || worst < LONE_RATIO * s.median_p99_ms {
         return None;
     }
     let length = l.timeline.last().map_or(0, |x| x.t + 1);
