@@ -50,6 +50,7 @@ pub const IDS: &[&str] = &[
     "rate-not-sustained",
     "periodic-spikes",
     "tail-heavy",
+    "disk-iops-cap",
     "disk-tail",
     "slow-fsync",
 ];
@@ -106,6 +107,7 @@ pub fn all(facts: &Facts) -> Vec<Finding> {
         }
     }
     if let Some(d) = &facts.disk {
+        out.push(disk::iops_cap_finding(d));
         out.push(disk::disk_tail(d));
         out.push(disk::slow_fsync(d));
     }
