@@ -242,8 +242,8 @@ fn row<'a>(cmp: &'a Value, section: &str, metric: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no row {metric} in {s:#}"))
 }
 
-/// Two load runs whose per-second p99s are clearly apart (a tail at 40-70 ms against
-/// one at 150-200 ms) are called different on the per-second p99, while their p50s
+/// Two load runs whose p99s are clearly apart (a tail at 40-70 ms against one at
+/// 150-200 ms) are called different on the p99 (exceedances), while their p50s
 /// (same body) are not; two runs drawn from the same distribution are not called
 /// different anywhere.
 #[test]
@@ -266,10 +266,17 @@ fn load_significance_fires_only_on_separated_runs() {
     assert!(cmp["test"].as_str().unwrap().contains("Mann-Whitney U"));
     let p99 = row(&cmp, "load: all endpoints", "p99");
     let t = &p99["tests"][1];
-    assert_eq!(t["basis"], "per-second p99", "{p99:#}");
+    // A tail row: tested on the requests over the baseline's p99, second by second.
+    assert_eq!(t["basis"], "requests over the baseline's p99", "{p99:#}");
     assert_eq!(t["n"], json!([10, 10]));
     assert_eq!(t["significant"], true, "{p99:#}");
     assert!(t["p_value"].as_f64().unwrap() < 0.001);
+    let over = &t["over"];
+    assert!(
+        over[1].as_u64().unwrap() > 3 * over[0].as_u64().unwrap(),
+        "{t:#}"
+    );
+    assert_eq!(t["of"], json!([2000, 2000]));
     let ratio = p99["ratios"][1].as_f64().unwrap();
     assert!(ratio > 2.0 && ratio < 4.0, "{p99:#}");
     // Same distribution, other seed: no difference.

@@ -16,6 +16,7 @@ use serde::Serialize;
 use crate::stats::compare::{mann_whitney_u, ALPHA, MIN_SAMPLES, TEST_NAME};
 use crate::store::RunRecord;
 
+use super::compare_tail::{tail_test, TailData, TAIL_FROM};
 use super::rundata::{self, num, Histograms, RunDataError, PHASES};
 
 /// Which way is better for a metric.
@@ -57,6 +58,32 @@ pub struct Test {
     /// a p99 that fell while the samples shifted up): the test does not speak for
     /// this row.
     pub against_test: bool,
+    /// Not significant (or no verdict) although the value moved by 2× or more: the
+    /// test cannot tell, which is not "no difference".
+    pub inconclusive: bool,
+    /// Tail rows (p99 and up of load and disk runs): values over the threshold in
+    /// the baseline and in this run ([`super::compare_tail`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub over: Option<[u64; 2]>,
+    /// Tail rows: all values of the baseline and of this run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub of: Option<[u64; 2]>,
+    /// Tail rows: the threshold, in the row's unit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<f64>,
+    /// Tail rows: how much the exceedances bunch into seconds (1: not at all).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dispersion: Option<f64>,
+}
+
+/// Whether a ratio is large enough (2× either way) that "not significant" must not
+/// read as "no difference".
+pub fn large_ratio(a: Option<f64>, b: Option<f64>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) if a > 0.0 && b > 0.0 => b / a >= 2.0 || a / b >= 2.0,
+        (Some(a), Some(b)) => (a == 0.0) != (b == 0.0),
+        _ => false,
+    }
 }
 
 /// Whether the row's change from `a` to `b` goes the way the test found the blocks
@@ -133,6 +160,8 @@ struct Metric {
     value: Option<f64>,
     /// (basis, values) for the test.
     blocks: Option<(String, Vec<f64>)>,
+    /// (quantile, per-second histograms): a tail row, tested on exceedances.
+    tail: Option<(f64, TailData)>,
 }
 
 fn metric(name: &str, unit: &'static str, better: Better, value: Option<f64>) -> Metric {
@@ -142,6 +171,7 @@ fn metric(name: &str, unit: &'static str, better: Better, value: Option<f64>) ->
         better: Some(better),
         value,
         blocks: None,
+        tail: None,
     }
 }
 
@@ -193,7 +223,10 @@ pub fn compare(runs: &[RunRecord]) -> Result<Comparison, RunDataError> {
         test: format!(
             "{TEST_NAME} against the first run that has the section, on per-second blocks for load and disk \
              runs (each full second's percentile, request or I/O count, errors) and on \
-             the probe's samples (independent sequential requests); never on raw requests"
+             the probe's samples (independent sequential requests); never on raw requests. \
+             Tail rows (p99 and up) with per-second histograms: exceedance counts over \
+             the lower run's value, binomial split by run size, variance scaled by the \
+             per-second dispersion"
         ),
         alpha: ALPHA,
         min_blocks: MIN_SAMPLES,
@@ -255,7 +288,6 @@ fn align(per_run: &[RunSections]) -> Vec<Section> {
                     _ => None,
                 })
                 .collect();
-            let base_blocks = cells[baseline].and_then(|m| m.blocks.as_ref());
             let tests = cells
                 .iter()
                 .enumerate()
@@ -263,22 +295,8 @@ fn align(per_run: &[RunSections]) -> Vec<Section> {
                     if i == baseline {
                         return None;
                     }
-                    let (basis, a) = base_blocks?;
-                    let (_, b) = c.and_then(|m| m.blocks.as_ref())?;
-                    let r = mann_whitney_u(a, b);
-                    let small = negligible(values[baseline], values[i], unit);
-                    let along = r.is_some_and(|r| {
-                        moved_with_test(values[baseline], values[i], r.prob_b_greater)
-                    });
-                    Some(Test {
-                        basis: basis.clone(),
-                        n: [a.len(), b.len()],
-                        p_value: r.map(|r| r.p_value),
-                        significant: r.map(|r| r.significant() && !small && along),
-                        negligible: small,
-                        // Only a significant shift has a direction to move against.
-                        against_test: r.is_some_and(|r| r.significant()) && !small && !along,
-                    })
+                    let (a, b) = (cells[baseline]?, (*c)?);
+                    test(&metric, a, b, values[baseline], values[i], unit)
                 })
                 .collect();
             rows.push(Row {
@@ -300,6 +318,63 @@ fn align(per_run: &[RunSections]) -> Vec<Section> {
         }
     }
     sections
+}
+
+/// The test of one metric of run `b` against the baseline `a` (values `va`, `vb`):
+/// exceedances for tail rows that have per-second histograms on both sides, else
+/// Mann-Whitney on blocks or samples; `None` when a side has neither.
+fn test(
+    name: &str,
+    a: &Metric,
+    b: &Metric,
+    va: Option<f64>,
+    vb: Option<f64>,
+    unit: &str,
+) -> Option<Test> {
+    let small = negligible(va, vb, unit);
+    let large = large_ratio(va, vb);
+    if let (Some((q, ta)), Some((_, tb))) = (&a.tail, &b.tail) {
+        if let Some(t) = tail_test(name, *q, ta, tb) {
+            let r = t.result;
+            let p = r.p_value;
+            let along = moved_with_test(va, vb, if r.b_higher { 1.0 } else { 0.0 });
+            let sig = p.is_some_and(|p| p < ALPHA);
+            let significant = p.map(|_| sig && !small && along);
+            return Some(Test {
+                basis: t.basis,
+                n: [ta.seconds.len(), tb.seconds.len()],
+                p_value: p,
+                significant,
+                negligible: small,
+                against_test: sig && !small && !along,
+                inconclusive: large && significant != Some(true) && !(sig && !along),
+                over: Some(r.over),
+                of: Some(r.of),
+                threshold: Some(t.threshold),
+                dispersion: Some(r.dispersion),
+            });
+        }
+    }
+    let (basis, xa) = a.blocks.as_ref()?;
+    let (_, xb) = b.blocks.as_ref()?;
+    let r = mann_whitney_u(xa, xb);
+    let along = r.is_some_and(|r| moved_with_test(va, vb, r.prob_b_greater));
+    let sig = r.is_some_and(|r| r.significant());
+    let significant = r.map(|r| r.significant() && !small && along);
+    Some(Test {
+        basis: basis.clone(),
+        n: [xa.len(), xb.len()],
+        p_value: r.map(|r| r.p_value),
+        significant,
+        negligible: small,
+        // Only a significant shift has a direction to move against.
+        against_test: sig && !small && !along,
+        inconclusive: large && significant != Some(true) && !(sig && !along),
+        over: None,
+        of: None,
+        threshold: None,
+        dispersion: None,
+    })
 }
 
 fn probe_sections(run: &RunRecord) -> RunSections {
@@ -372,20 +447,32 @@ fn full_seconds<T>(rows: Vec<(u32, T)>, duration_s: f64) -> Vec<(u32, T)> {
         .collect()
 }
 
+/// The percentile rows of one latency: per-second blocks for all, and the
+/// per-second histograms for the tail rows (p99 and up) to test on exceedances.
 fn latency_metrics(
     summary: &serde_json::Value,
     key: &str,
     unit: &'static str,
     seconds: &[(u32, &hdrhistogram::Histogram<u64>)],
     unit_ns: f64,
+    items: &'static str,
 ) -> Vec<Metric> {
+    let tail = (!seconds.is_empty()).then(|| TailData {
+        seconds: std::rc::Rc::new(seconds.iter().map(|(_, h)| (*h).clone()).collect()),
+        unit_ns,
+        items,
+    });
     PERCENTILES
         .iter()
         .map(|(name, k, q)| {
-            metric(name, unit, Better::Lower, num(summary, &[key, k])).blocks(
+            let mut m = metric(name, unit, Better::Lower, num(summary, &[key, k])).blocks(
                 format!("per-second {name}"),
                 per_second_quantile(seconds, *q, unit_ns),
-            )
+            );
+            if *q >= TAIL_FROM {
+                m.tail = tail.clone().map(|t| (*q, t));
+            }
+            m
         })
         .collect()
 }
@@ -401,7 +488,7 @@ fn load_sections(run: &RunRecord, hist: &Histograms) -> RunSections {
         .collect();
     let timeline = full_seconds(timeline, duration);
     let seconds = full_seconds(hist.per_second("latency"), duration);
-    let mut all = latency_metrics(load, "latency_ms", "ms", &seconds, 1e6);
+    let mut all = latency_metrics(load, "latency_ms", "ms", &seconds, 1e6, "requests");
     if seconds.is_empty() {
         // No per-second histograms: fall back on the timeline's percentiles.
         for m in all.iter_mut() {
@@ -442,7 +529,7 @@ fn load_sections(run: &RunRecord, hist: &Histograms) -> RunSections {
         };
         let hname = format!("latency:{name}");
         let seconds = full_seconds(hist.per_second(&hname), duration);
-        let mut metrics = latency_metrics(ep, "latency_ms", "ms", &seconds, 1e6);
+        let mut metrics = latency_metrics(ep, "latency_ms", "ms", &seconds, 1e6, "requests");
         let requests = num(ep, &["requests"]);
         let rps = requests.filter(|_| duration > 0.0).map(|r| r / duration);
         metrics.push(metric("requests/s", "req/s", Better::Higher, rps).blocks(
@@ -470,7 +557,7 @@ fn disk_sections(run: &RunRecord, hist: &Histograms) -> RunSections {
             continue;
         };
         let seconds = full_seconds(hist.per_second(dir), duration);
-        let mut metrics = latency_metrics(d, "lat_us", "µs", &seconds, 1e3);
+        let mut metrics = latency_metrics(d, "lat_us", "µs", &seconds, 1e3, "I/Os");
         let counts: Vec<f64> = seconds.iter().map(|(_, h)| h.len() as f64).collect();
         if dir == "fsync" {
             metrics.push(metric("count", "", Better::Higher, num(d, &["count"])));

@@ -100,14 +100,23 @@ pub fn fmt_p(p: f64) -> String {
     }
 }
 
-/// A test's verdict: `yes p<0.001`, `no p=0.41`, `n/a 3 vs 30 blocks`.
+/// A test's verdict: `yes p<0.001`, `no p=0.41`, `can't tell p=0.56` (not
+/// significant beside a 2× change), `too few blocks 3 vs 3`; tail rows add their
+/// exceedance counts (`10→40 over`: values over the threshold in the baseline and in
+/// this run).
 pub fn fmt_test(t: &Test) -> String {
+    let over = t
+        .over
+        .map(|o| format!(" ({}→{} over)", o[0], o[1]))
+        .unwrap_or_default();
     match (t.significant, t.p_value) {
-        (Some(true), Some(p)) => format!("yes {}", fmt_p(p)),
+        (Some(true), Some(p)) => format!("yes {}{over}", fmt_p(p)),
         (Some(false), Some(p)) if t.negligible => format!("no, too small ({})", fmt_p(p)),
         (Some(false), Some(p)) if t.against_test => format!("no, moved against ({})", fmt_p(p)),
-        (Some(false), Some(p)) => format!("no {}", fmt_p(p)),
-        _ => format!("n/a {} vs {}", t.n[0], t.n[1]),
+        (Some(false), Some(p)) if t.inconclusive => format!("can't tell {}{over}", fmt_p(p)),
+        (Some(false), Some(p)) => format!("no {}{over}", fmt_p(p)),
+        _ if t.over.is_some() => format!("too few to judge{over}"),
+        _ => format!("too few blocks {} vs {}", t.n[0], t.n[1]),
     }
 }
 
@@ -187,8 +196,13 @@ pub fn render(c: &Comparison) -> String {
             "Differs?: {}; yes when p < {}, the values differ by at least 5 % (and \
              0.1 ms, or 5 µs for disk latencies) and the row moved the way the test found \
              the blocks shift: smaller differences are called too small, and a row that \
-             moved the other way than a significant shift 'moved against'. n/a: fewer than {} blocks on a side; blank: no per-second \
-             data or samples for that metric.",
+             moved the other way than a significant shift 'moved against'. Tail rows (p99 \
+             and up) of load and disk runs are tested on exceedances instead: how many \
+             requests or I/Os of each run pass the lower run's value (A→B over), against \
+             an even split by run size, widened when they bunch into seconds. can't tell: \
+             not significant although the value moved 2× or more — not a 'no'. too few \
+             blocks: fewer than {} on a side; too few to judge: fewer than 6 over the \
+             threshold; blank: no per-second data or samples for that metric.",
             c.test, c.alpha, c.min_blocks
         ),
         88,
