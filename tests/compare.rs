@@ -113,6 +113,7 @@ pub fn load_run(id: &str, label: &str, shape: LoadShape, seed: u64) -> RunRecord
     let mut timeline = Vec::new();
     for t in 0..shape.seconds {
         let mut sec = hist();
+        let mut sec_ep = [hist(), hist()];
         for i in 0..shape.rps {
             let v = if rng.uniform() < shape.tail_share {
                 shape.tail_ms.0 + rng.uniform() * (shape.tail_ms.1 - shape.tail_ms.0)
@@ -122,6 +123,15 @@ pub fn load_run(id: &str, label: &str, shape: LoadShape, seed: u64) -> RunRecord
             let ns = (v * 1e6) as u64;
             sec.saturating_record(ns);
             per_ep[(i % 2) as usize].saturating_record(ns);
+            sec_ep[(i % 2) as usize].saturating_record(ns);
+        }
+        // Per endpoint per second, as `latscope load` stores with two endpoints.
+        for (name, h) in endpoints.iter().zip(&sec_ep) {
+            histograms.push(StoredHistogram {
+                name: format!("latency:{name}"),
+                second: Some(t),
+                v2: v2(h),
+            });
         }
         total.add(&sec).unwrap();
         timeline.push(
@@ -292,10 +302,15 @@ fn load_significance_fires_only_on_separated_runs() {
         row(&cmp, "load: all endpoints", "errors")["values"][0],
         10.0
     );
-    // Per endpoint: values and ratios (no per-second endpoint histograms stored).
+    // Per endpoint: tested on the endpoint's own per-second histograms.
     let ep = row(&cmp, "load endpoint: search", "p99");
     assert!(ep["ratios"][1].as_f64().unwrap() > 2.0, "{ep:#}");
-    assert!(ep["tests"][1].is_null());
+    assert_eq!(ep["tests"][1]["significant"], true, "{ep:#}");
+    assert_eq!(ep["tests"][1]["of"], json!([1000, 1000]), "{ep:#}");
+    assert_eq!(ep["tests"][2]["significant"], false, "{ep:#}");
+    let ep50 = row(&cmp, "load endpoint: search", "p50");
+    assert_eq!(ep50["tests"][1]["basis"], "per-second p50", "{ep50:#}");
+    assert_eq!(ep50["tests"][1]["significant"], false, "{ep50:#}");
     assert_eq!(
         row(&cmp, "load endpoint: search", "errors")["values"][1],
         0.0

@@ -3,6 +3,7 @@
 //! namespace the test made itself.
 
 mod compare;
+mod compare_real;
 mod diagnose;
 mod disk;
 mod disk_errors;

@@ -127,6 +127,8 @@ pub struct SecondAcc {
     /// Latency histogram of the requests completed in this second (V2 deflate; empty
     /// when none completed).
     pub v2: Vec<u8>,
+    /// The same per endpoint, with two or more endpoints (compare tests each one).
+    pub ep_v2: Vec<Vec<u8>>,
 }
 
 /// Everything one worker thread measured.
@@ -152,6 +154,8 @@ pub struct Recorder {
     active: u64,
     pub timeline: Vec<SecondAcc>,
     current: Histogram<u64>,
+    /// This second's latencies per endpoint (empty with a single endpoint).
+    current_ep: Vec<Histogram<u64>>,
     serializer: V2DeflateSerializer,
     live: Arc<Live>,
     raw: Option<RawSink>,
@@ -196,6 +200,11 @@ impl Recorder {
             active: 0,
             timeline: vec![SecondAcc::default()],
             current: new_histogram(),
+            current_ep: if endpoints > 1 {
+                (0..endpoints).map(|_| new_histogram()).collect()
+            } else {
+                Vec::new()
+            },
             serializer: V2DeflateSerializer::new(),
             live,
             raw,
@@ -231,6 +240,16 @@ impl Recorder {
                 .last_p99_ns
                 .store(self.current.value_at_quantile(0.99), Ordering::Relaxed);
             self.current.reset();
+            let mut per_ep = Vec::with_capacity(self.current_ep.len());
+            for h in &mut self.current_ep {
+                let mut buf = Vec::new();
+                if !h.is_empty() {
+                    let _ = self.serializer.serialize(h, &mut buf);
+                    h.reset();
+                }
+                per_ep.push(buf);
+            }
+            self.timeline[last].ep_v2 = per_ep;
         } else {
             self.live.last_p50_ns.store(0, Ordering::Relaxed);
             self.live.last_p99_ns.store(0, Ordering::Relaxed);
@@ -311,6 +330,9 @@ impl Recorder {
         }
         if o.cache_hit {
             self.cache_hits += 1;
+        }
+        if let Some(h) = self.current_ep.get_mut(endpoint) {
+            h.saturating_record(ns);
         }
         let e = &mut self.endpoints[endpoint];
         e.latency.saturating_record(ns);

@@ -54,6 +54,8 @@ pub struct SecondResult {
     pub cpu_pct: Option<f64>,
     /// This second's latency histogram, V2 deflate (empty: no request completed).
     pub v2: Vec<u8>,
+    /// The same per endpoint, with two or more endpoints (empty otherwise).
+    pub ep_v2: Vec<Vec<u8>>,
 }
 
 /// What a load run measured.
@@ -134,6 +136,38 @@ fn v2(h: &Histogram<u64>) -> Vec<u8> {
     let mut buf = Vec::new();
     let _ = V2DeflateSerializer::new().serialize(h, &mut buf);
     buf
+}
+
+/// Second `t` of each endpoint, merged over the threads (V2 deflate; empty for an
+/// endpoint without requests that second, and no entries with a single endpoint).
+fn per_endpoint_second(
+    outputs: &[(Recorder, ThreadTime)],
+    t: usize,
+    endpoints: usize,
+    de: &mut Deserializer,
+) -> Vec<Vec<u8>> {
+    if endpoints < 2 {
+        return Vec::new();
+    }
+    let mut h = new_histogram();
+    (0..endpoints)
+        .map(|e| {
+            h.reset();
+            for (r, _) in outputs {
+                let Some(b) = r.timeline.get(t).and_then(|s| s.ep_v2.get(e)) else {
+                    continue;
+                };
+                if let Ok(one) = de.deserialize::<u64, _>(&mut &b[..]) {
+                    let _ = h.add(&one);
+                }
+            }
+            if h.is_empty() {
+                Vec::new()
+            } else {
+                v2(&h)
+            }
+        })
+        .collect()
 }
 
 /// Merges the threads' recorders.
@@ -250,6 +284,7 @@ pub fn merge(
         if !h.is_empty() {
             out.v2 = v2(h);
         }
+        out.ep_v2 = per_endpoint_second(&outputs, t, endpoints.len(), &mut de);
         if let Some(s) = samples.get(t) {
             out.retrans = s.retrans;
             out.cpu_pct = Some(s.cpu_pct);
@@ -489,6 +524,15 @@ impl LoadResult {
                     second: Some(s.t),
                     v2: s.v2.clone(),
                 });
+            }
+            for (e, b) in self.endpoints.iter().zip(&s.ep_v2) {
+                if !b.is_empty() {
+                    out.push(StoredHistogram {
+                        name: format!("latency:{}", e.name),
+                        second: Some(s.t),
+                        v2: b.clone(),
+                    });
+                }
             }
         }
         out

@@ -16,6 +16,7 @@ use serde::Serialize;
 use crate::stats::compare::{mann_whitney_u, ALPHA, MIN_SAMPLES, TEST_NAME};
 use crate::store::RunRecord;
 
+use super::compare_diagnose::{diagnose_sections, findings_changes, FindingsChange};
 use super::compare_tail::{tail_test, TailData, TAIL_FROM};
 use super::rundata::{self, num, Histograms, RunDataError, PHASES};
 
@@ -149,22 +150,25 @@ pub struct Comparison {
     pub alpha: f64,
     pub min_blocks: usize,
     pub sections: Vec<Section>,
+    /// Each run's findings against the first run's: appeared, gone, kept.
+    pub findings: Vec<FindingsChange>,
 }
 
 /// What one run says about one metric: its value and the blocks to test on.
 #[derive(Debug, Clone, Default)]
-struct Metric {
+pub(super) struct Metric {
     name: String,
     unit: &'static str,
     better: Option<Better>,
     value: Option<f64>,
     /// (basis, values) for the test.
     blocks: Option<(String, Vec<f64>)>,
-    /// (quantile, per-second histograms): a tail row, tested on exceedances.
-    tail: Option<(f64, TailData)>,
+    /// (quantile, per-second histograms): tested on exceedances (tail rows; the
+    /// ramp's steps).
+    pub(super) tail: Option<(f64, TailData)>,
 }
 
-fn metric(name: &str, unit: &'static str, better: Better, value: Option<f64>) -> Metric {
+pub(super) fn metric(name: &str, unit: &'static str, better: Better, value: Option<f64>) -> Metric {
     Metric {
         name: name.to_string(),
         unit,
@@ -176,7 +180,7 @@ fn metric(name: &str, unit: &'static str, better: Better, value: Option<f64>) ->
 }
 
 impl Metric {
-    fn blocks(mut self, basis: impl Into<String>, values: Vec<f64>) -> Metric {
+    pub(super) fn blocks(mut self, basis: impl Into<String>, values: Vec<f64>) -> Metric {
         if !values.is_empty() {
             self.blocks = Some((basis.into(), values));
         }
@@ -185,7 +189,7 @@ impl Metric {
 }
 
 /// One run's sections: (section name, metrics).
-type RunSections = Vec<(String, Vec<Metric>)>;
+pub(super) type RunSections = Vec<(String, Vec<Metric>)>;
 
 /// The percentiles compared for latencies: (name, summary key, quantile).
 const PERCENTILES: [(&str, &str, f64); 6] = [
@@ -203,7 +207,12 @@ pub fn compare(runs: &[RunRecord]) -> Result<Comparison, RunDataError> {
     for run in runs {
         let hist = Histograms::decode(run)?;
         let mut sections = probe_sections(run);
-        sections.extend(load_sections(run, &hist));
+        if run.kind == "diagnose" {
+            // A diagnose run's load is a ramp: compared step by step.
+            sections.extend(diagnose_sections(run, &hist));
+        } else {
+            sections.extend(load_sections(run, &hist));
+        }
         sections.extend(disk_sections(run, &hist));
         per_run.push(sections);
     }
@@ -231,6 +240,7 @@ pub fn compare(runs: &[RunRecord]) -> Result<Comparison, RunDataError> {
         alpha: ALPHA,
         min_blocks: MIN_SAMPLES,
         sections: align(&per_run),
+        findings: findings_changes(runs),
     })
 }
 
@@ -437,7 +447,7 @@ fn per_second_quantile(
 
 /// Keeps only full seconds: a last second cut short by the end of the run would look
 /// like a drop in throughput.
-fn full_seconds<T>(rows: Vec<(u32, T)>, duration_s: f64) -> Vec<(u32, T)> {
+pub(super) fn full_seconds<T>(rows: Vec<(u32, T)>, duration_s: f64) -> Vec<(u32, T)> {
     let full = duration_s.floor();
     if full < 1.0 {
         return rows;
@@ -518,16 +528,19 @@ fn load_sections(run: &RunRecord, hist: &Histograms) -> RunSections {
     let err_blocks: Vec<f64> = timeline.iter().filter_map(|(_, s)| s.errors).collect();
     all.push(metric("errors", "", Better::Lower, errors).blocks("per-second errors", err_blocks));
     let mut out = vec![("load: all endpoints".to_string(), all)];
-    for ep in load
-        .get("endpoints")
-        .and_then(|e| e.as_array())
-        .into_iter()
-        .flatten()
-    {
+    let endpoints = load.get("endpoints").and_then(|e| e.as_array());
+    let single = endpoints.is_some_and(|e| e.len() == 1);
+    for ep in endpoints.into_iter().flatten() {
         let Some(name) = ep.get("name").and_then(|n| n.as_str()) else {
             continue;
         };
-        let hname = format!("latency:{name}");
+        // Per-endpoint seconds are stored with two or more endpoints; a single
+        // endpoint's seconds are the run's.
+        let hname = if single {
+            "latency".to_string()
+        } else {
+            format!("latency:{name}")
+        };
         let seconds = full_seconds(hist.per_second(&hname), duration);
         let mut metrics = latency_metrics(ep, "latency_ms", "ms", &seconds, 1e6, "requests");
         let requests = num(ep, &["requests"]);

@@ -151,16 +151,17 @@ fn u_distribution(n1: usize, n2: usize) -> Vec<f64> {
 pub const MIN_EXCEEDANCES: u64 = 6;
 
 /// The result of [`exceedance_test`]: how many values of each run exceed a threshold
-/// (the pooled quantile of both runs) and whether the two rates differ.
+/// (the lower of the two runs' values of a percentile) and whether the two shares
+/// differ.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Exceedance {
     /// Values over the threshold in `a` and in `b`.
     pub over: [u64; 2],
     /// All values of `a` and of `b`.
     pub of: [u64; 2],
-    /// Pearson dispersion of the per-second counts around each run's own rate (≥ 1):
-    /// how much more the exceedances bunch into seconds than independent values
-    /// would. The test's variance is scaled by it.
+    /// Pearson dispersion of the per-second counts around the run's own share (≥ 1),
+    /// the larger of the two runs': how much more the exceedances bunch into seconds
+    /// than independent values would. Each run's variance is scaled by its own.
     pub dispersion: f64,
     /// Two-sided p value; `None` with fewer than [`MIN_EXCEEDANCES`] over the
     /// threshold.
@@ -170,13 +171,14 @@ pub struct Exceedance {
 }
 
 /// Tests whether two runs exceed a threshold equally often. Each run is given as its
-/// seconds, `(values that second, values over the threshold)`. Under "no difference"
-/// the exceedances split between the runs in proportion to their sizes (a binomial
-/// split); stalls bunch exceedances into a few seconds, so the binomial variance is
-/// scaled by the dispersion the seconds show (quasi-binomial, estimated from the
-/// per-second counts around each run's own rate). This test has power in a tail that
-/// per-second percentiles lack: a 3-second run has 3 blocks, but its p99.99 rests on
-/// every I/O.
+/// seconds, `(values that second, values over the threshold)`. The two shares over the
+/// threshold are compared with a z test whose variance is, for each run, the
+/// binomial variance at the pooled share times that run's dispersion: stalls bunch
+/// exceedances into a few seconds, and a share that wanders from second to second is
+/// less certain than independent values would make it (quasi-binomial, estimated
+/// from the run's per-second counts; 1 when it has a single second). This test has
+/// power in a tail that per-second percentiles lack: a 3-second run has 3 blocks,
+/// but its p99.99 rests on every I/O.
 pub fn exceedance_test(a: &[(u64, u64)], b: &[(u64, u64)]) -> Exceedance {
     let total = |s: &[(u64, u64)]| {
         s.iter()
@@ -185,35 +187,42 @@ pub fn exceedance_test(a: &[(u64, u64)], b: &[(u64, u64)]) -> Exceedance {
     let ((na, ka), (nb, kb)) = (total(a), total(b));
     let rate = |n: u64, k: u64| if n > 0 { k as f64 / n as f64 } else { 0.0 };
     let (ra, rb) = (rate(na, ka), rate(nb, kb));
-    let (mut chi2, mut cells) = (0.0, 0usize);
-    for (seconds, r) in [(a, ra), (b, rb)] {
-        for &(n, k) in seconds {
-            let e = n as f64 * r;
-            if e > 0.0 {
-                chi2 += (k as f64 - e).powi(2) / e;
-                cells += 1;
-            }
-        }
-    }
-    let dispersion = if cells > 2 {
-        (chi2 / (cells - 2) as f64).max(1.0)
-    } else {
-        1.0
-    };
+    let (da, db) = (dispersion(a, ra), dispersion(b, rb));
     let k = ka + kb;
     let p_value = (k >= MIN_EXCEEDANCES && na > 0 && nb > 0).then(|| {
-        let p0 = nb as f64 / (na + nb) as f64;
-        let kf = k as f64;
-        let var = kf * p0 * (1.0 - p0) * dispersion;
-        let z = ((kb as f64 - kf * p0).abs() - 0.5).max(0.0) / var.sqrt();
-        erfc(z / std::f64::consts::SQRT_2).min(1.0)
+        let pooled = k as f64 / (na + nb) as f64;
+        let var = pooled * (1.0 - pooled) * (da / na as f64 + db / nb as f64);
+        if var <= 0.0 {
+            // Every value of both runs is over: nothing differs.
+            return 1.0;
+        }
+        erfc((rb - ra).abs() / var.sqrt() / std::f64::consts::SQRT_2).min(1.0)
     });
     Exceedance {
         over: [ka, kb],
         of: [na, nb],
-        dispersion,
+        dispersion: da.max(db),
         p_value,
         b_higher: rb > ra,
+    }
+}
+
+/// Pearson dispersion (≥ 1) of a run's per-second counts over a threshold around its
+/// own share `r`; 1 with fewer than two seconds to judge from.
+fn dispersion(seconds: &[(u64, u64)], r: f64) -> f64 {
+    let (mut chi2, mut cells) = (0.0, 0usize);
+    for &(n, k) in seconds {
+        let e = n as f64 * r;
+        let var = e * (1.0 - r);
+        if var > 0.0 {
+            chi2 += (k as f64 - e).powi(2) / var;
+            cells += 1;
+        }
+    }
+    if cells >= 2 {
+        (chi2 / (cells - 1) as f64).max(1.0)
+    } else {
+        1.0
     }
 }
 
@@ -348,9 +357,20 @@ mod tests {
         assert_eq!(few.p_value, None);
     }
 
+    /// A small run wholly over a big run's p50 (32 of 32 requests against half of
+    /// 33,216, whose seconds wander): the small run's own variance carries the
+    /// verdict, and it is significant (a real before/after-cache ramp step).
+    #[test]
+    fn unbalanced_runs_keep_their_power() {
+        let e = exceedance_test(&[(16, 16), (16, 16)], &[(20000, 9000), (13216, 7527)]);
+        assert!(!e.b_higher);
+        assert!(e.dispersion > 50.0, "{e:?}");
+        assert!(e.p_value.unwrap() < 0.001, "{e:?}");
+    }
+
     /// One stall second holding all of B's exceedances is overdispersed: the verdict
-    /// weighs it as one event, not 30 independent ones. By hand: rates 10/30000 and
-    /// 30/30000; χ² over the 6 seconds ≈ 40 + 3·10 … ≫ 4 degrees of freedom.
+    /// weighs it as one event, not 30 independent ones. By hand: B's seconds 30, 0, 0
+    /// around 10 each give χ² ≈ 60 on 2 degrees of freedom, a dispersion of ~30.
     #[test]
     fn bunched_exceedances_are_discounted() {
         let a = [(10000, 4), (10000, 3), (10000, 3)];
