@@ -13,11 +13,11 @@
 
 use serde::Serialize;
 
-use crate::stats::compare::{mann_whitney_u, ALPHA, MIN_SAMPLES, TEST_NAME};
+use crate::stats::compare::{ALPHA, MIN_SAMPLES, TEST_NAME};
 use crate::store::RunRecord;
 
 use super::compare_diagnose::{diagnose_sections, findings_changes, FindingsChange};
-use super::compare_tail::{tail_test, TailData, TAIL_FROM};
+use super::compare_tail::{test, TailData, TAIL_FROM};
 use super::rundata::{self, num, Histograms, RunDataError, PHASES};
 
 /// Which way is better for a metric.
@@ -162,7 +162,7 @@ pub(super) struct Metric {
     better: Option<Better>,
     value: Option<f64>,
     /// (basis, values) for the test.
-    blocks: Option<(String, Vec<f64>)>,
+    pub(super) blocks: Option<(String, Vec<f64>)>,
     /// (quantile, per-second histograms): tested on exceedances (tail rows; the
     /// ramp's steps).
     pub(super) tail: Option<(f64, TailData)>,
@@ -328,63 +328,6 @@ fn align(per_run: &[RunSections]) -> Vec<Section> {
         }
     }
     sections
-}
-
-/// The test of one metric of run `b` against the baseline `a` (values `va`, `vb`):
-/// exceedances for tail rows that have per-second histograms on both sides, else
-/// Mann-Whitney on blocks or samples; `None` when a side has neither.
-fn test(
-    name: &str,
-    a: &Metric,
-    b: &Metric,
-    va: Option<f64>,
-    vb: Option<f64>,
-    unit: &str,
-) -> Option<Test> {
-    let small = negligible(va, vb, unit);
-    let large = large_ratio(va, vb);
-    if let (Some((q, ta)), Some((_, tb))) = (&a.tail, &b.tail) {
-        if let Some(t) = tail_test(name, *q, ta, tb) {
-            let r = t.result;
-            let p = r.p_value;
-            let along = moved_with_test(va, vb, if r.b_higher { 1.0 } else { 0.0 });
-            let sig = p.is_some_and(|p| p < ALPHA);
-            let significant = p.map(|_| sig && !small && along);
-            return Some(Test {
-                basis: t.basis,
-                n: [ta.seconds.len(), tb.seconds.len()],
-                p_value: p,
-                significant,
-                negligible: small,
-                against_test: sig && !small && !along,
-                inconclusive: large && significant != Some(true) && !(sig && !along),
-                over: Some(r.over),
-                of: Some(r.of),
-                threshold: Some(t.threshold),
-                dispersion: Some(r.dispersion),
-            });
-        }
-    }
-    let (basis, xa) = a.blocks.as_ref()?;
-    let (_, xb) = b.blocks.as_ref()?;
-    let r = mann_whitney_u(xa, xb);
-    let along = r.is_some_and(|r| moved_with_test(va, vb, r.prob_b_greater));
-    let sig = r.is_some_and(|r| r.significant());
-    let significant = r.map(|r| r.significant() && !small && along);
-    Some(Test {
-        basis: basis.clone(),
-        n: [xa.len(), xb.len()],
-        p_value: r.map(|r| r.p_value),
-        significant,
-        negligible: small,
-        // Only a significant shift has a direction to move against.
-        against_test: sig && !small && !along,
-        inconclusive: large && significant != Some(true) && !(sig && !along),
-        over: None,
-        of: None,
-        threshold: None,
-        dispersion: None,
-    })
 }
 
 fn probe_sections(run: &RunRecord) -> RunSections {

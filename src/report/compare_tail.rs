@@ -1,4 +1,5 @@
-//! The tail rows of `latscope compare` (p99, p99.9, p99.99, max of load and disk
+//! The test behind each row of `latscope compare` ([`test`]), and the tail rows of
+//! `latscope compare` (p99, p99.9, p99.99, max of load and disk
 //! runs): tested on exceedances, not on per-second percentiles. A 3-second disk run
 //! has 3 blocks, too few for any verdict on its p99.99, although every one of its
 //! I/Os bears on it. Here both runs' seconds are pooled, the threshold is the pooled
@@ -10,7 +11,8 @@ use std::rc::Rc;
 
 use hdrhistogram::Histogram;
 
-use crate::stats::compare::{exceedance_test, Exceedance};
+use super::compare::{large_ratio, moved_with_test, negligible, Metric, Test};
+use crate::stats::compare::{exceedance_test, mann_whitney_u, Exceedance, ALPHA};
 use crate::stats::histogram::new_histogram;
 
 /// The per-second histograms behind a run's tail rows, shared by its rows.
@@ -67,6 +69,63 @@ pub fn tail_test(name: &str, q: f64, a: &TailData, b: &TailData) -> Option<TailT
         basis: format!("{} over the {whose} {name}", a.items),
         threshold: t as f64 / a.unit_ns,
         result,
+    })
+}
+
+/// The test of one metric of run `b` against the baseline `a` (values `va`, `vb`):
+/// exceedances for tail rows that have per-second histograms on both sides, else
+/// Mann-Whitney on blocks or samples; `None` when a side has neither.
+pub(super) fn test(
+    name: &str,
+    a: &Metric,
+    b: &Metric,
+    va: Option<f64>,
+    vb: Option<f64>,
+    unit: &str,
+) -> Option<Test> {
+    let small = negligible(va, vb, unit);
+    let large = large_ratio(va, vb);
+    if let (Some((q, ta)), Some((_, tb))) = (&a.tail, &b.tail) {
+        if let Some(t) = tail_test(name, *q, ta, tb) {
+            let r = t.result;
+            let p = r.p_value;
+            let along = moved_with_test(va, vb, if r.b_higher { 1.0 } else { 0.0 });
+            let sig = p.is_some_and(|p| p < ALPHA);
+            let significant = p.map(|_| sig && !small && along);
+            return Some(Test {
+                basis: t.basis,
+                n: [ta.seconds.len(), tb.seconds.len()],
+                p_value: p,
+                significant,
+                negligible: small,
+                against_test: sig && !small && !along,
+                inconclusive: large && significant != Some(true) && (!sig || along),
+                over: Some(r.over),
+                of: Some(r.of),
+                threshold: Some(t.threshold),
+                dispersion: Some(r.dispersion),
+            });
+        }
+    }
+    let (basis, xa) = a.blocks.as_ref()?;
+    let (_, xb) = b.blocks.as_ref()?;
+    let r = mann_whitney_u(xa, xb);
+    let along = r.is_some_and(|r| moved_with_test(va, vb, r.prob_b_greater));
+    let sig = r.is_some_and(|r| r.significant());
+    let significant = r.map(|r| r.significant() && !small && along);
+    Some(Test {
+        basis: basis.clone(),
+        n: [xa.len(), xb.len()],
+        p_value: r.map(|r| r.p_value),
+        significant,
+        negligible: small,
+        // Only a significant shift has a direction to move against.
+        against_test: sig && !small && !along,
+        inconclusive: large && significant != Some(true) && (!sig || along),
+        over: None,
+        of: None,
+        threshold: None,
+        dispersion: None,
     })
 }
 

@@ -74,7 +74,7 @@ pub fn iops_cap(per_second: &[f64]) -> Option<Cap> {
         _ => return None,
     };
     let mean = secs.iter().sum::<f64>() / secs.len() as f64;
-    if !(mean >= 1.0) {
+    if mean.is_nan() || mean < 1.0 {
         return None;
     }
     let round = round_rate(mean)?;
@@ -191,7 +191,7 @@ fn thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
