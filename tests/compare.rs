@@ -113,6 +113,7 @@ pub fn load_run(id: &str, label: &str, shape: LoadShape, seed: u64) -> RunRecord
     let mut timeline = Vec::new();
     for t in 0..shape.seconds {
         let mut sec = hist();
+        let mut sec_ep = [hist(), hist()];
         for i in 0..shape.rps {
             let v = if rng.uniform() < shape.tail_share {
                 shape.tail_ms.0 + rng.uniform() * (shape.tail_ms.1 - shape.tail_ms.0)
@@ -122,6 +123,15 @@ pub fn load_run(id: &str, label: &str, shape: LoadShape, seed: u64) -> RunRecord
             let ns = (v * 1e6) as u64;
             sec.saturating_record(ns);
             per_ep[(i % 2) as usize].saturating_record(ns);
+            sec_ep[(i % 2) as usize].saturating_record(ns);
+        }
+        // Per endpoint per second, as `latscope load` stores with two endpoints.
+        for (name, h) in endpoints.iter().zip(&sec_ep) {
+            histograms.push(StoredHistogram {
+                name: format!("latency:{name}"),
+                second: Some(t),
+                v2: v2(h),
+            });
         }
         total.add(&sec).unwrap();
         timeline.push(
@@ -242,8 +252,8 @@ fn row<'a>(cmp: &'a Value, section: &str, metric: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no row {metric} in {s:#}"))
 }
 
-/// Two load runs whose per-second p99s are clearly apart (a tail at 40-70 ms against
-/// one at 150-200 ms) are called different on the per-second p99, while their p50s
+/// Two load runs whose p99s are clearly apart (a tail at 40-70 ms against one at
+/// 150-200 ms) are called different on the p99 (exceedances), while their p50s
 /// (same body) are not; two runs drawn from the same distribution are not called
 /// different anywhere.
 #[test]
@@ -266,10 +276,17 @@ fn load_significance_fires_only_on_separated_runs() {
     assert!(cmp["test"].as_str().unwrap().contains("Mann-Whitney U"));
     let p99 = row(&cmp, "load: all endpoints", "p99");
     let t = &p99["tests"][1];
-    assert_eq!(t["basis"], "per-second p99", "{p99:#}");
+    // A tail row: tested on the requests over the baseline's p99, second by second.
+    assert_eq!(t["basis"], "requests over the baseline's p99", "{p99:#}");
     assert_eq!(t["n"], json!([10, 10]));
     assert_eq!(t["significant"], true, "{p99:#}");
     assert!(t["p_value"].as_f64().unwrap() < 0.001);
+    let over = &t["over"];
+    assert!(
+        over[1].as_u64().unwrap() > 3 * over[0].as_u64().unwrap(),
+        "{t:#}"
+    );
+    assert_eq!(t["of"], json!([2000, 2000]));
     let ratio = p99["ratios"][1].as_f64().unwrap();
     assert!(ratio > 2.0 && ratio < 4.0, "{p99:#}");
     // Same distribution, other seed: no difference.
@@ -285,10 +302,15 @@ fn load_significance_fires_only_on_separated_runs() {
         row(&cmp, "load: all endpoints", "errors")["values"][0],
         10.0
     );
-    // Per endpoint: values and ratios (no per-second endpoint histograms stored).
+    // Per endpoint: tested on the endpoint's own per-second histograms.
     let ep = row(&cmp, "load endpoint: search", "p99");
     assert!(ep["ratios"][1].as_f64().unwrap() > 2.0, "{ep:#}");
-    assert!(ep["tests"][1].is_null());
+    assert_eq!(ep["tests"][1]["significant"], true, "{ep:#}");
+    assert_eq!(ep["tests"][1]["of"], json!([1000, 1000]), "{ep:#}");
+    assert_eq!(ep["tests"][2]["significant"], false, "{ep:#}");
+    let ep50 = row(&cmp, "load endpoint: search", "p50");
+    assert_eq!(ep50["tests"][1]["basis"], "per-second p50", "{ep50:#}");
+    assert_eq!(ep50["tests"][1]["significant"], false, "{ep50:#}");
     assert_eq!(
         row(&cmp, "load endpoint: search", "errors")["values"][1],
         0.0

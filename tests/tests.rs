@@ -5,6 +5,7 @@
 mod caches;
 mod caches_findings;
 mod compare;
+mod compare_real;
 mod diagnose;
 mod disk;
 mod disk_errors;

@@ -99,3 +99,181 @@ pub fn check_dir(doc: &Value, dir: &str, expect_ios: bool) {
     assert!(v[0] > 0.0, "{lat}");
     assert!(lat["mean"].as_f64().unwrap() > 0.0);
 }
+
+/// A RAM-backed block device for the test alone: a file in /dev/shm attached to a
+/// free loop device, formatted ext4 and mounted on a temp directory; all undone on
+/// drop. Needs root, `losetup` and `mkfs.ext4`.
+pub struct LoopDev {
+    pub dev: String,
+    pub mnt: Dir,
+    image: PathBuf,
+}
+
+impl LoopDev {
+    /// A `size_mb` MiB device, or why there cannot be one here.
+    pub fn new(name: &str, size_mb: u64) -> Result<LoopDev, String> {
+        if unsafe { libc::geteuid() } != 0 {
+            return Err("needs root for losetup and mount".into());
+        }
+        let image = Path::new("/dev/shm").join(format!(
+            "latscope-it-loop-{name}-{}.img",
+            std::process::id()
+        ));
+        let f = std::fs::File::create(&image).map_err(|e| format!("{}: {e}", image.display()))?;
+        f.set_len(size_mb << 20).map_err(|e| e.to_string())?;
+        let out = std::process::Command::new("losetup")
+            .args(["-f", "--show"])
+            .arg(&image)
+            .output()
+            .map_err(|e| format!("losetup: {e}"));
+        let dev = match out {
+            Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).trim().to_string(),
+            Ok(o) => {
+                let _ = std::fs::remove_file(&image);
+                return Err(format!("losetup: {}", String::from_utf8_lossy(&o.stderr)));
+            }
+            Err(e) => {
+                let _ = std::fs::remove_file(&image);
+                return Err(e);
+            }
+        };
+        let mnt = Dir::tmp(&format!("loop-{name}"));
+        let lo = LoopDev { dev, mnt, image };
+        lo.sh(&["mkfs.ext4", "-q", &lo.dev])?;
+        lo.sh(&["mount", &lo.dev, lo.mnt.path()])?;
+        Ok(lo)
+    }
+
+    fn sh(&self, cmd: &[&str]) -> Result<(), String> {
+        let o = std::process::Command::new(cmd[0])
+            .args(&cmd[1..])
+            .output()
+            .map_err(|e| format!("{}: {e}", cmd[0]))?;
+        if o.status.success() {
+            Ok(())
+        } else {
+            Err(format!("{cmd:?}: {}", String::from_utf8_lossy(&o.stderr)))
+        }
+    }
+
+    /// The device's number (for cgroup limits).
+    pub fn rdev(&self) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(&self.dev).unwrap().rdev()
+    }
+}
+
+impl Drop for LoopDev {
+    fn drop(&mut self) {
+        let _ = self.sh(&["umount", self.mnt.path()]);
+        let _ = self.sh(&["losetup", "-d", &self.dev]);
+        let _ = std::fs::remove_file(&self.image);
+    }
+}
+
+/// A cgroup that caps one device's read and write IOPS — cgroup v2 `io.max` where the
+/// `io` controller is on a v2 hierarchy, else cgroup v1 `blkio.throttle.*` — removed
+/// on drop. A process joins with `echo $$ > {procs}`.
+pub struct Capped {
+    dir: PathBuf,
+    /// The file a process writes its pid to, to join.
+    pub procs: PathBuf,
+}
+
+impl Capped {
+    /// Caps device `dev` (st_dev or st_rdev) at `iops`, or says why it cannot.
+    pub fn new(dev: u64, iops: u32) -> Result<Capped, String> {
+        if unsafe { libc::geteuid() } != 0 {
+            return Err("needs root to write cgroup limits".into());
+        }
+        let (major, minor) = (libc::major(dev), libc::minor(dev));
+        let name = format!("latscope-test-{}-{major}-{minor}", std::process::id());
+        let v2 = ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
+            .into_iter()
+            .map(Path::new)
+            .find(|root| {
+                std::fs::read_to_string(root.join("cgroup.controllers"))
+                    .is_ok_and(|c| c.split_whitespace().any(|c| c == "io"))
+            });
+        let mut why = Vec::new();
+        if let Some(root) = v2 {
+            let _ = std::fs::write(root.join("cgroup.subtree_control"), "+io");
+            let dir = root.join(&name);
+            match std::fs::create_dir_all(&dir).and_then(|_| {
+                std::fs::write(
+                    dir.join("io.max"),
+                    format!("{major}:{minor} riops={iops} wiops={iops}"),
+                )
+            }) {
+                Ok(()) => {
+                    return Ok(Capped {
+                        procs: dir.join("cgroup.procs"),
+                        dir,
+                    })
+                }
+                Err(e) => {
+                    let _ = std::fs::remove_dir(&dir);
+                    why.push(format!("cgroup v2 io.max under {}: {e}", root.display()));
+                }
+            }
+        }
+        let blkio = Path::new("/sys/fs/cgroup/blkio");
+        if blkio.join("cgroup.procs").exists() {
+            let dir = blkio.join(&name);
+            let capped = std::fs::create_dir_all(&dir)
+                .map_err(|e| format!("create {}: {e}", dir.display()))
+                .map(|_| Capped {
+                    procs: dir.join("cgroup.procs"),
+                    dir: dir.clone(),
+                });
+            match capped.and_then(|c| {
+                for file in [
+                    "blkio.throttle.read_iops_device",
+                    "blkio.throttle.write_iops_device",
+                ] {
+                    std::fs::write(c.dir.join(file), format!("{major}:{minor} {iops}"))
+                        .map_err(|e| format!("cap {major}:{minor} in {file}: {e}"))?;
+                }
+                Ok(c)
+            }) {
+                Ok(c) => return Ok(c),
+                Err(e) => why.push(format!("cgroup v1 blkio: {e}")),
+            }
+        } else {
+            why.push("no cgroup v1 blkio hierarchy".into());
+        }
+        Err(why.join("; "))
+    }
+
+    /// `sh -c` script that joins the cgroup, then execs `cmd`.
+    pub fn script(&self, cmd: &str) -> String {
+        format!("echo $$ > {} && exec {cmd}", self.procs.display())
+    }
+}
+
+impl Drop for Capped {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// Runs `latscope disk ARGS --json --no-save` (inside `cgroup` when given) under a
+/// 60 s `timeout`; expects success and returns the JSON.
+pub fn disk_json_in(cgroup: Option<&Capped>, args: &str) -> Value {
+    let bin = env!("CARGO_BIN_EXE_latscope");
+    let cmd = format!("{bin} disk {args} --json --no-save");
+    let script = match cgroup {
+        Some(c) => c.script(&cmd),
+        None => format!("exec {cmd}"),
+    };
+    let out = std::process::Command::new("timeout")
+        .args(["60", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("disk JSON")
+}

@@ -280,14 +280,31 @@ pub fn busy_per_thread(cpu_pct: f64, wait_pct: Option<f64>, threads: u32) -> f64
 }
 
 /// What a disk run measured, ms.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct DiskFacts {
-    pub read_p9999_ms: Option<f64>,
-    pub write_p9999_ms: Option<f64>,
-    pub read_p50_ms: Option<f64>,
-    pub write_p50_ms: Option<f64>,
+    /// Reads and writes; `None` when the run did none of them.
+    pub read: Option<DiskDirFacts>,
+    pub write: Option<DiskDirFacts>,
+    /// I/Os kept in flight (`--iodepth`).
+    pub iodepth: u32,
     pub fsync_p99_ms: Option<f64>,
     pub fsync_count: u64,
+}
+
+/// One direction (reads or writes) of a disk run, ms.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DiskDirFacts {
+    pub ios: u64,
+    pub mean_ms: f64,
+    pub p50_ms: f64,
+    pub p999_ms: f64,
+    pub p9999_ms: f64,
+    pub max_ms: f64,
+    /// I/Os that took longer than 100 ms, and longer than 1 s.
+    pub over_100ms: u64,
+    pub over_1s: u64,
+    /// I/Os per second in each full second of the run, in order.
+    pub per_second_iops: Vec<f64>,
 }
 
 /// Everything the rules may look at; absent parts were not measured.

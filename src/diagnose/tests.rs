@@ -66,7 +66,12 @@ fn healthy_gives_nothing() {
         cache: Some(healthy_cache()),
         load: Some(healthy_load()),
         disk: Some(DiskFacts {
-            read_p9999_ms: Some(3.8),
+            read: Some(crate::diagnose::facts::DiskDirFacts {
+                ios: 10_000,
+                p50_ms: 0.2,
+                p9999_ms: 3.8,
+                ..Default::default()
+            }),
             fsync_p99_ms: Some(1.0),
             fsync_count: 100,
             ..DiskFacts::default()

@@ -11,7 +11,7 @@ use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 use serde_json::{json, Value};
 
-use crate::diagnose::facts::DiskFacts;
+use crate::diagnose::facts::{DiskDirFacts, DiskFacts};
 use crate::diagnose::finding::Finding;
 use crate::disk::options::DiskOptions;
 use crate::disk::recorder::{Hists, SecondHists};
@@ -239,16 +239,22 @@ impl DiskResult {
 
     /// The facts the findings rules read (ms).
     pub fn facts(&self) -> DiskFacts {
-        let ms = |h: &Histogram<u64>, q: f64| {
-            (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / 1e6)
-        };
         let t = &self.totals;
+        // Full seconds only: a last second cut short is no measure of a rate.
+        let full: Vec<&SecondStats> = self
+            .timeline
+            .iter()
+            .filter(|s| s.length_s >= 0.999)
+            .collect();
+        let dir = |h: &Histogram<u64>, iops: fn(&SecondStats) -> f64| {
+            (!h.is_empty()).then(|| dir_facts(h, full.iter().map(|s| iops(s)).collect()))
+        };
         DiskFacts {
-            read_p9999_ms: ms(&t.read, 0.9999),
-            write_p9999_ms: ms(&t.write, 0.9999),
-            read_p50_ms: ms(&t.read, 0.5),
-            write_p50_ms: ms(&t.write, 0.5),
-            fsync_p99_ms: ms(&t.fsync, 0.99),
+            read: dir(&t.read, SecondStats::read_iops),
+            write: dir(&t.write, SecondStats::write_iops),
+            iodepth: self.options.iodepth,
+            fsync_p99_ms: (!t.fsync.is_empty())
+                .then(|| t.fsync.value_at_quantile(0.99) as f64 / 1e6),
             fsync_count: t.fsync.len(),
         }
     }
@@ -280,6 +286,29 @@ pub(crate) fn stored(h: &Hists, second: Option<u32>) -> Vec<StoredHistogram> {
         }
     }
     out
+}
+
+/// One direction's facts from its latency histogram (ns) and per-second IOPS.
+fn dir_facts(h: &Histogram<u64>, per_second_iops: Vec<f64>) -> DiskDirFacts {
+    let ms = |ns: u64| ns as f64 / 1e6;
+    // Values above a limit: the histogram's buckets past its highest equivalent.
+    let over = |limit_ns: u64| {
+        h.iter_recorded()
+            .filter(|v| h.lowest_equivalent(v.value_iterated_to()) > limit_ns)
+            .map(|v| v.count_at_value())
+            .sum()
+    };
+    DiskDirFacts {
+        ios: h.len(),
+        mean_ms: h.mean() / 1e6,
+        p50_ms: ms(h.value_at_quantile(0.5)),
+        p999_ms: ms(h.value_at_quantile(0.999)),
+        p9999_ms: ms(h.value_at_quantile(0.9999)),
+        max_ms: ms(h.max()),
+        over_100ms: over(100_000_000),
+        over_1s: over(1_000_000_000),
+        per_second_iops,
+    }
 }
 
 fn lat_json(p: &Percentiles) -> Value {

@@ -140,6 +140,9 @@ pub struct SecondAcc {
     /// Segments resent before the first response, of connections first answered
     /// in this second.
     pub early_retrans: u64,
+    /// This second's latency histogram per endpoint (V2 deflate), with two or more
+    /// endpoints (compare tests each one).
+    pub ep_v2: Vec<Vec<u8>>,
 }
 
 /// Requests started in one second (of one endpoint) and the slowest of them.
@@ -200,6 +203,8 @@ pub struct Recorder {
     active: u64,
     pub timeline: Vec<SecondAcc>,
     current: Histogram<u64>,
+    /// This second's latencies per endpoint (empty with a single endpoint).
+    current_ep: Vec<Histogram<u64>>,
     serializer: V2DeflateSerializer,
     live: Arc<Live>,
     raw: Option<RawSink>,
@@ -250,6 +255,11 @@ impl Recorder {
             active: 0,
             timeline: vec![SecondAcc::default()],
             current: new_histogram(),
+            current_ep: if endpoints > 1 {
+                (0..endpoints).map(|_| new_histogram()).collect()
+            } else {
+                Vec::new()
+            },
             serializer: V2DeflateSerializer::new(),
             live,
             raw,
@@ -285,6 +295,16 @@ impl Recorder {
                 .last_p99_ns
                 .store(self.current.value_at_quantile(0.99), Ordering::Relaxed);
             self.current.reset();
+            let mut per_ep = Vec::with_capacity(self.current_ep.len());
+            for h in &mut self.current_ep {
+                let mut buf = Vec::new();
+                if !h.is_empty() {
+                    let _ = self.serializer.serialize(h, &mut buf);
+                    h.reset();
+                }
+                per_ep.push(buf);
+            }
+            self.timeline[last].ep_v2 = per_ep;
         } else {
             self.live.last_p50_ns.store(0, Ordering::Relaxed);
             self.live.last_p99_ns.store(0, Ordering::Relaxed);
@@ -390,6 +410,9 @@ impl Recorder {
         }
         if o.cache.kind.is_some() {
             self.cache_kind = o.cache.kind;
+        }
+        if let Some(h) = self.current_ep.get_mut(endpoint) {
+            h.saturating_record(ns);
         }
         let e = &mut self.endpoints[endpoint];
         if timed {

@@ -69,6 +69,9 @@ pub struct SecondResult {
     /// Host SYN and SYN-ACK retransmissions during the second (`TCPSynRetrans`,
     /// part of `retrans`).
     pub host_syn_retrans: Option<u64>,
+    /// This second's latency histogram per endpoint (V2 deflate), with two or more
+    /// endpoints (empty otherwise).
+    pub ep_v2: Vec<Vec<u8>>,
 }
 
 /// What a load run measured.
@@ -164,6 +167,38 @@ fn v2(h: &Histogram<u64>) -> Vec<u8> {
     let mut buf = Vec::new();
     let _ = V2DeflateSerializer::new().serialize(h, &mut buf);
     buf
+}
+
+/// Second `t` of each endpoint, merged over the threads (V2 deflate; empty for an
+/// endpoint without requests that second, and no entries with a single endpoint).
+fn per_endpoint_second(
+    outputs: &[(Recorder, ThreadTime)],
+    t: usize,
+    endpoints: usize,
+    de: &mut Deserializer,
+) -> Vec<Vec<u8>> {
+    if endpoints < 2 {
+        return Vec::new();
+    }
+    let mut h = new_histogram();
+    (0..endpoints)
+        .map(|e| {
+            h.reset();
+            for (r, _) in outputs {
+                let Some(b) = r.timeline.get(t).and_then(|s| s.ep_v2.get(e)) else {
+                    continue;
+                };
+                if let Ok(one) = de.deserialize::<u64, _>(&mut &b[..]) {
+                    let _ = h.add(&one);
+                }
+            }
+            if h.is_empty() {
+                Vec::new()
+            } else {
+                v2(&h)
+            }
+        })
+        .collect()
 }
 
 /// Merges the threads' recorders.
@@ -301,6 +336,7 @@ pub fn merge(
         if !h.is_empty() {
             out.v2 = v2(h);
         }
+        out.ep_v2 = per_endpoint_second(&outputs, t, endpoints.len(), &mut de);
         if let Some(s) = samples.get(t) {
             out.retrans = s.retrans;
             out.host_syn_retrans = s.syn_retrans;
@@ -595,6 +631,15 @@ impl LoadResult {
                     second: Some(s.t),
                     v2: s.v2.clone(),
                 });
+            }
+            for (e, b) in self.endpoints.iter().zip(&s.ep_v2) {
+                if !b.is_empty() {
+                    out.push(StoredHistogram {
+                        name: format!("latency:{}", e.name),
+                        second: Some(s.t),
+                        v2: b.clone(),
+                    });
+                }
             }
         }
         out

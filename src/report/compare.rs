@@ -13,9 +13,11 @@
 
 use serde::Serialize;
 
-use crate::stats::compare::{mann_whitney_u, ALPHA, MIN_SAMPLES, TEST_NAME};
+use crate::stats::compare::{ALPHA, MIN_SAMPLES, TEST_NAME};
 use crate::store::RunRecord;
 
+use super::compare_diagnose::{diagnose_sections, findings_changes, FindingsChange};
+use super::compare_tail::{test, TailData, TAIL_FROM};
 use super::rundata::{self, num, Histograms, RunDataError, PHASES};
 
 /// Which way is better for a metric.
@@ -57,6 +59,32 @@ pub struct Test {
     /// a p99 that fell while the samples shifted up): the test does not speak for
     /// this row.
     pub against_test: bool,
+    /// Not significant (or no verdict) although the value moved by 2× or more: the
+    /// test cannot tell, which is not "no difference".
+    pub inconclusive: bool,
+    /// Tail rows (p99 and up of load and disk runs): values over the threshold in
+    /// the baseline and in this run ([`super::compare_tail`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub over: Option<[u64; 2]>,
+    /// Tail rows: all values of the baseline and of this run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub of: Option<[u64; 2]>,
+    /// Tail rows: the threshold, in the row's unit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<f64>,
+    /// Tail rows: how much the exceedances bunch into seconds (1: not at all).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dispersion: Option<f64>,
+}
+
+/// Whether a ratio is large enough (2× either way) that "not significant" must not
+/// read as "no difference".
+pub fn large_ratio(a: Option<f64>, b: Option<f64>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) if a > 0.0 && b > 0.0 => b / a >= 2.0 || a / b >= 2.0,
+        (Some(a), Some(b)) => (a == 0.0) != (b == 0.0),
+        _ => false,
+    }
 }
 
 /// Whether the row's change from `a` to `b` goes the way the test found the blocks
@@ -122,31 +150,37 @@ pub struct Comparison {
     pub alpha: f64,
     pub min_blocks: usize,
     pub sections: Vec<Section>,
+    /// Each run's findings against the first run's: appeared, gone, kept.
+    pub findings: Vec<FindingsChange>,
 }
 
 /// What one run says about one metric: its value and the blocks to test on.
 #[derive(Debug, Clone, Default)]
-struct Metric {
+pub(super) struct Metric {
     name: String,
     unit: &'static str,
     better: Option<Better>,
     value: Option<f64>,
     /// (basis, values) for the test.
-    blocks: Option<(String, Vec<f64>)>,
+    pub(super) blocks: Option<(String, Vec<f64>)>,
+    /// (quantile, per-second histograms): tested on exceedances (tail rows; the
+    /// ramp's steps).
+    pub(super) tail: Option<(f64, TailData)>,
 }
 
-fn metric(name: &str, unit: &'static str, better: Better, value: Option<f64>) -> Metric {
+pub(super) fn metric(name: &str, unit: &'static str, better: Better, value: Option<f64>) -> Metric {
     Metric {
         name: name.to_string(),
         unit,
         better: Some(better),
         value,
         blocks: None,
+        tail: None,
     }
 }
 
 impl Metric {
-    fn blocks(mut self, basis: impl Into<String>, values: Vec<f64>) -> Metric {
+    pub(super) fn blocks(mut self, basis: impl Into<String>, values: Vec<f64>) -> Metric {
         if !values.is_empty() {
             self.blocks = Some((basis.into(), values));
         }
@@ -155,7 +189,7 @@ impl Metric {
 }
 
 /// One run's sections: (section name, metrics).
-type RunSections = Vec<(String, Vec<Metric>)>;
+pub(super) type RunSections = Vec<(String, Vec<Metric>)>;
 
 /// The percentiles compared for latencies: (name, summary key, quantile).
 const PERCENTILES: [(&str, &str, f64); 6] = [
@@ -173,7 +207,12 @@ pub fn compare(runs: &[RunRecord]) -> Result<Comparison, RunDataError> {
     for run in runs {
         let hist = Histograms::decode(run)?;
         let mut sections = probe_sections(run);
-        sections.extend(load_sections(run, &hist));
+        if run.kind == "diagnose" {
+            // A diagnose run's load is a ramp: compared step by step.
+            sections.extend(diagnose_sections(run, &hist));
+        } else {
+            sections.extend(load_sections(run, &hist));
+        }
         sections.extend(disk_sections(run, &hist));
         per_run.push(sections);
     }
@@ -193,11 +232,15 @@ pub fn compare(runs: &[RunRecord]) -> Result<Comparison, RunDataError> {
         test: format!(
             "{TEST_NAME} against the first run that has the section, on per-second blocks for load and disk \
              runs (each full second's percentile, request or I/O count, errors) and on \
-             the probe's samples (independent sequential requests); never on raw requests"
+             the probe's samples (independent sequential requests); never on raw requests. \
+             Tail rows (p99 and up) with per-second histograms: exceedance counts over \
+             the lower run's value, binomial split by run size, variance scaled by the \
+             per-second dispersion"
         ),
         alpha: ALPHA,
         min_blocks: MIN_SAMPLES,
         sections: align(&per_run),
+        findings: findings_changes(runs),
     })
 }
 
@@ -255,7 +298,6 @@ fn align(per_run: &[RunSections]) -> Vec<Section> {
                     _ => None,
                 })
                 .collect();
-            let base_blocks = cells[baseline].and_then(|m| m.blocks.as_ref());
             let tests = cells
                 .iter()
                 .enumerate()
@@ -263,22 +305,8 @@ fn align(per_run: &[RunSections]) -> Vec<Section> {
                     if i == baseline {
                         return None;
                     }
-                    let (basis, a) = base_blocks?;
-                    let (_, b) = c.and_then(|m| m.blocks.as_ref())?;
-                    let r = mann_whitney_u(a, b);
-                    let small = negligible(values[baseline], values[i], unit);
-                    let along = r.is_some_and(|r| {
-                        moved_with_test(values[baseline], values[i], r.prob_b_greater)
-                    });
-                    Some(Test {
-                        basis: basis.clone(),
-                        n: [a.len(), b.len()],
-                        p_value: r.map(|r| r.p_value),
-                        significant: r.map(|r| r.significant() && !small && along),
-                        negligible: small,
-                        // Only a significant shift has a direction to move against.
-                        against_test: r.is_some_and(|r| r.significant()) && !small && !along,
-                    })
+                    let (a, b) = (cells[baseline]?, (*c)?);
+                    test(&metric, a, b, values[baseline], values[i], unit)
                 })
                 .collect();
             rows.push(Row {
@@ -363,7 +391,7 @@ fn per_second_quantile(
 
 /// Keeps only full seconds: a last second cut short by the end of the run would look
 /// like a drop in throughput.
-fn full_seconds<T>(rows: Vec<(u32, T)>, duration_s: f64) -> Vec<(u32, T)> {
+pub(super) fn full_seconds<T>(rows: Vec<(u32, T)>, duration_s: f64) -> Vec<(u32, T)> {
     let full = duration_s.floor();
     if full < 1.0 {
         return rows;
@@ -373,20 +401,32 @@ fn full_seconds<T>(rows: Vec<(u32, T)>, duration_s: f64) -> Vec<(u32, T)> {
         .collect()
 }
 
+/// The percentile rows of one latency: per-second blocks for all, and the
+/// per-second histograms for the tail rows (p99 and up) to test on exceedances.
 fn latency_metrics(
     summary: &serde_json::Value,
     key: &str,
     unit: &'static str,
     seconds: &[(u32, &hdrhistogram::Histogram<u64>)],
     unit_ns: f64,
+    items: &'static str,
 ) -> Vec<Metric> {
+    let tail = (!seconds.is_empty()).then(|| TailData {
+        seconds: std::rc::Rc::new(seconds.iter().map(|(_, h)| (*h).clone()).collect()),
+        unit_ns,
+        items,
+    });
     PERCENTILES
         .iter()
         .map(|(name, k, q)| {
-            metric(name, unit, Better::Lower, num(summary, &[key, k])).blocks(
+            let mut m = metric(name, unit, Better::Lower, num(summary, &[key, k])).blocks(
                 format!("per-second {name}"),
                 per_second_quantile(seconds, *q, unit_ns),
-            )
+            );
+            if *q >= TAIL_FROM {
+                m.tail = tail.clone().map(|t| (*q, t));
+            }
+            m
         })
         .collect()
 }
@@ -402,7 +442,7 @@ fn load_sections(run: &RunRecord, hist: &Histograms) -> RunSections {
         .collect();
     let timeline = full_seconds(timeline, duration);
     let seconds = full_seconds(hist.per_second("latency"), duration);
-    let mut all = latency_metrics(load, "latency_ms", "ms", &seconds, 1e6);
+    let mut all = latency_metrics(load, "latency_ms", "ms", &seconds, 1e6, "requests");
     if seconds.is_empty() {
         // No per-second histograms: fall back on the timeline's percentiles.
         for m in all.iter_mut() {
@@ -432,18 +472,21 @@ fn load_sections(run: &RunRecord, hist: &Histograms) -> RunSections {
     let err_blocks: Vec<f64> = timeline.iter().filter_map(|(_, s)| s.errors).collect();
     all.push(metric("errors", "", Better::Lower, errors).blocks("per-second errors", err_blocks));
     let mut out = vec![("load: all endpoints".to_string(), all)];
-    for ep in load
-        .get("endpoints")
-        .and_then(|e| e.as_array())
-        .into_iter()
-        .flatten()
-    {
+    let endpoints = load.get("endpoints").and_then(|e| e.as_array());
+    let single = endpoints.is_some_and(|e| e.len() == 1);
+    for ep in endpoints.into_iter().flatten() {
         let Some(name) = ep.get("name").and_then(|n| n.as_str()) else {
             continue;
         };
-        let hname = format!("latency:{name}");
+        // Per-endpoint seconds are stored with two or more endpoints; a single
+        // endpoint's seconds are the run's.
+        let hname = if single {
+            "latency".to_string()
+        } else {
+            format!("latency:{name}")
+        };
         let seconds = full_seconds(hist.per_second(&hname), duration);
-        let mut metrics = latency_metrics(ep, "latency_ms", "ms", &seconds, 1e6);
+        let mut metrics = latency_metrics(ep, "latency_ms", "ms", &seconds, 1e6, "requests");
         let requests = num(ep, &["requests"]);
         let rps = requests.filter(|_| duration > 0.0).map(|r| r / duration);
         metrics.push(metric("requests/s", "req/s", Better::Higher, rps).blocks(
@@ -471,7 +514,7 @@ fn disk_sections(run: &RunRecord, hist: &Histograms) -> RunSections {
             continue;
         };
         let seconds = full_seconds(hist.per_second(dir), duration);
-        let mut metrics = latency_metrics(d, "lat_us", "µs", &seconds, 1e3);
+        let mut metrics = latency_metrics(d, "lat_us", "µs", &seconds, 1e3, "I/Os");
         let counts: Vec<f64> = seconds.iter().map(|(_, h)| h.len() as f64).collect();
         if dir == "fsync" {
             metrics.push(metric("count", "", Better::Higher, num(d, &["count"])));

@@ -4,6 +4,7 @@
 use std::time::{Duration, SystemTime};
 
 use super::compare::{Comparison, Section, Test};
+use super::compare_diagnose::{FindingRef, FindingsChange};
 use super::table::{Align, Table};
 use crate::units::fmt_ms;
 
@@ -82,6 +83,10 @@ fn fmt_unsigned(v: f64, unit: &str) -> String {
 /// A ratio as `×2.09`.
 pub fn fmt_ratio(r: f64) -> String {
     let r = r + 0.0;
+    if r > 0.0 && r < 0.01 {
+        // ×0.00 would hide how large the drop is.
+        return format!("×1/{:.0}", 1.0 / r);
+    }
     if r >= 100.0 {
         format!("×{r:.0}")
     } else if r >= 10.0 {
@@ -100,14 +105,37 @@ pub fn fmt_p(p: f64) -> String {
     }
 }
 
-/// A test's verdict: `yes p<0.001`, `no p=0.41`, `n/a 3 vs 30 blocks`.
+/// A test's verdict: `yes p<0.001`, `no p=0.41`, `can't tell p=0.56` (not
+/// significant beside a 2× change), `too few blocks 3 vs 3`; tail rows add their
+/// exceedance counts (`10→40 over`: values over the threshold in the baseline and in
+/// this run).
 pub fn fmt_test(t: &Test) -> String {
+    let over = match (t.over, t.of) {
+        (Some(o), Some(n)) => format!(" ({}→{} over)", share(o[0], n[0]), share(o[1], n[1])),
+        _ => String::new(),
+    };
     match (t.significant, t.p_value) {
-        (Some(true), Some(p)) => format!("yes {}", fmt_p(p)),
+        (Some(true), Some(p)) => format!("yes {}{over}", fmt_p(p)),
         (Some(false), Some(p)) if t.negligible => format!("no, too small ({})", fmt_p(p)),
         (Some(false), Some(p)) if t.against_test => format!("no, moved against ({})", fmt_p(p)),
-        (Some(false), Some(p)) => format!("no {}", fmt_p(p)),
-        _ => format!("n/a {} vs {}", t.n[0], t.n[1]),
+        (Some(false), Some(p)) if t.inconclusive => format!("can't tell {}{over}", fmt_p(p)),
+        (Some(false), Some(p)) => format!("no {}{over}", fmt_p(p)),
+        _ if t.over.is_some() => format!("too few to judge{over}"),
+        _ => format!("too few blocks {} vs {}", t.n[0], t.n[1]),
+    }
+}
+
+/// `k` of `n` as a share for people: "46 %", "0.13 %", "0.0040 %".
+fn share(k: u64, n: u64) -> String {
+    let p = 100.0 * k as f64 / n.max(1) as f64;
+    if k == 0 || p >= 10.0 {
+        format!("{p:.0} %")
+    } else if p >= 1.0 {
+        format!("{p:.1} %")
+    } else {
+        // Two significant digits.
+        let digits = (1.0 - p.log10().floor()).max(0.0) as usize;
+        format!("{p:.digits$} %")
     }
 }
 
@@ -181,18 +209,64 @@ pub fn render(c: &Comparison) -> String {
         }
         out.push_str(&t.render(2));
     }
+    for ch in &c.findings {
+        out.push('\n');
+        out.push_str(&findings_change(ch));
+    }
     out.push('\n');
     out.push_str(&wrap(
         &format!(
             "Differs?: {}; yes when p < {}, the values differ by at least 5 % (and \
              0.1 ms, or 5 µs for disk latencies) and the row moved the way the test found \
              the blocks shift: smaller differences are called too small, and a row that \
-             moved the other way than a significant shift 'moved against'. n/a: fewer than {} blocks on a side; blank: no per-second \
-             data or samples for that metric.",
+             moved the other way than a significant shift 'moved against'. Tail rows (p99 \
+             and up) of load and disk runs are tested on exceedances instead: the share of \
+             requests or I/Os of each run over the lower run's value (A→B over), against \
+             an even split by run size, widened when they bunch into seconds. can't tell: \
+             not significant although the value moved 2× or more — not a 'no'. too few \
+             blocks: fewer than {} on a side; too few to judge: fewer than 6 over the \
+             threshold; blank: no per-second data or samples for that metric.",
             c.test, c.alpha, c.min_blocks
         ),
         88,
     ));
+    out
+}
+
+/// Which findings appeared, went away or stayed in one run against the baseline.
+pub fn findings_change(ch: &FindingsChange) -> String {
+    let mut out = format!(
+        "findings, {} against {}:\n",
+        letter(ch.run),
+        letter(ch.baseline)
+    );
+    let line = |f: &FindingRef| {
+        let was = f
+            .was
+            .as_ref()
+            .map(|w| format!(" (was {})", w.to_uppercase()))
+            .unwrap_or_default();
+        format!(
+            "    {:<5} {:<22} {}{was}\n",
+            f.severity.to_uppercase(),
+            f.id,
+            f.title
+        )
+    };
+    for (what, list) in [
+        ("appeared", &ch.appeared),
+        ("went away", &ch.gone),
+        ("still there", &ch.kept),
+    ] {
+        if list.is_empty() {
+            out.push_str(&format!("  {what}: none\n"));
+            continue;
+        }
+        out.push_str(&format!("  {what}:\n"));
+        for f in list.iter() {
+            out.push_str(&line(f));
+        }
+    }
     out
 }
 

@@ -5,6 +5,8 @@
 
 pub mod charts;
 pub mod compare;
+pub mod compare_diagnose;
+pub mod compare_tail;
 pub mod compare_text;
 pub mod csv;
 pub mod diagnose;

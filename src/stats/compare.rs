@@ -146,6 +146,86 @@ fn u_distribution(n1: usize, n2: usize) -> Vec<f64> {
     out
 }
 
+/// Fewest values over the threshold, both runs together, for an exceedance verdict:
+/// with fewer, even all of them in one run says little.
+pub const MIN_EXCEEDANCES: u64 = 6;
+
+/// The result of [`exceedance_test`]: how many values of each run exceed a threshold
+/// (the lower of the two runs' values of a percentile) and whether the two shares
+/// differ.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Exceedance {
+    /// Values over the threshold in `a` and in `b`.
+    pub over: [u64; 2],
+    /// All values of `a` and of `b`.
+    pub of: [u64; 2],
+    /// Pearson dispersion of the per-second counts around the run's own share (≥ 1),
+    /// the larger of the two runs': how much more the exceedances bunch into seconds
+    /// than independent values would. Each run's variance is scaled by its own.
+    pub dispersion: f64,
+    /// Two-sided p value; `None` with fewer than [`MIN_EXCEEDANCES`] over the
+    /// threshold.
+    pub p_value: Option<f64>,
+    /// `b`'s rate over the threshold is above `a`'s.
+    pub b_higher: bool,
+}
+
+/// Tests whether two runs exceed a threshold equally often. Each run is given as its
+/// seconds, `(values that second, values over the threshold)`. The two shares over the
+/// threshold are compared with a z test whose variance is, for each run, the
+/// binomial variance at the pooled share times that run's dispersion: stalls bunch
+/// exceedances into a few seconds, and a share that wanders from second to second is
+/// less certain than independent values would make it (quasi-binomial, estimated
+/// from the run's per-second counts; 1 when it has a single second). This test has
+/// power in a tail that per-second percentiles lack: a 3-second run has 3 blocks,
+/// but its p99.99 rests on every I/O.
+pub fn exceedance_test(a: &[(u64, u64)], b: &[(u64, u64)]) -> Exceedance {
+    let total = |s: &[(u64, u64)]| {
+        s.iter()
+            .fold((0u64, 0u64), |(n, k), (ns, ks)| (n + ns, k + ks))
+    };
+    let ((na, ka), (nb, kb)) = (total(a), total(b));
+    let rate = |n: u64, k: u64| if n > 0 { k as f64 / n as f64 } else { 0.0 };
+    let (ra, rb) = (rate(na, ka), rate(nb, kb));
+    let (da, db) = (dispersion(a, ra), dispersion(b, rb));
+    let k = ka + kb;
+    let p_value = (k >= MIN_EXCEEDANCES && na > 0 && nb > 0).then(|| {
+        let pooled = k as f64 / (na + nb) as f64;
+        let var = pooled * (1.0 - pooled) * (da / na as f64 + db / nb as f64);
+        if var <= 0.0 {
+            // Every value of both runs is over: nothing differs.
+            return 1.0;
+        }
+        erfc((rb - ra).abs() / var.sqrt() / std::f64::consts::SQRT_2).min(1.0)
+    });
+    Exceedance {
+        over: [ka, kb],
+        of: [na, nb],
+        dispersion: da.max(db),
+        p_value,
+        b_higher: rb > ra,
+    }
+}
+
+/// Pearson dispersion (≥ 1) of a run's per-second counts over a threshold around its
+/// own share `r`; 1 with fewer than two seconds to judge from.
+fn dispersion(seconds: &[(u64, u64)], r: f64) -> f64 {
+    let (mut chi2, mut cells) = (0.0, 0usize);
+    for &(n, k) in seconds {
+        let e = n as f64 * r;
+        let var = e * (1.0 - r);
+        if var > 0.0 {
+            chi2 += (k as f64 - e).powi(2) / var;
+            cells += 1;
+        }
+    }
+    if cells >= 2 {
+        (chi2 / (cells - 1) as f64).max(1.0)
+    } else {
+        1.0
+    }
+}
+
 /// The complementary error function (Numerical Recipes' `erfcc`, fractional error
 /// below 1.2e-7 everywhere).
 pub fn erfc(x: f64) -> f64 {
@@ -258,6 +338,49 @@ mod tests {
         assert!((r.p_value - erfc(z / std::f64::consts::SQRT_2)).abs() < 1e-12);
         assert!((r.p_value - 0.136).abs() < 0.001, "{r:?}");
         assert!(!r.significant());
+    }
+
+    /// Exceedances: the ×13 tail of the issue (B has 40 of its 25,000 I/Os over the
+    /// pooled p99.9, A has 10) is significant although each run has only 3 seconds;
+    /// the same share on both sides is not; too few over the threshold gives no p.
+    #[test]
+    fn exceedances_have_power_in_the_tail() {
+        let a = [(8000, 3), (8500, 4), (8500, 3)];
+        let b = [(8000, 12), (8500, 15), (8500, 13)];
+        let e = exceedance_test(&a, &b);
+        assert_eq!((e.over, e.of), ([10, 40], [25000, 25000]));
+        assert!(e.b_higher);
+        assert!(e.p_value.unwrap() < 0.001, "{e:?}");
+        let same = exceedance_test(&a, &[(8000, 4), (8500, 3), (8500, 4)]);
+        assert!(same.p_value.unwrap() > 0.5, "{same:?}");
+        let few = exceedance_test(&[(1000, 1)], &[(1000, 3)]);
+        assert_eq!(few.p_value, None);
+    }
+
+    /// A small run wholly over a big run's p50 (32 of 32 requests against half of
+    /// 33,216, whose seconds wander): the small run's own variance carries the
+    /// verdict, and it is significant (a real before/after-cache ramp step).
+    #[test]
+    fn unbalanced_runs_keep_their_power() {
+        let e = exceedance_test(&[(16, 16), (16, 16)], &[(20000, 9000), (13216, 7527)]);
+        assert!(!e.b_higher);
+        assert!(e.dispersion > 50.0, "{e:?}");
+        assert!(e.p_value.unwrap() < 0.001, "{e:?}");
+    }
+
+    /// One stall second holding all of B's exceedances is overdispersed: the verdict
+    /// weighs it as one event, not 30 independent ones. By hand: B's seconds 30, 0, 0
+    /// around 10 each give χ² ≈ 60 on 2 degrees of freedom, a dispersion of ~30.
+    #[test]
+    fn bunched_exceedances_are_discounted() {
+        let a = [(10000, 4), (10000, 3), (10000, 3)];
+        let spread = [(10000, 10), (10000, 10), (10000, 10)];
+        let bunched = [(10000, 30), (10000, 0), (10000, 0)];
+        let s = exceedance_test(&a, &spread);
+        let b = exceedance_test(&a, &bunched);
+        assert!(s.dispersion < 1.5 && b.dispersion > 5.0, "{s:?} {b:?}");
+        assert!(s.p_value.unwrap() < 0.01, "{s:?}");
+        assert!(b.p_value.unwrap() > s.p_value.unwrap() * 10.0, "{b:?}");
     }
 
     #[test]

@@ -1,58 +1,286 @@
-//! Disk rules: `disk-tail` (p99.99 above what a database tolerates) and `slow-fsync`
-//! (fdatasync p99 over etcd's 10 ms rule for WAL disks).
+//! Disk rules: `disk-iops-cap` (per-second IOPS held flat at a round number while
+//! I/Os queue: a provisioned or cgroup limit), `disk-tail` (slow I/Os — a slow
+//! median, or stalls — with a severity that follows how often and how long) and
+//! `slow-fsync` (fdatasync p99 over etcd's 10 ms rule for WAL disks).
 
 use super::ms;
-use crate::diagnose::facts::DiskFacts;
+use crate::diagnose::facts::{DiskDirFacts, DiskFacts};
 use crate::diagnose::finding::{Category, Finding, Severity};
 
 /// A database stalls when a single I/O takes longer than this, ms.
-const TAIL_MS: f64 = 100.0;
+const STALL_MS: f64 = 100.0;
+/// A median I/O this slow makes every I/O slow, not only the tail, ms (a hard disk
+/// seeks in 5–10 ms; SSDs and network volumes answer well under this).
+const SLOW_P50_MS: f64 = 20.0;
 /// etcd's rule: fdatasync p99 under 10 ms.
 const FSYNC_MS: f64 = 10.0;
+/// The mean IOPS is "round" within this share (or half an I/O) of a
+/// two-significant-digit number (1100, 16000); see [`round_rate`].
+const ROUND_SHARE: f64 = 0.01;
+/// A token bucket keeps the running count of I/Os within a burst of the straight
+/// line at its rate: here, this many seconds' worth (blkio releases I/Os in 100 ms
+/// slices, so single seconds jitter by ~10 % while the sum stays on the line).
+const MAX_DRIFT_S: f64 = 0.15;
+/// Fewest full seconds (after the first) to tell a cap from chance.
+const CAP_SECONDS: usize = 3;
+/// A cap is worth a finding once I/Os wait this long behind it (mean latency), ms.
+const CAP_WAIT_MS: f64 = 1.0;
 
-/// `disk-tail`: read or write p99.99 > 100 ms (crit over 1 s).
-pub fn disk_tail(d: &DiskFacts) -> Option<Finding> {
-    let worst = [d.read_p9999_ms, d.write_p9999_ms]
+/// Per-second IOPS held at a limit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Cap {
+    /// The round number the IOPS sit at.
+    pub iops: f64,
+    /// Mean IOPS of the judged seconds.
+    pub mean: f64,
+    /// Seconds judged (the first is left out: throttles let a burst through).
+    pub seconds: usize,
+    /// Largest distance of the running I/O count from the line at `iops`, in
+    /// seconds' worth of I/Os.
+    pub drift_s: f64,
+    /// Largest distance of a single second from `iops`, percent.
+    pub spread_pct: f64,
+}
+
+/// `v` rounded to a multiple of `step` × its order of magnitude / 10 (`step` 10: one
+/// significant digit, 5: 500/550/600, 1: two significant digits).
+fn round_to(v: f64, step: f64) -> f64 {
+    if v < 10.0 {
+        return v.round();
+    }
+    let unit = step * 10f64.powf(v.log10().floor() - 1.0);
+    (v / unit).round() * unit
+}
+
+/// The roundest number near `mean` that a cap could be: one significant digit (500,
+/// 3000) or a half step (1500, 250) within 3 %, else two significant digits (1100,
+/// 16000) within 1 %. A short run's mean is off the true rate by up to a throttle
+/// slice over the seconds judged, so the roundest candidate wins.
+fn round_rate(mean: f64) -> Option<f64> {
+    [(10.0, 0.03), (5.0, 0.03), (1.0, ROUND_SHARE)]
         .into_iter()
-        .flatten()
-        .fold(f64::NAN, f64::max);
-    if worst.is_nan() || worst <= TAIL_MS {
+        .map(|(step, share)| (round_to(mean, step), share))
+        .find(|(r, share)| *r > 0.0 && (mean - r).abs() <= (share * r).max(0.5))
+        .map(|(r, _)| r)
+}
+
+/// An IOPS cap in a per-second IOPS series: at least [`CAP_SECONDS`] seconds after
+/// the first, their mean near a round number ([`round_rate`]), and the running count
+/// of I/Os never more than [`MAX_DRIFT_S`] seconds' worth off the line at that rate.
+/// A device's own speed wanders off the line; a token bucket comes back to it.
+pub fn iops_cap(per_second: &[f64]) -> Option<Cap> {
+    let secs = match per_second {
+        [_, rest @ ..] if rest.len() >= CAP_SECONDS => rest,
+        _ => return None,
+    };
+    let mean = secs.iter().sum::<f64>() / secs.len() as f64;
+    if mean.is_nan() || mean < 1.0 {
         return None;
     }
-    let which = if d.read_p9999_ms == Some(worst) {
-        "read"
-    } else {
-        "write"
-    };
-    let p50 = if which == "read" {
-        d.read_p50_ms
-    } else {
-        d.write_p50_ms
-    };
+    let round = round_rate(mean)?;
+    let mut count = 0.0;
+    let mut drift = 0.0f64;
+    for (k, x) in secs.iter().enumerate() {
+        count += x;
+        drift = drift.max((count - round * (k + 1) as f64).abs());
+    }
+    if drift > (MAX_DRIFT_S * round).max(2.0) {
+        return None;
+    }
+    let spread = secs.iter().map(|x| (x - round).abs()).fold(0.0, f64::max);
+    Some(Cap {
+        iops: round,
+        mean,
+        seconds: secs.len(),
+        drift_s: drift / round,
+        spread_pct: 100.0 * spread / round,
+    })
+}
+
+/// The run's directions that have I/Os: ("read"/"write", facts).
+fn dirs(d: &DiskFacts) -> impl Iterator<Item = (&'static str, &DiskDirFacts)> {
+    [("read", d.read.as_ref()), ("write", d.write.as_ref())]
+        .into_iter()
+        .filter_map(|(n, f)| Some((n, f?)))
+        .filter(|(_, f)| f.ios > 0)
+}
+
+/// Each capped direction with its cap (the cap only counts when I/Os wait behind it).
+fn caps(d: &DiskFacts) -> Vec<(&'static str, &DiskDirFacts, Cap)> {
+    dirs(d)
+        .filter(|(_, f)| f.mean_ms >= CAP_WAIT_MS)
+        .filter_map(|(n, f)| Some((n, f, iops_cap(&f.per_second_iops)?)))
+        .collect()
+}
+
+/// `disk-iops-cap`: per-second read or write IOPS flat at a round number while each
+/// I/O waits ≥ 1 ms on average. By Little's law the wait is then the queue depth
+/// over the IOPS the cap admits: more in flight only queues longer.
+pub fn iops_cap_finding(d: &DiskFacts) -> Option<Finding> {
+    let caps = caps(d);
+    let (which, f, cap) = *caps.first()?;
+    // Everything the run kept in flight shares the I/Os the volume admits.
+    let total_iops: f64 = dirs(d)
+        .map(|(_, f)| {
+            let s = f.per_second_iops.get(1..).unwrap_or(&[]);
+            s.iter().sum::<f64>() / s.len().max(1) as f64
+        })
+        .sum();
+    let qd = d.iodepth.max(1);
+    let wait_ms = 1000.0 * f64::from(qd) / total_iops.max(1e-9);
+    let held: Vec<String> = caps
+        .iter()
+        .map(|(n, _, c)| format!("{n}s at {:.0} IOPS", c.iops))
+        .collect();
+    let every = format!(
+        "over {} s (each second within {:.0} %, the running count within {:.2} s of the line)",
+        cap.seconds, cap.spread_pct, cap.drift_s
+    );
+    let s = if qd == 1 { "" } else { "s" };
     Some(
         Finding::new(
-            "disk-tail",
+            "disk-iops-cap",
             Category::Disk,
-            if worst >= 1000.0 {
-                Severity::Crit
-            } else {
-                Severity::Warn
-            },
+            Severity::Warn,
             format!(
-                "{which} p99.99 is {}{}: a database on this volume stalls on 1 in 10,000 I/Os",
-                ms(worst),
-                p50.map(|p| format!(" (p50 {})", ms(p))).unwrap_or_default()
+                "IOPS cap: {} {every}; with {qd} I/O{s} in flight each waits ≈ {} \
+                 ({qd} / {:.0} IOPS; {which} mean {}, p50 {})",
+                held.join(", "),
+                ms(wait_ms),
+                total_iops,
+                ms(f.mean_ms),
+                ms(f.p50_ms),
             ),
         )
-        .opt_num("read_p9999_ms", d.read_p9999_ms)
-        .opt_num("write_p9999_ms", d.write_p9999_ms)
-        .opt_num("read_p50_ms", d.read_p50_ms)
-        .opt_num("write_p50_ms", d.write_p50_ms)
+        .text("direction", which)
+        .num("cap_iops", cap.iops)
+        .num("mean_iops", cap.mean)
+        .count("seconds", cap.seconds as u64)
+        .num("drift_s", cap.drift_s)
+        .num("spread_pct", cap.spread_pct)
+        .count("iodepth", u64::from(qd))
+        .num("expected_wait_ms", wait_ms)
+        .num("mean_ms", f.mean_ms)
+        .num("p50_ms", f.p50_ms)
         .advice(
-            "keep latency-sensitive databases off this volume (use local NVMe or a volume \
-             class with guaranteed IOPS), or check for throttling (burst credits, IOPS \
-             caps) and noisy neighbours",
+            "the volume (or a cgroup io.max / blkio limit) admits only this many I/Os per \
+             second, so latency is queueing behind the cap, not the device: provision \
+             more IOPS (a gp3/io2 IOPS setting, a larger Azure or GCP disk), spread the \
+             data over several volumes, or keep fewer I/Os in flight (at the cap, more \
+             only wait longer)",
         ),
+    )
+}
+
+/// "51 % of I/Os", "12 of 4,000 I/Os (0.3 %)", "1 in 3,000 I/Os", "1 of 2,000,000 I/Os".
+fn how_often(k: u64, n: u64) -> String {
+    let share = k as f64 / n.max(1) as f64;
+    if share >= 0.1 {
+        format!("{:.0} % of I/Os", 100.0 * share)
+    } else if share >= 0.01 {
+        format!("{k} of {} I/Os ({:.1} %)", thousands(n), 100.0 * share)
+    } else if k == 1 {
+        format!("1 of {} I/Os", thousands(n))
+    } else {
+        format!("1 in {} I/Os", thousands((1.0 / share).round() as u64))
+    }
+}
+
+/// 1234567 → "1,234,567".
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The severity of one direction's slow I/Os, from how often and how long: crit when
+/// the median is a stall, 1 in 100 I/Os passes 100 ms, or more than 1 in 10,000 (and
+/// at least two) pass 1 s; warn for a slow median, 1 in 10,000 over 100 ms or any
+/// I/O over 1 s; info for rarer stalls over 100 ms. `None`: nothing slow.
+pub fn tail_severity(f: &DiskDirFacts) -> Option<Severity> {
+    let n = f.ios.max(1) as f64;
+    let over_100 = f.over_100ms as f64 / n;
+    let over_1s = f.over_1s as f64 / n;
+    if f.p50_ms >= STALL_MS || over_100 >= 1e-2 || (f.over_1s >= 2 && over_1s >= 1e-4) {
+        Some(Severity::Crit)
+    } else if f.p50_ms >= SLOW_P50_MS || over_100 >= 1e-4 || f.over_1s >= 1 {
+        Some(Severity::Warn)
+    } else if f.over_100ms > 0 {
+        Some(Severity::Info)
+    } else {
+        None
+    }
+}
+
+/// `disk-tail`: reads or writes are slow — the median itself (≥ 20 ms), or stalls
+/// over 100 ms — with the severity of [`tail_severity`]; the worst direction speaks.
+pub fn disk_tail(d: &DiskFacts) -> Option<Finding> {
+    let capped = caps(d);
+    let (which, f, severity) = dirs(d)
+        .filter_map(|(n, f)| Some((n, f, tail_severity(f)?)))
+        .max_by(|a, b| {
+            let share = |f: &DiskDirFacts| f.over_100ms as f64 / f.ios.max(1) as f64;
+            a.2.cmp(&b.2)
+                .then(a.1.p50_ms.total_cmp(&b.1.p50_ms))
+                .then(share(a.1).total_cmp(&share(b.1)))
+        })?;
+    let over = if f.over_100ms == 0 {
+        "none over 100 ms".to_string()
+    } else {
+        let long = match f.over_1s {
+            0 => String::new(),
+            k => format!(", {} over 1 s", thousands(k)),
+        };
+        format!("{} over 100 ms{long}", how_often(f.over_100ms, f.ios))
+    };
+    let title = if f.p50_ms >= SLOW_P50_MS {
+        let why = if capped.iter().any(|(n, _, _)| *n == which) {
+            " — they queue behind the IOPS cap"
+        } else {
+            ""
+        };
+        format!(
+            "{which} p50 is {}: typical I/Os are slow, not only the tail ({over}; p99.99 {}, \
+             max {}){why}",
+            ms(f.p50_ms),
+            ms(f.p9999_ms),
+            ms(f.max_ms),
+        )
+    } else {
+        format!(
+            "{which} stalls: {over} (p99.9 {}, p99.99 {}, max {}; p50 {}), each one a \
+             stalled query for a database on this volume",
+            ms(f.p999_ms),
+            ms(f.p9999_ms),
+            ms(f.max_ms),
+            ms(f.p50_ms),
+        )
+    };
+    Some(
+        Finding::new("disk-tail", Category::Disk, severity, title)
+            .opt_num("read_p9999_ms", d.read.as_ref().map(|r| r.p9999_ms))
+            .opt_num("write_p9999_ms", d.write.as_ref().map(|w| w.p9999_ms))
+            .opt_num("read_p50_ms", d.read.as_ref().map(|r| r.p50_ms))
+            .opt_num("write_p50_ms", d.write.as_ref().map(|w| w.p50_ms))
+            .text("direction", which)
+            .count("ios", f.ios)
+            .num("p50_ms", f.p50_ms)
+            .num("p999_ms", f.p999_ms)
+            .num("p9999_ms", f.p9999_ms)
+            .num("max_ms", f.max_ms)
+            .count("over_100ms", f.over_100ms)
+            .count("over_1s", f.over_1s)
+            .advice(
+                "keep latency-sensitive databases off this volume (use local NVMe or a \
+                 volume class with guaranteed IOPS), or check for throttling (burst \
+                 credits, IOPS caps) and noisy neighbours",
+            ),
     )
 }
 
@@ -85,49 +313,5 @@ pub fn slow_fsync(d: &DiskFacts) -> Option<Finding> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Story 3: a network volume with a 1.3 s p99.99 is crit; local disk under 10 ms
-    /// is quiet.
-    #[test]
-    fn disk_tail_both_ways() {
-        let net = DiskFacts {
-            read_p9999_ms: Some(1300.0),
-            write_p9999_ms: Some(450.0),
-            read_p50_ms: Some(1.2),
-            ..DiskFacts::default()
-        };
-        let f = disk_tail(&net).expect("fires");
-        assert_eq!(f.severity, Severity::Crit);
-        assert_eq!(f.evidence_f64("read_p9999_ms"), Some(1300.0));
-        assert!(f.title.starts_with("read p99.99 is 1.30 s"), "{}", f.title);
-        let local = DiskFacts {
-            read_p9999_ms: Some(3.8),
-            write_p9999_ms: Some(8.0),
-            ..DiskFacts::default()
-        };
-        assert!(disk_tail(&local).is_none());
-        assert!(disk_tail(&DiskFacts::default()).is_none());
-    }
-
-    /// 25 ms fsync p99 fires; 2 ms does not.
-    #[test]
-    fn slow_fsync_both_ways() {
-        let d = DiskFacts {
-            fsync_p99_ms: Some(25.0),
-            fsync_count: 1000,
-            ..DiskFacts::default()
-        };
-        assert_eq!(
-            slow_fsync(&d).unwrap().evidence_f64("fsync_p99_ms"),
-            Some(25.0)
-        );
-        let d = DiskFacts {
-            fsync_p99_ms: Some(2.0),
-            fsync_count: 1000,
-            ..DiskFacts::default()
-        };
-        assert!(slow_fsync(&d).is_none());
-    }
-}
+#[path = "disk_tests.rs"]
+mod tests;

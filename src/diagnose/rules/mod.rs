@@ -56,6 +56,7 @@ pub const IDS: &[&str] = &[
     "periodic-spikes",
     "lone-spike",
     "tail-heavy",
+    "disk-iops-cap",
     "disk-tail",
     "slow-fsync",
 ];
@@ -116,6 +117,7 @@ pub fn all(facts: &Facts) -> Vec<Finding> {
         }
     }
     if let Some(d) = &facts.disk {
+        out.push(disk::iops_cap_finding(d));
         out.push(disk::disk_tail(d));
         out.push(disk::slow_fsync(d));
     }

@@ -1,0 +1,223 @@
+//! Unit tests of the disk rules on constructed facts; the figures are those of real
+//! runs (a loop device capped at 500 IOPS by blkio, the same device uncapped, a noisy
+//! local disk).
+
+use super::*;
+
+/// The capped run of the issue: randread at queue depth 32 on a loop device held at
+/// 500 IOPS by a blkio cgroup (the first second bursts to 549).
+fn capped() -> DiskFacts {
+    DiskFacts {
+        read: Some(DiskDirFacts {
+            ios: 2549,
+            mean_ms: 62.7,
+            p50_ms: 96.0,
+            p999_ms: 104.1,
+            p9999_ms: 104.1,
+            max_ms: 104.1,
+            over_100ms: 1100,
+            over_1s: 0,
+            per_second_iops: vec![549.0, 500.0, 500.0, 500.0, 500.0],
+        }),
+        iodepth: 32,
+        ..DiskFacts::default()
+    }
+}
+
+/// The same loop device without a cap (RAM behind it).
+fn uncapped() -> DiskFacts {
+    DiskFacts {
+        read: Some(DiskDirFacts {
+            ios: 645_356,
+            mean_ms: 0.205,
+            p50_ms: 0.103,
+            p999_ms: 7.8,
+            p9999_ms: 9.5,
+            max_ms: 13.8,
+            per_second_iops: vec![126_646.0, 129_934.0, 132_648.0, 133_256.0, 122_872.0],
+            ..DiskDirFacts::default()
+        }),
+        iodepth: 32,
+        ..DiskFacts::default()
+    }
+}
+
+/// A noisy local disk: p99.99 195 ms and one 1.37 s stall in a million reads.
+fn noisy() -> DiskFacts {
+    DiskFacts {
+        read: Some(DiskDirFacts {
+            ios: 1_000_000,
+            mean_ms: 0.4,
+            p50_ms: 0.2,
+            p999_ms: 12.0,
+            p9999_ms: 195.0,
+            max_ms: 1370.0,
+            over_100ms: 300,
+            over_1s: 1,
+            per_second_iops: vec![33_000.0, 35_500.0, 31_200.0, 34_800.0, 29_900.0],
+        }),
+        iodepth: 16,
+        ..DiskFacts::default()
+    }
+}
+
+/// A round mean with the running count on the line is a cap, even when single
+/// seconds jitter by a throttle slice (550, 482, 500, 468: a real blkio run); the
+/// first second's burst is left out. A device's wandering IOPS, an unround rate, a
+/// count that drifts off the line, or too few seconds are not.
+#[test]
+fn iops_cap_detection() {
+    let c = iops_cap(&[549.0, 500.0, 500.0, 500.0, 500.0]).expect("a cap");
+    assert_eq!(c.iops, 500.0);
+    assert_eq!(c.seconds, 4);
+    assert_eq!((c.spread_pct, c.drift_s), (0.0, 0.0));
+    let c = iops_cap(&[499.0, 550.0, 482.0, 500.0, 468.0]).expect("a jittery cap");
+    assert_eq!(c.iops, 500.0);
+    assert!((c.drift_s - 0.1).abs() < 1e-9, "{c:?}");
+    assert_eq!(
+        iops_cap(&[3100.0, 3000.0, 2999.0, 3001.0, 3000.0])
+            .unwrap()
+            .iops,
+        3000.0
+    );
+    assert_eq!(iops_cap(&[25.0, 20.0, 20.0, 21.0]).unwrap().iops, 20.0);
+    // A run's mean is off the cap by up to a throttle slice over the seconds: the
+    // roundest number near it wins (a real blkio run at 500: 487.5 over 4 s).
+    assert_eq!(
+        iops_cap(&[520.0, 450.0, 500.0, 500.0, 500.0]).unwrap().iops,
+        500.0
+    );
+    assert!(
+        iops_cap(&[435.0, 435.0, 435.0, 435.0, 435.0]).is_none(),
+        "not round"
+    );
+    assert!(
+        iops_cap(&[500.0, 500.0, 500.0]).is_none(),
+        "too few seconds"
+    );
+    assert!(
+        iops_cap(&[500.0, 600.0, 580.0, 420.0, 400.0]).is_none(),
+        "drifts 0.18 s off the line"
+    );
+    assert_eq!(round_rate(16_100.0), Some(16_000.0));
+    assert_eq!(round_rate(1_105.0), Some(1_100.0));
+    assert_eq!(round_rate(1_480.0), Some(1_500.0));
+    assert_eq!(round_rate(1_130.0), None);
+}
+
+/// `disk-iops-cap` both ways: the capped run names the cap and the wait Little's law
+/// gives (32 / 500 IOPS = 64 ms); the uncapped device and the noisy disk are quiet.
+#[test]
+fn iops_cap_finding_both_ways() {
+    let f = iops_cap_finding(&capped()).expect("fires");
+    assert_eq!(f.severity, Severity::Warn);
+    assert_eq!(f.evidence_f64("cap_iops"), Some(500.0));
+    let wait = f.evidence_f64("expected_wait_ms").unwrap();
+    assert!((wait - 64.0).abs() < 0.1, "{wait}");
+    assert!(
+        f.title.starts_with("IOPS cap: reads at 500 IOPS over 4 s"),
+        "{}",
+        f.title
+    );
+    assert!(
+        f.title.contains("32 I/Os in flight each waits ≈ 64.0 ms"),
+        "{}",
+        f.title
+    );
+    // The uncapped device's rate looks as steady over 4 s (130k ± 1 %), but nothing
+    // waits behind it (mean 0.2 ms): no cap to report.
+    assert!(iops_cap(&uncapped().read.unwrap().per_second_iops).is_some());
+    assert!(iops_cap_finding(&uncapped()).is_none());
+    assert!(iops_cap_finding(&noisy()).is_none());
+    // Flat at a round number but nothing waits: a fast device at a steady rate.
+    let mut fast = capped();
+    fast.read.as_mut().unwrap().mean_ms = 0.3;
+    assert!(iops_cap_finding(&fast).is_none());
+}
+
+/// `disk-tail`: the capped volume's p50 is already 96 ms and the title says so
+/// (crit: 43 % of I/Os over 100 ms); the noisy local disk's rare stalls are a warn
+/// with their frequency; the uncapped device is quiet.
+#[test]
+fn disk_tail_severity_follows_how_often_and_how_long() {
+    let f = disk_tail(&capped()).expect("fires");
+    assert_eq!(f.severity, Severity::Crit);
+    assert!(
+        f.title
+            .starts_with("read p50 is 96.0 ms: typical I/Os are slow"),
+        "{}",
+        f.title
+    );
+    assert!(f.title.contains("43 % of I/Os over 100 ms"), "{}", f.title);
+    assert!(
+        f.title.ends_with("they queue behind the IOPS cap"),
+        "{}",
+        f.title
+    );
+    assert!(!f.title.contains("10,000"), "{}", f.title);
+
+    let f = disk_tail(&noisy()).expect("fires");
+    assert_eq!(f.severity, Severity::Warn);
+    assert!(
+        f.title
+            .starts_with("read stalls: 1 in 3,333 I/Os over 100 ms, 1 over 1 s"),
+        "{}",
+        f.title
+    );
+    assert_eq!(f.evidence_f64("max_ms"), Some(1370.0));
+    assert_eq!(f.evidence_f64("read_p9999_ms"), Some(195.0));
+
+    assert!(disk_tail(&uncapped()).is_none());
+    assert!(disk_tail(&DiskFacts::default()).is_none());
+}
+
+/// The grades of [`tail_severity`]: one stall in a million is info, several over 1 s
+/// at 1 in 10,000 are crit, a slow median alone is a warn.
+#[test]
+fn tail_severity_grades() {
+    let base = DiskDirFacts {
+        ios: 1_000_000,
+        p50_ms: 0.2,
+        ..DiskDirFacts::default()
+    };
+    assert_eq!(tail_severity(&base), None);
+    let one = DiskDirFacts {
+        over_100ms: 1,
+        max_ms: 150.0,
+        ..base.clone()
+    };
+    assert_eq!(tail_severity(&one), Some(Severity::Info));
+    let hangs = DiskDirFacts {
+        over_100ms: 200,
+        over_1s: 150,
+        ..base.clone()
+    };
+    assert_eq!(tail_severity(&hangs), Some(Severity::Crit));
+    let slow = DiskDirFacts {
+        p50_ms: 25.0,
+        ..base.clone()
+    };
+    assert_eq!(tail_severity(&slow), Some(Severity::Warn));
+    assert_eq!(how_often(1, 2_000_000), "1 of 2,000,000 I/Os");
+    assert_eq!(how_often(30, 1000), "30 of 1,000 I/Os (3.0 %)");
+}
+
+/// 25 ms fsync p99 fires; 2 ms does not.
+#[test]
+fn slow_fsync_both_ways() {
+    let d = DiskFacts {
+        fsync_p99_ms: Some(25.0),
+        fsync_count: 1000,
+        ..DiskFacts::default()
+    };
+    assert_eq!(
+        slow_fsync(&d).unwrap().evidence_f64("fsync_p99_ms"),
+        Some(25.0)
+    );
+    let d = DiskFacts {
+        fsync_p99_ms: Some(2.0),
+        fsync_count: 1000,
+        ..DiskFacts::default()
+    };
+    assert!(slow_fsync(&d).is_none());
+}

@@ -1,0 +1,281 @@
+//! `latscope compare` on real runs: diagnose before and after a cache (a Python
+//! origin straight, then behind nginx's proxy_cache, each with its own config in a
+//! temp dir on a free 127.0.0.1 port), and disk runs on a loop device capped and
+//! uncapped. The invariant of issue 14: a row whose value moved 2× or more is never
+//! called "no" difference.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::compare::temp_dir;
+use crate::util_disk::{Capped, LoopDev};
+
+/// A child process killed on drop.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Waits until something accepts on `port` (10 s at most).
+fn wait_port(port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "nothing listens on {port}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A Python origin: 20 ms of work per request, a 2 KB body, cacheable for 60 s
+/// (`Cache-Control: public, max-age=60`), no validators.
+const ORIGIN: &str = r#"
+import http.server, sys, time
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        time.sleep(0.02)
+        body = b"x" * 2000
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "public, max-age=60")
+        self.send_header("Content-Type", "text/plain")
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"#;
+
+/// nginx caching the origin (RFC 9111 §3: a 200 with max-age is storable by a shared
+/// cache; `proxy_cache_valid` keeps it 60 s).
+fn nginx_conf(dir: &Path, port: u16, origin: u16) -> String {
+    let d = dir.display();
+    format!(
+        "worker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
+         events {{ worker_connections 256; }}\n\
+         http {{\n access_log off;\n client_body_temp_path {d}/cb; proxy_temp_path {d}/pt;\n \
+         fastcgi_temp_path {d}/ft; uwsgi_temp_path {d}/ut; scgi_temp_path {d}/st;\n \
+         proxy_cache_path {d}/cache keys_zone=c:1m;\n \
+         server {{\n  listen 127.0.0.1:{port};\n  location / {{\n   \
+         proxy_pass http://127.0.0.1:{origin};\n   proxy_cache c;\n   \
+         proxy_cache_valid 200 60s;\n   add_header X-Cache-Status $upstream_cache_status;\n  }}\n }}\n}}\n"
+    )
+}
+
+fn latscope_in(db: &str, args: &[&str]) -> std::process::Output {
+    Command::new("timeout")
+        .arg("90")
+        .arg(env!("CARGO_BIN_EXE_latscope"))
+        .args(args)
+        .args(["--db", db])
+        .output()
+        .unwrap()
+}
+
+fn ok(out: &std::process::Output, what: &str) {
+    assert!(
+        out.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn section<'a>(cmp: &'a Value, name: &str) -> &'a Value {
+    cmp["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("no section {name} in {cmp:#}"))
+}
+
+fn row<'a>(s: &'a Value, metric: &str) -> &'a Value {
+    s["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["metric"] == metric)
+        .unwrap_or_else(|| panic!("no row {metric} in {s:#}"))
+}
+
+/// No row whose value moved 2× or more is called "no" difference: it is a yes, a
+/// can't tell, a too-few, or moved against a significant shift.
+fn never_no_beside_2x(cmp: &Value) {
+    for s in cmp["sections"].as_array().unwrap() {
+        for r in s["rows"].as_array().unwrap() {
+            for (i, t) in r["tests"].as_array().unwrap().iter().enumerate() {
+                let ratio = r["ratios"][i].as_f64();
+                let big = ratio.is_some_and(|x| !(0.5..=2.0).contains(&x));
+                if big && t["significant"] == false {
+                    assert!(
+                        t["inconclusive"] == true || t["against_test"] == true,
+                        "'no' beside ×{ratio:?} in {}: {r:#}",
+                        s["name"]
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Diagnose before/after a cache: compare keeps the ramp (peak req/s up many times,
+/// each step's p50 down, significant on exceedances), the cache audit section, and
+/// says which findings stayed; the text shows the ramp table.
+#[test]
+fn compare_diagnose_before_and_after_an_nginx_cache() {
+    if Command::new("nginx").arg("-v").output().is_err() {
+        eprintln!("SKIPPED compare diagnose: nginx is not installed");
+        return;
+    }
+    let dir = temp_dir("diag-real");
+    let (origin, front) = (free_port(), free_port());
+    let _py = Proc(
+        Command::new("python3")
+            .args(["-c", ORIGIN, &origin.to_string()])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("python3"),
+    );
+    let conf = dir.join("nginx.conf");
+    std::fs::write(&conf, nginx_conf(&dir, front, origin)).unwrap();
+    let _nginx = Proc(
+        Command::new("nginx")
+            .args(["-g", "daemon off;", "-p"])
+            .arg(&dir)
+            .arg("-c")
+            .arg(&conf)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_port(origin);
+    wait_port(front);
+    let db = dir.join("runs.db");
+    let db = db.to_str().unwrap();
+    let diag = |port: u16, label: &str| {
+        let url = format!("http://127.0.0.1:{port}/page");
+        let out = latscope_in(
+            db,
+            &[
+                "diagnose",
+                &url,
+                "-n",
+                "5",
+                "--max-connections",
+                "4",
+                "--step",
+                "2s",
+                "--label",
+                label,
+                "--json",
+            ],
+        );
+        ok(&out, label);
+    };
+    diag(origin, "origin");
+    diag(front, "cached");
+    let out = latscope_in(db, &["compare", "origin", "cached", "--json"]);
+    ok(&out, "compare");
+    let cmp: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ramp = section(&cmp, "load ramp");
+    let peak = row(ramp, "peak req/s");
+    assert!(peak["ratios"][1].as_f64().unwrap() > 3.0, "{peak:#}");
+    let p50 = row(ramp, "c=1 p50");
+    assert!(p50["ratios"][1].as_f64().unwrap() < 0.5, "{p50:#}");
+    assert_eq!(p50["tests"][1]["significant"], true, "{p50:#}");
+    assert!(p50["tests"][1]["over"].is_array(), "{p50:#}");
+    let cache = section(&cmp, "cache audit");
+    assert_eq!(row(cache, "freshness (s)")["values"][0], 60.0, "{cache:#}");
+    let ch = &cmp["findings"][0];
+    assert_eq!(ch["run"], 1);
+    let ids = |k: &str| -> Vec<String> {
+        ch[k]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(ids("kept").contains(&"no-validators".to_string()), "{ch:#}");
+    never_no_beside_2x(&cmp);
+    let text = latscope_in(db, &["compare", "origin", "cached"]);
+    ok(&text, "compare text");
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("load ramp") && text.contains("c=4 p99"),
+        "{text}"
+    );
+    assert!(text.contains("findings, B against A:"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Two real disk runs, the same loop device uncapped then capped at 500 IOPS (3 s
+/// each: 3 per-second blocks, too few for a per-second test of p99.99): the tail
+/// rows are judged on exceedances and called different; no 2× row reads "no".
+#[test]
+fn compare_disk_runs_tail_on_exceedances() {
+    let lo = match LoopDev::new("cmp", 64) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("SKIPPED compare disk: no loop device here: {e}");
+            return;
+        }
+    };
+    let capped = match Capped::new(lo.rdev(), 500) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("SKIPPED compare disk: the loop device cannot be capped here: {e}");
+            return;
+        }
+    };
+    let dir = temp_dir("disk-real");
+    let db = dir.join("runs.db");
+    let bin = env!("CARGO_BIN_EXE_latscope");
+    let run = |label: &str, cap: Option<&Capped>| {
+        let cmd = format!(
+            "{bin} disk {} --size 16MB --pattern randread --iodepth 4 -d 3s --label {label} --db {}",
+            lo.mnt.path(),
+            db.display()
+        );
+        let script = cap.map_or(format!("exec {cmd}"), |c| c.script(&cmd));
+        let out = Command::new("timeout")
+            .args(["60", "sh", "-c", &script])
+            .output()
+            .unwrap();
+        ok(&out, label);
+    };
+    run("free", None);
+    run("capped", Some(&capped));
+    let out = latscope_in(
+        db.to_str().unwrap(),
+        &["compare", "free", "capped", "--json"],
+    );
+    ok(&out, "compare");
+    let cmp: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let read = section(&cmp, "disk: read");
+    let tail = row(read, "p99.99");
+    let t = &tail["tests"][1];
+    assert!(tail["ratios"][1].as_f64().unwrap() > 2.0, "{tail:#}");
+    assert_eq!(t["significant"], true, "{tail:#}");
+    assert!(
+        t["basis"].as_str().unwrap().starts_with("I/Os over"),
+        "{tail:#}"
+    );
+    never_no_beside_2x(&cmp);
+    let _ = std::fs::remove_dir_all(&dir);
+}
