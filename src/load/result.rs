@@ -1,7 +1,8 @@
 //! A finished load run: the worker threads' recorders merged (histograms add
 //! losslessly), the per-second timeline joined with the host samples, thresholds
 //! judged — and its views: the load JSON of DESIGN.md (a contract: extend, don't
-//! rename), the facts the finding rules read, and the histograms the store keeps.
+//! rename) and the histograms the store keeps. Plain data: `diagnose::from_load` reads
+//! it for the rules.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
