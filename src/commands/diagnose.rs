@@ -15,7 +15,7 @@ use crate::config::http::{
 use crate::diagnose::diagnosis::Diagnosis;
 use crate::diagnose::{self, audit, from_probe, rules, Facts, Finding};
 use crate::net::{NetError, Target};
-use crate::probe::{self, ProbeConfig, ProbeResult};
+use crate::probe::{self, ProbeConfig};
 use crate::report;
 use crate::usage;
 
@@ -330,10 +330,7 @@ pub(crate) fn diagnose_url(
 
 /// The diagnose JSON of one diagnosis (DESIGN.md).
 pub(crate) fn diagnosis_json(d: &Diagnosis) -> Value {
-    let mut probe = serde_json::to_value(&d.probe).unwrap_or_default();
-    if let Some(p) = probe.as_object_mut() {
-        p.remove("findings");
-    }
+    let probe = serde_json::to_value(&d.probe).unwrap_or_default();
     let cache = match (&d.facts.cache, &d.cache) {
         (Some(facts), Some(obs)) => {
             let mut v = serde_json::to_value(audit::audit(facts)).unwrap_or_default();
@@ -356,11 +353,7 @@ pub(crate) fn diagnosis_json(d: &Diagnosis) -> Value {
         (None, reason) => doc["skipped"] = json!(reason),
     }
     if let Some(o) = &d.origin {
-        let mut v = serde_json::to_value(o).unwrap_or_default();
-        if let Some(p) = v.as_object_mut() {
-            p.remove("findings");
-        }
-        doc["origin"] = v;
+        doc["origin"] = serde_json::to_value(o).unwrap_or_default();
     }
     doc
 }
@@ -372,16 +365,12 @@ pub(crate) fn render_text(results: &[Diagnosis]) -> String {
         text.push('\n');
     }
     if results.len() > 1 {
-        let probes: Vec<ProbeResult> = results
+        let explained: Vec<_> = results
             .iter()
-            .map(|d| {
-                let mut p = d.probe.clone();
-                p.findings = d.findings.clone();
-                p
-            })
+            .map(|d| (&d.probe, d.findings.as_slice()))
             .collect();
         text.push_str("side by side\n");
-        text.push_str(&report::probe::side_by_side(&probes));
+        text.push_str(&report::probe::side_by_side(&explained));
     }
     text
 }

@@ -43,7 +43,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     let result = result.context("the load run failed")?;
 
     let facts = Facts {
-        load: Some(result.facts()),
+        load: Some(diagnose::from_load::load_facts(&result)),
         ..Default::default()
     };
     let findings = diagnose::run_rules(&facts);

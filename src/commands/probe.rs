@@ -5,7 +5,7 @@ use std::time::SystemTime;
 
 use crate::cli::ProbeArgs;
 use crate::config::http::{self as httpcfg, HttpVersionPref};
-use crate::diagnose::{self, from_probe, rules, Facts};
+use crate::diagnose::{self, from_probe, rules, Facts, Finding};
 use crate::net::{NetError, Target};
 use crate::probe::{self, ProbeConfig, ProbeResult};
 use crate::report;
@@ -66,10 +66,10 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
         match outcome {
             Ok(mut r) => {
                 r.set_distance(args.distance_km);
-                let summary = explain(&mut r, offered_h2, args.distance_km);
-                entries.push(serde_json::to_value(&r)?);
+                let (found, summary) = explain(&mut r, offered_h2, args.distance_km);
+                entries.push(probe_json(&r, &found));
                 summaries.push(summary);
-                results.push(r);
+                results.push((r, found));
             }
             // Not tried: Ctrl-C came first. Kept in its place, not a failure.
             Err(NetError::Interrupted) if !results.is_empty() => {
@@ -90,14 +90,14 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
     let doc = json_doc("probe", entries, targets.len() > 1);
 
     // Saved before it is printed: a stdout that cannot be written loses nothing.
-    let findings: Vec<_> = results.iter().flat_map(|r| r.findings.clone()).collect();
+    let findings: Vec<&Finding> = results.iter().flat_map(|(_, f)| f).collect();
     let saved = saving::save(
         &args.output,
         NewRun {
             kind: "probe",
             target: results
                 .iter()
-                .map(|r| r.target.clone())
+                .map(|(r, _)| r.target.clone())
                 .collect::<Vec<_>>()
                 .join(" "),
             started,
@@ -126,36 +126,43 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
     Ok(saved.exit_code(if failures.is_empty() { 0 } else { 1 }))
 }
 
-/// Runs the rules over one probe: fills its findings and server-time label, returns
+/// Runs the rules over one probe: sets its server-time label, returns its findings and
 /// the "where the time goes" paragraph.
 pub(crate) fn explain(
     r: &mut ProbeResult,
     offered_h2: bool,
     distance_km: Option<f64>,
-) -> Option<String> {
+) -> (Vec<Finding>, Option<String>) {
     let facts = Facts {
         probe: Some(from_probe::probe_facts(r, offered_h2)),
         distance_km,
         ..Facts::default()
     };
     r.server_time_label = rules::facts_time_label(&facts).to_string();
-    r.findings = diagnose::run_rules(&facts);
-    diagnose::summary(&facts)
+    (diagnose::run_rules(&facts), diagnose::summary(&facts))
+}
+
+/// The probe JSON of DESIGN.md: the measurements and, beside them, the findings.
+pub(crate) fn probe_json(r: &ProbeResult, found: &[Finding]) -> serde_json::Value {
+    let mut v = serde_json::to_value(r).unwrap_or_default();
+    v["findings"] = serde_json::to_value(found).unwrap_or_default();
+    v
 }
 
 fn render_text(
-    results: &[ProbeResult],
+    results: &[(ProbeResult, Vec<Finding>)],
     summaries: &[Option<String>],
     failures: &[(String, crate::net::NetError)],
 ) -> String {
     let mut text = String::new();
-    for (r, s) in results.iter().zip(summaries) {
-        text.push_str(&report::probe::render(r, s.as_deref()));
+    for ((r, found), s) in results.iter().zip(summaries) {
+        text.push_str(&report::probe::render(r, found, s.as_deref()));
         text.push('\n');
     }
     if results.len() > 1 {
         text.push_str("side by side\n");
-        text.push_str(&report::probe::side_by_side(results));
+        let explained: Vec<_> = results.iter().map(|(r, f)| (r, f.as_slice())).collect();
+        text.push_str(&report::probe::side_by_side(&explained));
     }
     for (url, e) in failures {
         text.push_str(&format!("{url}: failed: {e}\n"));

@@ -96,7 +96,7 @@ pub(crate) fn run(
         // joined timeline and a stall period is not stretched by one second per step.
         let whole = (plan.step.as_secs_f64().ceil() as u32).max(1);
         let at = |t: u32| offset + t.min(whole - 1);
-        let f = r.facts();
+        let f = crate::diagnose::from_load::load_facts(&r);
         for mut s in f.timeline {
             s.t = at(s.t);
             match facts.timeline.last_mut() {

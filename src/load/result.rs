@@ -1,7 +1,8 @@
 //! A finished load run: the worker threads' recorders merged (histograms add
 //! losslessly), the per-second timeline joined with the host samples, thresholds
 //! judged — and its views: the load JSON of DESIGN.md (a contract: extend, don't
-//! rename), the facts the finding rules read, and the histograms the store keeps.
+//! rename) and the histograms the store keeps. Plain data: `diagnose::from_load` reads
+//! it for the rules.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
@@ -14,7 +15,6 @@ use super::plan::LoadPlan;
 use super::recorder::{ErrorKind, Recorder, KINDS};
 use super::sys::{SecondSample, ThreadTime};
 use super::threshold::{Metric, MetricSource, Verdict};
-use crate::diagnose::facts::{LoadFacts, Second};
 use crate::stats::histogram::new_histogram;
 use crate::stats::{Percentiles, Unit};
 use crate::store::StoredHistogram;
@@ -133,7 +133,7 @@ pub struct LoadResult {
     pub raw_error: Option<String>,
 }
 
-fn ms(p: &Histogram<u64>) -> Percentiles {
+pub(crate) fn ms(p: &Histogram<u64>) -> Percentiles {
     Percentiles::from_histogram(p, Unit::Millis)
 }
 
@@ -550,63 +550,6 @@ impl LoadResult {
                 })
                 .collect(),
         )
-    }
-
-    /// What the finding rules read.
-    pub fn facts(&self) -> LoadFacts {
-        let p = ms(&self.latency);
-        LoadFacts {
-            steps: Vec::new(),
-            timeline: self
-                .timeline
-                .iter()
-                .map(|s| Second {
-                    t: s.t,
-                    requests: s.requests,
-                    errors: s.errors,
-                    p50_ms: s.p50_ms,
-                    p99_ms: s.p99_ms,
-                    max_ms: s.max_ms,
-                    retrans: s.retrans.unwrap_or(0),
-                    syn_retrans: s.host_syn_retrans.unwrap_or(0),
-                    client_syn_retrans: s.syn_retrans,
-                    client_early_retrans: s.early_retrans,
-                    started: s.started,
-                    started_max_ms: s.started_max_ms,
-                    endpoints: s.endpoints.clone(),
-                })
-                .collect(),
-            p50_ms: p.p50,
-            p99_ms: p.p99,
-            p999_ms: p.p999,
-            requests: self.requests,
-            errors: self.error_count(),
-            errors_by_kind: self.errors.clone(),
-            connect_ms: self
-                .connect
-                .iter_recorded()
-                .map(|v| (v.value_iterated_to() as f64 / 1e6, v.count_at_value()))
-                .collect(),
-            client_cpu_pct: Some(self.client_cpu_pct),
-            client_wait_pct: self.client_wait_pct,
-            threads: self.threads as u32,
-            target_rps: self.target_rps,
-            // Over the planned length: the end-of-run grace is not time the rate ran.
-            achieved_rps: self.requests as f64
-                / self
-                    .run_length
-                    .map_or(self.elapsed, |l| l.min(self.elapsed))
-                    .as_secs_f64()
-                    .max(1e-9),
-            dropped: self.dropped,
-            incomplete: self.incomplete,
-            endpoints: self.endpoints.iter().map(|e| e.name.clone()).collect(),
-            client_syn_retrans: Some(self.syn_retrans),
-            client_syn_retried_conns: self.syn_retried_conns,
-            client_early_retrans: (self.data_retrans.is_some()).then_some(self.early_retrans),
-            client_data_retrans: self.data_retrans,
-            cache_hits: self.cache_hits,
-        }
     }
 
     /// The histograms to keep with the run (names as `StoredHistogram` documents).

@@ -8,7 +8,6 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use crate::diagnose::Finding;
 use crate::net::http::Exchange;
 use crate::net::tcp::TcpInfo;
 use crate::net::Scheme;
@@ -145,7 +144,6 @@ pub struct ProbeResult {
     /// Response headers of the last response (values of repeated headers joined).
     pub headers: BTreeMap<String, String>,
     pub samples: Vec<Sample>,
-    pub findings: Vec<Finding>,
 }
 
 impl ProbeResult {
@@ -273,7 +271,6 @@ impl ProbeResult {
             physical_floor: None,
             headers,
             samples,
-            findings: Vec::new(),
         }
     }
 

@@ -2,6 +2,7 @@
 //! and reused series (httpstat over many requests), what the kernel says, derived server time and
 //! handshake cost, the response and its caching headers; several URLs side by side.
 
+use crate::diagnose::Finding;
 use crate::probe::{PhysicalFloor, ProbeResult, Series, SeriesSummary, PHASES};
 use crate::units::{fmt_bytes, fmt_ms};
 
@@ -28,10 +29,10 @@ pub const SHOWN_HEADERS: [&str; 15] = [
 ];
 
 /// One probe, in full: measurements, findings, where the time goes.
-pub fn render(p: &ProbeResult, summary: Option<&str>) -> String {
+pub fn render(p: &ProbeResult, found: &[Finding], summary: Option<&str>) -> String {
     let mut out = measurements(p);
     out.push('\n');
-    out.push_str(&findings::render(&p.findings));
+    out.push_str(&findings::render(found));
     if let Some(s) = summary {
         out.push_str(&format!("\n  where the time goes: {s}\n"));
     }
@@ -330,8 +331,12 @@ fn display_name(h: &str) -> String {
 /// How one cell of the side-by-side table is computed.
 type Cell = Box<dyn Fn(&ProbeResult) -> String>;
 
+/// A probe and the findings diagnosis returned beside it.
+pub type Explained<'a> = (&'a ProbeResult, &'a [Finding]);
+
 /// Several probes side by side: the headline numbers in one table.
-pub fn side_by_side(results: &[ProbeResult]) -> String {
+pub fn side_by_side(explained: &[Explained]) -> String {
+    let results: Vec<&ProbeResult> = explained.iter().map(|(r, _)| *r).collect();
     let mut header = vec!["".to_string()];
     header.extend(results.iter().map(|r| short(&r.target)));
     let mut table = Table::new(header);
@@ -376,7 +381,6 @@ pub fn side_by_side(results: &[ProbeResult]) -> String {
             "first request",
             Box::new(move |r| opt(r.first_request.map(|f| f.total_ms))),
         ),
-        ("findings", Box::new(|r| r.findings.len().to_string())),
     ];
     let any_resumed = results.iter().any(|r| r.resumed.is_some());
     for (name, f) in rows {
@@ -384,9 +388,12 @@ pub fn side_by_side(results: &[ProbeResult]) -> String {
             continue;
         }
         let mut row = vec![name.to_string()];
-        row.extend(results.iter().map(&f));
+        row.extend(results.iter().map(|r| f(r)));
         table.row(row);
     }
+    let mut row = vec!["findings".to_string()];
+    row.extend(explained.iter().map(|(_, found)| found.len().to_string()));
+    table.row(row);
     table.render(2)
 }
 
