@@ -142,11 +142,12 @@ pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
     };
 
     let facts = Facts {
-        disk: Some(result.facts()),
+        disk: Some(diagnose::from_disk::disk_facts(&result)),
         ..Facts::default()
     };
     let findings = diagnose::run_rules(&facts);
-    let doc = result.to_json(&findings);
+    let mut doc = result.to_json();
+    doc["findings"] = serde_json::to_value(&findings)?;
     let body = report::disk::render(&result, &findings);
     let text = format!("{}{body}", printer.header);
     // Saved before it is printed: a stdout that cannot be written loses nothing.

@@ -11,6 +11,7 @@ pub mod cache_status;
 pub mod diagnosis;
 pub mod facts;
 pub mod finding;
+pub mod from_disk;
 pub mod from_load;
 pub mod from_probe;
 pub mod rules;

@@ -1,9 +1,9 @@
 //! The outcome of a disk run: per-direction IOPS, bandwidth and completion-latency
 //! percentiles (µs, to p99.99), fdatasync latency on its own, a per-second timeline,
-//! and the three shapes other layers want — the disk JSON of DESIGN.md
-//! ([`DiskResult::to_json`]), the facts the findings rules read
-//! ([`DiskResult::facts`]) and the histograms the store keeps
-//! ([`DiskResult::histograms`]).
+//! and the shapes other layers want — the disk JSON of DESIGN.md
+//! ([`DiskResult::to_json`]) and the histograms the store keeps
+//! ([`DiskResult::histograms`]). Plain data: `diagnose::from_disk` reads it for the
+//! rules.
 
 use std::time::Duration;
 
@@ -11,8 +11,6 @@ use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 use serde_json::{json, Value};
 
-use crate::diagnose::facts::{DiskDirFacts, DiskFacts};
-use crate::diagnose::finding::Finding;
 use crate::disk::options::DiskOptions;
 use crate::disk::recorder::{Hists, SecondHists};
 use crate::disk::workload::Pattern;
@@ -187,7 +185,8 @@ impl DiskResult {
     }
 
     /// The disk JSON of DESIGN.md (`--json`, and the stored summary).
-    pub fn to_json(&self, findings: &[Finding]) -> Value {
+    /// Without `findings`, which the command adds beside it.
+    pub fn to_json(&self) -> Value {
         let o = &self.options;
         let dir = |d: DirSummary| {
             json!({
@@ -217,7 +216,6 @@ impl DiskResult {
             "write": dir(self.write()),
             "timeline": self.timeline_json(),
             "warnings": self.warnings(),
-            "findings": findings,
         });
         if let Some((count, lat)) = self.fsync() {
             doc["fsync"] = json!({ "count": count, "lat_us": lat_json(&lat) });
@@ -237,26 +235,9 @@ impl DiskResult {
         Value::Array(self.timeline.iter().map(|s| s.to_json()).collect())
     }
 
-    /// The facts the findings rules read (ms).
-    pub fn facts(&self) -> DiskFacts {
-        let t = &self.totals;
-        // Full seconds only: a last second cut short is no measure of a rate.
-        let full: Vec<&SecondStats> = self
-            .timeline
-            .iter()
-            .filter(|s| s.length_s >= 0.999)
-            .collect();
-        let dir = |h: &Histogram<u64>, iops: fn(&SecondStats) -> f64| {
-            (!h.is_empty()).then(|| dir_facts(h, full.iter().map(|s| iops(s)).collect()))
-        };
-        DiskFacts {
-            read: dir(&t.read, SecondStats::read_iops),
-            write: dir(&t.write, SecondStats::write_iops),
-            iodepth: self.options.iodepth,
-            fsync_p99_ms: (!t.fsync.is_empty())
-                .then(|| t.fsync.value_at_quantile(0.99) as f64 / 1e6),
-            fsync_count: t.fsync.len(),
-        }
+    /// Completion latencies of the whole run, ns: reads, writes, fdatasyncs.
+    pub fn latencies(&self) -> [&Histogram<u64>; 3] {
+        [&self.totals.read, &self.totals.write, &self.totals.fsync]
     }
 
     /// `read`, `write`, `fsync` for the whole run and for each second (V2 deflate),
@@ -286,29 +267,6 @@ pub(crate) fn stored(h: &Hists, second: Option<u32>) -> Vec<StoredHistogram> {
         }
     }
     out
-}
-
-/// One direction's facts from its latency histogram (ns) and per-second IOPS.
-fn dir_facts(h: &Histogram<u64>, per_second_iops: Vec<f64>) -> DiskDirFacts {
-    let ms = |ns: u64| ns as f64 / 1e6;
-    // Values above a limit: the histogram's buckets past its highest equivalent.
-    let over = |limit_ns: u64| {
-        h.iter_recorded()
-            .filter(|v| h.lowest_equivalent(v.value_iterated_to()) > limit_ns)
-            .map(|v| v.count_at_value())
-            .sum()
-    };
-    DiskDirFacts {
-        ios: h.len(),
-        mean_ms: h.mean() / 1e6,
-        p50_ms: ms(h.value_at_quantile(0.5)),
-        p999_ms: ms(h.value_at_quantile(0.999)),
-        p9999_ms: ms(h.value_at_quantile(0.9999)),
-        max_ms: ms(h.max()),
-        over_100ms: over(100_000_000),
-        over_1s: over(1_000_000_000),
-        per_second_iops,
-    }
 }
 
 fn lat_json(p: &Percentiles) -> Value {
