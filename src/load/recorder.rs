@@ -140,8 +140,8 @@ pub struct SecondAcc {
     /// Segments resent before the first response, of connections first answered
     /// in this second.
     pub early_retrans: u64,
-    /// This second's latency histogram per endpoint (V2 deflate), with two or more
-    /// endpoints (compare tests each one).
+    /// This second's latency histogram per endpoint (V2 deflate), with 2 to
+    /// [`ENDPOINT_SECONDS_MAX`] endpoints (compare tests each one).
     pub ep_v2: Vec<Vec<u8>>,
 }
 
@@ -150,6 +150,18 @@ pub struct SecondAcc {
 pub struct StartedAcc {
     pub started: u64,
     pub max_ns: u64,
+}
+
+/// The most endpoints whose per-second histograms a run keeps (for compare's
+/// per-endpoint tests): past it a scenario is a crawl, not a set of endpoints to
+/// compare one by one, and a histogram per endpoint per second would outgrow memory
+/// and the store.
+pub const ENDPOINT_SECONDS_MAX: usize = 100;
+
+/// Whether a run of `endpoints` keeps per-endpoint per-second histograms: two or more
+/// (one endpoint is the run itself), at most [`ENDPOINT_SECONDS_MAX`].
+pub(crate) fn keeps_endpoint_seconds(endpoints: usize) -> bool {
+    (2..=ENDPOINT_SECONDS_MAX).contains(&endpoints)
 }
 
 /// A per-endpoint latency histogram: it starts small and grows to the latencies
@@ -255,8 +267,10 @@ impl Recorder {
             active: 0,
             timeline: vec![SecondAcc::default()],
             current: new_histogram(),
-            current_ep: if endpoints > 1 {
-                (0..endpoints).map(|_| new_histogram()).collect()
+            current_ep: if keeps_endpoint_seconds(endpoints) {
+                (0..endpoints)
+                    .map(|_| endpoint_histogram(endpoints))
+                    .collect()
             } else {
                 Vec::new()
             },

@@ -177,7 +177,7 @@ fn per_endpoint_second(
     endpoints: usize,
     de: &mut Deserializer,
 ) -> Vec<Vec<u8>> {
-    if endpoints < 2 {
+    if !super::recorder::keeps_endpoint_seconds(endpoints) {
         return Vec::new();
     }
     let mut h = new_histogram();
