@@ -19,6 +19,13 @@ command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v varnishd >/dev/null 2>&1 || need+=(varnish)
 command -v nginx >/dev/null 2>&1 || need+=(nginx)
 command -v apache2 >/dev/null 2>&1 || need+=(apache2)
+# Prometheus (remote-write receiver, promtool), node_exporter and PostgreSQL for the
+# ecosystem tests (--out prometheus, --watch, export --format openmetrics).
+command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
+command -v prometheus-node-exporter >/dev/null 2>&1 || need+=(prometheus-node-exporter)
+[ -d /usr/lib/postgresql ] || need+=(postgresql)
+# The live view's tests drive the real binary in tmux.
+command -v tmux >/dev/null 2>&1 || need+=(tmux)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "installing: ${need[*]}"
