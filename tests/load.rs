@@ -702,7 +702,10 @@ fn https_http1() {
     });
     let r = run(&p);
     assert_eq!(r.ok, 30, "{:?}", r.errors);
-    assert_eq!(r.tls.len(), 2);
+    // One handshake per connection: two VUs open two, unless one thread sent all
+    // 30 before the other started (a busy machine).
+    assert_eq!(r.tls.len(), r.connections_opened);
+    assert!((1..=2).contains(&r.connections_opened), "{}", r.connections_opened);
     assert!(r.bytes >= 30 * 1024);
     let p = plan(&lab.url("/"), 1, Duration::from_secs(30), |p| {
         p.duration = None;
