@@ -242,7 +242,7 @@ fn urls_not_reached_keep_their_place() {
 #[test]
 fn the_demo_finds_every_planted_problem() {
     let _lock = crate::util_wire::lock();
-    let dir = std::env::temp_dir().join(format!("latscope-demo-{}", std::process::id()));
+    let dir = crate::util::scratch().join(format!("latscope-demo-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let html = dir.join("demo.html");
     let out = run_within(
@@ -282,7 +282,7 @@ fn the_demo_finds_every_planted_problem() {
 #[test]
 fn the_demo_works_without_root() {
     let _lock = crate::util_wire::lock();
-    let dir = std::env::temp_dir().join(format!("latscope-demo-nobody-{}", std::process::id()));
+    let dir = crate::util::scratch().join(format!("latscope-demo-nobody-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
     let html = dir.join("demo.html");

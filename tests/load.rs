@@ -409,7 +409,7 @@ mod tempdir {
     impl Dir {
         pub fn new() -> Dir {
             static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-            let p = std::env::temp_dir().join(format!(
+            let p = crate::util::scratch().join(format!(
                 "latscope-load-test-{}-{}",
                 std::process::id(),
                 N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)

@@ -136,3 +136,34 @@ pub fn json_of(out: &Output) -> serde_json::Value {
         )
     })
 }
+
+/// This test process's scratch directory (`$TMPDIR/latscope-tests-PID`), where every
+/// test's temporary files go. Made on first use, when the scratch directories of
+/// earlier test runs whose process is gone are removed: a run leaves at most its own.
+pub fn scratch() -> std::path::PathBuf {
+    static ROOT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    ROOT.get_or_init(|| {
+        let tmp = std::env::temp_dir();
+        if let Ok(entries) = std::fs::read_dir(&tmp) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let Some(pid) = name.strip_prefix("latscope-tests-") else {
+                    continue;
+                };
+                let gone = pid.parse::<u32>().is_ok()
+                    && !std::path::Path::new(&format!("/proc/{pid}")).exists();
+                if gone {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
+        let root = tmp.join(format!("latscope-tests-{}", std::process::id()));
+        std::fs::create_dir_all(&root).expect("the tests' scratch directory");
+        // Tests that run a command as nobody make their own world-writable directory
+        // inside: nobody must be able to get through this one.
+        let _ =
+            std::fs::set_permissions(&root, std::os::unix::fs::PermissionsExt::from_mode(0o755));
+        root
+    })
+    .clone()
+}
