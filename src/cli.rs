@@ -56,6 +56,8 @@ pub enum Command {
     Export(ExportArgs),
     /// Add an exported run to this store.
     Import(ImportArgs),
+    /// Join shard runs of one load plan into one run (histograms added exactly).
+    Merge(MergeArgs),
     /// Stored runs side by side: ratios to the first and whether they differ significantly.
     Compare(CompareArgs),
     /// A self-contained HTML report of stored runs (charts as inline SVG), CSV, HDR log.
@@ -126,6 +128,16 @@ pub struct ImportArgs {
     pub file: PathBuf,
     #[command(flatten)]
     pub db: DbArgs,
+}
+
+/// `latscope merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Shard runs (id, id prefix, label, last, last~N) or files from `latscope export`.
+    #[arg(value_name = "RUN|FILE", required = true, num_args = 2..)]
+    pub runs: Vec<String>,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// `latscope compare`.

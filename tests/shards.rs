@@ -192,3 +192,147 @@ fn shards_from_the_job_index_and_refusals() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+/// Runs latscope with `args` against the store `db`, asserting exit 0; its stdout.
+fn with_db(db: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let mut cmd = latscope();
+    cmd.args(args).env("LATSCOPE_DB", db);
+    let (out, _) = output_within(cmd, Duration::from_secs(60));
+    out
+}
+
+/// The q-quantile (0..1) of `values` as HdrHistogram reports it: the value at rank
+/// ⌈q·n⌉.
+fn quantile(values: &[f64], q: f64) -> f64 {
+    let rank = ((q * values.len() as f64).ceil() as usize).clamp(1, values.len());
+    values[rank - 1]
+}
+
+/// Issue 19.2: `merge` joins three shard runs into one stored run whose counts are
+/// the shards' sums and whose percentiles are those of every request the shards made
+/// (their --raw latencies pooled: within the histogram's 0.1 % resolution), not an
+/// average of percentiles; the timeline's seconds add up to the total; the merged run
+/// says it came from 3 of 3 shards, and show / export → import / compare / report
+/// take it like any run. Runs of another plan, or a run given twice, are refused
+/// (exit 2) saying why.
+#[test]
+fn merge_adds_the_shards_exactly() {
+    let lab = crate::util_lab::healthy();
+    let url = lab.url("/delay/10ms");
+    let dir = crate::util::scratch().join("shards-merge");
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("runs.db");
+    let at =
+        humantime::format_rfc3339_millis(SystemTime::now() + Duration::from_secs(2)).to_string();
+    let children: Vec<Child> = (1..=3)
+        .map(|i| {
+            let raw = dir.join(format!("raw{i}.csv"));
+            latscope()
+                .args(["load", &url, "--rate", "300", "-d", "2s", "--start-at", &at])
+                .args(["--shard", &format!("{i}/3"), "--label", &format!("s{i}")])
+                .arg("--raw")
+                .arg(&raw)
+                .env("LATSCOPE_DB", &db)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = with_db(&db, &["merge", "s1", "s2", "s3", "--label", "m", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json_of(&out);
+    let mut lat: Vec<f64> = (1..=3)
+        .flat_map(|i| {
+            std::fs::read_to_string(dir.join(format!("raw{i}.csv")))
+                .unwrap()
+                .lines()
+                .skip(1)
+                .map(|l| l.split(',').nth(7).unwrap().parse::<f64>().unwrap() / 1000.0)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    lat.sort_by(f64::total_cmp);
+    assert_eq!(doc["requests"].as_u64().unwrap(), lat.len() as u64, "{doc}");
+    assert!((594..=600).contains(&lat.len()), "{}", lat.len());
+    for (q, key) in [(0.5, "p50"), (0.99, "p99")] {
+        let want = quantile(&lat, q);
+        let got = doc["latency_ms"][key].as_f64().unwrap();
+        assert!(
+            (got - want).abs() <= want * 0.01 + 0.01,
+            "{key}: merged {got} ms, pooled {want} ms"
+        );
+    }
+    let seconds: u64 = doc["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["requests"].as_u64().unwrap())
+        .sum();
+    assert_eq!(seconds, lat.len() as u64);
+    assert_eq!(doc["merged"]["shards"], 3, "{doc}");
+    assert_eq!(doc["merged"]["of"], 3, "{doc}");
+
+    let shown = with_db(&db, &["show", "m"]);
+    assert!(String::from_utf8_lossy(&shown.stdout).contains("latscope merge — 3 runs"));
+    let file = dir.join("m.json");
+    assert!(with_db(&db, &["export", "m", "-o", file.to_str().unwrap()])
+        .status
+        .success());
+    let other = dir.join("other.db");
+    assert!(with_db(&other, &["import", file.to_str().unwrap()])
+        .status
+        .success());
+    assert!(with_db(&db, &["compare", "s1", "m"]).status.success());
+    let html = dir.join("m.html");
+    assert!(with_db(&db, &["report", "m", "-o", html.to_str().unwrap()])
+        .status
+        .success());
+    // Export files merge like stored runs.
+    let files: Vec<String> = (1..=3)
+        .map(|i| {
+            let f = dir.join(format!("s{i}.json")).to_str().unwrap().to_string();
+            assert!(with_db(&db, &["export", &format!("s{i}"), "-o", &f])
+                .status
+                .success());
+            f
+        })
+        .collect();
+    let from_files = with_db(
+        &other,
+        &[
+            "merge",
+            &files[0],
+            &files[1],
+            &files[2],
+            "--json",
+            "--no-save",
+        ],
+    );
+    assert_eq!(json_of(&from_files)["requests"], doc["requests"]);
+
+    let refused = |args: &[&str], says: &str| {
+        let out = with_db(&db, args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    };
+    assert!(with_db(&db, &["load", &url, "-n", "5", "--label", "other"])
+        .status
+        .success());
+    refused(&["merge", "s1", "other"], "not a shard of the same plan");
+    refused(&["merge", "s1", "s1"], "already given");
+}

@@ -11,6 +11,7 @@ mod disk;
 mod interrupt;
 mod lab;
 mod load;
+mod merge;
 mod output;
 mod probe;
 mod ramp;
@@ -33,6 +34,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Show(args) => runs::show(args),
         Command::Export(args) => runs::export(args),
         Command::Import(args) => runs::import(args),
+        Command::Merge(args) => merge::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Report(args) => report::run(args),
     }

@@ -11,6 +11,7 @@
 pub mod engine;
 pub mod limits;
 mod live;
+pub mod merge;
 pub mod plan;
 pub mod raw;
 pub mod recorder;

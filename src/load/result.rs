@@ -29,7 +29,7 @@ pub struct EndpointResult {
     pub bytes: u64,
     pub latency: Histogram<u64>,
     /// Seconds the run lasted (for its rps).
-    elapsed_s: f64,
+    pub(crate) elapsed_s: f64,
 }
 
 /// One second of the timeline.
@@ -342,7 +342,7 @@ impl LoadResult {
         }
     }
 
-    fn judge(&self, t: &super::threshold::Threshold) -> Vec<Verdict> {
+    pub(crate) fn judge(&self, t: &super::threshold::Threshold) -> Vec<Verdict> {
         let all = self.numbers();
         let eps: Vec<Numbers<'_>> = self
             .endpoints
