@@ -280,9 +280,24 @@ pub struct LoadArgs {
     #[arg(long, value_name = "DUR", value_parser = duration)]
     pub think_time: Option<Duration>,
     #[command(flatten)]
+    pub watch: WatchArgs,
+    #[command(flatten)]
     pub http: HttpArgs,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// `--watch` and `--watch-metric` (load and diagnose).
+#[derive(Debug, Clone, Default, Args)]
+pub struct WatchArgs {
+    /// Scrape this Prometheus endpoint (node_exporter, an app's /metrics) once a
+    /// second during the run and join it to the timeline (repeatable).
+    #[arg(long = "watch", value_name = "URL")]
+    pub watch: Vec<String>,
+    /// Also record this series from the --watch endpoints: NAME or
+    /// NAME{label="value"} (a rate per second for counters; repeatable).
+    #[arg(long = "watch-metric", value_name = "NAME[{LABELS}]")]
+    pub watch_metric: Vec<String>,
 }
 
 /// Disk access patterns, named as fio names them.

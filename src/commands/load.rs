@@ -30,6 +30,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         // before it is measured and saved; the final print reports the error.
         let _ = super::output::say(&report::load::header(&plan));
     }
+    let watcher = super::watching::start(&args.watch)?;
     let mut shown = false;
     let result = load::run_with_progress(&plan, &stop, &mut |p| {
         if tty {
@@ -40,7 +41,8 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     if shown {
         eprint!("\r\x1b[2K");
     }
-    let result = result.context("the load run failed")?;
+    let mut result = result.context("the load run failed")?;
+    super::watching::attach(watcher, &mut result);
 
     let facts = Facts {
         load: Some(diagnose::from_load::load_facts(&result)),
