@@ -248,6 +248,9 @@ fn merge_second(last: &mut crate::diagnose::Second, s: &crate::diagnose::Second)
     last.p50_ms = last.p50_ms.max(s.p50_ms);
     last.p99_ms = last.p99_ms.max(s.p99_ms);
     last.max_ms = last.max_ms.max(s.max_ms);
+    if last.server.is_none() {
+        last.server = s.server.clone();
+    }
 }
 
 /// The same for a JSON timeline row.
