@@ -92,9 +92,9 @@ fn interval(a: &Reading, b: &Reading, dt: f64, metrics: &[Selector]) -> ServerSe
         delta(a.cpu_iowait, b.cpu_iowait),
         delta(a.cpu_steal, b.cpu_steal),
     );
-    let busy = total.zip(idle).map(|(t, i)| {
-        (t - i - iowait.unwrap_or(0.0) - steal.unwrap_or(0.0)).max(0.0)
-    });
+    let busy = total
+        .zip(idle)
+        .map(|(t, i)| (t - i - iowait.unwrap_or(0.0) - steal.unwrap_or(0.0)).max(0.0));
     let mut out = ServerSecond {
         cpu_pct: share(busy),
         iowait_pct: share(iowait),
@@ -151,12 +151,27 @@ mod tests {
         let at = |ms: u64| s0 + Duration::from_millis(ms);
         let log = TargetLog {
             scrapes: vec![
-                Scrape { at: at(0), reading: Some(reading(0.0, 0.0, 0.0, 0.0)) },
+                Scrape {
+                    at: at(0),
+                    reading: Some(reading(0.0, 0.0, 0.0, 0.0)),
+                },
                 // 2 CPUs over 1 s: 2 CPU-seconds, 0.5 idle → 75 % busy; 10 retrans.
-                Scrape { at: at(1000), reading: Some(reading(0.5, 2.0, 10.0, 5.0)) },
-                Scrape { at: at(2000), reading: None },
-                Scrape { at: at(3000), reading: Some(reading(1.0, 6.0, 20.0, 1.0)) },
-                Scrape { at: at(4000), reading: Some(reading(2.0, 8.0, 20.0, 3.0)) },
+                Scrape {
+                    at: at(1000),
+                    reading: Some(reading(0.5, 2.0, 10.0, 5.0)),
+                },
+                Scrape {
+                    at: at(2000),
+                    reading: None,
+                },
+                Scrape {
+                    at: at(3000),
+                    reading: Some(reading(1.0, 6.0, 20.0, 1.0)),
+                },
+                Scrape {
+                    at: at(4000),
+                    reading: Some(reading(2.0, 8.0, 20.0, 3.0)),
+                },
             ],
             last_error: Some("connection refused".into()),
         };
@@ -166,7 +181,10 @@ mod tests {
         assert_eq!(first.cpu_pct, Some(75.0));
         assert_eq!(first.retrans, Some(10.0));
         assert_eq!(first.metrics["q_total"], 5.0);
-        assert!(secs[1].is_none() && secs[2].is_none(), "the failed scrape is a gap");
+        assert!(
+            secs[1].is_none() && secs[2].is_none(),
+            "the failed scrape is a gap"
+        );
         let fourth = secs[3].as_ref().expect("second 3");
         assert_eq!(fourth.cpu_pct, Some(50.0));
         assert_eq!(fourth.retrans, Some(0.0));

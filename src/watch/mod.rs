@@ -351,7 +351,10 @@ fn scrape_loop(
         let (at, result) = scrape::scrape(target, metrics);
         if let Ok(mut l) = log.lock() {
             match result {
-                Ok(r) => l.scrapes.push(Scrape { at, reading: Some(r) }),
+                Ok(r) => l.scrapes.push(Scrape {
+                    at,
+                    reading: Some(r),
+                }),
                 Err(e) => {
                     l.scrapes.push(Scrape { at, reading: None });
                     l.last_error = Some(e);

@@ -37,7 +37,11 @@ impl Reading {
         let one = |name: &str| e.samples.iter().find(|s| s.name == name).map(|s| s.value);
         let cpu = |mode: Option<&str>| {
             let mut sum = None;
-            for s in e.samples.iter().filter(|s| s.name == "node_cpu_seconds_total") {
+            for s in e
+                .samples
+                .iter()
+                .filter(|s| s.name == "node_cpu_seconds_total")
+            {
                 let m = s.labels.iter().find(|(k, _)| *k == "mode").map(|(_, v)| v);
                 if mode.is_none() || m.map(String::as_str) == mode {
                     *sum.get_or_insert(0.0) += s.value;

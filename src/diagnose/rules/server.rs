@@ -185,7 +185,11 @@ pub fn server_retransmits(l: &LoadFacts) -> Option<Finding> {
         return None;
     }
     let lossy = |s: &ServerSecond| s.retrans.unwrap_or(0.0) >= 0.5;
-    let lossy_t: Vec<u32> = v.iter().filter(|(_, s)| lossy(s)).map(|(t, _)| t.t).collect();
+    let lossy_t: Vec<u32> = v
+        .iter()
+        .filter(|(_, s)| lossy(s))
+        .map(|(t, _)| t.t)
+        .collect();
     let spikes = detect_spikes(&l.timeline);
     let joined: Vec<u32> = spikes
         .onsets
@@ -272,7 +276,10 @@ pub fn server_retransmits(l: &LoadFacts) -> Option<Finding> {
         .count("seconds_with_retrans", lossy_t.len() as u64)
         .count("spikes", n as u64)
         .count("spikes_with_retrans", joined.len() as u64)
-        .opt_num("p99_with_retrans_ms", p99_with.is_finite().then_some(p99_with))
+        .opt_num(
+            "p99_with_retrans_ms",
+            p99_with.is_finite().then_some(p99_with),
+        )
         .opt_num(
             "p99_without_retrans_ms",
             p99_without.is_finite().then_some(p99_without),

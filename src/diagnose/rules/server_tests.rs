@@ -39,7 +39,13 @@ fn cpu(pct: f64) -> ServerSecond {
 /// small p99, or no server data at all: quiet.
 #[test]
 fn cpu_saturated_both_ways() {
-    let hot = timeline(|t| if t >= 5 { (80.0, cpu(97.0)) } else { (8.0, cpu(40.0)) });
+    let hot = timeline(|t| {
+        if t >= 5 {
+            (80.0, cpu(97.0))
+        } else {
+            (8.0, cpu(40.0))
+        }
+    });
     let f = server_cpu_saturated(&hot).expect("fires");
     assert_eq!(f.evidence_f64("saturated_seconds"), Some(5.0));
     assert!(f.title.contains("≥ 90 %"), "{}", f.title);
@@ -110,5 +116,9 @@ fn server_retransmits_both_ways() {
     let f = server_retransmits(&apart).expect("reported");
     assert_eq!(f.severity, Severity::Info);
     assert!(server_retransmits(&timeline(|_| (5.0, retrans(0.0)))).is_none());
-    assert!(server_retransmits(&timeline(|t| (5.0, retrans(if t == 1 { 3.0 } else { 0.0 })))).is_none());
+    assert!(server_retransmits(&timeline(|t| (
+        5.0,
+        retrans(if t == 1 { 3.0 } else { 0.0 })
+    )))
+    .is_none());
 }
