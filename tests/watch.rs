@@ -217,6 +217,85 @@ fn watch_joins_node_exporter_and_survives_dead_targets() {
     );
 }
 
+/// diagnose's ramp watches too: its joined timeline rows carry the server's side and
+/// its `load` object the `watch` summary. A `--watch` that is not an http:// URL,
+/// or a `--watch-metric` without `--watch`, is a usage error (exit 2) naming the flag.
+#[test]
+fn diagnose_ramp_watches_and_bad_flags_are_usage_errors() {
+    if !have(
+        NODE_EXPORTER,
+        "diagnose_ramp_watches_and_bad_flags_are_usage_errors",
+    ) {
+        return;
+    }
+    let dir = TempDir::new("watch-diag");
+    let (_ne, ne_url) = node_exporter(None, "127.0.0.1", util_netns::free_port());
+    let (_srv, port) = start_python(&dir, CPU_SERVER, &["1"]);
+    let url = format!("http://127.0.0.1:{port}/?ms=1");
+    let doc = load_json(&[
+        "diagnose",
+        &url,
+        "-n",
+        "3",
+        "--max-connections",
+        "2",
+        "--step",
+        "1s",
+        "--json",
+        "--no-save",
+        "--watch",
+        &ne_url,
+    ]);
+    let load = &doc["load"];
+    assert!(
+        load["watch"]["seconds"].as_u64().unwrap() >= 1,
+        "{}",
+        load["watch"]
+    );
+    let rows = load["timeline"].as_array().unwrap();
+    assert!(
+        rows.iter()
+            .any(|r| r["server"]["cpu_pct"].as_f64().is_some()),
+        "{rows:?}"
+    );
+    for (args, flag) in [
+        (
+            vec![
+                "load",
+                &url,
+                "-d",
+                "1s",
+                "--watch",
+                "https://127.0.0.1:9/metrics",
+            ],
+            "--watch",
+        ),
+        (
+            vec!["load", &url, "-d", "1s", "--watch-metric", "up"],
+            "--watch-metric",
+        ),
+        (
+            vec![
+                "load",
+                &url,
+                "-d",
+                "1s",
+                "--watch",
+                &ne_url,
+                "--watch-metric",
+                "a{b=1}",
+            ],
+            "--watch-metric",
+        ),
+        (vec!["diagnose", &url, "--watch", "not a url"], "--watch"),
+    ] {
+        let out = run_within(&args, Duration::from_secs(30));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(flag), "{args:?}: {err}");
+    }
+}
+
 /// A CPU-bound server (4 processes burning 25 ms per request) under 8 connections
 /// saturates both cores while p99 climbs: `server-cpu-saturated` fires. The same
 /// server asked for 1 ms of work 5 times a second: quiet (even when other work
