@@ -3,7 +3,8 @@
 //! over its length) and its end's gauges belong to the second of the timeline its
 //! middle falls in (second t spans `started + t` … `started + t + 1`). An interval
 //! that spans a failed scrape, or is shorter than 0.2 s or longer than 2.5 s, is not
-//! used: that second is a gap. With several targets each field comes from the first
+//! used, nor one that held none of the series latscope reads: that second is a
+//! gap. With several targets each field comes from the first
 //! `--watch` target (in flag order) that had it that second.
 
 use std::time::{Duration, SystemTime};
@@ -43,6 +44,9 @@ pub fn server_seconds(
                 continue;
             }
             let s = interval(a, b, dt.as_secs_f64(), metrics);
+            if s == ServerSecond::default() {
+                continue; // nothing latscope reads (not an exporter): a gap
+            }
             // A later interval in the same second (the last scrape at the stop)
             // refines what this target said; an earlier target keeps precedence.
             let slot = out[t].get_or_insert_with(ServerSecond::default);

@@ -122,10 +122,11 @@ impl Target {
             ));
         }
         if !u.username().is_empty() || u.password().is_some() {
-            return Err(format!(
-                "--watch: credentials in the URL are not supported (they would be stored \
-                 with the run); scrape an endpoint that needs none"
-            ));
+            return Err(
+                "--watch: credentials in the URL are not supported (they would be \
+                        stored with the run); scrape an endpoint that needs none"
+                    .to_string(),
+            );
         }
         let host = u
             .host_str()
