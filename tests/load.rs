@@ -705,7 +705,11 @@ fn https_http1() {
     // One handshake per connection: two VUs open two, unless one thread sent all
     // 30 before the other started (a busy machine).
     assert_eq!(r.tls.len(), r.connections_opened);
-    assert!((1..=2).contains(&r.connections_opened), "{}", r.connections_opened);
+    assert!(
+        (1..=2).contains(&r.connections_opened),
+        "{}",
+        r.connections_opened
+    );
     assert!(r.bytes >= 30 * 1024);
     let p = plan(&lab.url("/"), 1, Duration::from_secs(30), |p| {
         p.duration = None;

@@ -33,6 +33,9 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     let watcher = super::watching::start(&args.watch)?;
     let mut shown = false;
     let result = load::run_with_progress(&plan, &stop, &mut |p| {
+        if let Some(w) = &watcher {
+            w.align(p.started);
+        }
         if tty {
             eprint!("\r\x1b[2K{}", report::load::progress_line(p));
             shown = true;

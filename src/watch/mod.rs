@@ -260,6 +260,9 @@ pub struct Watcher {
     done: mpsc::Receiver<()>,
     threads: Vec<JoinHandle<()>>,
     logs: Vec<Arc<Mutex<TargetLog>>>,
+    /// The load's second 0 once known ([`Watcher::align`]): scrapes then fall on its
+    /// second boundaries.
+    phase: Arc<Mutex<Option<Instant>>>,
 }
 
 /// What the scrapers recorded, once stopped.
@@ -277,19 +280,21 @@ impl Watcher {
         let mut stop = Vec::new();
         let mut threads = Vec::new();
         let mut logs = Vec::new();
+        let phase = Arc::new(Mutex::new(None));
         for target in &spec.targets {
             let (tx, rx) = mpsc::channel();
             let log = Arc::new(Mutex::new(TargetLog::default()));
-            let (t, m, l, d) = (
+            let (t, m, l, d, p) = (
                 target.clone(),
                 spec.metrics.clone(),
                 log.clone(),
                 done_tx.clone(),
+                phase.clone(),
             );
             let spawned = std::thread::Builder::new()
                 .name("latscope-watch".into())
                 .spawn(move || {
-                    scrape_loop(&t, &m, &rx, &l);
+                    scrape_loop(&t, &m, &rx, &l, &p);
                     let _ = d.send(());
                 });
             if let Ok(h) = spawned {
@@ -304,6 +309,21 @@ impl Watcher {
             done,
             threads,
             logs,
+            phase,
+        }
+    }
+
+    /// Puts the next scrapes on the second boundaries of a run that started at
+    /// `started` (wall clock), so each scrape interval covers one timeline second.
+    /// Cheap; only the first call counts.
+    pub fn align(&self, started: SystemTime) {
+        if let Ok(mut p) = self.phase.lock() {
+            if p.is_none() {
+                let ago = SystemTime::now()
+                    .duration_since(started)
+                    .unwrap_or_default();
+                *p = Instant::now().checked_sub(ago);
+            }
         }
     }
 
@@ -339,13 +359,14 @@ impl Watcher {
     }
 }
 
-/// Scrapes `target` at once, then on each whole second after the start, until told
-/// to stop (then once more).
+/// Scrapes `target` at once, then on each whole second after the start (after the
+/// run's start once [`Watcher::align`] set it), until told to stop (then once more).
 fn scrape_loop(
     target: &Target,
     metrics: &[Selector],
     stop: &mpsc::Receiver<()>,
     log: &Mutex<TargetLog>,
+    phase: &Mutex<Option<Instant>>,
 ) {
     let start = Instant::now();
     let record = |log: &Mutex<TargetLog>| {
@@ -364,11 +385,19 @@ fn scrape_loop(
         }
     };
     loop {
+        let last = Instant::now();
         record(log);
-        // The next whole second after the start (a slow scrape skips, never bunches).
-        let next = Duration::from_secs(start.elapsed().as_secs() + 1);
-        let wait = next.saturating_sub(start.elapsed());
-        match stop.recv_timeout(wait) {
+        // The next whole second after the base (a slow scrape skips, never bunches),
+        // at least half a second after the last scrape (a re-phase never makes an
+        // interval too short to be a rate).
+        let base = phase.lock().ok().and_then(|p| *p).unwrap_or(start);
+        let now = Instant::now();
+        let mut next =
+            base + Duration::from_secs(now.saturating_duration_since(base).as_secs() + 1);
+        if next.saturating_duration_since(last) < Duration::from_millis(500) {
+            next += Duration::from_secs(1);
+        }
+        match stop.recv_timeout(next.saturating_duration_since(Instant::now())) {
             Err(mpsc::RecvTimeoutError::Timeout) => continue,
             _ => {
                 record(log);
