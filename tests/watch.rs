@@ -92,7 +92,8 @@ srv.serve_forever()
 /// node_exporter scraped beside a real load: per-second server rows with CPU,
 /// load1 and a `--watch-metric`; a target that is down and one that never answers
 /// are gaps with their reasons, and neither stops nor stretches the run (exit 0,
-/// about `-d` long). The server rows survive save → show, export and report.
+/// about `-d` long). The server rows survive save → show, export → import, and the
+/// HTML report draws them.
 #[test]
 fn watch_joins_node_exporter_and_survives_dead_targets() {
     if !have(
@@ -186,11 +187,30 @@ fn watch_joins_node_exporter_and_survives_dead_targets() {
     let shown = json_of(&show);
     assert_eq!(shown["timeline"], doc["timeline"]);
     assert_eq!(shown["watch"], doc["watch"]);
-    let export = run_within(&["export", "watched", "--db", db], Duration::from_secs(30));
-    let exported = json_of(&export);
-    assert!(
-        exported.to_string().contains("\"cpu_pct\""),
-        "export lost the server rows"
+    // export → import into another store → show: the same rows.
+    let file = dir.join("run.json");
+    let file = file.to_str().unwrap();
+    let db2 = dir.join("other.db");
+    let db2 = db2.to_str().unwrap();
+    for args in [
+        vec!["export", "watched", "-o", file, "--db", db],
+        vec!["import", file, "--db", db2],
+    ] {
+        let out = run_within(&args, Duration::from_secs(30));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let imported = json_of(&run_within(
+        &["show", "last", "--json", "--db", db2],
+        Duration::from_secs(30),
+    ));
+    assert_eq!(
+        imported["timeline"], doc["timeline"],
+        "import kept the server rows"
     );
     let html = dir.join("r.html");
     let out = run_within(
