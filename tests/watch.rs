@@ -235,6 +235,40 @@ fn watch_joins_node_exporter_and_survives_dead_targets() {
         html.contains("server CPU"),
         "the report draws the server's CPU"
     );
+    let csv = dir.join("t.csv");
+    let out = run_within(
+        &[
+            "report",
+            "watched",
+            "--csv",
+            csv.to_str().unwrap(),
+            "--db",
+            db,
+        ],
+        Duration::from_secs(60),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    assert!(csv
+        .lines()
+        .next()
+        .unwrap()
+        .ends_with(",server_cpu_pct,server_retrans"));
+    let cpu_cells = csv
+        .lines()
+        .skip(1)
+        .filter(|l| {
+            l.split(',')
+                .nth(16)
+                .is_some_and(|c| c.parse::<f64>().is_ok())
+        })
+        .count();
+    assert_eq!(cpu_cells, watched.len(), "{csv}");
 }
 
 /// diagnose's ramp watches too: its joined timeline rows carry the server's side and
