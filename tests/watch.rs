@@ -350,10 +350,11 @@ fn diagnose_ramp_watches_and_bad_flags_are_usage_errors() {
     }
 }
 
-/// A CPU-bound server (4 processes burning 25 ms per request) under 8 connections
-/// saturates both cores while p99 climbs: `server-cpu-saturated` fires. The same
-/// server asked for 1 ms of work 5 times a second: quiet (even when other work
-/// keeps this host's CPU busy, p99 stays small).
+/// A CPU-bound server (one process per core, each burning 40 ms per request) under
+/// four connections per core saturates every core while requests queue (p99 ≈ 4 ×
+/// 40 ms): `server-cpu-saturated` fires. The same server asked for 1 ms of work 5
+/// times a second: quiet (even when other work keeps this host's CPU busy, p99
+/// stays small).
 #[test]
 fn server_cpu_saturated_fires_on_a_cpu_bound_server_only() {
     if !have(
@@ -364,12 +365,14 @@ fn server_cpu_saturated_fires_on_a_cpu_bound_server_only() {
     }
     let dir = TempDir::new("watch-cpu");
     let (_ne, ne_url) = node_exporter(None, "127.0.0.1", util_netns::free_port());
-    let (_srv, port) = start_python(&dir, CPU_SERVER, &["4"]);
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let (_srv, port) = start_python(&dir, CPU_SERVER, &[&cores.to_string()]);
+    let connections = (4 * cores).to_string();
     let hot = load_json(&[
         "load",
-        &format!("http://127.0.0.1:{port}/?ms=25"),
+        &format!("http://127.0.0.1:{port}/?ms=40"),
         "-c",
-        "8",
+        &connections,
         "-d",
         "6s",
         "--json",
