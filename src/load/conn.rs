@@ -29,6 +29,16 @@ pub fn fd_exhausted() -> u64 {
     FD_EXHAUSTED.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// Why the first TLS handshake that failed failed, in words.
+static TLS_FAILURE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// The reason of the first failed TLS handshake since the process started (the
+/// verifier's words: expired, wrong name, unknown issuer, …), so `tls` errors are
+/// explained.
+pub fn tls_failure() -> Option<&'static str> {
+    TLS_FAILURE.get().map(String::as_str)
+}
+
 /// Responses refused because their head passed the response-head limit.
 static HEAD_TOO_LARGE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
@@ -115,10 +125,13 @@ impl Connector {
             }),
             Some((connector, name)) => {
                 phase.set(Phase::Tls);
-                let tls = connector
-                    .connect(name.clone(), tcp)
-                    .await
-                    .map_err(|_| ErrorKind::Tls)?;
+                let tls = connector.connect(name.clone(), tcp).await.map_err(|e| {
+                    let _ = TLS_FAILURE.get_or_init(|| {
+                        let (reason, hint) = crate::net::conn::tls_failure(&e);
+                        format!("{reason}{hint}")
+                    });
+                    ErrorKind::Tls
+                })?;
                 let h2 = tls.get_ref().1.alpn_protocol() == Some(crate::net::tls::ALPN_H2);
                 Ok(Opened {
                     stream: Stream::Tls(Box::new(tls)),

@@ -30,7 +30,7 @@ mod worker;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-pub use conn::{fd_exhausted, head_too_large};
+pub use conn::{fd_exhausted, head_too_large, tls_failure};
 pub use engine::Progress;
 pub use live::LiveSecond;
 pub use plan::{Endpoint, LoadPlan, Model, PlanError};
