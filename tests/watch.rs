@@ -7,7 +7,6 @@
 //! `server-retransmits` (an API in one namespace with a psycopg2 pool on a real
 //! PostgreSQL in another, behind the lab's wire, which loses packets now and then).
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -467,19 +466,8 @@ fn start_in(
         .expect("starts");
     let stdout = child.stdout.take().unwrap();
     let guard = ChildGuard(child);
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line = rx
-        .recv_timeout(Duration::from_secs(40))
-        .expect("the server prints its port within 40 s");
-    let port = line
-        .trim()
-        .parse()
-        .unwrap_or_else(|_| panic!("printed {line:?}"));
+    let line = crate::util::first_line(stdout, "the server prints its port");
+    let port = line.parse().unwrap_or_else(|_| panic!("printed {line:?}"));
     (guard, port)
 }
 
@@ -553,13 +541,13 @@ fn listen_queue_overflow_fires_on_a_tiny_backlog_only() {
 }
 
 /// The API: a ThreadingHTTPServer whose every GET takes a connection from a
-/// psycopg2 pool, runs a query and commits; it waits up to 30 s for the database.
+/// psycopg2 pool, runs a query and commits; it waits up to 15 s for the database.
 const API_SERVER: &str = r#"
 import sys, time
 import psycopg2, psycopg2.pool
 from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
 listen, dsn = sys.argv[1], sys.argv[2]
-deadline = time.time() + 30
+deadline = time.time() + 15
 while True:
     try:
         pool = psycopg2.pool.ThreadedConnectionPool(4, 16, dsn)
@@ -663,16 +651,8 @@ fn start_postgres(
         .expect("latscope wire starts");
     let stdout = child.stdout.take().unwrap();
     let guard = Postgres(ChildGuard(child));
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let ip = rx
-        .recv_timeout(Duration::from_secs(20))
-        .expect("latscope wire prints its address within 20 s");
-    (guard, ip.trim().to_string())
+    let ip = crate::util::first_line(stdout, "latscope wire prints its address");
+    (guard, ip)
 }
 
 /// Story 5 on real software: latscope on the host → an API in namespace A (with
