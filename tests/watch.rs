@@ -270,8 +270,8 @@ fn watch_joins_node_exporter_and_survives_dead_targets() {
     assert_eq!(cpu_cells, watched.len(), "{csv}");
 }
 
-/// diagnose's ramp watches too: its joined timeline rows carry the server's side and
-/// its `load` object the `watch` summary. A `--watch` that is not an http:// URL,
+/// diagnose's ramp watches too: its joined timeline rows carry the server's side,
+/// its `load` object the `watch` summary, its text a `server (--watch)` line. A `--watch` that is not an http:// URL,
 /// or a `--watch-metric` without `--watch`, is a usage error (exit 2) naming the flag.
 #[test]
 fn diagnose_ramp_watches_and_bad_flags_are_usage_errors() {
@@ -285,6 +285,8 @@ fn diagnose_ramp_watches_and_bad_flags_are_usage_errors() {
     let (_ne, ne_url) = node_exporter(None, "127.0.0.1", util_netns::free_port());
     let (_srv, port) = start_python(&dir, CPU_SERVER, &["1"]);
     let url = format!("http://127.0.0.1:{port}/?ms=1");
+    let db = dir.join("runs.db");
+    let db = db.to_str().unwrap();
     let doc = load_json(&[
         "diagnose",
         &url,
@@ -295,10 +297,14 @@ fn diagnose_ramp_watches_and_bad_flags_are_usage_errors() {
         "--step",
         "1s",
         "--json",
-        "--no-save",
+        "--db",
+        db,
         "--watch",
         &ne_url,
     ]);
+    let text = run_within(&["show", "last", "--db", db], Duration::from_secs(30));
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("server (--watch): CPU"), "{text}");
     let load = &doc["load"];
     assert!(
         load["watch"]["seconds"].as_u64().unwrap() >= 1,
