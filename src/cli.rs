@@ -311,9 +311,24 @@ pub struct LoadArgs {
     #[arg(long, value_name = "DUR", value_parser = duration)]
     pub think_time: Option<Duration>,
     #[command(flatten)]
+    pub watch: WatchArgs,
+    #[command(flatten)]
     pub http: HttpArgs,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// `--watch` and `--watch-metric` (load and diagnose).
+#[derive(Debug, Clone, Default, Args)]
+pub struct WatchArgs {
+    /// Scrape this Prometheus endpoint (node_exporter, an app's /metrics) once a
+    /// second during the run and join it to the timeline (repeatable).
+    #[arg(long = "watch", value_name = "URL")]
+    pub watch: Vec<String>,
+    /// Also record this series from the --watch endpoints: NAME or
+    /// NAME{label="value"} (a rate per second for counters; repeatable).
+    #[arg(long = "watch-metric", value_name = "NAME[{LABELS}]")]
+    pub watch_metric: Vec<String>,
 }
 
 /// Disk access patterns, named as fio names them.
@@ -505,6 +520,8 @@ pub struct DiagnoseArgs {
     /// Stop measuring after this long (all URLs) and conclude from what was measured.
     #[arg(long, default_value = "45s", value_name = "DUR", value_parser = duration)]
     pub max_time: Duration,
+    #[command(flatten)]
+    pub watch: WatchArgs,
     #[command(flatten)]
     pub http: HttpArgs,
     #[command(flatten)]

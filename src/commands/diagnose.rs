@@ -37,6 +37,8 @@ pub(crate) struct Plan {
     /// Skip the ramp, and why (`--no-load`, or the demo ramping one URL only).
     pub no_load: Option<String>,
     pub ramp: RampPlan,
+    /// `--watch`: scrape these during the ramp.
+    pub watch: Option<crate::watch::WatchSpec>,
 }
 
 /// Runs `latscope diagnose`.
@@ -81,6 +83,8 @@ pub fn run(args: DiagnoseArgs) -> anyhow::Result<u8> {
             max_connections: args.max_connections,
             step: args.step,
         },
+        watch: crate::watch::WatchSpec::from_flags(&args.watch.watch, &args.watch.watch_metric)
+            .map_err(|e| usage!("{e}"))?,
     };
     let started = SystemTime::now();
     let interrupt = Interrupt::install()?;
@@ -263,15 +267,22 @@ pub(crate) fn diagnose_url(
     } else {
         let mut step_progress =
             |c: u32| progress(&format!("{target}: load ramp, {c} connections…"));
-        match ramp::run(
+        let watcher = plan.watch.clone().map(crate::watch::Watcher::start);
+        let ramp = ramp::run(
             target,
             &plan.request,
             &plan.client,
             &plan.ramp,
             &interrupt.flag,
             &mut step_progress,
-        ) {
-            Ok(r) => (Some(r), None),
+        );
+        match ramp {
+            Ok(mut r) => {
+                if let Some(w) = watcher {
+                    super::watching::join_ramp(&w.finish(), &mut r);
+                }
+                (Some(r), None)
+            }
             Err(e) => (None, Some(format!("the load ramp failed: {e:#}"))),
         }
     };

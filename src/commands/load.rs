@@ -47,8 +47,12 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         }
         start_late_ms = Some(SystemTime::now().duration_since(at).unwrap_or_default());
     }
+    let watcher = super::watching::start(&args.watch)?;
     let mut shown = false;
     let result = load::run_with_progress(&plan, &stop, &mut |p| {
+        if let Some(w) = &watcher {
+            w.align(p.started);
+        }
         if tty {
             eprint!("\r\x1b[2K{}", report::load::progress_line(p));
             shown = true;
@@ -57,7 +61,8 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     if shown {
         eprint!("\r\x1b[2K");
     }
-    let result = result.context("the load run failed")?;
+    let mut result = result.context("the load run failed")?;
+    super::watching::attach(watcher, &mut result);
 
     let facts = Facts {
         load: Some(diagnose::from_load::load_facts(&result)),

@@ -18,6 +18,7 @@ mod ramp;
 mod report;
 mod runs;
 pub(crate) mod saving;
+mod watching;
 mod wire;
 
 /// Runs one parsed command line; returns the process exit code.

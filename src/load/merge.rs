@@ -152,6 +152,8 @@ pub fn from_record(run: &RunRecord) -> Result<LoadResult, String> {
         client_wait_pct: s["client_cpu_wait_pct"].as_f64(),
         aborted: s["aborted"].as_bool().unwrap_or(false),
         raw_error: None,
+        // Shards that watched one server each saw all of it: not added (yet).
+        watch: None,
     })
 }
 

@@ -73,6 +73,8 @@ pub struct SecondResult {
     /// This second's latency histogram per endpoint (V2 deflate), with two or more
     /// endpoints (empty otherwise).
     pub ep_v2: Vec<Vec<u8>>,
+    /// The server's side of this second, from `--watch` (None: not watched, or a gap).
+    pub server: Option<crate::watch::ServerSecond>,
 }
 
 /// What a load run measured.
@@ -132,6 +134,8 @@ pub struct LoadResult {
     pub aborted: bool,
     /// `--raw` could not be written completely.
     pub raw_error: Option<String>,
+    /// What `--watch` scraped (None: no `--watch`); the seconds are in the timeline.
+    pub watch: Option<crate::watch::WatchSummary>,
 }
 
 pub(crate) fn ms(p: &Histogram<u64>) -> Percentiles {
@@ -299,6 +303,7 @@ pub fn merge(
         client_wait_pct: wait_ns.map(|w| w as f64 / 1e7 / elapsed_s.max(1e-9)),
         aborted,
         raw_error: outputs.iter().find_map(|(r, _)| r.raw_error.clone()),
+        watch: None,
     };
     result.thresholds = plan
         .thresholds
@@ -424,6 +429,9 @@ impl LoadResult {
         if let Some(s) = &self.service {
             doc["service_time_ms"] = pct(s);
         }
+        if let Some(w) = &self.watch {
+            doc["watch"] = serde_json::to_value(w).unwrap_or(Value::Null);
+        }
         if !self.tls.is_empty() {
             doc["tls_ms"] = pct(&self.tls);
         }
@@ -436,7 +444,7 @@ impl LoadResult {
             self.timeline
                 .iter()
                 .map(|s| {
-                    json!({
+                    let mut row = json!({
                         "t": s.t,
                         "requests": s.requests,
                         "ok": s.ok,
@@ -457,7 +465,11 @@ impl LoadResult {
                         "started": s.started,
                         "started_max_ms": s.started_max_ms,
                         "cpu_pct": s.cpu_pct,
-                    })
+                    });
+                    if self.watch.is_some() {
+                        row["server"] = serde_json::to_value(&s.server).unwrap_or(Value::Null);
+                    }
+                    row
                 })
                 .collect(),
         )
