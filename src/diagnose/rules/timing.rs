@@ -6,7 +6,7 @@
 
 use super::{ms, steady, time_label, times};
 use crate::diagnose::facts::ProbeFacts;
-use crate::diagnose::finding::{Category, Finding, Severity};
+use crate::diagnose::finding::{basis, Category, Finding, Severity};
 use crate::diagnose::server_timing::server_timing;
 
 /// (TTFB, min RTT, server time) of a steady request, ms, when the RTT is known.
@@ -125,6 +125,13 @@ pub fn above_physical_floor(p: &ProbeFacts, distance_km: f64) -> Option<Finding>
         .num("floor_ms", floor)
         .num("distance_km", distance_km)
         .num("ratio", rtt / floor)
+        // Every request crosses the path at least once: a kept-alive request on a
+        // route at the floor would take rtt − floor less.
+        .saving(
+            rtt - floor,
+            steady(p).map_or(f64::NAN, |s| s.p50.ttfb),
+            basis::REUSED,
+        )
         .advice(
             "the path is much longer than the distance: routing detours, a far-away edge \
              or VPN exit, or queueing on the way; check the route (traceroute/mtr) and \
@@ -208,6 +215,8 @@ pub fn slow_dns(p: &ProbeFacts) -> Option<Finding> {
         )
         .num("dns_ms", dns)
         .num("fresh_ttfb_ms", f.p50.ttfb)
+        // A caching resolver near the client answers in about a millisecond.
+        .saving(dns, f.p50.ttfb, basis::FRESH)
         .advice(
             "use a closer or caching resolver, raise the record's TTL, or keep \
              connections open so lookups are rare",
@@ -305,8 +314,24 @@ pub fn slow_receive(p: &ProbeFacts) -> Option<Finding> {
             ms(r.fresh_receive_ms.unwrap_or(0.0))
         ));
     }
+    // The ≈40 ms stall is gone when the response goes out in one piece: the body then
+    // arrives as on a fresh connection (which ACKs at once).
+    let saving = if r.delayed_ack {
+        r.receive_ms - r.fresh_receive_ms.unwrap_or(0.0)
+    } else {
+        f64::NAN
+    };
     Some(
         Finding::new("slow-receive", Category::Server, Severity::Warn, title)
+            .saving(
+                saving,
+                r.total_ms,
+                if r.reused {
+                    basis::REUSED
+                } else {
+                    basis::FRESH
+                },
+            )
             .num("receive_ms", r.receive_ms)
             .num("total_ms", r.total_ms)
             .num("ttfb_ms", r.ttfb_ms)
@@ -456,5 +481,51 @@ mod tests {
             Some("slow-body")
         );
         assert!(slow_receive(&healthy_probe()).is_none());
+    }
+
+    /// Pricing the timing rules:
+    /// - slow-dns: a caching resolver saves the lookup: 120 ms of the 230 ms fresh
+    ///   TTFB, per new visitor;
+    /// - above-physical-floor: a kept-alive request crosses the path once, so a route
+    ///   at the floor saves rtt − floor: 110 − 25 = 85 ms of the 118 ms reused TTFB;
+    /// - slow-receive (delayed ACK): writing the response in one piece leaves the body
+    ///   as fast as on a fresh connection: 46.9 − 0.03 = 46.87 ms of 47.6 ms per
+    ///   kept-alive request; a slow body has no measured fix and stays unpriced;
+    /// - server-dominates / network-dominates: nothing says what a fix would save.
+    #[test]
+    fn pricing_timing_rules() {
+        let price = |f: &Finding| {
+            (
+                f.saving_ms.unwrap(),
+                f.saving_of_ms.unwrap(),
+                f.saving_basis.clone().unwrap(),
+            )
+        };
+        let mut p = far_probe();
+        p.fresh.as_mut().unwrap().p50.dns = 120.0;
+        assert_eq!(
+            price(&slow_dns(&p).unwrap()),
+            (120.0, 230.0, "fresh".into())
+        );
+        let f = above_physical_floor(&far_probe(), 2500.0).unwrap();
+        assert_eq!(price(&f), (85.0, 118.0, "reused".into()));
+
+        let mut p = healthy_probe();
+        p.body_bytes = 26;
+        let r = p.reused.as_mut().unwrap();
+        r.p50.receive = 46.9;
+        r.p50.ttfb = 0.40;
+        r.p50.total = 47.6;
+        p.fresh.as_mut().unwrap().p50.receive = 0.03;
+        let f = slow_receive(&p).unwrap();
+        assert_eq!(price(&f), (46.87, 47.6, "reused".into()));
+        let mut q = p.clone();
+        q.reused = None;
+        let fr = q.fresh.as_mut().unwrap();
+        fr.p50.receive = 120.0;
+        fr.p50.total = 125.0;
+        fr.p50.ttfb = 5.0;
+        assert_eq!(slow_receive(&q).unwrap().saving_ms, None);
+        assert_eq!(time_split(&far_probe(), false).unwrap().saving_ms, None);
     }
 }
