@@ -26,6 +26,7 @@ mod probe;
 mod probe_tls;
 mod probe_verdicts;
 mod report;
+mod report_verdict;
 mod store;
 mod util;
 mod util_caches;

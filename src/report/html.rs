@@ -88,7 +88,7 @@ font-size:.8em}.finding .id{color:#666;font-family:monospace}.yes{font-weight:bo
 .where .bar span{display:block;height:100%;min-width:1px}.legend{list-style:none;padding:0;\
 margin:.4em 0;font-size:.9em}.legend li{display:inline-block;margin-right:1.2em}\
 .swatch{display:inline-block;width:.8em;height:.8em;margin-right:.3em;vertical-align:middle}\
-nav.toc h2{font-size:1.1em;margin:.6em 0 .2em}nav.toc ol{margin:.1em 0}h4{margin:.8em 0 .3em}.where .note{margin:.2em 0}section.url{border-top:1px solid #eee;margin-top:1.5em}\
+nav.toc h2{font-size:1.1em;margin:.6em 0 .2em}nav.toc ol{margin:.1em 0}h4{margin:.8em 0 .3em}.where .note{margin:.2em 0}section.url h3{margin-top:1em}.where .summary{margin:.3em 0}\
 details summary{cursor:pointer;color:#555;font-size:.9em}";
 
 /// Renders the report for `runs` (several are overlaid and compared with the first).
@@ -123,7 +123,7 @@ pub fn render(runs: &[RunRecord]) -> Result<String, ReportError> {
             letter(i),
             esc(&run_name(run)),
             esc(&run.kind),
-            esc(&run.target)
+            esc(&html_verdict::run_heading_target(run))
         ));
         html_runs::run_section(&mut out, run)?;
         out.push_str("</section>\n");

@@ -125,11 +125,11 @@ pub fn where_the_time_goes(out: &mut String, result: &Value, summary: Option<&st
         }
         out.push_str("</ul>\n");
         out.push_str(&format!(
-            "<p class=\"note\">A request on {what}: the p50 of each phase over {count:.0} \
-             requests, {} in all (the request round trip is the kernel's minimum RTT; the \
-             rest of the wait, the {}).</p>\n",
+            "<p class=\"note\" title=\"the request round trip is the kernel's minimum RTT; \
+             the rest of the wait is the {}\">A request on {what}: the p50 of each phase \
+             over {count:.0} requests, {} in all.</p>\n",
+            esc(&text_at(result, &["server_time_label"]).unwrap_or_else(|| "server".into())),
             esc(&fmt_ms(sum)),
-            esc(&text_at(result, &["server_time_label"]).unwrap_or_else(|| "server".into()))
         ));
     }
     if let Some(s) = summary {
@@ -276,6 +276,15 @@ fn entries(run: &RunRecord) -> Vec<(String, Vec<Value>)> {
             })
             .collect(),
         _ => Vec::new(),
+    }
+}
+
+/// What a run's heading names: its target, or "of N URLs" for a diagnosis of
+/// several (each has its own section, and the run list names them all).
+pub fn run_heading_target(run: &RunRecord) -> String {
+    match entries(run).len() {
+        n if n > 1 => format!("of {n} URLs"),
+        _ => run.target.clone(),
     }
 }
 
