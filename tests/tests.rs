@@ -14,6 +14,7 @@ mod findings_disk;
 mod findings_dns;
 mod findings_proxy;
 mod findings_real;
+mod findings_savings;
 mod findings_wire;
 mod hostile_exit;
 mod hostile_load;
