@@ -38,7 +38,8 @@ fn saving(f: &Value) -> (f64, f64, String) {
     )
 }
 
-/// A plain-HTTP server block on `port` with `extra` directives and `location`.
+/// A plain-HTTP server block on `port` with `extra` directives (more locations too)
+/// and what `location /` does.
 fn server(port: u16, extra: &str, location: &str) -> String {
     format!("  server {{\n    listen {port};\n    {extra}\n    location / {{ {location} }}\n  }}\n")
 }
@@ -66,7 +67,10 @@ fn nginx_behind_wire(bin: &Path, dir: &Path, port: u16) -> (crate::util_wire::Ch
 /// - a 40 KB HTML page with `gzip off` to a client sending `Accept-Encoding: gzip`
 ///   (RFC 9110 §12.5.3): a fresh connection needs 2 round trips of slow start for it
 ///   (initial window 10 segments, RFC 6928), compressed 1 — `no-compression` saves
-///   one round trip (≈40 ms); with `gzip on` it is quiet.
+///   one round trip (≈40 ms); with `gzip on` it is quiet;
+/// - two 301s before the page (RFC 9110 §15.4.2), each a request of its own over the
+///   wire: `redirect-chain` prices linking straight to the final URL at the hops'
+///   whole time (≥ 2 round trips), per request; the final URL is quiet.
 #[test]
 fn keepalive_and_compression_savings_over_a_40ms_wire() {
     let test = "keepalive_and_compression_savings_over_a_40ms_wire";
@@ -91,6 +95,11 @@ fn keepalive_and_compression_savings_over_a_40ms_wire() {
         server(8081, "", "return 200 \"hello\\n\";"),
         server(8082, "gzip off;", &root),
         server(8083, "gzip on; gzip_min_length 1000;", &root),
+        server(
+            8084,
+            "location = /old { return 301 /older; } location = /older { return 301 /new; }",
+            "return 200 \"hello\\n\";",
+        ),
     ]
     .concat();
     write_conf(&dir, &servers);
@@ -146,6 +155,20 @@ fn keepalive_and_compression_savings_over_a_40ms_wire() {
     assert_eq!(basis, "fresh");
     let v = diagnose(&[&format!("http://{ip}:8083/")]);
     assert_quiet(&v, "no-compression", "nginx with gzip on");
+
+    let v = diagnose(&[&format!("http://{ip}:8084/old")]);
+    let f = finding(&v, "redirect-chain");
+    let (ms, of, basis) = saving(f);
+    eprintln!(
+        "redirect-chain: {} — saves {ms} of {of} ms {basis}",
+        f["title"]
+    );
+    assert_eq!(num(f, "hops"), 2.0, "{f}");
+    assert_eq!(ms, num(f, "total_ms"), "{f}");
+    assert!(ms >= 2.0 * 0.75 * RTT && of > ms, "{f}");
+    assert_eq!(basis, "per request");
+    let v = diagnose(&[&format!("http://{ip}:8084/new")]);
+    assert_quiet(&v, "redirect-chain", "the final URL");
 
     assert!(
         stop_wire(&mut wire).is_some(),
