@@ -32,14 +32,16 @@ const BAR_SERIES: [(&str, &str); 2] = [
     ("reused", "a reused, kept-alive connection"),
 ];
 
-/// The parts of a request of `series`, from the p50 of each phase: DNS, TCP connect,
-/// TLS, the request's network round trip (the kernel's min RTT) and the server's
-/// part of the wait (named as the probe names it: "server", "edge → origin +
-/// server" …), then the transfer of the body. Without a kernel RTT the wait is one
-/// part.
+/// The parts of a request of `series`, split as the "where the time goes" paragraph
+/// splits its TTFB (`diagnose::summary`): DNS, TCP connect and TLS p50, then the rest
+/// of the TTFB p50 as one network round trip (the kernel's min RTT) and the server's
+/// part (named as the probe names it: "server", "edge → origin + server" …); then the
+/// transfer of the body (receive p50). Without a kernel RTT the rest is one part.
 fn parts(result: &Value, series: &str) -> Vec<Part> {
     let p50 = |phase: &str| num(result, &[series, "phases_ms", phase, "p50"]).unwrap_or(0.0);
-    let wait = p50("send") + p50("wait");
+    let before = p50("dns") + p50("connect") + p50("tls");
+    let ttfb = p50("ttfb").max(before + p50("send") + p50("wait"));
+    let wait = (ttfb - before).max(0.0);
     let label = text_at(result, &["server_time_label"]).unwrap_or_else(|| "server".into());
     let rtt = num(result, &["tcp", "min_rtt_ms"]).filter(|r| *r > 0.0);
     let mut v = vec![
@@ -63,7 +65,7 @@ fn parts(result: &Value, series: &str) -> Vec<Part> {
         Some(r) => {
             let trip = r.min(wait);
             v.push(Part {
-                name: "request round trip".into(),
+                name: "network round trip".into(),
                 ms: trip,
                 color: "#17becf",
             });
@@ -74,7 +76,7 @@ fn parts(result: &Value, series: &str) -> Vec<Part> {
             });
         }
         None => v.push(Part {
-            name: format!("{label} (wait for the first byte)"),
+            name: format!("request round trip + {label}"),
             ms: wait,
             color: "#d62728",
         }),
@@ -125,9 +127,9 @@ pub fn where_the_time_goes(out: &mut String, result: &Value, summary: Option<&st
         }
         out.push_str("</ul>\n");
         out.push_str(&format!(
-            "<p class=\"note\" title=\"the request round trip is the kernel's minimum RTT; \
-             the rest of the wait is the {}\">A request on {what}: the p50 of each phase \
-             over {count:.0} requests, {} in all.</p>\n",
+            "<p class=\"note\" title=\"the network round trip is the kernel's minimum RTT; \
+             the rest of the TTFB after the handshakes is the {}\">A request on {what}: \
+             TTFB and phase p50s over {count:.0} requests, {} in all.</p>\n",
             esc(&text_at(result, &["server_time_label"]).unwrap_or_else(|| "server".into())),
             esc(&fmt_ms(sum)),
         ));
@@ -352,14 +354,16 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    /// The bar of a fresh request behind a 40 ms RTT: connect 40.4 ms, a 40.2 ms
-    /// round trip and 0.5 ms of server out of send + wait (40.7 ms), 0.1 ms of
-    /// transfer; the caption names the series; what a server sent is escaped.
+    /// The bar of a fresh request behind a 40 ms RTT, split as the summary splits it:
+    /// connect 40.4 ms, then TTFB 81.2 − 40.4 = 40.8 ms as a 40.2 ms round trip and
+    /// 0.60 ms of server, 0.1 ms of transfer; the caption names the series; what a
+    /// server sent is escaped.
     #[test]
     fn bar_splits_the_wait_and_names_the_series() {
         let phases = |c: f64, w: f64| {
             json!({"dns": {"p50": 0.0}, "connect": {"p50": c}, "tls": {"p50": 0.0},
-                "send": {"p50": 0.1}, "wait": {"p50": w}, "receive": {"p50": 0.1}})
+                "send": {"p50": 0.1}, "wait": {"p50": w}, "receive": {"p50": 0.1},
+                "ttfb": {"p50": c + w + 0.2}})
         };
         let r = json!({"fresh": {"count": 5, "phases_ms": phases(40.4, 40.6)},
             "reused": {"count": 5, "phases_ms": phases(0.0, 40.6)},
@@ -368,8 +372,8 @@ mod tests {
         where_the_time_goes(&mut out, &r, Some("TTFB <b>81 ms</b>"));
         assert!(out.contains("data-series=\"fresh\""), "{out}");
         assert!(out.contains("TCP connect 40.4 ms (50 %)"), "{out}");
-        assert!(out.contains("request round trip 40.2 ms"), "{out}");
-        assert!(out.contains("server 0.50 ms"), "{out}");
+        assert!(out.contains("network round trip 40.2 ms"), "{out}");
+        assert!(out.contains("server 0.60 ms"), "{out}");
         assert!(
             out.contains("a fresh connection (what a new visitor pays)"),
             "{out}"
