@@ -185,8 +185,9 @@ fn report_of_one_load_run() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Several runs of every kind: the overlay and side-by-side table come first, each
-/// run gets its own section, probes show phase bars and escaped headers.
+/// Several runs of every kind: a table of contents linking each run's section, then
+/// the overlay and side-by-side table, each run in its own section, probes with
+/// phase bars and escaped headers.
 #[test]
 fn report_overlays_several_runs() {
     let (dir, db) = fixture("many");
@@ -215,6 +216,18 @@ fn report_overlays_several_runs() {
         "the slow tail is significant"
     );
     assert_eq!(count(&html, "<section class=\"run\""), 5);
+    // Several runs: a table of contents, before the overlay, links each run's section.
+    let toc = html
+        .find("<nav class=\"toc\">")
+        .expect("a table of contents");
+    assert!(toc < html.find("id=\"overlay\"").unwrap());
+    for id in ["eeee000001", "eeee000003", "eeee000005"] {
+        assert!(
+            html[toc..].contains(&format!("<a href=\"#run-{id}\">")),
+            "{id}"
+        );
+        assert!(html.contains(&format!("id=\"run-{id}\"")), "{id}");
+    }
     assert!(html.contains("Where a request&#39;s time goes") || html.contains("Where a request"));
     assert!(html.contains("<table class=\"phases\">"));
     assert!(html.contains("&lt;script&gt;document.title=&#39;pwned&#39;&lt;/script&gt;"));
