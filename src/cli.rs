@@ -403,30 +403,12 @@ pub struct LabArgs {
     /// Idle time after which /cold is cold again.
     #[arg(long, value_name = "DUR", default_value = "60s", value_parser = duration)]
     pub cold_after: Duration,
-    /// Wire: round-trip time added to every packet path (needs root).
-    #[arg(long, value_name = "DUR", value_parser = duration)]
-    pub rtt: Option<Duration>,
-    /// Wire: random extra delay per packet, up to DUR (never reorders).
-    #[arg(long, value_name = "DUR", value_parser = duration)]
-    pub jitter: Option<Duration>,
-    /// Wire: drop this percentage of packets.
-    #[arg(long, value_name = "PCT", value_parser = percent)]
-    pub loss: Option<f64>,
-    /// Wire: seed for reproducible loss.
-    #[arg(long, value_name = "N")]
-    pub loss_seed: Option<u64>,
-    /// Wire: pace packets to this rate (e.g. 8mbit).
-    #[arg(long, value_name = "RATE", value_parser = rate)]
-    pub bandwidth: Option<u64>,
-    /// Wire: every DUR, drop every packet for --outage-for.
-    #[arg(long, value_name = "DUR", value_parser = duration, requires = "outage_for")]
-    pub outage_every: Option<Duration>,
-    /// Wire: length of each outage.
-    #[arg(long, value_name = "DUR", value_parser = duration, requires = "outage_every")]
-    pub outage_for: Option<Duration>,
+    /// The wire in front of the lab (needs root).
+    #[command(flatten, next_help_heading = "Wire (needs root)")]
+    pub wire: WireFlags,
 }
 
-/// The wire's impairments, shared by `latscope wire` (and the same as `lab`'s).
+/// The wire's impairments, shared by `latscope wire` and `latscope lab`.
 #[derive(Debug, Args, Clone, Default)]
 pub struct WireFlags {
     /// Round-trip time added to every packet path.

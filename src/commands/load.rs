@@ -65,6 +65,10 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
             load::plan::fd_limit()
         );
     }
+    if let (Some(reason), Some(n)) = (load::tls_failure(), result.errors.get("tls")) {
+        doc["tls_error"] = serde_json::json!(reason);
+        eprintln!("latscope: {n} TLS handshakes failed: {reason}");
+    }
     let text = format!(
         "{}{}",
         report::load::header(&plan),
