@@ -408,7 +408,7 @@ pub(crate) fn run_chromium(bin: &Path, profile: &Path, extra: &[String]) -> Stri
 /// The report opened in a real browser: the charts and tables are in the DOM, the
 /// `<script>` a server sent in a header is text in a table cell and did not run (the
 /// title is unchanged, no script element exists), and a screenshot is saved to
-/// `$TMPDIR/latscope-report-chromium.png` for people to look at (not under the
+/// the test run's scratch directory (`util::scratch`) for people to look at (not under the
 /// repository's `target/`: CARGO_TARGET_DIR may be elsewhere, and that dir missing).
 #[test]
 fn report_in_headless_chromium() {
@@ -460,7 +460,7 @@ fn report_in_headless_chromium() {
     assert!(
         dom.contains("<table class=\"endpoints\">") && dom.contains("<table class=\"phases\">")
     );
-    let shot = std::env::temp_dir().join("latscope-report-chromium.png");
+    let shot = crate::util::scratch().join("latscope-report-chromium.png");
     let _ = std::fs::remove_file(&shot);
     run_chromium(
         &bin,

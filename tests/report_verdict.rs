@@ -132,7 +132,8 @@ fn report_puts_each_urls_verdict_before_its_details() {
 /// (`getBoundingClientRect` of the finding, `innerWidth`/`innerHeight`) on the
 /// `<html>` element, read back from `--dump-dom`; it would fail if the findings moved
 /// below the fold (e.g. after the phase tables: 1,000+ px down). The real page, CSP
-/// and all, is also screenshot at that size (`$TMPDIR/latscope-verdict-1300.png`).
+/// and all, is also screenshot at that size (`latscope-verdict-1300.png` in the test
+/// run's scratch directory).
 #[test]
 fn first_urls_findings_are_in_the_first_viewport_in_chromium() {
     let Some(bin) = chromium() else {
@@ -199,7 +200,7 @@ fn first_urls_findings_are_in_the_first_viewport_in_chromium() {
     );
     assert!(get("phases") > get("bottom"), "{layout}");
 
-    let shot = std::env::temp_dir().join("latscope-verdict-1300.png");
+    let shot = crate::util::scratch().join("latscope-verdict-1300.png");
     let _ = std::fs::remove_file(&shot);
     run_chromium(
         &bin,
