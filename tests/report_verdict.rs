@@ -3,7 +3,8 @@
 //! "where the time goes" bar and the findings come before the details (phase table,
 //! cache audit, load ramp and timeline); a table of contents links the URLs; the
 //! page stays self-contained under its CSP. In real Chromium at 1300 × 900 the first
-//! URL's findings are within the first viewport.
+//! URL's findings are within the first viewport. The terminal text of several URLs
+//! leads with every URL's verdict too.
 
 use std::path::Path;
 
@@ -216,4 +217,47 @@ fn first_urls_findings_are_in_the_first_viewport_in_chromium() {
     assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000);
     eprintln!("screenshot: {}", shot.display());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The terminal text of a two-URL diagnosis leads with the verdicts: both URLs' "where
+/// the time goes" and findings (with the order stated, `no-keepalive`'s saving beside
+/// its severity) come before the side-by-side table and before any phase table; then
+/// each URL's details. In the JSON every finding has `saving_ms`, `saving_basis` and
+/// `saving_of_ms` (null when unpriced, never missing: the contract only grows).
+#[test]
+fn diagnose_text_leads_with_every_urls_verdict() {
+    let lab = lab::spawn(LabOptions::default()).unwrap();
+    let (a, b) = (lab.url("/close"), lab.url("/delay/20ms"));
+    let out = run_within(
+        &["diagnose", "--no-save", "--no-load", "-n", "3", &a, &b],
+        LIMIT,
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let heading = "findings (most severe first; within a severity, the largest saving first):";
+    let first = at(&text, heading);
+    let second = first + 1 + at(&text[first + 1..], heading);
+    let side = at(&text, "side by side");
+    let phases = at(&text, "  phase    fresh min");
+    assert!(at(&text, "where the time goes") < first, "{text}");
+    assert!(first < second && second < side && side < phases, "{text}");
+    assert!(at(&text, &format!("{a} — details")) < at(&text, &format!("{b} — details")));
+    let line = text[first..second]
+        .lines()
+        .find(|l| l.contains("no-keepalive"))
+        .unwrap_or_else(|| panic!("no no-keepalive in\n{text}"));
+    assert!(
+        line.trim_start().starts_with("info  ≈") || line.trim_start().starts_with("warn  ≈"),
+        "{line}"
+    );
+
+    let v = crate::findings::diagnose(&[&a, &b, "--no-load"]);
+    for r in v["results"].as_array().unwrap() {
+        for f in r["findings"].as_array().unwrap() {
+            for k in ["saving_ms", "saving_basis", "saving_of_ms"] {
+                assert!(f.get(k).is_some(), "{k} missing in {f}");
+            }
+            assert_eq!(f["saving_ms"].is_null(), f["saving_basis"].is_null(), "{f}");
+        }
+    }
 }
