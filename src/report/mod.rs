@@ -14,6 +14,7 @@ pub mod disk;
 pub mod findings;
 pub mod hdrlog;
 pub mod html;
+mod html_diagnose;
 mod html_overlay;
 mod html_probe;
 mod html_runs;
