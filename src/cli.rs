@@ -236,12 +236,31 @@ pub struct ProbeArgs {
     pub output: OutputArgs,
 }
 
+/// A load split over processes or machines (`load`).
+#[derive(Debug, Args, Clone, Default)]
+pub struct ShardArgs {
+    /// Run shard I of N (1-based): 1/N of -c, -n and the arrivals, each at its place in
+    /// the whole run's schedule; `latscope merge` joins the shards' runs.
+    #[arg(long, value_name = "I/N", conflicts_with = "shards")]
+    pub shard: Option<String>,
+    /// Run one of N shards: the one JOB_COMPLETION_INDEX (0-based, set by a Kubernetes
+    /// Indexed Job) names.
+    #[arg(long, value_name = "N")]
+    pub shards: Option<u32>,
+    /// Wait until this wall-clock time before starting (RFC 3339, or +DUR from now):
+    /// shards given the same time start together.
+    #[arg(long, value_name = "TIME")]
+    pub start_at: Option<String>,
+}
+
 /// `latscope load`.
 #[derive(Debug, Args)]
 pub struct LoadArgs {
     /// Target URL (or give a scenario with -f).
     #[arg(value_name = "URL")]
     pub url: Option<String>,
+    #[command(flatten)]
+    pub shard: ShardArgs,
     /// Scenario file (TOML): several requests, weighted or in sequence.
     #[arg(short = 'f', long = "file", value_name = "FILE")]
     pub file: Option<PathBuf>,

@@ -28,6 +28,7 @@ mod probe_tls;
 mod probe_verdicts;
 mod report;
 mod report_verdict;
+mod shards;
 mod store;
 mod util;
 mod util_caches;

@@ -17,6 +17,7 @@ pub mod recorder;
 pub mod result;
 pub mod scenario;
 mod seconds;
+pub mod shard;
 pub mod stages;
 pub mod sys;
 pub mod threshold;

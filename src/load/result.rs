@@ -256,7 +256,9 @@ pub fn merge(
         target: plan.target.url.clone(),
         model: plan.model_name(),
         target_rps: match plan.model {
-            super::plan::Model::Open { rate } if plan.stages.is_empty() => Some(rate),
+            super::plan::Model::Open { rate } if plan.stages.is_empty() => {
+                Some(rate / f64::from(plan.shard.count))
+            }
             super::plan::Model::Open { .. } => plan
                 .run_length()
                 .map(|d| (requests + dropped + incomplete) as f64 / d.as_secs_f64().max(1e-9)),

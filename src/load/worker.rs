@@ -400,19 +400,22 @@ impl<'a, 'p> Worker<'a, 'p> {
         }
         // Staged: a VU's state is made when the ramp first reaches it, so VUs that
         // are not running yet (or never will) take no memory.
+        let shard = self.prep.plan.shard;
         let mut all = FuturesUnordered::new();
         let mut next = 0;
         loop {
             let t = self.ctl.start.elapsed().as_secs_f64();
             while next < local.len()
                 && self.ctl.running()
-                && self.prep.ramp.at(t) > local[next] as f64
+                && self.prep.ramp.at(t) > shard.global(local[next] as u64) as f64
             {
                 all.push(vu(next));
                 next += 1;
             }
             let due = match local.get(next) {
-                Some(&i) if self.ctl.running() => self.prep.ramp.next_above(i as f64, t),
+                Some(&i) if self.ctl.running() => {
+                    self.prep.ramp.next_above(shard.global(i as u64) as f64, t)
+                }
                 _ => None,
             };
             let Some(at) = due else {
@@ -434,13 +437,15 @@ impl<'a, 'p> Worker<'a, 'p> {
         let staged = !prep.plan.stages.is_empty();
         let think = prep.plan.think_time;
         let mut client = Client::new(self, slot);
+        // The run-wide VU index: what the stages count (shards split the VUs).
+        let g = prep.plan.shard.global(i as u64) as f64;
         let mut picker = Picker::new(i as u64);
         loop {
             if staged {
                 let t = self.ctl.start.elapsed().as_secs_f64();
-                if prep.ramp.at(t) <= i as f64 {
+                if prep.ramp.at(t) <= g {
                     client.close();
-                    match prep.ramp.next_above(i as f64, t) {
+                    match prep.ramp.next_above(g, t) {
                         Some(at) => {
                             let when = self.ctl.start + Duration::from_secs_f64(at);
                             tokio::time::sleep_until(when.into()).await;
@@ -484,7 +489,7 @@ impl<'a, 'p> Worker<'a, 'p> {
             .plan
             .backlog
             .unwrap_or((peak.ceil() as u64).min(super::plan::MAX_BACKLOG))
-            .div_ceil(self.threads as u64)
+            .div_ceil(self.threads as u64 * u64::from(self.prep.plan.shard.count))
             .max(1) as usize;
         let d = Dispatch {
             queue: RefCell::new(VecDeque::with_capacity(backlog.min(65_536))),
@@ -531,7 +536,13 @@ impl<'a, 'p> Worker<'a, 'p> {
             if !self.ctl.running() || count.is_some_and(|n| k >= n) {
                 break;
             }
-            let Some(at) = self.prep.ramp.arrival(k as f64) else {
+            // Arrival k of this shard is the run's arrival `shard.global(k)`: the
+            // shards' arrivals interleave into the whole run's schedule.
+            let Some(at) = self
+                .prep
+                .ramp
+                .arrival(self.prep.plan.shard.global(k) as f64)
+            else {
                 // No arrival before the end: the run still lasts its planned time
                 // (`--rate 0.0001 -d 2s` is 2 s with one request, not 0.02 s).
                 self.until_end().await;

@@ -49,6 +49,26 @@ pub fn header(plan: &LoadPlan) -> String {
         } else {
             ", no keep-alive"
         }
+    ) + &shard_line(plan)
+}
+
+/// For a shard: which part of the run this process does.
+fn shard_line(plan: &LoadPlan) -> String {
+    let s = plan.shard;
+    if s.is_whole() {
+        return String::new();
+    }
+    let rate = match plan.model {
+        Model::Open { rate } if plan.stages.is_empty() => {
+            format!(", {} req/s", rate / f64::from(s.count))
+        }
+        _ => String::new(),
+    };
+    format!(
+        "  shard {s}: 1/{} of the run ({} connections{}{rate}), arrivals and VUs at their place in the whole run's schedule\n",
+        s.count,
+        plan.connections,
+        plan.count.map(|n| format!(", {n} requests")).unwrap_or_default(),
     )
 }
 
