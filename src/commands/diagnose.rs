@@ -369,21 +369,16 @@ pub(crate) fn diagnosis_json(d: &Diagnosis) -> Value {
     doc
 }
 
+/// The text of one or several diagnoses, verdicts first (`report::diagnose`).
 pub(crate) fn render_text(results: &[Diagnosis]) -> String {
-    let mut text = String::new();
-    for d in results {
-        text.push_str(&report::diagnose::render(d));
-        text.push('\n');
+    match results {
+        [one] => {
+            let mut text = report::diagnose::render(one);
+            text.push('\n');
+            text
+        }
+        several => report::diagnose::render_several(several),
     }
-    if results.len() > 1 {
-        let explained: Vec<_> = results
-            .iter()
-            .map(|d| (&d.probe, d.findings.as_slice()))
-            .collect();
-        text.push_str("side by side\n");
-        text.push_str(&report::probe::side_by_side(&explained));
-    }
-    text
 }
 
 /// The run record of a diagnosis (what is saved and what the HTML report renders).
