@@ -36,6 +36,13 @@ if [ ${#need[@]} -gt 0 ]; then
   fi
 fi
 
+# kubernetes-validate checks `latscope k8s job`'s manifests against Kubernetes' schemas
+# offline (tests/k8s.rs).
+if ! command -v kubernetes-validate >/dev/null 2>&1 && command -v pip3 >/dev/null 2>&1; then
+  pip3 install --quiet kubernetes-validate 2>/dev/null || pip3 install --quiet --break-system-packages kubernetes-validate \
+    || echo "warning: pip install kubernetes-validate failed (the manifest schema check will be skipped)" >&2
+fi
+
 # httplint (the engine behind REDbot) is the suite's second opinion on RFC 9111.
 if ! command -v httplint >/dev/null 2>&1 && command -v pip3 >/dev/null 2>&1; then
   pip3 install --quiet httplint 2>/dev/null || pip3 install --quiet --break-system-packages httplint \

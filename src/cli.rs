@@ -58,6 +58,8 @@ pub enum Command {
     Import(ImportArgs),
     /// Join shard runs of one load plan into one run (histograms added exactly).
     Merge(MergeArgs),
+    /// Kubernetes manifests that run a load as shards (`k8s job`).
+    K8s(K8sArgs),
     /// Stored runs side by side: ratios to the first and whether they differ significantly.
     Compare(CompareArgs),
     /// A self-contained HTML report of stored runs (charts as inline SVG), CSV, HDR log.
@@ -128,6 +130,51 @@ pub struct ImportArgs {
     pub file: PathBuf,
     #[command(flatten)]
     pub db: DbArgs,
+}
+
+/// `latscope k8s`.
+#[derive(Debug, Args)]
+pub struct K8sArgs {
+    #[command(subcommand)]
+    pub command: K8sCommand,
+}
+
+/// What `latscope k8s` prints.
+#[derive(Debug, Subcommand)]
+pub enum K8sCommand {
+    /// Print the manifests (a ConfigMap with the scenario, an Indexed Job) that run
+    /// `latscope load … -- ARGS` as N shards starting together.
+    Job(K8sJobArgs),
+}
+
+/// `latscope k8s job`.
+#[derive(Debug, Args)]
+pub struct K8sJobArgs {
+    /// Shards (pods), each running 1/N of the load.
+    #[arg(long, value_name = "N")]
+    pub shards: u32,
+    /// The container image with latscope in it (see the repository's Dockerfile).
+    #[arg(long, value_name = "IMAGE")]
+    pub image: String,
+    /// Namespace of the ConfigMap and the Job.
+    #[arg(long, value_name = "NS", default_value = "default")]
+    pub namespace: String,
+    /// Name of the Job (and prefix of the ConfigMap).
+    #[arg(long, value_name = "NAME", default_value = "latscope-load")]
+    pub name: String,
+    /// The shards start this long after the manifests are printed (--start-at): apply
+    /// them within that time.
+    #[arg(long, value_name = "DUR", default_value = "60s", value_parser = duration)]
+    pub start_in: Duration,
+    /// CPU each shard requests (and is limited to).
+    #[arg(long, value_name = "CPU", default_value = "1")]
+    pub cpu: String,
+    /// Memory each shard requests (and is limited to).
+    #[arg(long, value_name = "BYTES", default_value = "512Mi")]
+    pub memory: String,
+    /// The load, after `--`: a URL or -f scenario.toml and any `latscope load` flags.
+    #[arg(last = true, required = true, value_name = "LOAD ARGS")]
+    pub load: Vec<String>,
 }
 
 /// `latscope merge`.

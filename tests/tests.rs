@@ -19,6 +19,7 @@ mod findings_wire;
 mod hostile_exit;
 mod hostile_load;
 mod hostile_store;
+mod k8s;
 mod lab;
 mod lab_options;
 mod lab_routes;

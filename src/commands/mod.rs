@@ -9,6 +9,7 @@ mod demo;
 mod diagnose;
 mod disk;
 mod interrupt;
+mod k8s;
 mod lab;
 mod load;
 mod merge;
@@ -36,6 +37,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Export(args) => runs::export(args),
         Command::Import(args) => runs::import(args),
         Command::Merge(args) => merge::run(args),
+        Command::K8s(args) => k8s::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Report(args) => report::run(args),
     }
