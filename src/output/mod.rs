@@ -1,0 +1,197 @@
+//! Outputs: a run's per-second series written where the user's monitoring already
+//! lives. `--out prometheus=URL` streams them while the run goes (Prometheus
+//! remote write 1.0: [`remote_write`] encodes, [`sender`] sends from a thread of its
+//! own so a slow or absent Prometheus never slows the run); [`openmetrics`] writes a
+//! stored run's timeline as OpenMetrics text for `promtool tsdb
+//! create-blocks-from openmetrics`. [`series`] names the series (a contract). This
+//! module measures nothing and prints nothing.
+
+pub mod openmetrics;
+pub mod remote_write;
+pub mod sender;
+pub mod series;
+
+use std::time::SystemTime;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use crate::load::result::SecondResult;
+pub use series::METRIC_NAMES;
+
+/// The output flags of `load` and `diagnose`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct OutArgs {
+    /// Stream the run's per-second series while it runs: prometheus=URL (remote
+    /// write 1.0, e.g. http://127.0.0.1:9090/api/v1/write). Repeatable.
+    #[arg(long = "out", value_name = "KIND=URL")]
+    pub out: Vec<String>,
+    /// Add a label to every series written with --out: NAME=VALUE (repeatable).
+    #[arg(long = "out-label", value_name = "NAME=VALUE")]
+    pub out_labels: Vec<String>,
+}
+
+/// The checked `--out` flags.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OutPlan {
+    pub prometheus: Vec<sender::Endpoint>,
+    /// `--out-label` pairs, in the order given.
+    pub labels: Vec<(String, String)>,
+}
+
+impl OutPlan {
+    /// Checks the flags; the error names the flag and what is wrong.
+    pub fn from_args(args: &OutArgs) -> Result<OutPlan, String> {
+        let mut plan = OutPlan::default();
+        for o in &args.out {
+            let (kind, url) = o.split_once('=').ok_or_else(|| {
+                format!("--out '{o}': give KIND=URL, e.g. prometheus=http://127.0.0.1:9090/api/v1/write")
+            })?;
+            match kind {
+                "prometheus" => plan
+                    .prometheus
+                    .push(sender::Endpoint::parse(url).map_err(|e| format!("--out {e}"))?),
+                _ => {
+                    return Err(format!(
+                        "--out '{kind}': unknown output (the one there is: prometheus=URL)"
+                    ))
+                }
+            }
+        }
+        for l in &args.out_labels {
+            let (name, value) = l
+                .split_once('=')
+                .ok_or_else(|| format!("--out-label '{l}': give NAME=VALUE"))?;
+            series::check_label(name).map_err(|e| format!("--out-label {e}"))?;
+            if plan.labels.iter().any(|(n, _)| n == name) {
+                return Err(format!("--out-label '{name}' is given twice"));
+            }
+            plan.labels.push((name.to_string(), value.to_string()));
+        }
+        if !plan.labels.is_empty() && plan.prometheus.is_empty() {
+            return Err("--out-label labels what --out writes: give --out too".into());
+        }
+        Ok(plan)
+    }
+
+    /// No output asked for.
+    pub fn is_empty(&self) -> bool {
+        self.prometheus.is_empty()
+    }
+}
+
+/// How one output did, for the run's JSON (`outputs`) and the note at the end.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OutputReport {
+    /// `prometheus`.
+    pub kind: &'static str,
+    /// Where it went (no credentials).
+    pub url: String,
+    /// Writes made (one a second, the last one at the end).
+    pub writes: u64,
+    /// Writes not accepted: refused, timed out, dropped because the queue was full,
+    /// or not sent before latscope exited.
+    pub failed: u64,
+    pub last_error: Option<String>,
+}
+
+impl OutputReport {
+    /// "12 of 60 writes to Prometheus at URL failed (last: …)", or None when all
+    /// went through.
+    pub fn note(&self) -> Option<String> {
+        (self.failed > 0).then(|| {
+            format!(
+                "{} of {} writes to Prometheus at {} failed{}",
+                self.failed,
+                self.writes,
+                self.url,
+                self.last_error
+                    .as_ref()
+                    .map(|e| format!(" (last: {e})"))
+                    .unwrap_or_default()
+            )
+        })
+    }
+}
+
+/// What every series of a run is labelled with.
+#[derive(Debug, Clone)]
+pub struct RunLabels {
+    /// The id the run will be stored under.
+    pub run: String,
+    pub label: Option<String>,
+    /// host:port.
+    pub target: String,
+    /// The plan's endpoint names.
+    pub endpoints: Vec<String>,
+}
+
+/// The outputs of a run while it goes.
+pub struct Live {
+    senders: Vec<(String, sender::Sender)>,
+    counters: series::Counters,
+}
+
+impl Live {
+    /// Starts one sender per `--out`.
+    pub fn start(plan: &OutPlan, labels: &RunLabels) -> Live {
+        let series = series::Series::new(
+            &labels.run,
+            labels.label.as_deref(),
+            &labels.target,
+            &plan.labels,
+            labels.endpoints.clone(),
+        );
+        Live {
+            senders: plan
+                .prometheus
+                .iter()
+                .map(|e| (e.shown.clone(), sender::Sender::start(e.clone(), series.clone())))
+                .collect(),
+            counters: series::Counters::default(),
+        }
+    }
+
+    /// Feeds the seconds completed since the last call (of a run whose second 0
+    /// began at `started`): one write per call, queued, never blocking.
+    pub fn feed<'a>(
+        &mut self,
+        started: SystemTime,
+        seconds: impl IntoIterator<Item = (&'a SecondResult, Option<&'a Histogram<u64>>)>,
+    ) {
+        if self.senders.is_empty() {
+            return;
+        }
+        let started_ms = started
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0);
+        let snaps: Vec<series::Snapshot> = seconds
+            .into_iter()
+            .map(|(s, service)| self.counters.add(s, started_ms, service))
+            .collect();
+        if snaps.is_empty() {
+            return;
+        }
+        for (_, s) in &mut self.senders {
+            s.send(snaps.clone());
+        }
+    }
+
+    /// Ends every output (bounded: see [`sender::Sender::finish`]).
+    pub fn finish(self) -> Vec<OutputReport> {
+        self.senders
+            .into_iter()
+            .map(|(url, s)| {
+                let t = s.finish();
+                OutputReport {
+                    kind: "prometheus",
+                    url,
+                    writes: t.writes,
+                    failed: t.writes - t.ok.min(t.writes),
+                    last_error: if t.ok < t.writes { t.last_error } else { None },
+                }
+            })
+            .collect()
+    }
+}
