@@ -114,6 +114,10 @@ pub struct ExportArgs {
     /// Write to FILE instead of standard output.
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// latscope: the portable run file `import` reads; openmetrics: a load run's
+    /// timeline as OpenMetrics text for `promtool tsdb create-blocks-from openmetrics`.
+    #[arg(long, default_value = "latscope", value_parser = ["latscope", "openmetrics"])]
+    pub format: String,
     #[command(flatten)]
     pub db: DbArgs,
 }

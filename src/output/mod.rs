@@ -195,3 +195,95 @@ impl Live {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every PromQL text in a JSON document: `expr` of panel targets, and the
+    /// `definition` / `query` of template variables.
+    fn queries(v: &serde_json::Value, out: &mut Vec<(String, String)>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, v) in m {
+                    match (k.as_str(), v) {
+                        ("expr" | "definition" | "query", serde_json::Value::String(s)) => {
+                            out.push((k.clone(), s.clone()))
+                        }
+                        _ => queries(v, out),
+                    }
+                }
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|v| queries(v, out)),
+            _ => {}
+        }
+    }
+
+    /// The identifiers of a PromQL text that start with `latscope_`.
+    fn latscope_names(q: &str) -> Vec<&str> {
+        q.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+            .filter(|w| w.starts_with("latscope_"))
+            .collect()
+    }
+
+    /// docs/grafana/latscope.json is valid JSON, every panel query names at least one
+    /// latscope series, and every series name in any query (panels and template
+    /// variables) is one latscope writes ([`METRIC_NAMES`]); every label matched on
+    /// is one latscope sets.
+    #[test]
+    fn the_grafana_dashboard_queries_only_series_latscope_writes() {
+        let text = include_str!("../../docs/grafana/latscope.json");
+        let doc: serde_json::Value = serde_json::from_str(text).expect("valid JSON");
+        assert!(doc["panels"].as_array().is_some_and(|p| p.len() >= 5));
+        let mut qs = Vec::new();
+        queries(&doc, &mut qs);
+        let exprs = qs.iter().filter(|(k, _)| k == "expr").count();
+        assert!(exprs >= 7, "{qs:?}");
+        for (key, q) in &qs {
+            let names = latscope_names(q);
+            if key == "expr" {
+                assert!(!names.is_empty(), "panel query without a latscope series: {q}");
+            }
+            for n in names {
+                assert!(METRIC_NAMES.contains(&n), "{n} (in {q}) is not a series latscope writes");
+            }
+            // Label matchers: `name=`, `name=~`, `name!=` inside braces.
+            for inside in q.split('{').skip(1).filter_map(|s| s.split('}').next()) {
+                for m in inside.split(',') {
+                    let name = m.split(['=', '!']).next().unwrap_or("").trim();
+                    assert!(
+                        series::OWN_LABELS.contains(&name),
+                        "label '{name}' (in {q}) is not one latscope sets"
+                    );
+                }
+            }
+        }
+        for name in [series::LATENCY, series::REQUESTS, series::ERRORS, series::ACTIVE] {
+            assert!(qs.iter().any(|(_, q)| q.contains(name)), "no panel shows {name}");
+        }
+    }
+
+    /// `--out` and `--out-label` are checked, with errors naming the flag.
+    #[test]
+    fn out_flags_are_checked() {
+        let args = |out: &[&str], labels: &[&str]| OutArgs {
+            out: out.iter().map(|s| s.to_string()).collect(),
+            out_labels: labels.iter().map(|s| s.to_string()).collect(),
+        };
+        let p = OutPlan::from_args(&args(&["prometheus=http://127.0.0.1:9090/api/v1/write"], &["env=ci", "team=a=b"])).unwrap();
+        assert_eq!(p.prometheus.len(), 1);
+        assert_eq!(p.labels[1], ("team".to_string(), "a=b".to_string()));
+        for (out, labels, want) in [
+            (&["influx=http://x/"][..], &[][..], "unknown output"),
+            (&["http://x/"][..], &[][..], "KIND=URL"),
+            (&["prometheus=x"][..], &[][..], "--out"),
+            (&["prometheus=http://x/"][..], &["env"][..], "NAME=VALUE"),
+            (&["prometheus=http://x/"][..], &["run=1"][..], "sets itself"),
+            (&["prometheus=http://x/"][..], &["a=1", "a=2"][..], "twice"),
+            (&[][..], &["a=1"][..], "give --out too"),
+        ] {
+            let e = OutPlan::from_args(&args(out, labels)).unwrap_err();
+            assert!(e.contains(want), "{out:?} {labels:?}: {e}");
+        }
+    }
+}
