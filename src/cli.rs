@@ -284,6 +284,8 @@ pub struct LoadArgs {
     #[arg(long, value_name = "DUR", value_parser = duration)]
     pub think_time: Option<Duration>,
     #[command(flatten)]
+    pub out: crate::output::OutArgs,
+    #[command(flatten)]
     pub http: HttpArgs,
     #[command(flatten)]
     pub output: OutputArgs,

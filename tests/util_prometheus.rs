@@ -110,10 +110,18 @@ impl Prometheus {
         Ok((status, body))
     }
 
-    /// An instant query; the `data.result` array.
+    /// An instant query at a minute from now (the last second of a run is stamped
+    /// with its end, which may be ahead of the clock); the `data.result` array.
     pub fn query(&self, promql: &str) -> Vec<serde_json::Value> {
         let q: String = url::form_urlencoded::byte_serialize(promql.as_bytes()).collect();
-        let (status, body) = self.get(&format!("/api/v1/query?query={q}")).expect("query");
+        let at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+            + 60;
+        let (status, body) = self
+            .get(&format!("/api/v1/query?query={q}&time={at}"))
+            .expect("query");
         assert_eq!(status, 200, "{promql}: {body}");
         let doc: serde_json::Value = serde_json::from_str(&body).expect("JSON answer");
         doc["data"]["result"].as_array().cloned().unwrap_or_default()
@@ -126,4 +134,22 @@ impl Drop for Prometheus {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// The samples of a range-vector result's first series: (Unix ms, value), oldest first.
+pub fn values(result: &[serde_json::Value]) -> Vec<(i64, f64)> {
+    result
+        .first()
+        .and_then(|r| r["values"].as_array())
+        .map(|v| {
+            v.iter()
+                .map(|p| {
+                    (
+                        (p[0].as_f64().unwrap() * 1000.0).round() as i64,
+                        p[1].as_str().unwrap().parse().unwrap(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }

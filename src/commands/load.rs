@@ -22,6 +22,20 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         PlanError::Usage(m) => usage!("{m}"),
         PlanError::Scenario(s) => usage!("{s}"),
     })?;
+    let outputs = crate::output::OutPlan::from_args(&args.out).map_err(|m| usage!("{m}"))?;
+    // Known before the run, so the series written while it goes carry it.
+    let run_id = crate::store::new_id();
+    let mut live = (!outputs.is_empty()).then(|| {
+        crate::output::Live::start(
+            &outputs,
+            &crate::output::RunLabels {
+                run: run_id.clone(),
+                label: args.output.label.clone(),
+                target: crate::output::target_label(&plan.target),
+                endpoints: plan.endpoints.iter().map(|e| e.name.clone()).collect(),
+            },
+        )
+    });
     let interrupt = super::interrupt::Interrupt::install()?;
     let stop = interrupt.flag.clone();
     let tty = std::io::stderr().is_terminal();
@@ -32,6 +46,12 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     }
     let mut shown = false;
     let result = load::run_with_progress(&plan, &stop, &mut |p| {
+        if let Some(live) = &mut live {
+            live.feed(
+                p.started,
+                p.seconds.iter().map(|s| (&s.second, s.service.as_ref())),
+            );
+        }
         if tty {
             eprint!("\r\x1b[2K{}", report::load::progress_line(p));
             shown = true;
@@ -39,6 +59,12 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     });
     if shown {
         eprint!("\r\x1b[2K");
+    }
+    let reports = live.map(|l| l.finish()).unwrap_or_default();
+    for r in &reports {
+        if let Some(note) = r.note() {
+            eprintln!("latscope: {note}");
+        }
     }
     let result = result.context("the load run failed")?;
 
@@ -49,6 +75,9 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     let findings = diagnose::run_rules(&facts);
     let mut doc = result.to_json();
     doc["findings"] = serde_json::to_value(&findings)?;
+    if !reports.is_empty() {
+        doc["outputs"] = serde_json::to_value(&reports)?;
+    }
     let head_too_large = load::head_too_large();
     if head_too_large > 0 {
         eprintln!(
@@ -72,7 +101,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     );
     let secret_headers = args.http.redact_headers.clone();
     // Saved before it is printed: a stdout that cannot be written loses nothing.
-    let saved = saving::save(
+    let mut record = saving::record(
         &args.output,
         NewRun {
             kind: "load",
@@ -88,6 +117,8 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
             secret_headers,
         },
     );
+    record.id = run_id;
+    let saved = saving::save_record(&args.output, &record);
     super::output::print(
         args.output.json,
         &doc,

@@ -89,6 +89,8 @@ pub struct OutputReport {
     pub url: String,
     /// Writes made (one a second, the last one at the end).
     pub writes: u64,
+    /// The `run` label the series carry (the id the run is stored under).
+    pub run: String,
     /// Writes not accepted: refused, timed out, dropped because the queue was full,
     /// or not sent before latscope exited.
     pub failed: u64,
@@ -126,10 +128,20 @@ pub struct RunLabels {
     pub endpoints: Vec<String>,
 }
 
+/// The `target` label of a run: host:port (IPv6 in brackets), never a path or query.
+pub fn target_label(t: &crate::net::Target) -> String {
+    if t.host.contains(':') {
+        format!("[{}]:{}", t.host, t.port)
+    } else {
+        format!("{}:{}", t.host, t.port)
+    }
+}
+
 /// The outputs of a run while it goes.
 pub struct Live {
     senders: Vec<(String, sender::Sender)>,
     counters: series::Counters,
+    run: String,
 }
 
 impl Live {
@@ -149,6 +161,7 @@ impl Live {
                 .map(|e| (e.shown.clone(), sender::Sender::start(e.clone(), series.clone())))
                 .collect(),
             counters: series::Counters::default(),
+            run: labels.run.clone(),
         }
     }
 
@@ -180,6 +193,7 @@ impl Live {
 
     /// Ends every output (bounded: see [`sender::Sender::finish`]).
     pub fn finish(self) -> Vec<OutputReport> {
+        let run = self.run;
         self.senders
             .into_iter()
             .map(|(url, s)| {
@@ -187,6 +201,7 @@ impl Live {
                 OutputReport {
                     kind: "prometheus",
                     url,
+                    run: run.clone(),
                     writes: t.writes,
                     failed: t.writes - t.ok.min(t.writes),
                     last_error: if t.ok < t.writes { t.last_error } else { None },

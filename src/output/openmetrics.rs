@@ -96,8 +96,7 @@ fn second_of(
 /// host:port of a stored target URL (the path and query stay out of labels).
 fn host_port(target: &str) -> String {
     match crate::net::Target::parse(target) {
-        Ok(t) if t.host.contains(':') => format!("[{}]:{}", t.host, t.port),
-        Ok(t) => format!("{}:{}", t.host, t.port),
+        Ok(t) => super::target_label(&t),
         Err(_) => target
             .split("://")
             .nth(1)
