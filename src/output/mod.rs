@@ -91,9 +91,14 @@ pub struct OutputReport {
     pub writes: u64,
     /// The `run` label the series carry (the id the run is stored under).
     pub run: String,
-    /// Writes not accepted: refused, timed out, dropped because the queue was full,
-    /// or not sent before latscope exited.
+    /// Writes not accepted: refused, timed out, an HTTP error, never sent, or not
+    /// answered before latscope exited.
     pub failed: u64,
+    /// Of the failed, those never sent: dropped because [`sender::QUEUE`] writes
+    /// were already waiting, or still queued when the run ended and the drain time
+    /// was up (Prometheus was behind).
+    pub unsent: u64,
+    /// The last error a write met (null when none was answered with one).
     pub last_error: Option<String>,
 }
 
@@ -101,18 +106,26 @@ impl OutputReport {
     /// "12 of 60 writes to Prometheus at URL failed (last: …)", or None when all
     /// went through.
     pub fn note(&self) -> Option<String> {
-        (self.failed > 0).then(|| {
-            format!(
-                "{} of {} writes to Prometheus at {} failed{}",
-                self.failed,
-                self.writes,
-                self.url,
-                self.last_error
-                    .as_ref()
-                    .map(|e| format!(" (last: {e})"))
-                    .unwrap_or_default()
-            )
-        })
+        if self.failed == 0 {
+            return None;
+        }
+        let mut why = Vec::new();
+        if self.unsent > 0 {
+            why.push(format!("{} not sent: Prometheus was behind", self.unsent));
+        }
+        if let Some(e) = &self.last_error {
+            why.push(format!("last error: {e}"));
+        }
+        if why.is_empty() {
+            why.push("not answered before latscope exited".into());
+        }
+        Some(format!(
+            "{} of {} writes to Prometheus at {} failed ({})",
+            self.failed,
+            self.writes,
+            self.url,
+            why.join("; ")
+        ))
     }
 }
 
@@ -192,19 +205,26 @@ impl Live {
     }
 
     /// Ends every output (bounded: see [`sender::Sender::finish`]).
-    pub fn finish(self) -> Vec<OutputReport> {
+    pub fn finish(mut self) -> Vec<OutputReport> {
+        // One drain time for all outputs together.
+        let deadline = std::time::Instant::now() + sender::DRAIN;
+        for (_, s) in &mut self.senders {
+            s.close(deadline);
+        }
         let run = self.run;
         self.senders
             .into_iter()
             .map(|(url, s)| {
-                let t = s.finish();
+                let t = s.finish(deadline);
+                let failed = t.writes - t.ok.min(t.writes);
                 OutputReport {
                     kind: "prometheus",
                     url,
                     run: run.clone(),
                     writes: t.writes,
-                    failed: t.writes - t.ok.min(t.writes),
-                    last_error: if t.ok < t.writes { t.last_error } else { None },
+                    failed,
+                    unsent: t.unsent.min(failed),
+                    last_error: if failed > 0 { t.last_error } else { None },
                 }
             })
             .collect()

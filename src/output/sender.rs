@@ -17,8 +17,9 @@ use super::series::{Sample, Series, Snapshot};
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
 /// Writes waiting to be sent; more are dropped (Prometheus is behind).
 pub const QUEUE: usize = 8;
-/// After the run, how long queued writes may still take before they count as failed.
-pub const DRAIN: Duration = Duration::from_secs(3);
+/// After the run, how long queued writes may still take before they count as failed
+/// (for all outputs together).
+pub const DRAIN: Duration = Duration::from_millis(2500);
 
 /// Where remote writes go, parsed from `--out prometheus=URL`.
 #[derive(Debug, Clone, PartialEq)]
@@ -91,6 +92,10 @@ pub struct Tally {
     pub writes: u64,
     /// Writes Prometheus accepted (2xx).
     pub ok: u64,
+    /// Writes never sent: dropped from a full queue, or still queued when the run
+    /// ended and the drain time was up.
+    pub unsent: u64,
+    /// The last error a write met (refused, timed out, an HTTP error).
     pub last_error: Option<String>,
 }
 
@@ -125,16 +130,17 @@ impl Sender {
                         .map(|d| d.is_some_and(|d| Instant::now() > d))
                         .unwrap_or(false);
                     let result = if late {
-                        Err("not sent: the run ended while Prometheus was behind".to_string())
+                        None
                     } else {
                         let samples: Vec<Sample> =
                             job.snapshots.iter().flat_map(|s| series.samples(s)).collect();
-                        post(&endpoint, tls.as_ref(), &super::remote_write::body(&samples))
+                        Some(post(&endpoint, tls.as_ref(), &super::remote_write::body(&samples)))
                     };
                     if let Ok(mut t) = t.lock() {
                         match result {
-                            Ok(()) => t.ok += 1,
-                            Err(e) => t.last_error = Some(e),
+                            Some(Ok(())) => t.ok += 1,
+                            Some(Err(e)) => t.last_error = Some(e),
+                            None => t.unsent += 1,
                         }
                     }
                 }
@@ -163,12 +169,9 @@ impl Sender {
         let Some(tx) = &self.tx else { return };
         match tx.try_send(Job { snapshots }) {
             Ok(()) => {}
-            Err(TrySendError::Full(_)) => {
-                tally.last_error = Some(format!(
-                    "dropped: {QUEUE} writes were already waiting (Prometheus is slow)"
-                ));
-            }
+            Err(TrySendError::Full(_)) => tally.unsent += 1,
             Err(TrySendError::Disconnected(_)) => {
+                tally.unsent += 1;
                 if tally.last_error.is_none() {
                     tally.last_error = Some("the sender thread stopped".into());
                 }
@@ -176,20 +179,22 @@ impl Sender {
         }
     }
 
-    /// Ends the sender: queued writes get [`DRAIN`] to go out, then it is left
-    /// behind (a write in progress is bounded by its own timeout). Returns the tally;
-    /// every write not confirmed counts as failed.
-    pub fn finish(mut self) -> Tally {
-        let deadline = Instant::now() + DRAIN;
+    /// Closes the queue: writes still queued at `deadline` are not sent.
+    pub fn close(&mut self, deadline: Instant) {
         if let Ok(mut d) = self.deadline.lock() {
             *d = Some(deadline);
         }
         self.tx = None;
-        let _ = self.done.recv_timeout(DRAIN + WRITE_TIMEOUT);
-        let mut tally = self.tally.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        if tally.ok < tally.writes && tally.last_error.is_none() {
-            tally.last_error = Some("not sent before latscope exited".into());
-        }
+    }
+
+    /// Waits until the queue is empty or `deadline`, then leaves the thread behind (a
+    /// write in progress is bounded by its own timeout).
+    pub fn finish(mut self, deadline: Instant) -> Tally {
+        self.close(deadline);
+        let _ = self
+            .done
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()));
+        let tally = self.tally.lock().unwrap_or_else(|e| e.into_inner()).clone();
         tally
     }
 }
@@ -380,8 +385,8 @@ mod tests {
         s.send(vec![snap]);
         s.send(vec![]);
         let t0 = Instant::now();
-        let tally = s.finish();
-        assert!(t0.elapsed() < DRAIN + WRITE_TIMEOUT);
+        let tally = s.finish(Instant::now() + DRAIN);
+        assert!(t0.elapsed() < DRAIN + Duration::from_millis(500));
         assert_eq!((tally.writes, tally.ok), (2, 0));
         assert!(tally.last_error.unwrap().contains("connect"));
     }
