@@ -499,6 +499,8 @@ pub struct DiagnoseArgs {
     #[arg(long, default_value = "45s", value_name = "DUR", value_parser = duration)]
     pub max_time: Duration,
     #[command(flatten)]
+    pub out: crate::output::OutArgs,
+    #[command(flatten)]
     pub http: HttpArgs,
     #[command(flatten)]
     pub output: OutputArgs,

@@ -47,10 +47,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     let mut shown = false;
     let result = load::run_with_progress(&plan, &stop, &mut |p| {
         if let Some(live) = &mut live {
-            live.feed(
-                p.started,
-                p.seconds.iter().map(|s| (&s.second, s.service.as_ref())),
-            );
+            live.progress(p);
         }
         if tty {
             eprint!("\r\x1b[2K{}", report::load::progress_line(p));
@@ -61,10 +58,8 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         eprint!("\r\x1b[2K");
     }
     let reports = live.map(|l| l.finish()).unwrap_or_default();
-    for r in &reports {
-        if let Some(note) = r.note() {
-            eprintln!("latscope: {note}");
-        }
+    for note in crate::output::notes(&reports) {
+        eprintln!("latscope: {note}");
     }
     let result = result.context("the load run failed")?;
 

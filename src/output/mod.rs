@@ -129,6 +129,37 @@ impl OutputReport {
     }
 }
 
+/// The outputs of a command whose run has several load runs (diagnose's ramp):
+/// what they write to and the run's own labels, the target set per URL.
+#[derive(Debug, Clone)]
+pub struct OutRun {
+    pub plan: OutPlan,
+    /// The id the run will be stored under.
+    pub run: String,
+    pub label: Option<String>,
+}
+
+impl OutRun {
+    /// Starts the outputs for one target.
+    pub fn start(&self, target: &crate::net::Target) -> Live {
+        Live::start(
+            &self.plan,
+            &RunLabels {
+                run: self.run.clone(),
+                label: self.label.clone(),
+                target: target_label(target),
+                endpoints: Vec::new(),
+            },
+        )
+    }
+}
+
+/// The notes of the reports that had failures (see [`OutputReport::note`]); the
+/// command prints them.
+pub fn notes(reports: &[OutputReport]) -> Vec<String> {
+    reports.iter().filter_map(OutputReport::note).collect()
+}
+
 /// What every series of a run is labelled with.
 #[derive(Debug, Clone)]
 pub struct RunLabels {
@@ -202,6 +233,14 @@ impl Live {
         for (_, s) in &mut self.senders {
             s.send(snaps.clone());
         }
+    }
+
+    /// Feeds what one call of the load engine's progress callback carries.
+    pub fn progress(&mut self, p: &crate::load::Progress) {
+        self.feed(
+            p.started,
+            p.seconds.iter().map(|s| (&s.second, s.service.as_ref())),
+        );
     }
 
     /// Ends every output (bounded: see [`sender::Sender::finish`]).
