@@ -217,3 +217,33 @@ fn out_to_a_dead_or_stalled_prometheus_never_slows_the_run() {
         "{stderr}"
     );
 }
+
+/// `diagnose --out` streams its load ramp: the steps' seconds land back to back in
+/// one counter per URL (time order kept across steps, which Prometheus would refuse
+/// otherwise), ending at the ramp's request count, under the stored diagnose run's id.
+#[test]
+fn diagnose_out_streams_the_ramp() {
+    let Some(prom) = Prometheus::start("diagnose_out_streams_the_ramp") else {
+        return;
+    };
+    let lab = healthy();
+    let dir = temp_dir("diag");
+    let db = dir.join("runs.db");
+    let out = format!("prometheus={}", prom.write_url());
+    let doc = util::run_json(&[
+        "diagnose", &lab.url("/"), "-n", "3", "--max-connections", "4", "--step", "1s",
+        "--db", db.to_str().unwrap(), "--out", &out, "--json",
+    ]);
+    let o = &doc["load"]["outputs"][0];
+    assert_eq!(o["failed"], 0, "{o}");
+    let run = o["run"].as_str().unwrap();
+    let listed = util::run_json(&["runs", "--db", db.to_str().unwrap(), "--json"]);
+    assert_eq!(listed[0]["id"], run);
+    let requests = values(&prom.query(&format!(
+        r#"latscope_requests_total{{run="{run}",endpoint="all"}}[1h]"#
+    )));
+    assert!(requests.len() >= 3, "{requests:?}");
+    assert!(requests.windows(2).all(|w| w[1].0 > w[0].0 && w[1].1 >= w[0].1));
+    assert_eq!(requests.last().unwrap().1, doc["load"]["requests"].as_f64().unwrap());
+    let _ = std::fs::remove_dir_all(&dir);
+}
