@@ -27,15 +27,37 @@ fn export_openmetrics_backfills_with_promtool() {
     let db = dir.join("runs.db");
     let db = db.to_str().unwrap();
     let doc = util::run_json(&[
-        "load", &lab.url("/"), "-d", "3s", "-c", "4", "--threads", "2", "--db", db,
-        "--label", "om-test", "--json",
+        "load",
+        &lab.url("/"),
+        "-d",
+        "3s",
+        "-c",
+        "4",
+        "--threads",
+        "2",
+        "--db",
+        db,
+        "--label",
+        "om-test",
+        "--json",
     ]);
     let file = dir.join("run.om");
     let out = util::run(&[
-        "export", "om-test", "--format", "openmetrics", "--db", db, "-o",
+        "export",
+        "om-test",
+        "--format",
+        "openmetrics",
+        "--db",
+        db,
+        "-o",
         file.to_str().unwrap(),
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(text.ends_with("# EOF\n"), "{text}");
     let blocks = dir.join("blocks");
@@ -46,9 +68,16 @@ fn export_openmetrics_backfills_with_promtool() {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    let said = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "promtool refused the file: {said}\n{text}");
-    assert!(said.contains("BLOCK ULID") && said.contains("NUM SAMPLES"), "{said}");
+    let said =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "promtool refused the file: {said}\n{text}"
+    );
+    assert!(
+        said.contains("BLOCK ULID") && said.contains("NUM SAMPLES"),
+        "{said}"
+    );
     // `tsdb dump` wants a wal directory beside the blocks.
     std::fs::create_dir_all(blocks.join("wal")).unwrap();
     let dump = |matcher: &str| -> Vec<(f64, i64)> {
@@ -57,7 +86,11 @@ fn export_openmetrics_backfills_with_promtool() {
             .arg(&blocks)
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let mut v: Vec<(f64, i64)> = String::from_utf8_lossy(&out.stdout)
             .lines()
             .filter_map(|l| {
@@ -71,7 +104,10 @@ fn export_openmetrics_backfills_with_promtool() {
         v
     };
     let requests = dump("latscope_requests_total");
-    assert_eq!(requests.last().unwrap().0, doc["requests"].as_f64().unwrap());
+    assert_eq!(
+        requests.last().unwrap().0,
+        doc["requests"].as_f64().unwrap()
+    );
     let timeline = doc["timeline"].as_array().unwrap();
     assert_eq!(requests.len(), timeline.len());
     for w in requests.windows(2) {
@@ -106,8 +142,22 @@ fn load_out_streams_into_prometheus() {
     let db = dir.join("runs.db");
     let out = format!("prometheus={}", prom.write_url());
     let doc = util::run_json(&[
-        "load", &lab.url("/?secret=1"), "-d", "4s", "-c", "4", "--threads", "2", "--db",
-        db.to_str().unwrap(), "--label", "rw-test", "--out", &out, "--out-label", "env=ci",
+        "load",
+        &lab.url("/?secret=1"),
+        "-d",
+        "4s",
+        "-c",
+        "4",
+        "--threads",
+        "2",
+        "--db",
+        db.to_str().unwrap(),
+        "--label",
+        "rw-test",
+        "--out",
+        &out,
+        "--out-label",
+        "env=ci",
         "--json",
     ]);
     let outputs = doc["outputs"].as_array().expect("outputs in the JSON");
@@ -118,7 +168,11 @@ fn load_out_streams_into_prometheus() {
     assert!(o["writes"].as_u64().unwrap() >= 3, "{o}");
     let run = o["run"].as_str().unwrap().to_string();
     let listed = util::run_json(&["runs", "--db", db.to_str().unwrap(), "--json"]);
-    assert_eq!(listed[0]["id"], run.as_str(), "the run label is the stored id");
+    assert_eq!(
+        listed[0]["id"],
+        run.as_str(),
+        "the run label is the stored id"
+    );
 
     let sel = format!(r#"run="{run}",endpoint="all""#);
     let series = prom.query(&format!("latscope_requests_total{{{sel}}}"));
@@ -126,13 +180,34 @@ fn load_out_streams_into_prometheus() {
     let m = &series[0]["metric"];
     assert_eq!(m["label"], "rw-test");
     assert_eq!(m["env"], "ci");
-    assert_eq!(m["target"], lab.url("/").trim_start_matches("http://").trim_end_matches('/'));
+    assert_eq!(
+        m["target"],
+        lab.url("/")
+            .trim_start_matches("http://")
+            .trim_end_matches('/')
+    );
     let requests = values(&prom.query(&format!("latscope_requests_total{{{sel}}}[1h]")));
     let timeline = doc["timeline"].as_array().unwrap();
-    assert_eq!(requests.len(), timeline.len(), "one sample a second: {requests:?}");
-    assert_eq!(requests.last().unwrap().1, doc["requests"].as_f64().unwrap());
-    let total = prom.query(&format!("sum(max_over_time(latscope_requests_total{{run=\"{run}\"}}[1h]))"));
-    assert_eq!(total[0]["value"][1].as_str().unwrap().parse::<f64>().unwrap(), doc["requests"].as_f64().unwrap());
+    assert_eq!(
+        requests.len(),
+        timeline.len(),
+        "one sample a second: {requests:?}"
+    );
+    assert_eq!(
+        requests.last().unwrap().1,
+        doc["requests"].as_f64().unwrap()
+    );
+    let total = prom.query(&format!(
+        "sum(max_over_time(latscope_requests_total{{run=\"{run}\"}}[1h]))"
+    ));
+    assert_eq!(
+        total[0]["value"][1]
+            .as_str()
+            .unwrap()
+            .parse::<f64>()
+            .unwrap(),
+        doc["requests"].as_f64().unwrap()
+    );
     for w in requests.windows(2) {
         assert_eq!(w[1].0 - w[0].0, 1000, "stamped a second apart");
     }
@@ -150,7 +225,11 @@ fn load_out_streams_into_prometheus() {
     }
     let kinds = prom.query(&format!(r#"latscope_errors_total{{run="{run}"}}"#));
     assert_eq!(kinds.len(), 7, "every error kind, at 0");
-    assert_eq!(prom.query(&format!(r#"latscope_active{{run="{run}"}}"#)).len(), 1);
+    assert_eq!(
+        prom.query(&format!(r#"latscope_active{{run="{run}"}}"#))
+            .len(),
+        1
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -184,19 +263,38 @@ fn out_to_a_dead_or_stalled_prometheus_never_slows_the_run() {
         std::io::BufReader::new(stall.stdout.take().unwrap())
             .read_line(&mut line)
             .unwrap();
-        line.trim().parse::<u16>().expect("the stalling server's port")
+        line.trim()
+            .parse::<u16>()
+            .expect("the stalling server's port")
     };
     let dead_url = format!("prometheus=http://127.0.0.1:{dead}/api/v1/write");
     let stall_url = format!("prometheus=http://127.0.0.1:{port}/api/v1/write");
     let t0 = Instant::now();
     let out = util::run(&[
-        "load", &lab.url("/"), "-d", "4s", "-c", "2", "--threads", "1", "--no-save",
-        "--out", &dead_url, "--out", &stall_url, "--json",
+        "load",
+        &lab.url("/"),
+        "-d",
+        "4s",
+        "-c",
+        "2",
+        "--threads",
+        "1",
+        "--no-save",
+        "--out",
+        &dead_url,
+        "--out",
+        &stall_url,
+        "--json",
     ]);
     let took = t0.elapsed();
     let _ = stall.kill();
     let _ = stall.wait();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let doc = util::json_of(&out);
     let stderr = String::from_utf8_lossy(&out.stderr);
     // 4 s of run, in-flight grace, and at most the 3 s drain for the stalled one.
@@ -208,12 +306,20 @@ fn out_to_a_dead_or_stalled_prometheus_never_slows_the_run() {
     let (dead, stalled) = (&outputs[0], &outputs[1]);
     assert!(dead["writes"].as_u64().unwrap() >= 4, "{dead}");
     assert_eq!(dead["failed"], dead["writes"], "{dead}");
-    assert!(dead["last_error"].as_str().unwrap().contains("connect"), "{dead}");
+    assert!(
+        dead["last_error"].as_str().unwrap().contains("connect"),
+        "{dead}"
+    );
     assert!(stalled["failed"].as_u64().unwrap() >= 1, "{stalled}");
-    assert!(stalled["last_error"].as_str().unwrap().len() > 3, "{stalled}");
+    assert!(
+        stalled["last_error"].as_str().unwrap().len() > 3,
+        "{stalled}"
+    );
     let n = dead["writes"].as_u64().unwrap();
     assert!(
-        stderr.contains(&format!("{n} of {n} writes to Prometheus at http://127.0.0.1:")),
+        stderr.contains(&format!(
+            "{n} of {n} writes to Prometheus at http://127.0.0.1:"
+        )),
         "{stderr}"
     );
 }
@@ -231,8 +337,19 @@ fn diagnose_out_streams_the_ramp() {
     let db = dir.join("runs.db");
     let out = format!("prometheus={}", prom.write_url());
     let doc = util::run_json(&[
-        "diagnose", &lab.url("/"), "-n", "3", "--max-connections", "4", "--step", "1s",
-        "--db", db.to_str().unwrap(), "--out", &out, "--json",
+        "diagnose",
+        &lab.url("/"),
+        "-n",
+        "3",
+        "--max-connections",
+        "4",
+        "--step",
+        "1s",
+        "--db",
+        db.to_str().unwrap(),
+        "--out",
+        &out,
+        "--json",
     ]);
     let o = &doc["load"]["outputs"][0];
     assert_eq!(o["failed"], 0, "{o}");
@@ -243,7 +360,12 @@ fn diagnose_out_streams_the_ramp() {
         r#"latscope_requests_total{{run="{run}",endpoint="all"}}[1h]"#
     )));
     assert!(requests.len() >= 3, "{requests:?}");
-    assert!(requests.windows(2).all(|w| w[1].0 > w[0].0 && w[1].1 >= w[0].1));
-    assert_eq!(requests.last().unwrap().1, doc["load"]["requests"].as_f64().unwrap());
+    assert!(requests
+        .windows(2)
+        .all(|w| w[1].0 > w[0].0 && w[1].1 >= w[0].1));
+    assert_eq!(
+        requests.last().unwrap().1,
+        doc["load"]["requests"].as_f64().unwrap()
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

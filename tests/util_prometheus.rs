@@ -62,12 +62,19 @@ impl Prometheus {
         }
         let dir = temp_dir(test);
         let config = dir.join("prometheus.yml");
-        std::fs::write(&config, "global:\n  scrape_interval: 15s\nscrape_configs: []\n").unwrap();
+        std::fs::write(
+            &config,
+            "global:\n  scrape_interval: 15s\nscrape_configs: []\n",
+        )
+        .unwrap();
         let port = free_port();
         let log = std::fs::File::create(dir.join("prometheus.log")).unwrap();
         let child = Command::new("prometheus")
             .arg(format!("--config.file={}", config.display()))
-            .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("data").display()
+            ))
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
             .arg("--web.enable-remote-write-receiver")
             .stdin(Stdio::null())
@@ -106,7 +113,10 @@ impl Prometheus {
             .get(9..12)
             .and_then(|s| s.parse().ok())
             .ok_or_else(|| format!("not HTTP: {text}"))?;
-        let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+        let body = text
+            .split_once("\r\n\r\n")
+            .map(|(_, b)| b.to_string())
+            .unwrap_or_default();
         Ok((status, body))
     }
 
@@ -124,7 +134,10 @@ impl Prometheus {
             .expect("query");
         assert_eq!(status, 200, "{promql}: {body}");
         let doc: serde_json::Value = serde_json::from_str(&body).expect("JSON answer");
-        doc["data"]["result"].as_array().cloned().unwrap_or_default()
+        doc["data"]["result"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
     }
 }
 

@@ -202,7 +202,12 @@ impl Live {
             senders: plan
                 .prometheus
                 .iter()
-                .map(|e| (e.shown.clone(), sender::Sender::start(e.clone(), series.clone())))
+                .map(|e| {
+                    (
+                        e.shown.clone(),
+                        sender::Sender::start(e.clone(), series.clone()),
+                    )
+                })
                 .collect(),
             counters: series::Counters::default(),
             run: labels.run.clone(),
@@ -316,10 +321,16 @@ mod tests {
         for (key, q) in &qs {
             let names = latscope_names(q);
             if key == "expr" {
-                assert!(!names.is_empty(), "panel query without a latscope series: {q}");
+                assert!(
+                    !names.is_empty(),
+                    "panel query without a latscope series: {q}"
+                );
             }
             for n in names {
-                assert!(METRIC_NAMES.contains(&n), "{n} (in {q}) is not a series latscope writes");
+                assert!(
+                    METRIC_NAMES.contains(&n),
+                    "{n} (in {q}) is not a series latscope writes"
+                );
             }
             // Label matchers: `name=`, `name=~`, `name!=` inside braces.
             for inside in q.split('{').skip(1).filter_map(|s| s.split('}').next()) {
@@ -332,8 +343,16 @@ mod tests {
                 }
             }
         }
-        for name in [series::LATENCY, series::REQUESTS, series::ERRORS, series::ACTIVE] {
-            assert!(qs.iter().any(|(_, q)| q.contains(name)), "no panel shows {name}");
+        for name in [
+            series::LATENCY,
+            series::REQUESTS,
+            series::ERRORS,
+            series::ACTIVE,
+        ] {
+            assert!(
+                qs.iter().any(|(_, q)| q.contains(name)),
+                "no panel shows {name}"
+            );
         }
     }
 
@@ -344,7 +363,11 @@ mod tests {
             out: out.iter().map(|s| s.to_string()).collect(),
             out_labels: labels.iter().map(|s| s.to_string()).collect(),
         };
-        let p = OutPlan::from_args(&args(&["prometheus=http://127.0.0.1:9090/api/v1/write"], &["env=ci", "team=a=b"])).unwrap();
+        let p = OutPlan::from_args(&args(
+            &["prometheus=http://127.0.0.1:9090/api/v1/write"],
+            &["env=ci", "team=a=b"],
+        ))
+        .unwrap();
         assert_eq!(p.prometheus.len(), 1);
         assert_eq!(p.labels[1], ("team".to_string(), "a=b".to_string()));
         for (out, labels, want) in [

@@ -228,8 +228,12 @@ mod tests {
         let text = run_text(&run(t)).unwrap();
         assert!(text.ends_with("# EOF\n"));
         assert!(text.contains("# TYPE latscope_requests counter\n"));
-        assert!(text.contains("# TYPE latscope_latency_seconds gauge\n") == false, "{text}");
-        let req: Vec<&str> = text.lines().filter(|l| l.starts_with("latscope_requests_total{")).collect();
+        // No per-second histogram stored: no latency gauges (a 0 s p99 would be a lie).
+        assert!(!text.contains("latscope_latency_seconds"), "{text}");
+        let req: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("latscope_requests_total{"))
+            .collect();
         assert_eq!(
             req,
             [

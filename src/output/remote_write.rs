@@ -48,8 +48,8 @@ pub struct PbSample {
 /// `__name__` among them, as the spec requires.
 pub fn write_request(samples: &[Sample]) -> WriteRequest {
     let mut series: Vec<TimeSeries> = Vec::new();
-    let mut index: std::collections::HashMap<(&str, &[(String, String)]), usize> =
-        std::collections::HashMap::new();
+    type Key<'a> = (&'a str, &'a [(String, String)]);
+    let mut index: std::collections::HashMap<Key, usize> = std::collections::HashMap::new();
     for s in samples {
         let at = *index.entry((s.name, &s.labels)).or_insert_with(|| {
             let mut labels: Vec<Label> = s
@@ -111,25 +111,54 @@ mod tests {
     #[test]
     fn body_round_trips_through_snappy_and_protobuf() {
         let samples = vec![
-            sample("latscope_requests_total", &[("run", "r1"), ("endpoint", "all")], 10.0, 1000),
-            sample("latscope_active", &[("run", "r1"), ("Zone", "eu")], 4.0, 1000),
-            sample("latscope_requests_total", &[("run", "r1"), ("endpoint", "all")], 25.0, 2000),
+            sample(
+                "latscope_requests_total",
+                &[("run", "r1"), ("endpoint", "all")],
+                10.0,
+                1000,
+            ),
+            sample(
+                "latscope_active",
+                &[("run", "r1"), ("Zone", "eu")],
+                4.0,
+                1000,
+            ),
+            sample(
+                "latscope_requests_total",
+                &[("run", "r1"), ("endpoint", "all")],
+                25.0,
+                2000,
+            ),
         ];
         let body = body(&samples);
         let raw = snap::raw::Decoder::new().decompress_vec(&body).unwrap();
         let req = WriteRequest::decode(&raw[..]).unwrap();
         assert_eq!(req.timeseries.len(), 2);
-        let names: Vec<&str> = req.timeseries[0].labels.iter().map(|l| l.name.as_str()).collect();
+        let names: Vec<&str> = req.timeseries[0]
+            .labels
+            .iter()
+            .map(|l| l.name.as_str())
+            .collect();
         assert_eq!(names, ["__name__", "endpoint", "run"]);
         assert_eq!(req.timeseries[0].labels[0].value, "latscope_requests_total");
         assert_eq!(
             req.timeseries[0].samples,
             vec![
-                PbSample { value: 10.0, timestamp: 1000 },
-                PbSample { value: 25.0, timestamp: 2000 }
+                PbSample {
+                    value: 10.0,
+                    timestamp: 1000
+                },
+                PbSample {
+                    value: 25.0,
+                    timestamp: 2000
+                }
             ]
         );
-        let names: Vec<&str> = req.timeseries[1].labels.iter().map(|l| l.name.as_str()).collect();
+        let names: Vec<&str> = req.timeseries[1]
+            .labels
+            .iter()
+            .map(|l| l.name.as_str())
+            .collect();
         assert_eq!(names, ["Zone", "__name__", "run"]);
     }
 
@@ -141,12 +170,20 @@ mod tests {
         let req = write_request(&[sample("m", &[], 1.5, 7)]);
         let bytes = req.encode_to_vec();
         assert_eq!(bytes[0], 0x0a);
-        let sample = PbSample { value: 1.5, timestamp: 7 }.encode_to_vec();
+        let sample = PbSample {
+            value: 1.5,
+            timestamp: 7,
+        }
+        .encode_to_vec();
         let mut want = vec![0x09];
         want.extend_from_slice(&1.5f64.to_le_bytes());
         want.extend_from_slice(&[0x10, 7]);
         assert_eq!(sample, want);
-        let label = Label { name: "a".into(), value: "b".into() }.encode_to_vec();
+        let label = Label {
+            name: "a".into(),
+            value: "b".into(),
+        }
+        .encode_to_vec();
         assert_eq!(label, [0x0a, 1, b'a', 0x12, 1, b'b']);
     }
 }

@@ -132,9 +132,16 @@ impl Sender {
                     let result = if late {
                         None
                     } else {
-                        let samples: Vec<Sample> =
-                            job.snapshots.iter().flat_map(|s| series.samples(s)).collect();
-                        Some(post(&endpoint, tls.as_ref(), &super::remote_write::body(&samples)))
+                        let samples: Vec<Sample> = job
+                            .snapshots
+                            .iter()
+                            .flat_map(|s| series.samples(s))
+                            .collect();
+                        Some(post(
+                            &endpoint,
+                            tls.as_ref(),
+                            &super::remote_write::body(&samples),
+                        ))
                     };
                     if let Ok(mut t) = t.lock() {
                         match result {
@@ -266,8 +273,8 @@ pub fn post(
         Some(config) => {
             let name = rustls_pki_types::ServerName::try_from(endpoint.host.clone())
                 .map_err(|e| format!("{}: {e}", endpoint.host))?;
-            let c = rustls::ClientConnection::new(config.clone(), name)
-                .map_err(|e| e.to_string())?;
+            let c =
+                rustls::ClientConnection::new(config.clone(), name).map_err(|e| e.to_string())?;
             Box::new(rustls::StreamOwned::new(c, stream))
         }
     };
@@ -349,13 +356,21 @@ mod tests {
     #[test]
     fn endpoints_parse() {
         let e = Endpoint::parse("http://127.0.0.1:9090/api/v1/write").unwrap();
-        assert_eq!((e.host.as_str(), e.port, e.path.as_str(), e.https), ("127.0.0.1", 9090, "/api/v1/write", false));
+        assert_eq!(
+            (e.host.as_str(), e.port, e.path.as_str(), e.https),
+            ("127.0.0.1", 9090, "/api/v1/write", false)
+        );
         assert_eq!(e.host_header(), "127.0.0.1:9090");
         let e = Endpoint::parse("https://[::1]/w?tenant=a").unwrap();
-        assert_eq!((e.host.as_str(), e.port, e.path.as_str()), ("::1", 443, "/w?tenant=a"));
+        assert_eq!(
+            (e.host.as_str(), e.port, e.path.as_str()),
+            ("::1", 443, "/w?tenant=a")
+        );
         assert_eq!(e.host_header(), "[::1]");
         assert!(Endpoint::parse("ftp://x/").is_err());
-        assert!(Endpoint::parse("http://u:p@x/").unwrap_err().contains("credentials"));
+        assert!(Endpoint::parse("http://u:p@x/")
+            .unwrap_err()
+            .contains("credentials"));
         assert!(Endpoint::parse("nonsense").is_err());
     }
 

@@ -109,9 +109,8 @@ impl Counters {
                 .collect(),
             dropped_total: self.dropped,
             active: s.active,
-            latency: (!s.v2.is_empty()).then(|| {
-                [ms(s.p50_ms), ms(s.p90_ms), ms(s.p99_ms), ms(s.max_ms)]
-            }),
+            latency: (!s.v2.is_empty())
+                .then(|| [ms(s.p50_ms), ms(s.p90_ms), ms(s.p99_ms), ms(s.max_ms)]),
             service: service.and_then(quantiles),
             endpoints: s.ep_v2.clone(),
         }
@@ -190,7 +189,11 @@ impl Series {
             if v2.is_empty() {
                 continue;
             }
-            if let Some(q) = crate::store::v2::decode(v2).ok().as_ref().and_then(quantiles) {
+            if let Some(q) = crate::store::v2::decode(v2)
+                .ok()
+                .as_ref()
+                .and_then(quantiles)
+            {
                 gauges(LATENCY, name, &q);
             }
         }
@@ -215,7 +218,9 @@ pub fn check_label(name: &str) -> Result<(), String> {
         ));
     }
     if name.starts_with("__") {
-        return Err(format!("'{name}': names starting with '__' are reserved by Prometheus"));
+        return Err(format!(
+            "'{name}': names starting with '__' are reserved by Prometheus"
+        ));
     }
     if OWN_LABELS.contains(&name) || name == "__name__" {
         return Err(format!(
@@ -277,9 +282,19 @@ mod tests {
     #[test]
     fn seconds_become_cumulative_counters_and_per_second_gauges() {
         let mut c = Counters::default();
-        let series = Series::new("r1", Some("base"), "127.0.0.1:8080", &[("env".into(), "ci".into())], vec!["/".into()]);
+        let series = Series::new(
+            "r1",
+            Some("base"),
+            "127.0.0.1:8080",
+            &[("env".into(), "ci".into())],
+            vec!["/".into()],
+        );
         let a = c.add(&second(0, 100, &[], 3.0), 1_000_000, None);
-        let b = c.add(&second(1, 50, &[("timeout", 2), ("http_5xx", 3)], 40.0), 1_000_000, None);
+        let b = c.add(
+            &second(1, 50, &[("timeout", 2), ("http_5xx", 3)], 40.0),
+            1_000_000,
+            None,
+        );
         assert_eq!(a.ts_ms, 1_001_000);
         assert_eq!(b.ts_ms, 1_002_000);
         let sa = series.samples(&a);
@@ -289,10 +304,20 @@ mod tests {
         assert_eq!(req[0].value, 150.0);
         assert_eq!(
             req[0].labels,
-            [("endpoint", "all"), ("env", "ci"), ("label", "base"), ("run", "r1"), ("target", "127.0.0.1:8080")]
-                .map(|(a, b)| (a.to_string(), b.to_string()))
+            [
+                ("endpoint", "all"),
+                ("env", "ci"),
+                ("label", "base"),
+                ("run", "r1"),
+                ("target", "127.0.0.1:8080")
+            ]
+            .map(|(a, b)| (a.to_string(), b.to_string()))
         );
-        assert_eq!(find(&sa, ERRORS, &[]).len(), 7, "every kind from the first second");
+        assert_eq!(
+            find(&sa, ERRORS, &[]).len(),
+            7,
+            "every kind from the first second"
+        );
         assert_eq!(find(&sa, ERRORS, &[("kind", "timeout")])[0].value, 0.0);
         assert_eq!(find(&sb, ERRORS, &[("kind", "timeout")])[0].value, 2.0);
         assert_eq!(find(&sb, ERRORS, &[("kind", "http_5xx")])[0].value, 3.0);
@@ -301,7 +326,10 @@ mod tests {
         assert_eq!(find(&sb, LATENCY, &[("quantile", "0.99")])[0].value, 0.040);
         assert_eq!(find(&sa, LATENCY, &[("quantile", "0.99")])[0].value, 0.003);
         assert_eq!(find(&sb, LATENCY, &[("quantile", "1")])[0].value, 0.009);
-        assert!(find(&sb, SERVICE_TIME, &[]).is_empty(), "closed model: no service time");
+        assert!(
+            find(&sb, SERVICE_TIME, &[]).is_empty(),
+            "closed model: no service time"
+        );
         assert!(sb.iter().all(|s| s.ts_ms == 1_002_000));
     }
 
@@ -314,7 +342,10 @@ mod tests {
         let s = series.samples(&c.add(&second(0, 0, &[], 0.0), 0, None));
         assert!(find(&s, LATENCY, &[]).is_empty());
         assert_eq!(find(&s, REQUESTS, &[])[0].value, 0.0);
-        assert!(s[0].labels.iter().all(|(n, _)| n != "label"), "no --label, no label");
+        assert!(
+            s[0].labels.iter().all(|(n, _)| n != "label"),
+            "no --label, no label"
+        );
     }
 
     /// With several endpoints each gets its own latency gauges from its second's
