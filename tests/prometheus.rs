@@ -369,3 +369,59 @@ fn diagnose_out_streams_the_ramp() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A scenario with two endpoints: each gets its own latency gauges (`endpoint` =
+/// the request's name) besides `all`, from the per-endpoint histograms of each
+/// second — the one behind a 20 ms delay has a p50 of at least 20 ms, the other far
+/// less — and the counters stay on `endpoint="all"` only, so their sum is the run's
+/// request count.
+#[test]
+fn scenario_endpoints_get_their_own_latency_series() {
+    let Some(prom) = Prometheus::start("scenario_endpoints") else {
+        return;
+    };
+    let lab = healthy();
+    let dir = temp_dir("scenario");
+    let file = dir.join("s.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "base_url = \"{}\"\n\n[[request]]\nname = \"home\"\npath = \"/\"\n\n[[request]]\nname = \"slow\"\npath = \"/delay/20ms\"\n",
+            lab.url("").trim_end_matches('/')
+        ),
+    )
+    .unwrap();
+    let out = format!("prometheus={}", prom.write_url());
+    let doc = util::run_json(&[
+        "load",
+        "-f",
+        file.to_str().unwrap(),
+        "-d",
+        "3s",
+        "-c",
+        "4",
+        "--threads",
+        "2",
+        "--no-save",
+        "--out",
+        &out,
+        "--json",
+    ]);
+    let run = doc["outputs"][0]["run"].as_str().unwrap().to_string();
+    assert_eq!(doc["outputs"][0]["failed"], 0);
+    let p50 = |ep: &str| {
+        values(&prom.query(&format!(
+            r#"latscope_latency_seconds{{run="{run}",endpoint="{ep}",quantile="0.5"}}[1h]"#
+        )))
+    };
+    let (home, slow, all) = (p50("home"), p50("slow"), p50("all"));
+    assert!(!home.is_empty() && !slow.is_empty() && !all.is_empty());
+    assert!(slow.iter().all(|(_, v)| *v >= 0.020), "{slow:?}");
+    assert!(home.iter().all(|(_, v)| *v < 0.015), "{home:?}");
+    let total = prom.query(&format!(
+        "sum(max_over_time(latscope_requests_total{{run=\"{run}\"}}[1h]))"
+    ));
+    let total: f64 = total[0]["value"][1].as_str().unwrap().parse().unwrap();
+    assert_eq!(total, doc["requests"].as_f64().unwrap());
+    let _ = std::fs::remove_dir_all(&dir);
+}
