@@ -118,6 +118,10 @@ pub struct ExportArgs {
     /// Write to FILE instead of standard output.
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// latscope: the portable run file `import` reads; openmetrics: a load run's
+    /// timeline as OpenMetrics text for `promtool tsdb create-blocks-from openmetrics`.
+    #[arg(long, default_value = "latscope", value_parser = ["latscope", "openmetrics"])]
+    pub format: String,
     #[command(flatten)]
     pub db: DbArgs,
 }
@@ -360,6 +364,8 @@ pub struct LoadArgs {
     #[command(flatten)]
     pub watch: WatchArgs,
     #[command(flatten)]
+    pub out: crate::output::OutArgs,
+    #[command(flatten)]
     pub http: HttpArgs,
     #[command(flatten)]
     pub output: OutputArgs,
@@ -569,6 +575,8 @@ pub struct DiagnoseArgs {
     pub max_time: Duration,
     #[command(flatten)]
     pub watch: WatchArgs,
+    #[command(flatten)]
+    pub out: crate::output::OutArgs,
     #[command(flatten)]
     pub http: HttpArgs,
     #[command(flatten)]

@@ -16,6 +16,7 @@ pub mod error;
 pub mod lab;
 pub mod load;
 pub mod net;
+pub mod output;
 pub mod probe;
 pub mod report;
 pub mod stats;

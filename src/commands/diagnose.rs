@@ -39,6 +39,8 @@ pub(crate) struct Plan {
     pub ramp: RampPlan,
     /// `--watch`: scrape these during the ramp.
     pub watch: Option<crate::watch::WatchSpec>,
+    /// `--out`: where the ramp's seconds are streamed.
+    pub out: Option<crate::output::OutRun>,
 }
 
 /// Runs `latscope diagnose`.
@@ -71,7 +73,15 @@ pub fn run(args: DiagnoseArgs) -> anyhow::Result<u8> {
             "{t}: diagnose needs an http:// or https:// URL (probe tcp:// instead)"
         ));
     }
+    let out = crate::output::OutPlan::from_args(&args.out).map_err(|m| usage!("{m}"))?;
+    // Known before the ramps, so the series written while they go carry it.
+    let run_id = crate::store::new_id();
     let plan = Plan {
+        out: (!out.is_empty()).then(|| crate::output::OutRun {
+            plan: out,
+            run: run_id.clone(),
+            label: args.output.label.clone(),
+        }),
         count: args.count,
         request,
         client,
@@ -117,18 +127,17 @@ pub fn run(args: DiagnoseArgs) -> anyhow::Result<u8> {
     let text = render_text(&results);
     let doc = json_doc("diagnose", entries, targets.len() > 1);
     // Saved before it is printed: a stdout that cannot be written loses nothing.
-    let saved = saving::save_record(
+    let mut record = record(
         &args.output,
-        &record(
-            &args.output,
-            &results,
-            doc.clone(),
-            text.clone(),
-            started,
-            &args.urls,
-            &args.http.redact_headers,
-        ),
+        &results,
+        doc.clone(),
+        text.clone(),
+        started,
+        &args.urls,
+        &args.http.redact_headers,
     );
+    record.id = run_id;
+    let saved = saving::save_record(&args.output, &record);
     super::output::print(args.output.json, &doc, &text)?;
     for (url, e) in &failures {
         eprintln!(
@@ -268,18 +277,31 @@ pub(crate) fn diagnose_url(
         let mut step_progress =
             |c: u32| progress(&format!("{target}: load ramp, {c} connections…"));
         let watcher = plan.watch.clone().map(crate::watch::Watcher::start);
-        let ramp = ramp::run(
+        let mut live = plan.out.as_ref().map(|o| o.start(target));
+        let ran = ramp::run(
             target,
             &plan.request,
             &plan.client,
             &plan.ramp,
             &interrupt.flag,
             &mut step_progress,
+            &mut |p| {
+                if let Some(l) = &mut live {
+                    l.progress(p)
+                }
+            },
         );
-        match ramp {
+        let reports = live.map(|l| l.finish()).unwrap_or_default();
+        for note in crate::output::notes(&reports) {
+            eprintln!("latscope: {note}");
+        }
+        match ran {
             Ok(mut r) => {
                 if let Some(w) = watcher {
                     super::watching::join_ramp(&w.finish(), &mut r);
+                }
+                if !reports.is_empty() {
+                    r.json["outputs"] = serde_json::to_value(&reports).unwrap_or_default();
                 }
                 (Some(r), None)
             }

@@ -27,6 +27,20 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         Some(s) => Some(load::shard::start_at(s, SystemTime::now()).map_err(|m| usage!("{m}"))?),
         None => None,
     };
+    let outputs = crate::output::OutPlan::from_args(&args.out).map_err(|m| usage!("{m}"))?;
+    // Known before the run, so the series written while it goes carry it.
+    let run_id = crate::store::new_id();
+    let mut live = (!outputs.is_empty()).then(|| {
+        crate::output::Live::start(
+            &outputs,
+            &crate::output::RunLabels {
+                run: run_id.clone(),
+                label: args.output.label.clone(),
+                target: crate::output::target_label(&plan.target),
+                endpoints: plan.endpoints.iter().map(|e| e.name.clone()).collect(),
+            },
+        )
+    });
     let interrupt = super::interrupt::Interrupt::install()?;
     let stop = interrupt.flag.clone();
     let tty = std::io::stderr().is_terminal();
@@ -53,6 +67,9 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         if let Some(w) = &watcher {
             w.align(p.started);
         }
+        if let Some(live) = &mut live {
+            live.progress(p);
+        }
         if tty {
             eprint!("\r\x1b[2K{}", report::load::progress_line(p));
             shown = true;
@@ -60,6 +77,10 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     });
     if shown {
         eprint!("\r\x1b[2K");
+    }
+    let reports = live.map(|l| l.finish()).unwrap_or_default();
+    for note in crate::output::notes(&reports) {
+        eprintln!("latscope: {note}");
     }
     let mut result = result.context("the load run failed")?;
     super::watching::attach(watcher, &mut result);
@@ -78,6 +99,9 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         // What this process's clock saw: how late after --start-at it began.
         doc["start_at"] = serde_json::json!(humantime::format_rfc3339_millis(at).to_string());
         doc["start_late_ms"] = serde_json::json!(crate::units::ms(late));
+    }
+    if !reports.is_empty() {
+        doc["outputs"] = serde_json::to_value(&reports)?;
     }
     let head_too_large = load::head_too_large();
     if head_too_large > 0 {
@@ -106,7 +130,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     );
     let secret_headers = args.http.redact_headers.clone();
     // Saved before it is printed: a stdout that cannot be written loses nothing.
-    let saved = saving::save(
+    let mut record = saving::record(
         &args.output,
         NewRun {
             kind: "load",
@@ -122,6 +146,8 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
             secret_headers,
         },
     );
+    record.id = run_id;
+    let saved = saving::save_record(&args.output, &record);
     super::output::print(
         args.output.json,
         &doc,

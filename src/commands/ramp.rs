@@ -49,6 +49,7 @@ pub(crate) fn run(
     plan: &RampPlan,
     stop: &Arc<AtomicBool>,
     progress: &mut dyn FnMut(u32),
+    feed: &mut dyn FnMut(&load::Progress),
 ) -> anyhow::Result<Ramp> {
     let mut steps = Vec::new();
     let mut facts = LoadFacts::default();
@@ -75,7 +76,7 @@ pub(crate) fn run(
             e.body = request.body.clone();
         }
         lp.threads = lp.threads.min(c as usize).max(1);
-        let r = load::run(&lp, stop)?;
+        let r = load::run_with_progress(&lp, stop, feed)?;
         let p = Percentiles::from_histogram(&r.latency, crate::stats::Unit::Millis);
         let errors = r.requests - r.ok;
         let step = LoadStep {

@@ -139,8 +139,12 @@ pub fn export(args: ExportArgs) -> anyhow::Result<u8> {
     // Runs stored by an older latscope may hold secrets: redacted on the way out too.
     let mut run = store.load(&id)?;
     store::redact_record(&mut run, &[]);
-    let file = ExportFile::new(run);
-    let text = serde_json::to_string_pretty(&file)?;
+    let text = if args.format == "openmetrics" {
+        let text = crate::output::openmetrics::run_text(&run).map_err(UsageError)?;
+        text.trim_end().to_string()
+    } else {
+        serde_json::to_string_pretty(&ExportFile::new(run))?
+    };
     match &args.output {
         Some(path) => std::fs::write(path, text + "\n")
             .with_context(|| format!("writing {}", path.display()))?,
