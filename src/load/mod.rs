@@ -10,11 +10,13 @@
 
 pub mod engine;
 pub mod limits;
+mod live;
 pub mod plan;
 pub mod raw;
 pub mod recorder;
 pub mod result;
 pub mod scenario;
+mod seconds;
 pub mod stages;
 pub mod sys;
 pub mod threshold;
@@ -30,6 +32,7 @@ use std::sync::Arc;
 
 pub use conn::{fd_exhausted, head_too_large};
 pub use engine::Progress;
+pub use live::LiveSecond;
 pub use plan::{Endpoint, LoadPlan, Model, PlanError};
 pub use result::LoadResult;
 pub use scenario::Order;
@@ -53,7 +56,9 @@ pub fn run(plan: &LoadPlan, stop: &Arc<AtomicBool>) -> Result<LoadResult, LoadEr
     engine::run(plan, stop, &mut |_| {})
 }
 
-/// [`run`], calling `progress` about once a second (from the calling thread).
+/// [`run`], calling `progress` about 200 ms after each second ends (on the calling
+/// thread) with the seconds every worker has closed (the live feed), and once more
+/// when the run is over (`finished`).
 pub fn run_with_progress(
     plan: &LoadPlan,
     stop: &Arc<AtomicBool>,
