@@ -215,6 +215,9 @@ pub struct OutputArgs {
     /// Do not save this run.
     #[arg(long)]
     pub no_save: bool,
+    /// No full-screen live view on a terminal (load runs): the one-line progress.
+    #[arg(long)]
+    pub no_tui: bool,
 }
 
 /// `latscope probe`.

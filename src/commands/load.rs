@@ -14,6 +14,7 @@ use crate::diagnose::{self, Facts};
 use crate::error::exit;
 use crate::load::{self, LoadPlan, PlanError};
 use crate::report;
+use crate::report::live;
 use crate::usage;
 
 /// Runs `latscope load`.
@@ -31,12 +32,28 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         let _ = super::output::say(&report::load::header(&plan));
     }
     let mut shown = false;
+    let live = if live::wanted(args.output.json, args.output.no_tui) {
+        // No view (a terminal that cannot take raw mode): the progress line.
+        live::LiveView::start(
+            live::Setup::from_plan("load", &plan),
+            interrupt.stopper(),
+            stop.clone(),
+        )
+        .ok()
+    } else {
+        None
+    };
     let result = load::run_with_progress(&plan, &stop, &mut |p| {
-        if tty {
+        if let Some(view) = &live {
+            view.feed(p);
+        } else if tty {
             eprint!("\r\x1b[2K{}", report::load::progress_line(p));
             shown = true;
         }
     });
+    if let Some(view) = live {
+        view.finish();
+    }
     if shown {
         eprint!("\r\x1b[2K");
     }

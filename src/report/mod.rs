@@ -17,6 +17,7 @@ pub mod html;
 mod html_overlay;
 mod html_probe;
 mod html_runs;
+pub mod live;
 pub mod load;
 pub mod probe;
 pub mod rundata;

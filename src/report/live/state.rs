@@ -12,7 +12,7 @@ use hdrhistogram::Histogram;
 
 use crate::load::result::SecondResult;
 use crate::load::stages::Ramp;
-use crate::load::{LoadPlan, Model};
+use crate::load::{LoadPlan, Model, Progress};
 use crate::stats::histogram::new_histogram;
 
 /// What the run is, fixed for its whole length (the header's first line).
@@ -215,6 +215,22 @@ impl LiveState {
             ep.requests = n;
             ep.ok = ok;
         }
+    }
+
+    /// Folds one progress report of the engine in: its new seconds, then its totals.
+    pub fn apply(&mut self, p: &Progress) {
+        for s in &p.seconds {
+            self.push_second(&s.second, Some(&s.latency));
+        }
+        self.set_totals(
+            p.elapsed,
+            p.requests,
+            p.errors,
+            p.dropped,
+            p.active,
+            &p.statuses,
+            &p.endpoints,
+        );
     }
 
     /// The last completed second (what the header's "now" numbers are).

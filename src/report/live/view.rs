@@ -133,6 +133,8 @@ fn header(frame: &mut Frame, area: Rect, st: &LiveState) {
     frame.render_widget(
         LineGauge::default()
             .ratio(ratio.clamp(0.0, 1.0))
+            .filled_symbol("━")
+            .unfilled_symbol("─")
             .label(format!("{of:<24}"))
             .filled_style(Style::new().fg(Color::Cyan))
             .unfilled_style(Style::new().fg(Color::DarkGray)),
@@ -536,13 +538,17 @@ mod tests {
     fn charts_share_the_time_axis() {
         let st = fixed();
         let s = render(&st, 100, 32);
+        // Chart rows: a border, the padded y label, then the y axis.
         let axis_cols: Vec<usize> = s
             .lines()
-            .filter(|l| l.contains('└') && l.contains('─') && !l.starts_with('└'))
-            .filter_map(|l| l.chars().position(|c| c == '└'))
+            .filter(|l| l.starts_with('│') && (l.contains("ms│") || l.contains("k│")))
+            .filter_map(|l| l.chars().skip(1).position(|c| c == '│'))
             .collect();
-        assert!(axis_cols.len() >= 2, "{s}");
-        assert!(axis_cols.iter().all(|c| *c == axis_cols[0]), "{axis_cols:?}\n{s}");
+        assert!(axis_cols.len() >= 3, "{s}");
+        assert!(
+            axis_cols.iter().all(|c| *c == axis_cols[0]),
+            "{axis_cols:?}\n{s}"
+        );
     }
 
     /// Paused, help open, max hidden, one endpoint, a small terminal: the overlay and
