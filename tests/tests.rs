@@ -21,6 +21,7 @@ mod hostile_store;
 mod lab;
 mod lab_options;
 mod lab_routes;
+mod live;
 mod load;
 mod probe;
 mod probe_tls;

@@ -495,7 +495,12 @@ impl Recorder {
             self.cache_kind = o.cache.kind;
         }
         if let Some(h) = self.current_ep.get_mut(endpoint) {
-            h.saturating_record(ns);
+            // These start at 1..2 µs and grow: `record` grows them, `saturating_record`
+            // would clamp every latency to 2 µs.
+            let v = ns.min(crate::stats::histogram::HIGHEST_NS);
+            if h.record(v).is_err() {
+                h.saturating_record(v);
+            }
         }
         let e = &mut self.endpoints[endpoint];
         if timed {
