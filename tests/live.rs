@@ -284,3 +284,65 @@ fn no_tui_and_dumb_terminals_keep_the_progress_line() {
         assert!(end.contains("EXIT=0") && end.contains("Transactions:"), "{end}");
     }
 }
+
+/// The pid of the program the pane's shell runs (its only child).
+fn child_of_pane(t: &Tmux) -> u32 {
+    let out = t
+        .tmux(&["display-message", "-p", "-t", "t", "#{pane_pid}"])
+        .output()
+        .expect("tmux display-message");
+    let shell = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children"))
+        .expect("the pane's shell");
+    children
+        .split_whitespace()
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("the shell runs latscope")
+}
+
+/// Ctrl-C (a key in raw mode, not a signal) and SIGTERM both stop a 20 s run early as
+/// Ctrl-C always did: the terminal is restored (alternate screen left), the summary
+/// printed, the exit code 0 and the run saved.
+#[test]
+fn ctrl_c_key_and_sigterm_restore_the_terminal_and_keep_the_run() {
+    let lab = healthy();
+    let dir = Dir::new("sig");
+    let db = dir.0.join("runs.db");
+    for how in ["ctrl-c", "sigterm"] {
+        let args = format!("load {} -c 2 -d 20s --threads 1", lab.url("/"));
+        let Some(t) = Tmux::start(how, &shell(&db, &args)) else {
+            return;
+        };
+        t.wait_for("the live view", Duration::from_secs(30), |s| {
+            s.contains("latency per second") && number_after(s, "requests").unwrap_or(0) > 0
+        });
+        if how == "ctrl-c" {
+            t.keys("C-c");
+        } else {
+            let pid = child_of_pane(&t);
+            let ok = Command::new("kill")
+                .args(["-TERM", &pid.to_string()])
+                .status()
+                .expect("kill runs")
+                .success();
+            assert!(ok, "kill -TERM {pid}");
+        }
+        let end = t.wait_for("the command to end", Duration::from_secs(30), |s| {
+            s.contains("EXIT=")
+        });
+        assert!(!t.alternate_on(), "{how}: alternate screen left:\n{end}");
+        assert!(end.contains("EXIT=0"), "{how}:\n{end}");
+        assert!(
+            end.contains("Transactions:") && end.contains("saved as run"),
+            "{how}:\n{end}"
+        );
+        let elapsed: f64 = end
+            .lines()
+            .find(|l| l.contains("Elapsed time:"))
+            .and_then(|l| l.split_whitespace().rev().nth(1)?.parse().ok())
+            .expect("Elapsed time in the summary");
+        assert!(elapsed < 15.0, "{how} stopped the 20 s run: {elapsed} s");
+    }
+    assert_eq!(runs(&db).len(), 2);
+}
