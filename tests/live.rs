@@ -346,3 +346,31 @@ fn ctrl_c_key_and_sigterm_restore_the_terminal_and_keep_the_run() {
     }
     assert_eq!(runs(&db).len(), 2);
 }
+
+/// diagnose's load ramp runs in the live view too: the header names the step and its
+/// connections, and when the ramp ends the view gives the terminal back before the
+/// diagnosis (its load ramp table) is printed, exit 0.
+#[test]
+fn diagnose_ramp_shows_its_steps() {
+    let lab = healthy();
+    let dir = Dir::new("ramp");
+    let db = dir.0.join("runs.db");
+    let args = format!(
+        "diagnose {} -n 3 --max-connections 8 --step 2s",
+        lab.url("/delay/2ms")
+    );
+    let Some(t) = Tmux::start("ramp", &shell(&db, &args)) else {
+        return;
+    };
+    let s = t.wait_for("the ramp in the live view", Duration::from_secs(60), |s| {
+        s.contains("ramp step 2/4, 2 connections") && s.contains("latency per second")
+    });
+    assert!(s.contains("load ramp: closed model, 1 → 8 connections"), "{s}");
+    let end = t.wait_for("the command to end", Duration::from_secs(60), |s| {
+        s.contains("EXIT=")
+    });
+    assert!(!t.alternate_on());
+    assert!(end.contains("EXIT=0"), "{end}");
+    assert!(end.contains("connections  req/s"), "the ramp table:\n{end}");
+    assert!(!end.contains("latency per second"), "{end}");
+}

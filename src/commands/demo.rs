@@ -103,6 +103,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<u8> {
             max_connections: 32,
             step: Duration::from_secs(2),
         },
+        live: crate::report::live::wanted(args.output.json, args.output.no_tui),
     };
     let mut progress = diagnose::progress_printer();
     let mut results: Vec<Diagnosis> = Vec::new();

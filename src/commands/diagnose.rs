@@ -17,6 +17,7 @@ use crate::diagnose::{self, audit, from_probe, rules, Facts, Finding};
 use crate::net::{NetError, Target};
 use crate::probe::{self, ProbeConfig};
 use crate::report;
+use crate::report::live;
 use crate::usage;
 
 use super::interrupt::Interrupt;
@@ -37,6 +38,8 @@ pub(crate) struct Plan {
     /// Skip the ramp, and why (`--no-load`, or the demo ramping one URL only).
     pub no_load: Option<String>,
     pub ramp: RampPlan,
+    /// Show the ramp in the full-screen live view (a terminal, no --json/--no-tui).
+    pub live: bool,
 }
 
 /// Runs `latscope diagnose`.
@@ -81,6 +84,7 @@ pub fn run(args: DiagnoseArgs) -> anyhow::Result<u8> {
             max_connections: args.max_connections,
             step: args.step,
         },
+        live: crate::report::live::wanted(args.output.json, args.output.no_tui),
     };
     let started = SystemTime::now();
     let interrupt = Interrupt::install()?;
@@ -261,16 +265,36 @@ pub(crate) fn diagnose_url(
             )),
         )
     } else {
-        let mut step_progress =
-            |c: u32| progress(&format!("{target}: load ramp, {c} connections…"));
-        match ramp::run(
+        let steps = ramp::levels(plan.ramp.max_connections).len();
+        let view = if plan.live {
+            progress("");
+            let setup = live::Setup::ramp(&target.url, plan.ramp.max_connections, plan.ramp.step, steps);
+            live::LiveView::start(setup, interrupt.stopper(), interrupt.flag.clone()).ok()
+        } else {
+            None
+        };
+        let mut step = 0;
+        let mut step_progress = |c: u32, p: Option<&crate::load::Progress>| match (&view, p) {
+            (Some(v), None) => {
+                step += 1;
+                v.step(c, step, steps);
+            }
+            (Some(v), Some(p)) => v.feed(p),
+            (None, None) => progress(&format!("{target}: load ramp, {c} connections…")),
+            (None, Some(_)) => {}
+        };
+        let ran = ramp::run(
             target,
             &plan.request,
             &plan.client,
             &plan.ramp,
             &interrupt.flag,
             &mut step_progress,
-        ) {
+        );
+        if let Some(v) = view {
+            v.finish();
+        }
+        match ran {
             Ok(r) => (Some(r), None),
             Err(e) => (None, Some(format!("the load ramp failed: {e:#}"))),
         }

@@ -29,10 +29,12 @@ impl Interrupt {
         self.runtime.spawn(async move {
             tokio::time::sleep(limit).await;
             let _ = why.set("--max-time reached");
-            eprintln!(
-                "\nlatscope: --max-time {} reached: concluding from what was measured",
-                humantime::format_duration(limit)
-            );
+            if !crate::report::live::active() {
+                eprintln!(
+                    "\nlatscope: --max-time {} reached: concluding from what was measured",
+                    humantime::format_duration(limit)
+                );
+            }
             flag.store(true, Ordering::SeqCst);
             stop.stop();
         });

@@ -79,10 +79,17 @@ fn install_panic_hook() {
 
 type Term = Terminal<CrosstermBackend<BufWriter<Stderr>>>;
 
+/// What the UI thread is told.
+enum Msg {
+    Progress(Box<Progress>),
+    /// A ramp's next step begins: connections, its number (from 1), of how many.
+    Step(u32, usize, usize),
+}
+
 /// A running live view. Feed it the engine's progress; [`LiveView::finish`] (or
 /// dropping it) ends the view and restores the terminal.
 pub struct LiveView {
-    tx: Option<mpsc::Sender<Progress>>,
+    tx: Option<mpsc::Sender<Msg>>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -135,7 +142,14 @@ impl LiveView {
     /// Hands one progress report to the UI thread (never blocks).
     pub fn feed(&self, p: &Progress) {
         if let Some(tx) = &self.tx {
-            let _ = tx.send(p.clone());
+            let _ = tx.send(Msg::Progress(Box::new(p.clone())));
+        }
+    }
+
+    /// Says that a ramp's next step (a new engine run) begins with `connections`.
+    pub fn step(&self, connections: u32, number: usize, of: usize) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(Msg::Step(connections, number, of));
         }
     }
 
@@ -165,7 +179,7 @@ impl Drop for LiveView {
 fn ui(
     mut term: Term,
     mut st: LiveState,
-    rx: mpsc::Receiver<Progress>,
+    rx: mpsc::Receiver<Msg>,
     stop: Box<dyn Fn() + Send>,
     stopped: Arc<AtomicBool>,
 ) {
@@ -174,8 +188,12 @@ fn ui(
     loop {
         loop {
             match rx.try_recv() {
-                Ok(p) => {
+                Ok(Msg::Progress(p)) => {
                     st.apply(&p);
+                    dirty = true;
+                }
+                Ok(Msg::Step(c, i, n)) => {
+                    st.begin_step(c, i, n);
                     dirty = true;
                 }
                 Err(mpsc::TryRecvError::Empty) => break,

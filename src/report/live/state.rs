@@ -32,6 +32,9 @@ pub struct Setup {
     pub endpoints: Vec<String>,
     /// Closed model: the VUs over time; open model: the arrival rate over time.
     pub target: Target,
+    /// A ramp's whole seconds per step: a step's last partial second is folded into
+    /// its last whole one, as the ramp's timeline does.
+    pub step_s: Option<u32>,
 }
 
 /// What the run aims at, to show beside what it achieved.
@@ -58,6 +61,28 @@ impl Setup {
                 Model::Closed => Target::Vus(plan.ramp()),
                 Model::Open { .. } => Target::Rate(plan.ramp()),
             },
+            step_s: None,
+        }
+    }
+}
+
+impl Setup {
+    /// The description of diagnose's load ramp on `url`: closed-model steps of
+    /// `step` each, 1 to `max` connections, `steps` steps at most.
+    pub fn ramp(url: &str, max: u32, step: Duration, steps: usize) -> Setup {
+        let whole = step.as_secs_f64().ceil().max(1.0) as u64;
+        Setup {
+            title: format!("latscope diagnose {url}"),
+            model: format!(
+                "load ramp: closed model, 1 → {max} connections, {} a step",
+                humantime::format_duration(step)
+            ),
+            length: Some(Duration::from_secs(whole * steps as u64)),
+            count: None,
+            threads: crate::load::plan::default_threads(),
+            endpoints: vec![url.to_string()],
+            target: Target::Vus(Ramp::constant(max as f64, None)),
+            step_s: Some(whole as u32),
         }
     }
 }
@@ -116,6 +141,23 @@ pub struct LiveState {
     pub show_max: bool,
     /// `q` / Ctrl-C was pressed (or a signal came): the run is winding down.
     pub stopping: bool,
+    /// A ramp of several runs (diagnose): this step's connections, its number (from
+    /// 1) and the number of steps.
+    pub step: Option<(u32, usize, usize)>,
+    /// What the steps before this one added (their seconds come first on the chart).
+    before: Before,
+}
+
+/// The totals of a ramp's earlier steps, added to the engine's (per-run) numbers.
+#[derive(Debug, Clone, Default)]
+struct Before {
+    seconds: u32,
+    elapsed: Duration,
+    requests: u64,
+    errors: u64,
+    dropped: u64,
+    statuses: BTreeMap<u16, u64>,
+    endpoints: Vec<(u64, u64)>,
 }
 
 impl LiveState {
@@ -148,14 +190,38 @@ impl LiveState {
             help: false,
             show_max: true,
             stopping: false,
+            step: None,
+            before: Before::default(),
         }
+    }
+
+    /// Starts the next step of a ramp (a new run of the engine, its seconds and totals
+    /// counted from zero again): what the view has so far becomes the base they are
+    /// added to, and its seconds follow the ones already drawn.
+    pub fn begin_step(&mut self, connections: u32, number: usize, of: usize) {
+        if self.step.is_some() {
+            self.before = Before {
+                seconds: self.points.last().map_or(0, |p| p.t + 1),
+                elapsed: self.elapsed,
+                requests: self.requests,
+                errors: self.errors,
+                dropped: self.dropped,
+                statuses: self.statuses.clone(),
+                endpoints: self.endpoints.iter().map(|e| (e.requests, e.ok)).collect(),
+            };
+        }
+        self.step = Some((connections, number, of));
     }
 
     /// Adds one completed second: its chart point, its error kinds, its CPU, and its
     /// histograms (overall `latency`, and per endpoint from `ep_v2`) to the totals.
     pub fn push_second(&mut self, s: &SecondResult, latency: Option<&Histogram<u64>>) {
+        let t = match self.setup.step_s {
+            Some(whole) => s.t.min(whole.max(1) - 1),
+            None => s.t,
+        };
         let point = Point {
-            t: s.t,
+            t: t + self.before.seconds,
             requests: s.requests,
             errors: s.errors,
             p50_ms: s.p50_ms,
@@ -163,10 +229,17 @@ impl LiveState {
             p99_ms: s.p99_ms,
             max_ms: s.max_ms,
         };
-        // The last partial second may come again once the workers stopped: the
-        // newer one wins.
+        // A ramp step's extra partial second joins its last whole one: counts add up,
+        // percentiles take the worse.
         match self.points.last_mut() {
-            Some(last) if last.t == s.t => *last = point,
+            Some(last) if last.t == point.t => {
+                last.requests += point.requests;
+                last.errors += point.errors;
+                last.p50_ms = last.p50_ms.max(point.p50_ms);
+                last.p90_ms = last.p90_ms.max(point.p90_ms);
+                last.p99_ms = last.p99_ms.max(point.p99_ms);
+                last.max_ms = last.max_ms.max(point.max_ms);
+            }
             _ => self.points.push(point),
         }
         for (k, n) in &s.errors_by_kind {
@@ -205,15 +278,20 @@ impl LiveState {
         statuses: &BTreeMap<u16, u64>,
         endpoints: &[(u64, u64)],
     ) {
-        self.elapsed = elapsed;
-        self.requests = requests;
-        self.errors = errors;
-        self.dropped = dropped;
+        let b = &self.before;
+        self.elapsed = b.elapsed + elapsed;
+        self.requests = b.requests + requests;
+        self.errors = b.errors + errors;
+        self.dropped = b.dropped + dropped;
         self.active = active;
-        self.statuses.clone_from(statuses);
-        for (ep, &(n, ok)) in self.endpoints.iter_mut().zip(endpoints) {
-            ep.requests = n;
-            ep.ok = ok;
+        self.statuses.clone_from(&b.statuses);
+        for (code, n) in statuses {
+            *self.statuses.entry(*code).or_default() += n;
+        }
+        for (i, (ep, &(n, ok))) in self.endpoints.iter_mut().zip(endpoints).enumerate() {
+            let (bn, bok) = b.endpoints.get(i).copied().unwrap_or_default();
+            ep.requests = bn + n;
+            ep.ok = bok + ok;
         }
     }
 
@@ -293,6 +371,7 @@ pub(crate) mod tests {
             threads: 2,
             endpoints: vec!["home".into(), "search".into(), "checkout".into()],
             target: Target::Vus(Ramp::constant(16.0, Some(Duration::from_secs(30)))),
+            step_s: None,
         };
         let mut st = LiveState::new(setup);
         for t in 0..12u32 {
@@ -343,7 +422,7 @@ pub(crate) mod tests {
         st
     }
 
-    /// Errors by kind add up over seconds; a repeated second replaces the point; the
+    /// Errors by kind add up over seconds; a repeated second joins the point; the
     /// per-endpoint histograms add up.
     #[test]
     fn seconds_accumulate() {
@@ -363,7 +442,39 @@ pub(crate) mod tests {
             None,
         );
         assert_eq!(st.points.len(), 12);
-        assert_eq!(st.points[11].requests, 1);
+        assert_eq!(st.points[11].requests, 5101);
+    }
+
+    /// A ramp's second step continues the first: its seconds follow on the chart and
+    /// its totals add to the first step's.
+    #[test]
+    fn ramp_steps_add_up() {
+        let mut st = fixed();
+        st.begin_step(1, 1, 2);
+        st.begin_step(2, 2, 2);
+        st.push_second(
+            &SecondResult {
+                t: 0,
+                requests: 10,
+                ..Default::default()
+            },
+            None,
+        );
+        st.set_totals(
+            Duration::from_secs(1),
+            10,
+            0,
+            0,
+            2,
+            &BTreeMap::from([(200u16, 10u64)]),
+            &[(10, 10)],
+        );
+        assert_eq!(st.points.last().unwrap().t, 12);
+        assert_eq!(st.requests, 54_610);
+        assert_eq!(st.statuses[&200], 52_585);
+        assert_eq!(st.endpoints[0].requests, 27_310);
+        assert_eq!(st.elapsed, Duration::from_millis(13_200));
+        assert_eq!(st.step, Some((2, 2, 2)));
     }
 
     /// A run that fits the window is shown whole; a longer one scrolls, and a pause

@@ -157,6 +157,11 @@ fn header(frame: &mut Frame, area: Rect, st: &LiveState) {
     spans.extend(label("errors", err));
     let t = st.elapsed.as_secs_f64();
     match &st.setup.target {
+        _ if st.step.is_some() => {
+            let (c, i, n) = st.step.unwrap_or_default();
+            spans.extend(label("ramp step", format!("{i}/{n}, {c} connections")));
+            spans.extend(label("conns", group(st.active)));
+        }
         Target::Vus(r) => {
             spans.extend(label("VUs", format!("{:.0}", r.at(t).max(0.0))));
             spans.extend(label("conns", group(st.active)));
