@@ -183,6 +183,8 @@ fn ui(
     stop: Box<dyn Fn() + Send>,
     stopped: Arc<AtomicBool>,
 ) {
+    // NO_COLOR (https://no-color.org): set and not empty means no colours.
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let mut dirty = true;
     let mut last_draw: Option<Instant> = None;
     loop {
@@ -208,7 +210,16 @@ fn ui(
             dirty = true;
         }
         if dirty && last_draw.is_none_or(|t| t.elapsed() >= FRAME) {
-            if term.draw(|f| view::draw(f, &st)).is_err() {
+            let drawn = term.draw(|f| {
+                view::draw(f, &st);
+                if no_color {
+                    for cell in f.buffer_mut().content.iter_mut() {
+                        cell.fg = ratatui::style::Color::Reset;
+                        cell.bg = ratatui::style::Color::Reset;
+                    }
+                }
+            });
+            if drawn.is_err() {
                 return;
             }
             last_draw = Some(Instant::now());
