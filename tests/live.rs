@@ -162,11 +162,21 @@ fn live_view_updates_and_q_keeps_the_run() {
     let Some(t) = Tmux::start("q", &shell(&db, &args)) else {
         return;
     };
-    let first = t.wait_for("live view with a second of data", Duration::from_secs(30), |s| {
-        s.contains("latency per second") && number_after(s, "requests").unwrap_or(0) > 0
-    });
+    let first = t.wait_for(
+        "live view with a second of data",
+        Duration::from_secs(30),
+        |s| s.contains("latency per second") && number_after(s, "requests").unwrap_or(0) > 0,
+    );
     assert!(t.alternate_on(), "the view runs on the alternate screen");
-    for want in ["req/s", "errors/s", "status codes", "200  ", "q stop", "/ 6s", "conns 4"] {
+    for want in [
+        "req/s",
+        "errors/s",
+        "status codes",
+        "200  ",
+        "q stop",
+        "/ 6s",
+        "conns 4",
+    ] {
         assert!(first.contains(want), "{want:?} on screen:\n{first}");
     }
     let n1 = number_after(&first, "requests").unwrap();
@@ -225,12 +235,16 @@ fn live_view_shows_the_endpoint_table() {
     let Some(t) = Tmux::start("ep", &shell(&db, &args)) else {
         return;
     };
-    let s = t.wait_for("the endpoint table with numbers", Duration::from_secs(30), |s| {
-        s.contains("endpoints so far")
-            && s.lines()
-                .find(|l| l.contains("│slow "))
-                .is_some_and(|l| l.contains(" ms"))
-    });
+    let s = t.wait_for(
+        "the endpoint table with numbers",
+        Duration::from_secs(30),
+        |s| {
+            s.contains("endpoints so far")
+                && s.lines()
+                    .find(|l| l.contains("│slow "))
+                    .is_some_and(|l| l.contains(" ms"))
+        },
+    );
     for want in ["endpoint", "requests", "p50", "p99", "errors"] {
         assert!(s.contains(want), "{want:?}:\n{s}");
     }
@@ -281,7 +295,10 @@ fn no_tui_and_dumb_terminals_keep_the_progress_line() {
         let end = t.wait_for("the command to end", Duration::from_secs(30), |s| {
             s.contains("EXIT=")
         });
-        assert!(end.contains("EXIT=0") && end.contains("Transactions:"), "{end}");
+        assert!(
+            end.contains("EXIT=0") && end.contains("Transactions:"),
+            "{end}"
+        );
     }
 }
 
@@ -365,7 +382,10 @@ fn diagnose_ramp_shows_its_steps() {
     let s = t.wait_for("the ramp in the live view", Duration::from_secs(60), |s| {
         s.contains("ramp step 2/4, 2 connections") && s.contains("latency per second")
     });
-    assert!(s.contains("load ramp: closed model, 1 → 8 connections"), "{s}");
+    assert!(
+        s.contains("load ramp: closed model, 1 → 8 connections"),
+        "{s}"
+    );
     let end = t.wait_for("the command to end", Duration::from_secs(60), |s| {
         s.contains("EXIT=")
     });

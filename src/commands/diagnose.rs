@@ -268,7 +268,12 @@ pub(crate) fn diagnose_url(
         let steps = ramp::levels(plan.ramp.max_connections).len();
         let view = if plan.live {
             progress("");
-            let setup = live::Setup::ramp(&target.url, plan.ramp.max_connections, plan.ramp.step, steps);
+            let setup = live::Setup::ramp(
+                &target.url,
+                plan.ramp.max_connections,
+                plan.ramp.step,
+                steps,
+            );
             live::LiveView::start(setup, interrupt.stopper(), interrupt.flag.clone()).ok()
         } else {
             None

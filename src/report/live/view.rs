@@ -68,7 +68,7 @@ pub(crate) fn group(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -362,21 +362,14 @@ fn endpoint_table(frame: &mut Frame, area: Rect, st: &LiveState) {
 
 fn totals(frame: &mut Frame, area: Rect, st: &LiveState) {
     let h = &st.latency;
-    let rows = [
-        ("p50", 0.5),
-        ("p90", 0.9),
-        ("p99", 0.99),
-        ("p99.9", 0.999),
-    ]
-    .map(|(n, q)| Row::new([n.to_string(), ms_of(h, q)]));
+    let rows = [("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p99.9", 0.999)]
+        .map(|(n, q)| Row::new([n.to_string(), ms_of(h, q)]));
     let max = if h.is_empty() {
         "-".into()
     } else {
         fmt_ms(h.max() as f64 / 1e6)
     };
-    let rows = rows
-        .into_iter()
-        .chain([Row::new(["max".to_string(), max])]);
+    let rows = rows.into_iter().chain([Row::new(["max".to_string(), max])]);
     let table = Table::new(rows, [Constraint::Length(7), Constraint::Length(10)])
         .block(Block::bordered().title(" latency so far "));
     frame.render_widget(table, area);
@@ -506,7 +499,8 @@ mod tests {
         let st = fixed();
         let s = render(&st, 100, 32);
         let lines: Vec<&str> = s.lines().collect();
-        assert!(lines[0].starts_with("latscope load http://127.0.0.1:8080/ — closed model, 16 connections"));
+        assert!(lines[0]
+            .starts_with("latscope load http://127.0.0.1:8080/ — closed model, 16 connections"));
         assert!(lines[1].contains("12s / 30s"), "{}", lines[1]);
         assert!(lines[1].contains('━'), "progress bar: {}", lines[1]);
         for want in [
@@ -532,7 +526,10 @@ mod tests {
         assert!(row.contains("9,100"), "{row}");
         assert!(row.contains("13.") && row.contains(" ms"), "{row}");
         let search = lines.iter().find(|l| l.contains("search")).unwrap();
-        assert!(search.contains("18,200") && search.trim_end().ends_with("│"), "{search}");
+        assert!(
+            search.contains("18,200") && search.trim_end().ends_with("│"),
+            "{search}"
+        );
         assert!(s.contains("503  25"));
         assert!(s.contains("timeout  25"));
         assert!(lines[31].contains("q stop and keep the run"));
