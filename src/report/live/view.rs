@@ -553,6 +553,23 @@ mod tests {
         );
     }
 
+    /// The open model: the header shows the target rate against the achieved one and
+    /// the dropped arrivals; count mode measures progress in requests.
+    #[test]
+    fn renders_the_open_model_and_count_mode() {
+        use crate::load::stages::Ramp;
+        let mut st = fixed();
+        st.setup.target = Target::Rate(Ramp::constant(6000.0, None));
+        st.dropped = 42;
+        let s = render(&st, 120, 32);
+        let line = s.lines().nth(2).unwrap();
+        assert!(line.contains("rate 6.0k → 5,100 req/s"), "{line}");
+        assert!(line.contains("dropped 42"), "{line}");
+        st.setup.count = Some(100_000);
+        let s = render(&st, 120, 32);
+        assert!(s.contains("54,600 / 100,000 requests"), "{s}");
+    }
+
     /// Paused, help open, max hidden, one endpoint, a small terminal: the overlay and
     /// the pause mark show, the totals replace the table, and nothing panics.
     #[test]
