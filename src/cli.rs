@@ -56,6 +56,8 @@ pub enum Command {
     Export(ExportArgs),
     /// Add an exported run to this store.
     Import(ImportArgs),
+    /// Join shard runs of one load plan into one run (histograms added exactly).
+    Merge(MergeArgs),
     /// Stored runs side by side: ratios to the first and whether they differ significantly.
     Compare(CompareArgs),
     /// A self-contained HTML report of stored runs (charts as inline SVG), CSV, HDR log.
@@ -126,6 +128,16 @@ pub struct ImportArgs {
     pub file: PathBuf,
     #[command(flatten)]
     pub db: DbArgs,
+}
+
+/// `latscope merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Shard runs (id, id prefix, label, last, last~N) or files from `latscope export`.
+    #[arg(value_name = "RUN|FILE", required = true, num_args = 2..)]
+    pub runs: Vec<String>,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// `latscope compare`.
@@ -240,12 +252,31 @@ pub struct ProbeArgs {
     pub output: OutputArgs,
 }
 
+/// A load split over processes or machines (`load`).
+#[derive(Debug, Args, Clone, Default)]
+pub struct ShardArgs {
+    /// Run shard I of N (1-based): 1/N of -c, -n and the arrivals, each at its place in
+    /// the whole run's schedule; `latscope merge` joins the shards' runs.
+    #[arg(long, value_name = "I/N", conflicts_with = "shards")]
+    pub shard: Option<String>,
+    /// Run one of N shards: the one JOB_COMPLETION_INDEX (0-based, set by a Kubernetes
+    /// Indexed Job) names.
+    #[arg(long, value_name = "N")]
+    pub shards: Option<u32>,
+    /// Wait until this wall-clock time before starting (RFC 3339, or +DUR from now):
+    /// shards given the same time start together.
+    #[arg(long, value_name = "TIME")]
+    pub start_at: Option<String>,
+}
+
 /// `latscope load`.
 #[derive(Debug, Args)]
 pub struct LoadArgs {
     /// Target URL (or give a scenario with -f).
     #[arg(value_name = "URL")]
     pub url: Option<String>,
+    #[command(flatten)]
+    pub shard: ShardArgs,
     /// Scenario file (TOML): several requests, weighted or in sequence.
     #[arg(short = 'f', long = "file", value_name = "FILE")]
     pub file: Option<PathBuf>,
@@ -284,9 +315,24 @@ pub struct LoadArgs {
     #[arg(long, value_name = "DUR", value_parser = duration)]
     pub think_time: Option<Duration>,
     #[command(flatten)]
+    pub watch: WatchArgs,
+    #[command(flatten)]
     pub http: HttpArgs,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// `--watch` and `--watch-metric` (load and diagnose).
+#[derive(Debug, Clone, Default, Args)]
+pub struct WatchArgs {
+    /// Scrape this Prometheus endpoint (node_exporter, an app's /metrics) once a
+    /// second during the run and join it to the timeline (repeatable).
+    #[arg(long = "watch", value_name = "URL")]
+    pub watch: Vec<String>,
+    /// Also record this series from the --watch endpoints: NAME or
+    /// NAME{label="value"} (a rate per second for counters; repeatable).
+    #[arg(long = "watch-metric", value_name = "NAME[{LABELS}]")]
+    pub watch_metric: Vec<String>,
 }
 
 /// Disk access patterns, named as fio names them.
@@ -407,30 +453,12 @@ pub struct LabArgs {
     /// Idle time after which /cold is cold again.
     #[arg(long, value_name = "DUR", default_value = "60s", value_parser = duration)]
     pub cold_after: Duration,
-    /// Wire: round-trip time added to every packet path (needs root).
-    #[arg(long, value_name = "DUR", value_parser = duration)]
-    pub rtt: Option<Duration>,
-    /// Wire: random extra delay per packet, up to DUR (never reorders).
-    #[arg(long, value_name = "DUR", value_parser = duration)]
-    pub jitter: Option<Duration>,
-    /// Wire: drop this percentage of packets.
-    #[arg(long, value_name = "PCT", value_parser = percent)]
-    pub loss: Option<f64>,
-    /// Wire: seed for reproducible loss.
-    #[arg(long, value_name = "N")]
-    pub loss_seed: Option<u64>,
-    /// Wire: pace packets to this rate (e.g. 8mbit).
-    #[arg(long, value_name = "RATE", value_parser = rate)]
-    pub bandwidth: Option<u64>,
-    /// Wire: every DUR, drop every packet for --outage-for.
-    #[arg(long, value_name = "DUR", value_parser = duration, requires = "outage_for")]
-    pub outage_every: Option<Duration>,
-    /// Wire: length of each outage.
-    #[arg(long, value_name = "DUR", value_parser = duration, requires = "outage_every")]
-    pub outage_for: Option<Duration>,
+    /// The wire in front of the lab (needs root).
+    #[command(flatten, next_help_heading = "Wire (needs root)")]
+    pub wire: WireFlags,
 }
 
-/// The wire's impairments, shared by `latscope wire` (and the same as `lab`'s).
+/// The wire's impairments, shared by `latscope wire` and `latscope lab`.
 #[derive(Debug, Args, Clone, Default)]
 pub struct WireFlags {
     /// Round-trip time added to every packet path.
@@ -496,6 +524,8 @@ pub struct DiagnoseArgs {
     /// Stop measuring after this long (all URLs) and conclude from what was measured.
     #[arg(long, default_value = "45s", value_name = "DUR", value_parser = duration)]
     pub max_time: Duration,
+    #[command(flatten)]
+    pub watch: WatchArgs,
     #[command(flatten)]
     pub http: HttpArgs,
     #[command(flatten)]

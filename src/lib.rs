@@ -21,5 +21,6 @@ pub mod report;
 pub mod stats;
 pub mod store;
 pub mod units;
+pub mod watch;
 
 pub use commands::run;

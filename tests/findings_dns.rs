@@ -41,7 +41,7 @@ fn slow_dns_fires_with_a_slow_resolver() {
         );
         return;
     }
-    let dir = std::env::temp_dir().join(format!("latscope-slow-dns-{}", std::process::id()));
+    let dir = crate::util::scratch().join(format!("latscope-slow-dns-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let responder = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/slow_dns.py");
     let mut child = std::process::Command::new("unshare")

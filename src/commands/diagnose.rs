@@ -40,6 +40,8 @@ pub(crate) struct Plan {
     pub ramp: RampPlan,
     /// Show the ramp in the full-screen live view (a terminal, no --json/--no-tui).
     pub live: bool,
+    /// `--watch`: scrape these during the ramp.
+    pub watch: Option<crate::watch::WatchSpec>,
 }
 
 /// Runs `latscope diagnose`.
@@ -85,6 +87,8 @@ pub fn run(args: DiagnoseArgs) -> anyhow::Result<u8> {
             step: args.step,
         },
         live: crate::report::live::wanted(args.output.json, args.output.no_tui),
+        watch: crate::watch::WatchSpec::from_flags(&args.watch.watch, &args.watch.watch_metric)
+            .map_err(|e| usage!("{e}"))?,
     };
     let started = SystemTime::now();
     let interrupt = Interrupt::install()?;
@@ -288,6 +292,7 @@ pub(crate) fn diagnose_url(
             (None, None) => progress(&format!("{target}: load ramp, {c} connections…")),
             (None, Some(_)) => {}
         };
+        let watcher = plan.watch.clone().map(crate::watch::Watcher::start);
         let ran = ramp::run(
             target,
             &plan.request,
@@ -300,7 +305,12 @@ pub(crate) fn diagnose_url(
             v.finish();
         }
         match ran {
-            Ok(r) => (Some(r), None),
+            Ok(mut r) => {
+                if let Some(w) = watcher {
+                    super::watching::join_ramp(&w.finish(), &mut r);
+                }
+                (Some(r), None)
+            }
             Err(e) => (None, Some(format!("the load ramp failed: {e:#}"))),
         }
     };

@@ -5,6 +5,7 @@
 //! and saved.
 
 use std::io::IsTerminal;
+use std::time::SystemTime;
 
 use anyhow::Context;
 
@@ -23,6 +24,10 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         PlanError::Usage(m) => usage!("{m}"),
         PlanError::Scenario(s) => usage!("{s}"),
     })?;
+    let start_at = match &args.shard.start_at {
+        Some(s) => Some(load::shard::start_at(s, SystemTime::now()).map_err(|m| usage!("{m}"))?),
+        None => None,
+    };
     let interrupt = super::interrupt::Interrupt::install()?;
     let stop = interrupt.flag.clone();
     let tty = std::io::stderr().is_terminal();
@@ -31,6 +36,19 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         // before it is measured and saved; the final print reports the error.
         let _ = super::output::say(&report::load::header(&plan));
     }
+    // The barrier of shards started apart: every one waits for the same instant.
+    let mut start_late_ms = None;
+    if let Some(at) = start_at {
+        while let Ok(left) = at.duration_since(SystemTime::now()) {
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                eprintln!("latscope: stopped before --start-at; nothing was sent");
+                return Ok(130);
+            }
+            std::thread::sleep(left.min(std::time::Duration::from_millis(50)));
+        }
+        start_late_ms = Some(SystemTime::now().duration_since(at).unwrap_or_default());
+    }
+    let watcher = super::watching::start(&args.watch)?;
     let mut shown = false;
     let live = if live::wanted(args.output.json, args.output.no_tui) {
         // No view (a terminal that cannot take raw mode): the progress line.
@@ -44,6 +62,9 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         None
     };
     let result = load::run_with_progress(&plan, &stop, &mut |p| {
+        if let Some(w) = &watcher {
+            w.align(p.started);
+        }
         if let Some(view) = &live {
             view.feed(p);
         } else if tty {
@@ -57,7 +78,8 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     if shown {
         eprint!("\r\x1b[2K");
     }
-    let result = result.context("the load run failed")?;
+    let mut result = result.context("the load run failed")?;
+    super::watching::attach(watcher, &mut result);
 
     let facts = Facts {
         load: Some(diagnose::from_load::load_facts(&result)),
@@ -66,6 +88,14 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     let findings = diagnose::run_rules(&facts);
     let mut doc = result.to_json();
     doc["findings"] = serde_json::to_value(&findings)?;
+    if !plan.shard.is_whole() {
+        doc["shard"] = plan.to_json()["shard"].clone();
+    }
+    if let (Some(at), Some(late)) = (start_at, start_late_ms) {
+        // What this process's clock saw: how late after --start-at it began.
+        doc["start_at"] = serde_json::json!(humantime::format_rfc3339_millis(at).to_string());
+        doc["start_late_ms"] = serde_json::json!(crate::units::ms(late));
+    }
     let head_too_large = load::head_too_large();
     if head_too_large > 0 {
         eprintln!(
@@ -81,6 +111,10 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
             "latscope: {fd_exhausted} connects failed: too many open files (EMFILE): the open-file limit (ulimit -n) is {}; raise it or lower -c",
             load::plan::fd_limit()
         );
+    }
+    if let (Some(reason), Some(n)) = (load::tls_failure(), result.errors.get("tls")) {
+        doc["tls_error"] = serde_json::json!(reason);
+        eprintln!("latscope: {n} TLS handshakes failed: {reason}");
     }
     let text = format!(
         "{}{}",

@@ -11,12 +11,14 @@ mod disk;
 mod interrupt;
 mod lab;
 mod load;
+mod merge;
 mod output;
 mod probe;
 mod ramp;
 mod report;
 mod runs;
 pub(crate) mod saving;
+mod watching;
 mod wire;
 
 /// Runs one parsed command line; returns the process exit code.
@@ -33,6 +35,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Show(args) => runs::show(args),
         Command::Export(args) => runs::export(args),
         Command::Import(args) => runs::import(args),
+        Command::Merge(args) => merge::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Report(args) => report::run(args),
     }

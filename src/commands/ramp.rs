@@ -61,6 +61,7 @@ pub(crate) fn run(
     let (mut misses, mut kind) = (0u64, None);
     let mut offset = 0u32;
     let mut cpu = Vec::new();
+    let mut spans = Vec::new();
     let levels = levels(plan.max_connections);
     for (i, &c) in levels.iter().enumerate() {
         if stop.load(Ordering::SeqCst) {
@@ -98,6 +99,7 @@ pub(crate) fn run(
         // joined timeline and a stall period is not stretched by one second per step.
         let whole = (plan.step.as_secs_f64().ceil() as u32).max(1);
         let at = |t: u32| offset + t.min(whole - 1);
+        spans.push((r.started, r.timeline.len(), offset, whole));
         let f = crate::diagnose::from_load::load_facts(&r);
         for mut s in f.timeline {
             s.t = at(s.t);
@@ -227,6 +229,7 @@ pub(crate) fn run(
         facts,
         json,
         histograms,
+        spans,
     })
 }
 
@@ -250,6 +253,9 @@ fn merge_second(last: &mut crate::diagnose::Second, s: &crate::diagnose::Second)
     last.p50_ms = last.p50_ms.max(s.p50_ms);
     last.p99_ms = last.p99_ms.max(s.p99_ms);
     last.max_ms = last.max_ms.max(s.max_ms);
+    if last.server.is_none() {
+        last.server = s.server.clone();
+    }
 }
 
 /// The same for a JSON timeline row.

@@ -11,12 +11,14 @@
 pub mod engine;
 pub mod limits;
 mod live;
+pub mod merge;
 pub mod plan;
 pub mod raw;
 pub mod recorder;
 pub mod result;
 pub mod scenario;
 mod seconds;
+pub mod shard;
 pub mod stages;
 pub mod sys;
 pub mod threshold;
@@ -30,7 +32,7 @@ mod worker;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-pub use conn::{fd_exhausted, head_too_large};
+pub use conn::{fd_exhausted, head_too_large, tls_failure};
 pub use engine::Progress;
 pub use live::LiveSecond;
 pub use plan::{Endpoint, LoadPlan, Model, PlanError};

@@ -191,7 +191,7 @@ pub fn load_panels(run: &RunRecord, hist: &Histograms) -> (Vec<Panel>, f64) {
             .map(|(t, h)| (f64::from(*t), h.len() as f64))
             .collect();
     }
-    let panels = vec![
+    let mut panels = vec![
         Panel {
             title: "Latency per second".into(),
             y_desc: "ms".into(),
@@ -217,6 +217,21 @@ pub fn load_panels(run: &RunRecord, hist: &Histograms) -> (Vec<Panel>, f64) {
             series: vec![Series::new("active", PALETTE[4], series(|s| s.active))],
         },
     ];
+    // The watched server (`--watch`), right under the latency on the same time axis.
+    let (cpu, retrans) = (series(|s| s.server_cpu_pct), series(|s| s.server_retrans));
+    if !cpu.is_empty() || !retrans.is_empty() {
+        panels.insert(
+            1,
+            Panel {
+                title: "Watched server (--watch)".into(),
+                y_desc: "% / per s".into(),
+                series: vec![
+                    Series::new("server CPU %", PALETTE[0], cpu),
+                    Series::new("server retransmits/s", PALETTE[1], retrans),
+                ],
+            },
+        );
+    }
     (panels, x_max)
 }
 
