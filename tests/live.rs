@@ -44,10 +44,11 @@ impl Tmux {
         c
     }
 
-    /// The visible screen, as text.
+    /// The screen, as text, with up to 200 lines of scrollback above it (the normal
+    /// screen's; the alternate screen has none).
     fn screen(&self) -> String {
         let out = self
-            .tmux(&["capture-pane", "-p", "-t", "t"])
+            .tmux(&["capture-pane", "-p", "-S", "-200", "-t", "t"])
             .output()
             .expect("tmux capture-pane");
         String::from_utf8_lossy(&out.stdout).into_owned()
@@ -360,6 +361,12 @@ fn ctrl_c_key_and_sigterm_restore_the_terminal_and_keep_the_run() {
             .and_then(|l| l.split_whitespace().rev().nth(1)?.parse().ok())
             .expect("Elapsed time in the summary");
         assert!(elapsed < 15.0, "{how} stopped the 20 s run: {elapsed} s");
+        let why = if how == "ctrl-c" {
+            "stopped from the live view (q or Ctrl-C): kept what was measured"
+        } else {
+            "terminated (SIGTERM): kept what was measured"
+        };
+        assert!(end.contains(why), "{how}:\n{end}");
     }
     assert_eq!(runs(&db).len(), 2);
 }

@@ -96,7 +96,7 @@ impl Interrupt {
     pub fn stopper(&self) -> Box<dyn Fn() + Send> {
         let (stop, flag, why) = (self.stop.clone(), self.flag.clone(), self.why.clone());
         Box::new(move || {
-            let _ = why.set("interrupted (Ctrl-C)");
+            let _ = why.set("stopped from the live view (q or Ctrl-C)");
             flag.store(true, Ordering::SeqCst);
             stop.stop();
         })

@@ -74,6 +74,10 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     });
     if let Some(view) = live {
         view.finish();
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            // Said here, not on the view's screen, so the scrollback keeps it.
+            eprintln!("latscope: {}: kept what was measured", interrupt.reason());
+        }
     }
     if shown {
         eprint!("\r\x1b[2K");
