@@ -847,6 +847,39 @@ fn live_feed_matches_the_stored_timeline() {
     assert_eq!(last_statuses.get(&200).copied(), Some(r.ok));
 }
 
+/// The per-endpoint second histograms (the timeline's `ep_v2`, stored as
+/// `latency:NAME` and shown per endpoint by the live view) hold the real latencies: a
+/// 20 ms endpoint's p50 is ≥ 15 ms and a fast one's below it. They start at 1–2 µs
+/// and grow; recording with clamping had put every latency at 2 µs.
+#[test]
+fn per_endpoint_seconds_keep_their_latencies() {
+    use hdrhistogram::serialization::Deserializer;
+    let lab = healthy();
+    let p = plan(&lab.url("/"), 4, Duration::from_secs(2), |p| {
+        let mut slow = p.endpoints[0].clone();
+        slow.name = "slow".into();
+        slow.path_and_query = "/delay/20ms".into();
+        p.endpoints[0].name = "fast".into();
+        p.endpoints.push(slow);
+    });
+    let r = run(&p);
+    let mut de = Deserializer::new();
+    let mut p50 = |e: usize| -> f64 {
+        let mut all = latscope::stats::histogram::new_histogram();
+        for s in &r.timeline {
+            if let Some(b) = s.ep_v2.get(e).filter(|b| !b.is_empty()) {
+                let h: hdrhistogram::Histogram<u64> = de.deserialize(&mut b.as_slice()).unwrap();
+                all.add(&h).unwrap();
+            }
+        }
+        assert!(!all.is_empty(), "endpoint {e} has second histograms");
+        all.value_at_quantile(0.5) as f64 / 1e6
+    };
+    let (fast, slow) = (p50(0), p50(1));
+    assert!(slow >= 15.0, "slow p50 {slow} ms");
+    assert!(fast < 15.0 && fast > 0.002, "fast p50 {fast} ms");
+}
+
 /// A load whose TLS handshakes fail says why, in the verifier's words (here: the
 /// lab's certificate is self-signed and no --cacert was given), on stderr and as
 /// `tls_error` in the JSON — not only "tls 5".

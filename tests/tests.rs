@@ -23,6 +23,7 @@ mod k8s;
 mod lab;
 mod lab_options;
 mod lab_routes;
+mod live;
 mod load;
 mod probe;
 mod probe_tls;

@@ -104,6 +104,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<u8> {
             max_connections: 32,
             step: Duration::from_secs(2),
         },
+        live: crate::report::live::wanted(args.output.json, args.output.no_tui),
         watch: None,
     };
     let mut progress = diagnose::progress_printer();

@@ -17,6 +17,7 @@ use crate::diagnose::{self, audit, from_probe, rules, Facts, Finding};
 use crate::net::{NetError, Target};
 use crate::probe::{self, ProbeConfig};
 use crate::report;
+use crate::report::live;
 use crate::usage;
 
 use super::interrupt::Interrupt;
@@ -37,6 +38,8 @@ pub(crate) struct Plan {
     /// Skip the ramp, and why (`--no-load`, or the demo ramping one URL only).
     pub no_load: Option<String>,
     pub ramp: RampPlan,
+    /// Show the ramp in the full-screen live view (a terminal, no --json/--no-tui).
+    pub live: bool,
     /// `--watch`: scrape these during the ramp.
     pub watch: Option<crate::watch::WatchSpec>,
     /// `--out`: where the ramp's seconds are streamed.
@@ -93,6 +96,7 @@ pub fn run(args: DiagnoseArgs) -> anyhow::Result<u8> {
             max_connections: args.max_connections,
             step: args.step,
         },
+        live: crate::report::live::wanted(args.output.json, args.output.no_tui),
         watch: crate::watch::WatchSpec::from_flags(&args.watch.watch, &args.watch.watch_metric)
             .map_err(|e| usage!("{e}"))?,
     };
@@ -274,10 +278,36 @@ pub(crate) fn diagnose_url(
             )),
         )
     } else {
-        let mut step_progress =
-            |c: u32| progress(&format!("{target}: load ramp, {c} connections…"));
+        let steps = ramp::levels(plan.ramp.max_connections).len();
+        let view = if plan.live {
+            progress("");
+            let setup = live::Setup::ramp(
+                &target.url,
+                plan.ramp.max_connections,
+                plan.ramp.step,
+                steps,
+            );
+            live::LiveView::start(setup, interrupt.stopper(), interrupt.flag.clone()).ok()
+        } else {
+            None
+        };
+        let mut sink = plan.out.as_ref().map(|o| o.start(target));
+        let mut step = 0;
+        let mut step_progress = |c: u32, p: Option<&crate::load::Progress>| {
+            if let (Some(s), Some(p)) = (&mut sink, p) {
+                s.progress(p);
+            }
+            match (&view, p) {
+                (Some(v), None) => {
+                    step += 1;
+                    v.step(c, step, steps);
+                }
+                (Some(v), Some(p)) => v.feed(p),
+                (None, None) => progress(&format!("{target}: load ramp, {c} connections…")),
+                (None, Some(_)) => {}
+            }
+        };
         let watcher = plan.watch.clone().map(crate::watch::Watcher::start);
-        let mut live = plan.out.as_ref().map(|o| o.start(target));
         let ran = ramp::run(
             target,
             &plan.request,
@@ -285,13 +315,11 @@ pub(crate) fn diagnose_url(
             &plan.ramp,
             &interrupt.flag,
             &mut step_progress,
-            &mut |p| {
-                if let Some(l) = &mut live {
-                    l.progress(p)
-                }
-            },
         );
-        let reports = live.map(|l| l.finish()).unwrap_or_default();
+        if let Some(v) = view {
+            v.finish();
+        }
+        let reports = sink.map(|l| l.finish()).unwrap_or_default();
         for note in crate::output::notes(&reports) {
             eprintln!("latscope: {note}");
         }

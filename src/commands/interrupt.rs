@@ -29,10 +29,12 @@ impl Interrupt {
         self.runtime.spawn(async move {
             tokio::time::sleep(limit).await;
             let _ = why.set("--max-time reached");
-            eprintln!(
-                "\nlatscope: --max-time {} reached: concluding from what was measured",
-                humantime::format_duration(limit)
-            );
+            if !crate::report::live::active() {
+                eprintln!(
+                    "\nlatscope: --max-time {} reached: concluding from what was measured",
+                    humantime::format_duration(limit)
+                );
+            }
             flag.store(true, Ordering::SeqCst);
             stop.stop();
         });
@@ -65,15 +67,19 @@ impl Interrupt {
             let _ = w.set(first);
             f.store(true, Ordering::SeqCst);
             s.stop();
-            eprintln!(
-                "\nlatscope: {first}: stopping, keeping what was measured (signal again \
-                 to stop at once)"
-            );
+            // The live view shows "stopping" itself; a line on its screen would smear it.
+            if !crate::report::live::active() {
+                eprintln!(
+                    "\nlatscope: {first}: stopping, keeping what was measured (signal again \
+                     to stop at once)"
+                );
+            }
             // A second signal while the run winds down: the user means it.
             tokio::select! {
                 _ = int.recv() => {}
                 _ = term.recv() => {}
             }
+            crate::report::live::leave();
             eprintln!("\nlatscope: stopped at once (a second signal)");
             std::process::exit(130);
         });
@@ -82,6 +88,17 @@ impl Interrupt {
             flag,
             runtime,
             why,
+        })
+    }
+
+    /// What Ctrl-C does, for a live view that reads it as a key (raw mode): the same
+    /// flag and stop, the same reason.
+    pub fn stopper(&self) -> Box<dyn Fn() + Send> {
+        let (stop, flag, why) = (self.stop.clone(), self.flag.clone(), self.why.clone());
+        Box::new(move || {
+            let _ = why.set("stopped from the live view (q or Ctrl-C)");
+            flag.store(true, Ordering::SeqCst);
+            stop.stop();
         })
     }
 

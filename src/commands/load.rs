@@ -15,6 +15,7 @@ use crate::diagnose::{self, Facts};
 use crate::error::exit;
 use crate::load::{self, LoadPlan, PlanError};
 use crate::report;
+use crate::report::live;
 use crate::usage;
 
 /// Runs `latscope load`.
@@ -30,7 +31,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     let outputs = crate::output::OutPlan::from_args(&args.out).map_err(|m| usage!("{m}"))?;
     // Known before the run, so the series written while it goes carry it.
     let run_id = crate::store::new_id();
-    let mut live = (!outputs.is_empty()).then(|| {
+    let mut sink = (!outputs.is_empty()).then(|| {
         crate::output::Live::start(
             &outputs,
             &crate::output::RunLabels {
@@ -63,22 +64,42 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     }
     let watcher = super::watching::start(&args.watch)?;
     let mut shown = false;
+    let live = if live::wanted(args.output.json, args.output.no_tui) {
+        // No view (a terminal that cannot take raw mode): the progress line.
+        live::LiveView::start(
+            live::Setup::from_plan("load", &plan),
+            interrupt.stopper(),
+            stop.clone(),
+        )
+        .ok()
+    } else {
+        None
+    };
     let result = load::run_with_progress(&plan, &stop, &mut |p| {
         if let Some(w) = &watcher {
             w.align(p.started);
         }
-        if let Some(live) = &mut live {
-            live.progress(p);
+        if let Some(s) = &mut sink {
+            s.progress(p);
         }
-        if tty {
+        if let Some(view) = &live {
+            view.feed(p);
+        } else if tty {
             eprint!("\r\x1b[2K{}", report::load::progress_line(p));
             shown = true;
         }
     });
+    if let Some(view) = live {
+        view.finish();
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            // Said here, not on the view's screen, so the scrollback keeps it.
+            eprintln!("latscope: {}: kept what was measured", interrupt.reason());
+        }
+    }
     if shown {
         eprint!("\r\x1b[2K");
     }
-    let reports = live.map(|l| l.finish()).unwrap_or_default();
+    let reports = sink.map(|l| l.finish()).unwrap_or_default();
     for note in crate::output::notes(&reports) {
         eprintln!("latscope: {note}");
     }

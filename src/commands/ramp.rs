@@ -41,15 +41,16 @@ pub(crate) fn levels(max: u32) -> Vec<u32> {
     v
 }
 
-/// Runs the ramp. Fails only when its first step cannot run at all.
+/// Runs the ramp. Fails only when its first step cannot run at all. `progress` hears
+/// `(connections, None)` when a step begins and `(connections, Some(p))` with the
+/// engine's progress once a second during it.
 pub(crate) fn run(
     target: &Target,
     request: &RequestSpec,
     client: &ClientOptions,
     plan: &RampPlan,
     stop: &Arc<AtomicBool>,
-    progress: &mut dyn FnMut(u32),
-    feed: &mut dyn FnMut(&load::Progress),
+    progress: &mut dyn FnMut(u32, Option<&load::Progress>),
 ) -> anyhow::Result<Ramp> {
     let mut steps = Vec::new();
     let mut facts = LoadFacts::default();
@@ -67,7 +68,7 @@ pub(crate) fn run(
             stopped_early = Some("interrupted".to_string());
             break;
         }
-        progress(c);
+        progress(c, None);
         let mut lp = LoadPlan::closed(&target.url, c, plan.step)?;
         lp.client = client.clone();
         for e in &mut lp.endpoints {
@@ -76,7 +77,7 @@ pub(crate) fn run(
             e.body = request.body.clone();
         }
         lp.threads = lp.threads.min(c as usize).max(1);
-        let r = load::run_with_progress(&lp, stop, feed)?;
+        let r = load::run_with_progress(&lp, stop, &mut |p| progress(c, Some(p)))?;
         let p = Percentiles::from_histogram(&r.latency, crate::stats::Unit::Millis);
         let errors = r.requests - r.ok;
         let step = LoadStep {

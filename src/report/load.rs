@@ -14,20 +14,7 @@ use crate::units::{fmt_bytes, fmt_ms};
 
 /// One line saying what is about to run.
 pub fn header(plan: &LoadPlan) -> String {
-    let what = match plan.model {
-        Model::Closed if !plan.stages.is_empty() => "closed model, staged VUs".to_string(),
-        Model::Closed => format!("closed model, {} connections", plan.connections),
-        Model::Open { rate } if plan.stages.is_empty() => {
-            format!(
-                "open model, {rate} req/s, up to {} connections",
-                plan.connections
-            )
-        }
-        Model::Open { .. } => format!(
-            "open model, staged rate, up to {} connections",
-            plan.connections
-        ),
-    };
+    let what = model_text(plan);
     let length = match (plan.count, plan.run_length()) {
         (Some(n), Some(d)) => format!("{n} requests or {}", humantime::format_duration(d)),
         (Some(n), None) => format!("{n} requests"),
@@ -70,6 +57,25 @@ fn shard_line(plan: &LoadPlan) -> String {
         plan.connections,
         plan.count.map(|n| format!(", {n} requests")).unwrap_or_default(),
     )
+}
+
+/// The header's model part: "closed model, 10 connections", "open model, 500
+/// req/s, up to 64 connections", …
+pub fn model_text(plan: &LoadPlan) -> String {
+    match plan.model {
+        Model::Closed if !plan.stages.is_empty() => "closed model, staged VUs".to_string(),
+        Model::Closed => format!("closed model, {} connections", plan.connections),
+        Model::Open { rate } if plan.stages.is_empty() => {
+            format!(
+                "open model, {rate} req/s, up to {} connections",
+                plan.connections
+            )
+        }
+        Model::Open { .. } => format!(
+            "open model, staged rate, up to {} connections",
+            plan.connections
+        ),
+    }
 }
 
 fn pct_row(t: &mut Table, name: &str, p: &Percentiles) {

@@ -19,6 +19,7 @@ mod html_overlay;
 mod html_probe;
 mod html_runs;
 mod html_verdict;
+pub mod live;
 pub mod load;
 pub mod probe;
 pub mod rundata;

@@ -1,0 +1,596 @@
+//! The live view's widgets, drawn from a [`LiveState`]: a header (what runs, a
+//! progress bar, the numbers of the last second), the latency chart (p50, p90, p99,
+//! max per second), a req/s chart on the same time axis with errors per second in
+//! red, a per-endpoint table (scenario runs) or the run's percentiles so far, status
+//! codes and error kinds, and a key line. Draws only; never measures.
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::symbols::Marker;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{
+    Axis, Block, Cell, Chart, Clear, Dataset, GraphType, LineGauge, Paragraph, Row, Table,
+};
+use ratatui::Frame;
+
+use super::state::{LiveState, Point, Target};
+use crate::units::fmt_ms;
+
+/// Seconds the charts show before they scroll.
+pub const WINDOW_S: u32 = 120;
+/// Width every y-axis label is padded to, so both charts share one time axis.
+const Y_LABEL_WIDTH: usize = 8;
+
+const P50: Color = Color::Green;
+const P90: Color = Color::Yellow;
+const P99: Color = Color::LightRed;
+const MAX: Color = Color::DarkGray;
+const RPS: Color = Color::Cyan;
+const ERR: Color = Color::Red;
+
+/// Draws the whole view into `frame`.
+pub fn draw(frame: &mut Frame, st: &LiveState) {
+    let area = frame.area();
+    let table_rows = if st.endpoints.len() >= 2 {
+        st.endpoints.len() as u16 + 3
+    } else {
+        6
+    };
+    let [head, lat, rps, bottom, keys] = Layout::vertical([
+        Constraint::Length(3),
+        Constraint::Min(6),
+        Constraint::Length(7),
+        Constraint::Length(table_rows.clamp(5, 12)),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    header(frame, head, st);
+    let range = st.x_range(WINDOW_S);
+    let points = st.visible(range);
+    latency_chart(frame, lat, st, range, points);
+    rate_chart(frame, rps, range, points);
+    let [left, right] =
+        Layout::horizontal([Constraint::Percentage(62), Constraint::Percentage(38)]).areas(bottom);
+    if st.endpoints.len() >= 2 {
+        endpoint_table(frame, left, st);
+    } else {
+        totals(frame, left, st);
+    }
+    statuses(frame, right, st);
+    key_line(frame, keys, st);
+    if st.help {
+        help(frame, area);
+    }
+}
+
+/// 1234567 → `1,234,567`.
+pub(crate) fn group(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A rate or count for an axis label: 950, 12.3k, 4.1M.
+fn short(v: f64) -> String {
+    if v >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if v >= 1e4 {
+        format!("{:.0}k", v / 1e3)
+    } else if v >= 1e3 {
+        format!("{:.1}k", v / 1e3)
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+fn pad(s: String) -> String {
+    format!("{s:>Y_LABEL_WIDTH$}")
+}
+
+fn label(name: &str, value: String) -> Vec<Span<'static>> {
+    vec![
+        Span::styled(format!("{name} "), Style::new().fg(Color::DarkGray)),
+        Span::styled(value, Style::new().add_modifier(Modifier::BOLD)),
+        Span::raw("   "),
+    ]
+}
+
+fn header(frame: &mut Frame, area: Rect, st: &LiveState) {
+    let [title, bar, numbers] = Layout::vertical([Constraint::Length(1); 3]).areas(area);
+    let mut first = vec![
+        Span::styled(
+            st.setup.title.clone(),
+            Style::new().add_modifier(Modifier::BOLD),
+        ),
+        Span::raw(format!(" — {}", st.setup.model)),
+    ];
+    if st.stopping {
+        first.push(Span::styled(
+            "   stopping…",
+            Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+        ));
+    }
+    frame.render_widget(Paragraph::new(Line::from(first)), title);
+
+    let secs = st.elapsed.as_secs();
+    let (ratio, of) = match (st.setup.length, st.setup.count) {
+        (_, Some(n)) if n > 0 => (
+            st.requests as f64 / n as f64,
+            format!("{} / {} requests, {secs}s", group(st.requests), group(n)),
+        ),
+        (Some(d), _) if !d.is_zero() => (
+            st.elapsed.as_secs_f64() / d.as_secs_f64(),
+            format!("{secs}s / {}s", d.as_secs()),
+        ),
+        _ => (0.0, format!("{secs}s")),
+    };
+    frame.render_widget(
+        LineGauge::default()
+            .ratio(ratio.clamp(0.0, 1.0))
+            .filled_symbol("━")
+            .unfilled_symbol("─")
+            .label(format!("{of:<24}"))
+            .filled_style(Style::new().fg(Color::Cyan))
+            .unfilled_style(Style::new().fg(Color::DarkGray)),
+        bar,
+    );
+
+    let last = st.last().copied().unwrap_or_default();
+    let mut spans = Vec::new();
+    spans.extend(label("req/s", group(last.requests)));
+    spans.extend(label("requests", group(st.requests)));
+    let err = if st.requests > 0 {
+        format!(
+            "{} ({:.2}%)",
+            group(st.errors),
+            st.errors as f64 * 100.0 / st.requests as f64
+        )
+    } else {
+        "0".into()
+    };
+    spans.extend(label("errors", err));
+    let t = st.elapsed.as_secs_f64();
+    match &st.setup.target {
+        _ if st.step.is_some() => {
+            let (c, i, n) = st.step.unwrap_or_default();
+            spans.extend(label("ramp step", format!("{i}/{n}, {c} connections")));
+            spans.extend(label("conns", group(st.active)));
+        }
+        Target::Vus(r) => {
+            spans.extend(label("VUs", format!("{:.0}", r.at(t).max(0.0))));
+            spans.extend(label("conns", group(st.active)));
+        }
+        Target::Rate(r) => {
+            spans.extend(label(
+                "rate",
+                format!("{} → {} req/s", short(r.at(t)), group(last.requests)),
+            ));
+            spans.extend(label("dropped", group(st.dropped)));
+            spans.extend(label("conns", group(st.active)));
+        }
+    }
+    if let Some(cpu) = st.cpu_pct {
+        spans.extend(label(
+            "latscope CPU",
+            format!("{cpu:.0}% of {}%", st.setup.threads * 100),
+        ));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), numbers);
+}
+
+fn series(points: &[Point], f: impl Fn(&Point) -> f64) -> Vec<(f64, f64)> {
+    points.iter().map(|p| (p.t as f64, f(p))).collect()
+}
+
+fn x_axis(range: (u32, u32), labels: bool) -> Axis<'static> {
+    let axis = Axis::default()
+        .bounds([range.0 as f64, range.1 as f64])
+        .style(Style::new().fg(Color::DarkGray));
+    if labels {
+        let mid = (range.0 + range.1) / 2;
+        axis.labels([
+            format!("{}s", range.0),
+            format!("{mid}s"),
+            format!("{}s", range.1),
+        ])
+    } else {
+        axis
+    }
+}
+
+fn latency_chart(
+    frame: &mut Frame,
+    area: Rect,
+    st: &LiveState,
+    range: (u32, u32),
+    points: &[Point],
+) {
+    let top_of = |p: &Point| {
+        if st.show_max {
+            p.max_ms
+        } else {
+            p.p99_ms
+        }
+    };
+    let top = points.iter().map(top_of).fold(0.0, f64::max).max(0.1) * 1.05;
+    let p50 = series(points, |p| p.p50_ms);
+    let p90 = series(points, |p| p.p90_ms);
+    let p99 = series(points, |p| p.p99_ms);
+    let max = series(points, |p| p.max_ms);
+    let line = |data, color| {
+        Dataset::default()
+            .marker(Marker::Braille)
+            .graph_type(GraphType::Line)
+            .style(Style::new().fg(color))
+            .data(data)
+    };
+    let mut sets = Vec::new();
+    if st.show_max {
+        sets.push(line(&max, MAX));
+    }
+    sets.extend([line(&p99, P99), line(&p90, P90), line(&p50, P50)]);
+    let mut title = vec![
+        Span::raw(" latency per second  "),
+        Span::styled("━ p50 ", Style::new().fg(P50)),
+        Span::styled("━ p90 ", Style::new().fg(P90)),
+        Span::styled("━ p99 ", Style::new().fg(P99)),
+    ];
+    if st.show_max {
+        title.push(Span::styled("━ max ", Style::new().fg(MAX)));
+    }
+    let mut block = Block::bordered().title(Line::from(title));
+    if st.paused_at.is_some() {
+        block = block.title_top(
+            Line::from(Span::styled(
+                " paused (p resumes) ",
+                Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+            ))
+            .right_aligned(),
+        );
+    }
+    let chart = Chart::new(sets)
+        .block(block)
+        .x_axis(x_axis(range, false))
+        .y_axis(
+            Axis::default()
+                .bounds([0.0, top])
+                .style(Style::new().fg(Color::DarkGray))
+                .labels([pad("0".into()), pad(fmt_ms(top / 2.0)), pad(fmt_ms(top))]),
+        );
+    frame.render_widget(chart, area);
+}
+
+fn rate_chart(frame: &mut Frame, area: Rect, range: (u32, u32), points: &[Point]) {
+    let top = points
+        .iter()
+        .map(|p| p.requests.max(p.errors) as f64)
+        .fold(0.0, f64::max)
+        .max(1.0)
+        * 1.1;
+    let rps = series(points, |p| p.requests as f64);
+    let errs: Vec<(f64, f64)> = points
+        .iter()
+        .filter(|p| p.errors > 0)
+        .map(|p| (p.t as f64, p.errors as f64))
+        .collect();
+    let sets = vec![
+        Dataset::default()
+            .marker(Marker::Braille)
+            .graph_type(GraphType::Line)
+            .style(Style::new().fg(RPS))
+            .data(&rps),
+        Dataset::default()
+            .marker(Marker::Block)
+            .graph_type(GraphType::Bar)
+            .style(Style::new().fg(ERR))
+            .data(&errs),
+    ];
+    let title = Line::from(vec![
+        Span::raw(" "),
+        Span::styled("━ req/s ", Style::new().fg(RPS)),
+        Span::styled("▮ errors/s ", Style::new().fg(ERR)),
+    ]);
+    let chart = Chart::new(sets)
+        .block(Block::bordered().title(title))
+        .x_axis(x_axis(range, true))
+        .y_axis(
+            Axis::default()
+                .bounds([0.0, top])
+                .style(Style::new().fg(Color::DarkGray))
+                .labels([pad("0".into()), pad(short(top))]),
+        );
+    frame.render_widget(chart, area);
+}
+
+fn ms_of(h: &hdrhistogram::Histogram<u64>, q: f64) -> String {
+    if h.is_empty() {
+        "-".into()
+    } else {
+        fmt_ms(h.value_at_quantile(q) as f64 / 1e6)
+    }
+}
+
+fn endpoint_table(frame: &mut Frame, area: Rect, st: &LiveState) {
+    let secs = st.elapsed.as_secs_f64().max(1e-9);
+    let rows = st.endpoints.iter().map(|e| {
+        let errors = e.requests.saturating_sub(e.ok);
+        let err_style = if errors > 0 {
+            Style::new().fg(ERR)
+        } else {
+            Style::new()
+        };
+        Row::new([
+            Cell::from(e.name.clone()),
+            Cell::from(group(e.requests)),
+            Cell::from(format!("{:.0}", e.requests as f64 / secs)),
+            Cell::from(ms_of(&e.latency, 0.5)),
+            Cell::from(ms_of(&e.latency, 0.99)),
+            Cell::from(group(errors)).style(err_style),
+        ])
+    });
+    let shown = area.height.saturating_sub(3) as usize;
+    let more = st.endpoints.len().saturating_sub(shown);
+    let title = if more > 0 {
+        format!(" endpoints so far (+{more} more) ")
+    } else {
+        " endpoints so far ".to_string()
+    };
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Fill(1),
+            Constraint::Length(10),
+            Constraint::Length(7),
+            Constraint::Length(9),
+            Constraint::Length(9),
+            Constraint::Length(7),
+        ],
+    )
+    .header(
+        Row::new(["endpoint", "requests", "req/s", "p50", "p99", "errors"])
+            .style(Style::new().add_modifier(Modifier::BOLD)),
+    )
+    .block(Block::bordered().title(title));
+    frame.render_widget(table, area);
+}
+
+fn totals(frame: &mut Frame, area: Rect, st: &LiveState) {
+    let h = &st.latency;
+    let rows = [("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p99.9", 0.999)]
+        .map(|(n, q)| Row::new([n.to_string(), ms_of(h, q)]));
+    let max = if h.is_empty() {
+        "-".into()
+    } else {
+        fmt_ms(h.max() as f64 / 1e6)
+    };
+    let rows = rows.into_iter().chain([Row::new(["max".to_string(), max])]);
+    let table = Table::new(rows, [Constraint::Length(7), Constraint::Length(10)])
+        .block(Block::bordered().title(" latency so far "));
+    frame.render_widget(table, area);
+}
+
+fn statuses(frame: &mut Frame, area: Rect, st: &LiveState) {
+    let mut lines: Vec<Line> = st
+        .statuses
+        .iter()
+        .map(|(code, n)| {
+            let color = match code {
+                200..=399 => Color::Green,
+                400..=499 => Color::Yellow,
+                _ => ERR,
+            };
+            Line::from(vec![
+                Span::styled(format!("{code}  "), Style::new().fg(color)),
+                Span::raw(group(*n)),
+            ])
+        })
+        .collect();
+    for (kind, n) in &st.error_kinds {
+        lines.push(Line::from(vec![
+            Span::styled(format!("{kind}  "), Style::new().fg(ERR)),
+            Span::raw(group(*n)),
+        ]));
+    }
+    if lines.is_empty() {
+        lines.push(Line::from(Span::styled(
+            "none yet",
+            Style::new().fg(Color::DarkGray),
+        )));
+    }
+    frame.render_widget(
+        Paragraph::new(lines).block(Block::bordered().title(" status codes, errors ")),
+        area,
+    );
+}
+
+fn key_line(frame: &mut Frame, area: Rect, st: &LiveState) {
+    let key = |k: &'static str| Span::styled(k, Style::new().add_modifier(Modifier::BOLD));
+    let dim = |t: &'static str| Span::styled(t, Style::new().fg(Color::DarkGray));
+    let mut spans = vec![
+        Span::raw(" "),
+        key("q"),
+        dim(" stop and keep the run   "),
+        key("p"),
+        dim(if st.paused_at.is_some() {
+            " resume chart   "
+        } else {
+            " pause chart   "
+        }),
+        key("m"),
+        dim(if st.show_max {
+            " hide max   "
+        } else {
+            " show max   "
+        }),
+        key("?"),
+        dim(" help"),
+    ];
+    if st.stopping {
+        spans.push(Span::styled(
+            "   stopping: the summary follows",
+            Style::new().fg(Color::Yellow),
+        ));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+fn help(frame: &mut Frame, area: Rect) {
+    let text = vec![
+        Line::from("q, Ctrl-C  stop the run now and keep it: the summary is"),
+        Line::from("           printed and the run saved, as Ctrl-C always does"),
+        Line::from("           (a second Ctrl-C quits at once)"),
+        Line::from("p          pause / resume the chart's scroll"),
+        Line::from("m          hide / show the max line"),
+        Line::from("?, Esc     close this help"),
+        Line::from(""),
+        Line::from("Each point is one second: its p50, p90, p99 and max"),
+        Line::from("latency, the requests it completed (req/s) and its errors."),
+        Line::from("latscope CPU near threads × 100% means the client, not the"),
+        Line::from("server, may be the limit. --no-tui gives the progress line."),
+    ];
+    let w = 64.min(area.width);
+    let h = (text.len() as u16 + 2).min(area.height);
+    let r = Rect {
+        x: area.x + (area.width - w) / 2,
+        y: area.y + (area.height - h) / 2,
+        width: w,
+        height: h,
+    };
+    frame.render_widget(Clear, r);
+    frame.render_widget(
+        Paragraph::new(text).block(Block::bordered().title(" keys ")),
+        r,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
+
+    use super::super::state::tests::fixed;
+    use super::*;
+
+    fn render(st: &LiveState, w: u16, h: u16) -> String {
+        let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+        t.draw(|f| draw(f, st)).unwrap();
+        let buf = t.backend().buffer().clone();
+        let mut out = String::new();
+        for y in 0..buf.area.height {
+            for x in 0..buf.area.width {
+                out.push_str(buf[(x, y)].symbol());
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    /// The fixed state at 100×32: the header's numbers, both charts with their axes,
+    /// the per-endpoint table with percentiles so far, the status codes and error
+    /// kinds, and the key line are all on screen.
+    #[test]
+    fn renders_every_part() {
+        let st = fixed();
+        let s = render(&st, 100, 32);
+        let lines: Vec<&str> = s.lines().collect();
+        assert!(lines[0]
+            .starts_with("latscope load http://127.0.0.1:8080/ — closed model, 16 connections"));
+        assert!(lines[1].contains("12s / 30s"), "{}", lines[1]);
+        assert!(lines[1].contains('━'), "progress bar: {}", lines[1]);
+        for want in [
+            "req/s 5,100",
+            "requests 54,600",
+            "errors 25 (0.05%)",
+            "VUs 16",
+            "conns 16",
+            "latscope CPU 131% of 200%",
+        ] {
+            assert!(lines[2].contains(want), "{want:?} in {}", lines[2]);
+        }
+        assert!(s.contains("latency per second"));
+        assert!(s.contains("━ p99"));
+        assert!(s.contains("errors/s"));
+        assert!(s.contains("0s") && s.contains("30s"), "time axis:\n{s}");
+        // Braille points are drawn.
+        assert!(s.chars().any(|c| ('\u{2801}'..='\u{28ff}').contains(&c)));
+        let row = lines
+            .iter()
+            .find(|l| l.contains("checkout"))
+            .expect("checkout row");
+        assert!(row.contains("9,100"), "{row}");
+        assert!(row.contains("13.") && row.contains(" ms"), "{row}");
+        let search = lines.iter().find(|l| l.contains("search")).unwrap();
+        assert!(
+            search.contains("18,200") && search.trim_end().ends_with("│"),
+            "{search}"
+        );
+        assert!(s.contains("503  25"));
+        assert!(s.contains("timeout  25"));
+        assert!(lines[31].contains("q stop and keep the run"));
+    }
+
+    /// The y labels of both charts have one width, so their time axes line up.
+    #[test]
+    fn charts_share_the_time_axis() {
+        let st = fixed();
+        let s = render(&st, 100, 32);
+        // Chart rows: a border, the padded y label, then the y axis.
+        let axis_cols: Vec<usize> = s
+            .lines()
+            .filter(|l| l.starts_with('│') && (l.contains("ms│") || l.contains("k│")))
+            .filter_map(|l| l.chars().skip(1).position(|c| c == '│'))
+            .collect();
+        assert!(axis_cols.len() >= 3, "{s}");
+        assert!(
+            axis_cols.iter().all(|c| *c == axis_cols[0]),
+            "{axis_cols:?}\n{s}"
+        );
+    }
+
+    /// The open model: the header shows the target rate against the achieved one and
+    /// the dropped arrivals; count mode measures progress in requests.
+    #[test]
+    fn renders_the_open_model_and_count_mode() {
+        use crate::load::stages::Ramp;
+        let mut st = fixed();
+        st.setup.target = Target::Rate(Ramp::constant(6000.0, None));
+        st.dropped = 42;
+        let s = render(&st, 120, 32);
+        let line = s.lines().nth(2).unwrap();
+        assert!(line.contains("rate 6.0k → 5,100 req/s"), "{line}");
+        assert!(line.contains("dropped 42"), "{line}");
+        st.setup.count = Some(100_000);
+        let s = render(&st, 120, 32);
+        assert!(s.contains("54,600 / 100,000 requests"), "{s}");
+    }
+
+    /// Paused, help open, max hidden, one endpoint, a small terminal: the overlay and
+    /// the pause mark show, the totals replace the table, and nothing panics.
+    #[test]
+    fn renders_switches_and_small_terminals() {
+        let mut st = fixed();
+        st.toggle_pause();
+        st.show_max = false;
+        st.stopping = true;
+        let s = render(&st, 100, 32);
+        assert!(s.contains("paused (p resumes)"));
+        assert!(!s.contains("━ max"));
+        assert!(s.contains("stopping"));
+        st.help = true;
+        let s = render(&st, 100, 32);
+        assert!(s.contains("pause / resume the chart"));
+        st.endpoints.truncate(1);
+        st.help = false;
+        let s = render(&st, 100, 32);
+        assert!(s.contains("latency so far") && !s.contains("endpoints so far"));
+        for (w, h) in [(20, 5), (1, 1), (80, 24), (300, 80)] {
+            render(&st, w, h);
+        }
+    }
+}
