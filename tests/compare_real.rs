@@ -14,11 +14,22 @@ use serde_json::Value;
 use crate::compare::temp_dir;
 use crate::util_disk::{Capped, LoopDev};
 
-/// A child process killed on drop.
+/// A child process stopped on drop: SIGTERM first, so a server with children of its
+/// own (nginx's master stops its worker and cache manager) takes them along; SIGKILL
+/// after 5 s.
 struct Proc(Child);
 
 impl Drop for Proc {
     fn drop(&mut self) {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while std::time::Instant::now() < deadline {
+            if matches!(self.0.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
