@@ -425,3 +425,75 @@ fn scenario_endpoints_get_their_own_latency_series() {
     assert_eq!(total, doc["requests"].as_f64().unwrap());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// With `--watch` beside `--out`, the watched server's CPU (busy, iowait), load and
+/// TCP numbers go to Prometheus on the run's time axis, each sample the value the
+/// run's timeline stores for that second (`server.cpu_pct` / 100 for the ratio);
+/// `export --format openmetrics` carries them too.
+#[test]
+fn watched_server_series_reach_prometheus() {
+    if !installed(crate::util_netns::NODE_EXPORTER) {
+        eprintln!("SKIPPED watched_server_series_reach_prometheus: node_exporter is not installed");
+        return;
+    }
+    let Some(prom) = Prometheus::start("watched_server_series_reach_prometheus") else {
+        return;
+    };
+    let (_ne, ne_url) =
+        crate::util_netns::node_exporter(None, "127.0.0.1", crate::util_netns::free_port());
+    let lab = healthy();
+    let dir = temp_dir("out-watch");
+    let db = dir.join("runs.db");
+    let out = format!("prometheus={}", prom.write_url());
+    let doc = util::run_json(&[
+        "load",
+        &lab.url("/delay/2ms"),
+        "-d",
+        "5s",
+        "-c",
+        "4",
+        "--db",
+        db.to_str().unwrap(),
+        "--out",
+        &out,
+        "--watch",
+        &ne_url,
+        "--json",
+    ]);
+    let run = doc["outputs"][0]["run"].as_str().unwrap().to_string();
+    let cpu = values(&prom.query(&format!(
+        "latscope_server_cpu_busy_ratio{{run=\"{run}\"}}[1h]"
+    )));
+    assert!(cpu.len() >= 3, "{cpu:?}");
+    let rows = doc["timeline"].as_array().unwrap();
+    for (ts, v) in &cpu {
+        assert!((0.0..=1.0).contains(v), "{v}");
+        let stored: Vec<f64> = rows
+            .iter()
+            .filter_map(|r| r["server"]["cpu_pct"].as_f64())
+            .map(|c| c / 100.0)
+            .collect();
+        assert!(
+            stored.iter().any(|s| (s - v).abs() < 1e-6),
+            "{v} at {ts} is not a stored second's CPU: {stored:?}"
+        );
+    }
+    for name in [
+        "latscope_server_load1",
+        "latscope_server_tcp_retransmits_per_second",
+    ] {
+        assert!(
+            !prom.query(&format!("{name}{{run=\"{run}\"}}")).is_empty(),
+            "{name}"
+        );
+    }
+    let om = util::run(&[
+        "export",
+        &run,
+        "--format",
+        "openmetrics",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    assert!(String::from_utf8_lossy(&om.stdout).contains("latscope_server_cpu_busy_ratio{"));
+}

@@ -80,7 +80,12 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
             w.align(p.started);
         }
         if let Some(s) = &mut sink {
-            s.progress(p);
+            match (&watcher, p.seconds.last()) {
+                (Some(w), Some(last)) => {
+                    s.progress_watched(p, &w.seconds_so_far(p.started, last.second.t as usize + 1))
+                }
+                _ => s.progress(p),
+            }
         }
         if let Some(view) = &live {
             view.feed(p);

@@ -66,8 +66,13 @@ fn second_of(
     let t = row["t"].as_u64().unwrap_or(0) as u32;
     let f = |k: &str| row[k].as_f64().unwrap_or(0.0);
     let n = |k: &str| row[k].as_u64().unwrap_or(0);
+    let server = row["server"]
+        .is_object()
+        .then(|| serde_json::from_value(row["server"].clone()).ok())
+        .flatten();
     SecondResult {
         t,
+        server,
         requests: n("requests"),
         errors: n("errors"),
         errors_by_kind: row["error_kinds"]

@@ -395,6 +395,7 @@ mod tests {
             latency: None,
             service: None,
             endpoints: vec![],
+            server: vec![],
         };
         s.send(vec![snap.clone()]);
         s.send(vec![snap]);

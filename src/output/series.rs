@@ -23,9 +23,33 @@ pub const LATENCY: &str = "latscope_latency_seconds";
 /// Open model: that second's service-time percentiles by `quantile`, gauge (seconds).
 pub const SERVICE_TIME: &str = "latscope_service_time_seconds";
 
+/// `--watch`: the watched server's CPU busy (every mode but idle, iowait and steal),
+/// share of all CPUs 0..1, gauge.
+pub const SERVER_CPU: &str = "latscope_server_cpu_busy_ratio";
+/// `--watch`: the watched server's CPU in iowait, share of all CPUs 0..1, gauge.
+pub const SERVER_IOWAIT: &str = "latscope_server_cpu_iowait_ratio";
+/// `--watch`: the watched server's 1-minute load average, gauge.
+pub const SERVER_LOAD1: &str = "latscope_server_load1";
+/// `--watch`: TCP segments the watched server retransmitted that second, per second.
+pub const SERVER_RETRANS: &str = "latscope_server_tcp_retransmits_per_second";
+/// `--watch`: connections the watched server's accept queues dropped, per second.
+pub const SERVER_OVERFLOWS: &str = "latscope_server_listen_overflows_per_second";
+
 /// Every metric name latscope writes (the dashboard test checks its queries use only
 /// these).
-pub const METRIC_NAMES: &[&str] = &[REQUESTS, ERRORS, DROPPED, ACTIVE, LATENCY, SERVICE_TIME];
+pub const METRIC_NAMES: &[&str] = &[
+    REQUESTS,
+    ERRORS,
+    DROPPED,
+    ACTIVE,
+    LATENCY,
+    SERVICE_TIME,
+    SERVER_CPU,
+    SERVER_IOWAIT,
+    SERVER_LOAD1,
+    SERVER_RETRANS,
+    SERVER_OVERFLOWS,
+];
 
 /// The labels latscope sets itself; `--out-label` may not reuse them.
 pub const OWN_LABELS: &[&str] = &["run", "label", "endpoint", "target", "kind", "quantile"];
@@ -74,6 +98,8 @@ pub struct Snapshot {
     /// for none); only for runs with 2 to 100 endpoints. Decoded by [`Series`], off
     /// the run's thread.
     pub endpoints: Vec<Vec<u8>>,
+    /// `--watch`: the watched server's numbers of that second (what it exposed).
+    pub server: Vec<(&'static str, f64)>,
 }
 
 /// The running totals of a run's counters.
@@ -113,8 +139,23 @@ impl Counters {
                 .then(|| [ms(s.p50_ms), ms(s.p90_ms), ms(s.p99_ms), ms(s.max_ms)]),
             service: service.and_then(quantiles),
             endpoints: s.ep_v2.clone(),
+            server: s.server.as_ref().map(server_gauges).unwrap_or_default(),
         }
     }
+}
+
+/// The `--watch` gauges of one second.
+fn server_gauges(v: &crate::watch::ServerSecond) -> Vec<(&'static str, f64)> {
+    [
+        (SERVER_CPU, v.cpu_pct.map(|p| p / 100.0)),
+        (SERVER_IOWAIT, v.iowait_pct.map(|p| p / 100.0)),
+        (SERVER_LOAD1, v.load1),
+        (SERVER_RETRANS, v.retrans),
+        (SERVER_OVERFLOWS, v.listen_overflows),
+    ]
+    .into_iter()
+    .filter_map(|(n, v)| Some((n, v?)))
+    .collect()
 }
 
 /// The label sets of one run's series: `run`, `label`, `target` and the
@@ -199,6 +240,9 @@ impl Series {
         }
         if let Some(q) = &s.service {
             gauges(SERVICE_TIME, "all", q);
+        }
+        for (name, v) in &s.server {
+            push(name, &[], *v);
         }
         out
     }

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use join::server_seconds;
 pub use scrape::Reading;
@@ -201,7 +201,8 @@ pub struct TargetLog {
 /// The server's side of one second of the load's timeline (the JSON row's `server`
 /// object). Rates are per second over the scrape interval that second holds; gauges
 /// are the value scraped at its end. `None`: no target exposed it that second.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ServerSecond {
     /// CPU time spent running (user, nice, system, irq, softirq — every
     /// `node_cpu_seconds_total` mode but idle, iowait and steal), percent of all
@@ -325,6 +326,17 @@ impl Watcher {
                 *p = Instant::now().checked_sub(ago);
             }
         }
+    }
+
+    /// The server rows of the first `count` seconds of a run that started at
+    /// `started`, from the scrapes so far (the latest second may still be a gap).
+    pub fn seconds_so_far(&self, started: SystemTime, count: usize) -> Vec<Option<ServerSecond>> {
+        let logs: Vec<TargetLog> = self
+            .logs
+            .iter()
+            .map(|l| l.lock().map(|g| g.clone()).unwrap_or_default())
+            .collect();
+        server_seconds(&logs, &self.spec.metrics, started, count)
     }
 
     /// Stops the scrapers (each takes one last scrape, so the run's last second has
