@@ -3,6 +3,7 @@
 //! HdrHistogram interval log exports. Report code formats results it is given; it
 //! never measures.
 
+pub mod capacity;
 pub mod charts;
 pub mod compare;
 pub mod compare_diagnose;
