@@ -255,6 +255,7 @@ fn load_section(
             ),
         ],
     );
+    super::html_capacity::section(out, load)?;
     let mut rows = Vec::new();
     for (name, key) in [
         ("latency", "latency_ms"),

@@ -15,6 +15,7 @@ pub mod disk;
 pub mod findings;
 pub mod hdrlog;
 pub mod html;
+mod html_capacity;
 mod html_overlay;
 mod html_probe;
 mod html_runs;
