@@ -789,3 +789,53 @@ fn raw_csv_has_a_row_per_request() {
         );
     }
 }
+
+/// The live feed (what the live view and remote-write read while a run goes) hands
+/// out every second once, in order, merged exactly as the stored timeline: same
+/// request counts and percentiles per second, the last partial second in the final
+/// call, the open model's service time, and status totals that add up to the run.
+#[test]
+fn live_feed_matches_the_stored_timeline() {
+    let lab = healthy();
+    let p = plan(
+        &lab.url("/delay/5ms"),
+        16,
+        Duration::from_millis(3500),
+        |p| {
+            p.model = Model::Open { rate: 150.0 };
+        },
+    );
+    let mut seen = Vec::new();
+    let mut calls = Vec::new();
+    let mut last_statuses = std::collections::BTreeMap::new();
+    let r = load::run_with_progress(&p, &no_stop(), &mut |pr| {
+        calls.push((pr.finished, pr.seconds.len()));
+        for s in &pr.seconds {
+            assert!(s.service.is_some(), "open model: a service histogram");
+            assert_eq!(
+                s.latency.len(),
+                s.second.requests,
+                "histogram of the second"
+            );
+        }
+        seen.extend(pr.seconds.iter().map(|s| s.second.clone()));
+        last_statuses = pr.statuses.clone();
+    })
+    .expect("the run works");
+    assert_eq!(calls.last().map(|c| c.0), Some(true), "{calls:?}");
+    assert_eq!(calls.iter().filter(|c| c.0).count(), 1, "{calls:?}");
+    // Seconds arrive while the run goes, not only at the end.
+    let live: usize = calls.iter().filter(|c| !c.0).map(|c| c.1).sum();
+    assert!(live >= 2, "{calls:?}");
+    assert_eq!(seen.len(), r.timeline.len());
+    for (a, b) in seen.iter().zip(&r.timeline) {
+        assert_eq!(a.t, b.t);
+        assert_eq!(a.requests, b.requests, "second {}", b.t);
+        assert_eq!(a.ok, b.ok, "second {}", b.t);
+        assert_eq!(a.p99_ms, b.p99_ms, "second {}", b.t);
+        assert_eq!(a.max_ms, b.max_ms, "second {}", b.t);
+        assert_eq!(a.v2, b.v2, "second {}", b.t);
+    }
+    assert!(r.requests > 300, "{}", r.requests);
+    assert_eq!(last_statuses.get(&200).copied(), Some(r.ok));
+}

@@ -4,14 +4,16 @@
 //! retransmits and the workers' CPU once a second, ends the run at its deadline or on
 //! the stop flag, and merges the threads' recorders into a [`LoadResult`].
 
+use std::collections::BTreeMap;
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 
 use super::conn::Connector;
+use super::live::{Feed, LiveSecond};
 use super::plan::{LoadPlan, Model};
 use super::recorder::{Live, Recorder};
 use super::result::{self, LoadResult};
@@ -252,8 +254,9 @@ impl<'a> Prepared<'a> {
     }
 }
 
-/// A snapshot for a progress line, once a second.
-#[derive(Debug, Clone, Copy, Default)]
+/// A snapshot of the run, about 200 ms after each second ends (once every thread
+/// has closed it), and once more when the run is over (`finished`).
+#[derive(Debug, Clone)]
 pub struct Progress {
     pub elapsed: Duration,
     /// The planned length, when known.
@@ -267,7 +270,23 @@ pub struct Progress {
     pub p50_ms: f64,
     pub p99_ms: f64,
     pub active: u64,
+    /// Wall clock at the run's second 0.
+    pub started: SystemTime,
+    /// Seconds completed since the previous call, in order, merged over all worker
+    /// threads as the run's timeline stores them.
+    pub seconds: Vec<LiveSecond>,
+    /// Status code counts so far.
+    pub statuses: BTreeMap<u16, u64>,
+    /// Per endpoint (plan order): (requests, ok) so far.
+    pub endpoints: Vec<(u64, u64)>,
+    /// The last call, after the workers stopped: it carries the last (partial)
+    /// second(s).
+    pub finished: bool,
 }
+
+/// How long after a second ends the feed hands it out: every worker thread closes
+/// its second within 100 ms (its ticker), so by then the second is whole.
+const FEED_DELAY: Duration = Duration::from_millis(200);
 
 /// Runs the plan; see [`super::run`].
 pub fn run(
@@ -292,6 +311,39 @@ pub fn run(
     let deadline = length.map(|d| start + d);
     let mut seconds: Vec<sys::SecondSample> = Vec::new();
     let mut aborted = false;
+    let mut feed = Feed::new(
+        threads,
+        plan.endpoints.len(),
+        matches!(plan.model, Model::Open { .. }),
+    );
+    let snapshot = |lives: &[Arc<Live>],
+                    feed: &mut Feed,
+                    samples: &[sys::SecondSample],
+                    elapsed: Duration,
+                    finished: bool| {
+        feed.take(lives);
+        let seconds = feed.ready(samples, finished);
+        let sum = |f: fn(&Live) -> &AtomicU64| -> u64 {
+            lives.iter().map(|l| f(l).load(Ordering::Relaxed)).sum()
+        };
+        let last = seconds.last().map(|s| &s.second);
+        Progress {
+            elapsed,
+            length,
+            requests: sum(|l| &l.requests),
+            errors: sum(|l| &l.errors),
+            dropped: sum(|l| &l.dropped),
+            rps: last.map_or(0.0, |s| s.requests as f64),
+            p50_ms: last.map_or(0.0, |s| s.p50_ms),
+            p99_ms: last.map_or(0.0, |s| s.p99_ms),
+            active: sum(|l| &l.active),
+            started,
+            statuses: feed.statuses(),
+            endpoints: feed.endpoints(),
+            seconds,
+            finished,
+        }
+    };
 
     let outputs: Vec<(Recorder, sys::ThreadTime)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
@@ -306,8 +358,8 @@ pub fn run(
         let mut snmp = sys::retrans_segs();
         let mut syn = sys::syn_retrans_segs();
         let mut cpu_prev = 0u64;
-        let mut req_prev = 0u64;
         let mut next_second = start + Duration::from_secs(1);
+        let mut feed_due = next_second + FEED_DELAY;
         let mut drain_until: Option<Instant> = None;
         loop {
             if handles.iter().all(|h| h.is_finished()) {
@@ -331,10 +383,6 @@ pub fn run(
                 let retrans_now = sys::retrans_segs();
                 let syn_now = sys::syn_retrans_segs();
                 let cpu: u64 = lives.iter().map(|l| l.cpu_ns.load(Ordering::Relaxed)).sum();
-                let requests: u64 = lives
-                    .iter()
-                    .map(|l| l.requests.load(Ordering::Relaxed))
-                    .sum();
                 seconds.push(sys::SecondSample {
                     retrans: match (snmp, retrans_now) {
                         (Some(a), Some(b)) => Some(b.saturating_sub(a)),
@@ -349,34 +397,16 @@ pub fn run(
                 snmp = retrans_now;
                 syn = syn_now;
                 cpu_prev = cpu;
-                progress(&Progress {
-                    elapsed: now - start,
-                    length,
-                    requests,
-                    errors: lives.iter().map(|l| l.errors.load(Ordering::Relaxed)).sum(),
-                    dropped: lives
-                        .iter()
-                        .map(|l| l.dropped.load(Ordering::Relaxed))
-                        .sum(),
-                    rps: requests.saturating_sub(req_prev) as f64,
-                    p50_ms: lives
-                        .iter()
-                        .map(|l| l.last_p50_ns.load(Ordering::Relaxed))
-                        .max()
-                        .unwrap_or(0) as f64
-                        / 1e6,
-                    p99_ms: lives
-                        .iter()
-                        .map(|l| l.last_p99_ns.load(Ordering::Relaxed))
-                        .max()
-                        .unwrap_or(0) as f64
-                        / 1e6,
-                    active: lives.iter().map(|l| l.active.load(Ordering::Relaxed)).sum(),
-                });
-                req_prev = requests;
                 next_second += Duration::from_secs(1);
             }
-            let mut wake = next_second.min(now + Duration::from_millis(20));
+            if now >= feed_due {
+                let p = snapshot(&lives, &mut feed, &seconds, now - start, false);
+                progress(&p);
+                feed_due = next_second + FEED_DELAY;
+            }
+            let mut wake = next_second
+                .min(feed_due)
+                .min(now + Duration::from_millis(20));
             if let Some(d) = deadline {
                 if d > now {
                     wake = wake.min(d);
@@ -390,6 +420,7 @@ pub fn run(
             .collect()
     });
     let elapsed = start.elapsed();
+    progress(&snapshot(&lives, &mut feed, &seconds, elapsed, true));
     Ok(result::merge(
         plan, started, elapsed, outputs, &seconds, aborted,
     ))

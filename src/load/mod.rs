@@ -13,12 +13,14 @@
 pub mod capacity;
 pub mod engine;
 pub mod limits;
+mod live;
 pub mod plan;
 pub mod raw;
 pub mod recorder;
 pub mod result;
 pub mod scenario;
 pub mod search;
+mod seconds;
 pub mod stages;
 pub mod steps;
 pub mod sys;
@@ -35,6 +37,7 @@ use std::sync::Arc;
 
 pub use conn::{fd_exhausted, head_too_large};
 pub use engine::Progress;
+pub use live::LiveSecond;
 pub use plan::{Endpoint, LoadPlan, Model, PlanError};
 pub use result::LoadResult;
 pub use scenario::Order;
@@ -58,7 +61,9 @@ pub fn run(plan: &LoadPlan, stop: &Arc<AtomicBool>) -> Result<LoadResult, LoadEr
     engine::run(plan, stop, &mut |_| {})
 }
 
-/// [`run`], calling `progress` about once a second (from the calling thread).
+/// [`run`], calling `progress` about 200 ms after each second ends (on the calling
+/// thread) with the seconds every worker has closed (the live feed), and once more
+/// when the run is over (`finished`).
 pub fn run_with_progress(
     plan: &LoadPlan,
     stop: &Arc<AtomicBool>,

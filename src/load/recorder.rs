@@ -5,7 +5,7 @@
 //! threads' recorders are merged at the end (`result`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
@@ -103,6 +103,21 @@ pub struct Live {
     pub dropped: AtomicU64,
     /// CPU time this worker thread used so far.
     pub cpu_ns: AtomicU64,
+    /// What the thread published for the live feed since the engine last took it.
+    pub feed: Mutex<Published>,
+}
+
+/// A worker thread's seconds closed since the engine last looked, and its totals so
+/// far (the engine merges them into the live feed: `engine::Progress`).
+#[derive(Debug, Default)]
+pub struct Published {
+    /// Closed seconds with their index (without the per-endpoint started counts,
+    /// which a live consumer does not need).
+    pub seconds: Vec<(usize, SecondAcc)>,
+    /// Status code counts so far (non-zero only).
+    pub statuses: Vec<(u16, u64)>,
+    /// Per endpoint: (requests, ok) so far.
+    pub endpoints: Vec<(u64, u64)>,
 }
 
 /// Counters of one endpoint on one thread.
@@ -143,6 +158,9 @@ pub struct SecondAcc {
     /// This second's latency histogram per endpoint (V2 deflate), with 2 to
     /// [`ENDPOINT_SECONDS_MAX`] endpoints (compare tests each one).
     pub ep_v2: Vec<Vec<u8>>,
+    /// Open model: this second's service-time histogram (V2 deflate; for the live
+    /// feed, not stored).
+    pub service_v2: Vec<u8>,
 }
 
 /// Requests started in one second (of one endpoint) and the slowest of them.
@@ -215,6 +233,8 @@ pub struct Recorder {
     active: u64,
     pub timeline: Vec<SecondAcc>,
     current: Histogram<u64>,
+    /// This second's service times (open model).
+    current_service: Histogram<u64>,
     /// This second's latencies per endpoint (empty with a single endpoint).
     current_ep: Vec<Histogram<u64>>,
     serializer: V2DeflateSerializer,
@@ -267,6 +287,7 @@ impl Recorder {
             active: 0,
             timeline: vec![SecondAcc::default()],
             current: new_histogram(),
+            current_service: new_histogram(),
             current_ep: if keeps_endpoint_seconds(endpoints) {
                 (0..endpoints)
                     .map(|_| endpoint_histogram(endpoints))
@@ -319,6 +340,12 @@ impl Recorder {
                 per_ep.push(buf);
             }
             self.timeline[last].ep_v2 = per_ep;
+            if !self.current_service.is_empty() {
+                let mut buf = Vec::new();
+                let _ = self.serializer.serialize(&self.current_service, &mut buf);
+                self.timeline[last].service_v2 = buf;
+                self.current_service.reset();
+            }
         } else {
             self.live.last_p50_ns.store(0, Ordering::Relaxed);
             self.live.last_p99_ns.store(0, Ordering::Relaxed);
@@ -329,11 +356,51 @@ impl Recorder {
                 ..Default::default()
             });
         }
+        self.publish(last, sec);
         self.live.requests.store(self.requests, Ordering::Relaxed);
         self.live
             .errors
             .store(self.requests - self.ok, Ordering::Relaxed);
         self.live.dropped.store(self.dropped, Ordering::Relaxed);
+    }
+
+    /// Hands seconds `from..to` (closed) and the totals so far to the live feed.
+    fn publish(&self, from: usize, to: usize) {
+        let Ok(mut feed) = self.live.feed.lock() else {
+            return;
+        };
+        for t in from..to {
+            let s = &self.timeline[t];
+            feed.seconds.push((
+                t,
+                SecondAcc {
+                    requests: s.requests,
+                    ok: s.ok,
+                    errors: s.errors,
+                    bytes: s.bytes,
+                    cache_hits: s.cache_hits,
+                    dropped: s.dropped,
+                    active: s.active,
+                    v2: s.v2.clone(),
+                    started: s.started,
+                    started_max_ns: s.started_max_ns,
+                    endpoints: Vec::new(),
+                    syn_retrans: s.syn_retrans,
+                    early_retrans: s.early_retrans,
+                    ep_v2: s.ep_v2.clone(),
+                    service_v2: s.service_v2.clone(),
+                },
+            ));
+        }
+        feed.statuses.clear();
+        for (status, n) in self.statuses.iter().enumerate() {
+            if *n > 0 {
+                feed.statuses.push((status as u16, *n));
+            }
+        }
+        feed.endpoints.clear();
+        feed.endpoints
+            .extend(self.endpoints.iter().map(|e| (e.requests, e.ok)));
     }
 
     /// A connection was opened after `connect` (TCP) and `tls` (None for plain),
@@ -404,7 +471,9 @@ impl Recorder {
             self.latency.saturating_record(ns);
             self.current.saturating_record(ns);
             if self.open_model {
-                record(&mut self.service, end.saturating_duration_since(sent));
+                let service = end.saturating_duration_since(sent);
+                record(&mut self.service, service);
+                record(&mut self.current_service, service);
             }
         }
         let ok = o.error.is_none();

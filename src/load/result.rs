@@ -7,12 +7,13 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
-use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
 use serde_json::{json, Value};
 
 use super::plan::LoadPlan;
-use super::recorder::{ErrorKind, Recorder, KINDS};
+use super::recorder::{ErrorKind, Recorder, SecondAcc, KINDS};
+use super::seconds::{merge_second, v2};
 use super::sys::{SecondSample, ThreadTime};
 use super::threshold::{Metric, MetricSource, Verdict};
 use crate::stats::histogram::new_histogram;
@@ -163,44 +164,6 @@ impl MetricSource for Numbers<'_> {
     }
 }
 
-fn v2(h: &Histogram<u64>) -> Vec<u8> {
-    let mut buf = Vec::new();
-    let _ = V2DeflateSerializer::new().serialize(h, &mut buf);
-    buf
-}
-
-/// Second `t` of each endpoint, merged over the threads (V2 deflate; empty for an
-/// endpoint without requests that second, and no entries with a single endpoint).
-fn per_endpoint_second(
-    outputs: &[(Recorder, ThreadTime)],
-    t: usize,
-    endpoints: usize,
-    de: &mut Deserializer,
-) -> Vec<Vec<u8>> {
-    if !super::recorder::keeps_endpoint_seconds(endpoints) {
-        return Vec::new();
-    }
-    let mut h = new_histogram();
-    (0..endpoints)
-        .map(|e| {
-            h.reset();
-            for (r, _) in outputs {
-                let Some(b) = r.timeline.get(t).and_then(|s| s.ep_v2.get(e)) else {
-                    continue;
-                };
-                if let Ok(one) = de.deserialize::<u64, _>(&mut &b[..]) {
-                    let _ = h.add(&one);
-                }
-            }
-            if h.is_empty() {
-                Vec::new()
-            } else {
-                v2(&h)
-            }
-        })
-        .collect()
-}
-
 /// Merges the threads' recorders.
 pub fn merge(
     plan: &LoadPlan,
@@ -242,13 +205,6 @@ pub fn merge(
         .map(|(r, _)| r.timeline.len())
         .max()
         .unwrap_or(0);
-    let mut timeline: Vec<SecondResult> = (0..seconds)
-        .map(|t| SecondResult {
-            t: t as u32,
-            ..Default::default()
-        })
-        .collect();
-    let mut second_errors = vec![[0u64; KINDS]; seconds];
     let mut de = Deserializer::new();
     for (r, time) in &outputs {
         let _ = latency.add(&r.latency);
@@ -285,64 +241,17 @@ pub fn merge(
         }
         cpu_ns += time.cpu_ns;
         wait_ns = wait_ns.zip(time.wait_ns).map(|(a, b)| a + b);
-        for (t, s) in r.timeline.iter().enumerate() {
-            let out = &mut timeline[t];
-            out.requests += s.requests;
-            out.ok += s.ok;
-            out.bytes += s.bytes;
-            out.dropped += s.dropped;
-            out.active += s.active;
-            out.cache_hits += s.cache_hits;
-            out.started += s.started;
-            out.started_max_ms = out.started_max_ms.max(s.started_max_ns as f64 / 1e6);
-            out.syn_retrans += s.syn_retrans;
-            out.early_retrans += s.early_retrans;
-            if out.endpoints.len() < s.endpoints.len() {
-                out.endpoints.resize(s.endpoints.len(), (0, 0.0));
-            }
-            for (o, e) in out.endpoints.iter_mut().zip(&s.endpoints) {
-                o.0 += e.started;
-                o.1 = o.1.max(e.max_ns as f64 / 1e6);
-            }
-            for (i, n) in s.errors.iter().enumerate() {
-                second_errors[t][i] += n;
-            }
-        }
     }
     // One second at a time, so memory does not grow with the length of the run.
-    let mut h = new_histogram();
-    for (t, out) in timeline.iter_mut().enumerate() {
-        h.reset();
-        for (r, _) in &outputs {
-            let Some(s) = r.timeline.get(t) else { continue };
-            if !s.v2.is_empty() {
-                if let Ok(one) = de.deserialize::<u64, _>(&mut &s.v2[..]) {
-                    let _ = h.add(&one);
-                }
-            }
-        }
-        let h = &h;
-        let p = ms(h);
-        out.p50_ms = p.p50;
-        out.p90_ms = p.p90;
-        out.p99_ms = p.p99;
-        out.max_ms = p.max;
-        out.errors = second_errors[t].iter().sum();
-        out.errors_by_kind = ErrorKind::ALL
-            .iter()
-            .filter(|k| second_errors[t][**k as usize] > 0)
-            .map(|k| (k.name().to_string(), second_errors[t][*k as usize]))
-            .collect();
-        if !h.is_empty() {
-            out.v2 = v2(h);
-        }
-        out.ep_v2 = per_endpoint_second(&outputs, t, endpoints.len(), &mut de);
-        if let Some(s) = samples.get(t) {
-            out.retrans = s.retrans;
-            out.host_syn_retrans = s.syn_retrans;
-            out.cpu_pct = Some(s.cpu_pct);
-        }
-    }
+    let timeline: Vec<SecondResult> = (0..seconds)
+        .map(|t| {
+            let parts: Vec<&SecondAcc> = outputs
+                .iter()
+                .filter_map(|(r, _)| r.timeline.get(t))
+                .collect();
+            merge_second(t, &parts, endpoints.len(), samples.get(t), &mut de).0
+        })
+        .collect();
     let mut result = LoadResult {
         target: plan.target.url.clone(),
         model: plan.model_name(),
