@@ -3,6 +3,7 @@
 //! namespace the test made itself.
 
 mod caches;
+mod capacity;
 mod caches_findings;
 mod compare;
 mod compare_real;

@@ -495,7 +495,12 @@ impl Recorder {
             self.cache_kind = o.cache.kind;
         }
         if let Some(h) = self.current_ep.get_mut(endpoint) {
-            h.saturating_record(ns);
+            // It starts small: `record` grows it (saturating_record clamped every
+            // value to the first 2 µs).
+            let v = ns.min(crate::stats::histogram::HIGHEST_NS);
+            if h.record(v).is_err() {
+                h.saturating_record(v);
+            }
         }
         let e = &mut self.endpoints[endpoint];
         if timed {

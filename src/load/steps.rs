@@ -245,9 +245,14 @@ impl Window {
             de.deserialize::<u64, _>(&mut &b[..]).ok()
         };
         let mut latency = new_histogram();
-        let mut per_ep: Vec<Histogram<u64>> = (0..endpoints)
-            .map(|_| super::recorder::endpoint_histogram(endpoints))
-            .collect();
+        // Full-range histograms: adding into a small auto-resizing one (as the
+        // recorder starts them) lost the values here.
+        let mut per_ep: Vec<Histogram<u64>> = if super::recorder::keeps_endpoint_seconds(endpoints)
+        {
+            (0..endpoints).map(|_| new_histogram()).collect()
+        } else {
+            Vec::new()
+        };
         let (mut requests, mut ok, mut dropped) = (0, 0, 0);
         let mut kept_ep = false;
         for s in r.timeline.iter().filter(|s| s.t >= from) {
@@ -264,6 +269,7 @@ impl Window {
                 }
             }
         }
+        per_ep.resize_with(endpoints, new_histogram);
         let endpoints = r
             .endpoints
             .iter()
