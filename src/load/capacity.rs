@@ -57,6 +57,7 @@ pub fn step_json(step: &Step, t: u32) -> Value {
         "client_bound": step.client_bound(),
         "settle_s": step.plan.settle.as_secs_f64(),
         "duration_s": step.plan.length.as_secs_f64(),
+        "elapsed_s": r.elapsed.as_secs_f64(),
         "t": t,
     })
 }
