@@ -24,14 +24,19 @@ fn search(args: &[&str]) -> (i32, Value, String) {
     let started = Instant::now();
     let out = run_within(&all, LIMIT);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    eprintln!("{args:?}: {:.1} s; stderr: {stderr}", started.elapsed().as_secs_f64());
+    eprintln!(
+        "{args:?}: {:.1} s; stderr: {stderr}",
+        started.elapsed().as_secs_f64()
+    );
     (out.status.code().unwrap_or(-1), json_of(&out), stderr)
 }
 
 /// The capacity object and its level.
 fn capacity(v: &Value) -> (&Value, f64) {
     let c = &v["capacity"];
-    let level = c["level"].as_f64().unwrap_or_else(|| panic!("no level: {c}"));
+    let level = c["level"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no level: {c}"));
     (c, level)
 }
 
@@ -76,9 +81,15 @@ fn find_max_open_model_lands_on_the_lab_capacity() {
     assert_eq!(c["model"], "open");
     assert_eq!(c["unit"], "req/s");
     assert_eq!(c["stopped"], "precision", "{c}");
-    let (lo, hi) = (c["bracket"][0].as_f64().unwrap(), c["bracket"][1].as_f64().unwrap());
+    let (lo, hi) = (
+        c["bracket"][0].as_f64().unwrap(),
+        c["bracket"][1].as_f64().unwrap(),
+    );
     assert_eq!(lo, level);
-    assert!(hi > lo && (hi - lo) / lo <= 0.05 + 1e-9, "bracket {lo}..{hi}");
+    assert!(
+        hi > lo && (hi - lo) / lo <= 0.05 + 1e-9,
+        "bracket {lo}..{hi}"
+    );
     assert_eq!(c["limiting_endpoint"], "/");
     let answer = c["answer"].as_str().unwrap();
     assert!(answer.starts_with("capacity ≈ "), "{answer}");
@@ -90,18 +101,33 @@ fn find_max_open_model_lands_on_the_lab_capacity() {
         // A step passes exactly when its window's p99 is under the objective and it
         // completed its rate.
         assert_eq!(pass, p99 < 100.0 && s["limited_by"].is_null(), "{s}");
-        assert_eq!(pass, s["failed_objective"].is_null() && s["limited_by"].is_null());
+        assert_eq!(
+            pass,
+            s["failed_objective"].is_null() && s["limited_by"].is_null()
+        );
     }
-    let cap_step = steps.iter().find(|s| s["level"].as_f64() == Some(level)).unwrap();
-    assert!(cap_step["achieved"].as_f64().unwrap() > 0.9 * level, "{cap_step}");
+    let cap_step = steps
+        .iter()
+        .find(|s| s["level"].as_f64() == Some(level))
+        .unwrap();
+    assert!(
+        cap_step["achieved"].as_f64().unwrap() > 0.9 * level,
+        "{cap_step}"
+    );
     // The stored run: show prints the answer first, export carries the steps and
     // their histograms, the report draws the capacity chart.
     let show = run_within(&["show", "search", "--db", &db], LIMIT);
     let text = String::from_utf8_lossy(&show.stdout);
-    assert!(text.contains(answer) && text.contains("◀ capacity"), "{text}");
+    assert!(
+        text.contains(answer) && text.contains("◀ capacity"),
+        "{text}"
+    );
     let export = run_within(&["export", "search", "--db", &db], LIMIT);
     let file: Value = serde_json::from_slice(&export.stdout).unwrap();
-    assert_eq!(file["run"]["summary"]["steps"].as_array().unwrap().len(), steps.len());
+    assert_eq!(
+        file["run"]["summary"]["steps"].as_array().unwrap().len(),
+        steps.len()
+    );
     let names: Vec<&str> = file["run"]["histograms"]
         .as_array()
         .unwrap()
@@ -112,17 +138,29 @@ fn find_max_open_model_lands_on_the_lab_capacity() {
     assert!(names.contains(&tag.as_str()), "{tag} not in {names:?}");
     let html = dir.join("report.html");
     let out = run_within(
-        &["report", "search", "-o", html.to_str().unwrap(), "--db", &db],
+        &[
+            "report",
+            "search",
+            "-o",
+            html.to_str().unwrap(),
+            "--db",
+            &db,
+        ],
         LIMIT,
     );
     assert_eq!(out.status.code(), Some(0));
     let html = std::fs::read_to_string(&html).unwrap();
     assert!(html.contains("Capacity</h4>") && html.contains("p99 against load"));
     assert!(html.contains("objective p99&lt;100ms"));
-    assert!(html.contains(&format!("bracket {lo} – {hi}")), "no bracket in the chart");
+    assert!(
+        html.contains(&format!("bracket {lo} – {hi}")),
+        "no bracket in the chart"
+    );
     // compare: the search (at its capacity) beside a plain run.
     let plain = run_within(
-        &["load", &url, "--rate", "100", "-d", "2s", "--db", &db, "--label", "plain"],
+        &[
+            "load", &url, "--rate", "100", "-d", "2s", "--db", &db, "--label", "plain",
+        ],
         LIMIT,
     );
     assert_eq!(plain.status.code(), Some(0));
@@ -155,12 +193,24 @@ fn find_max_closed_model_lands_on_the_lab_capacity() {
     let (c, level) = capacity(&v);
     assert_eq!(c["model"], "closed");
     assert_eq!(c["unit"], "connections");
-    assert!((14.0..=21.0).contains(&level), "capacity {level} connections: {c}");
+    assert!(
+        (14.0..=21.0).contains(&level),
+        "capacity {level} connections: {c}"
+    );
     let achieved = c["achieved"].as_f64().unwrap();
-    assert!((170.0..=230.0).contains(&achieved), "{achieved} req/s at capacity: {c}");
+    assert!(
+        (170.0..=230.0).contains(&achieved),
+        "{achieved} req/s at capacity: {c}"
+    );
     assert_eq!(c["stopped"], "precision", "{c}");
-    let (lo, hi) = (c["bracket"][0].as_f64().unwrap(), c["bracket"][1].as_f64().unwrap());
-    assert!(hi - lo <= 1.0 || (hi - lo) / lo <= 0.05, "bracket {lo}..{hi}");
+    let (lo, hi) = (
+        c["bracket"][0].as_f64().unwrap(),
+        c["bracket"][1].as_f64().unwrap(),
+    );
+    assert!(
+        hi - lo <= 1.0 || (hi - lo) / lo <= 0.05,
+        "bracket {lo}..{hi}"
+    );
 }
 
 /// An objective no level can meet: every request to /delay/30ms takes ≥ 30 ms, so
@@ -264,11 +314,17 @@ fn find_max_finds_a_python_worker_pools_capacity() {
     ]);
     assert_eq!(code, 0, "{v}");
     let (c, level) = capacity(&v);
-    assert!((170.0..=230.0).contains(&level), "capacity {level} req/s, 200 in theory: {c}");
+    assert!(
+        (170.0..=230.0).contains(&level),
+        "capacity {level} req/s, 200 in theory: {c}"
+    );
     // Below capacity a request costs its 20 ms of service, little more.
     let first = &v["steps"][0]["endpoints"]["/work"];
     let p50 = first["p50_ms"].as_f64().unwrap();
-    assert!((19.0..=40.0).contains(&p50), "p50 {p50} ms at 50 req/s: {first}");
+    assert!(
+        (19.0..=40.0).contains(&p50),
+        "p50 {p50} ms at 50 req/s: {first}"
+    );
 }
 
 /// Two endpoints walked in turn, each half the arrivals: `fast` answers at once,

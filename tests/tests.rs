@@ -3,8 +3,8 @@
 //! namespace the test made itself.
 
 mod caches;
-mod capacity;
 mod caches_findings;
+mod capacity;
 mod compare;
 mod compare_real;
 mod diagnose;

@@ -92,23 +92,23 @@ fn plans(args: &LoadArgs) -> anyhow::Result<(LoadPlan, SearchPlan)> {
             "--min-rate/--max-rate bound the open model; with --model closed use --min-connections/--max-connections"
         ));
     }
-    if model == SearchModel::Open && (f.min_connections.is_some() || f.max_connections.is_some())
-    {
+    if model == SearchModel::Open && (f.min_connections.is_some() || f.max_connections.is_some()) {
         return Err(usage!(
             "--min-connections/--max-connections bound the closed model (--model closed); the open model searches the rate (--min-rate/--max-rate)"
         ));
     }
-    if model == SearchModel::Closed && args.think_time.is_some() {
-        // Allowed: VUs think between requests.
-    } else if args.think_time.is_some() {
+    if model == SearchModel::Open && args.think_time.is_some() {
         return Err(usage!(
             "--think-time applies to the closed model (--model closed); the open model sends at a rate"
         ));
     }
     let mut objectives = Vec::new();
     for o in &f.objectives {
-        objectives
-            .push(threshold::parse(o).map_err(|e| usage!("{}", e.to_string().replacen("--threshold", "--find-max", 1)))?);
+        objectives.push(
+            threshold::parse(o).map_err(|e| {
+                usage!("{}", e.to_string().replacen("--threshold", "--find-max", 1))
+            })?,
+        );
     }
     let mut base = LoadPlan::from_args(args).map_err(|e| match e {
         PlanError::Usage(m) => usage!("{m}"),
@@ -117,8 +117,11 @@ fn plans(args: &LoadArgs) -> anyhow::Result<(LoadPlan, SearchPlan)> {
     for o in &objectives {
         if let threshold::Scope::Endpoint(name) = &o.scope {
             if !base.endpoints.iter().any(|e| &e.name == name) {
-                let known: Vec<String> =
-                    base.endpoints.iter().map(|e| format!("'{}'", e.name)).collect();
+                let known: Vec<String> = base
+                    .endpoints
+                    .iter()
+                    .map(|e| format!("'{}'", e.name))
+                    .collect();
                 return Err(usage!(
                     "--find-max '{}': no endpoint named '{name}' (the endpoints are {})",
                     o.expr,
@@ -150,8 +153,9 @@ fn plans(args: &LoadArgs) -> anyhow::Result<(LoadPlan, SearchPlan)> {
     }
     let (min, max) = match model {
         SearchModel::Open => {
-            let min = f.min_rate.unwrap_or(DEFAULT_MIN_RATE);
             let max = f.max_rate.unwrap_or(load::plan::MAX_RATE);
+            // A cap below the default start starts at the cap.
+            let min = f.min_rate.unwrap_or(DEFAULT_MIN_RATE.min(max));
             for (v, flag) in [(min, "--min-rate"), (max, "--max-rate")] {
                 if !(v.is_finite() && v > 0.0 && v <= load::plan::MAX_RATE) {
                     return Err(usage!(
@@ -174,8 +178,10 @@ fn plans(args: &LoadArgs) -> anyhow::Result<(LoadPlan, SearchPlan)> {
                 }
             }
             // Fit the open-file limit: an explicit cap must fit, a default is lowered.
-            let max = load::limits::fit_fd_limit(max, f.max_connections.is_some())
-                .map_err(|e| usage!("{}", e.to_string().replacen("-c ", "--max-connections ", 2)))?;
+            let max =
+                load::limits::fit_fd_limit(max, f.max_connections.is_some()).map_err(|e| {
+                    usage!("{}", e.to_string().replacen("-c ", "--max-connections ", 2))
+                })?;
             (f64::from(min), f64::from(max))
         }
     };
@@ -271,7 +277,11 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     let findings = diagnose::run_rules(&facts);
     let mut joined = Joined::default();
     let mut steps_json = Vec::new();
-    let mut histograms: Vec<_> = r.histograms().into_iter().filter(|h| h.second.is_none()).collect();
+    let mut histograms: Vec<_> = r
+        .histograms()
+        .into_iter()
+        .filter(|h| h.second.is_none())
+        .collect();
     for (i, st) in s.steps.iter().enumerate() {
         let t = joined.push(i, st, &[]);
         steps_json.push(capacity::step_json(st, t));

@@ -345,10 +345,19 @@ mod tests {
     /// search); no guess bisects; integers stay strictly inside.
     #[test]
     fn next_levels() {
-        assert_eq!(next_level(200.0, 400.0, Some(201.0), 0.05, false), Some(210.0));
+        assert_eq!(
+            next_level(200.0, 400.0, Some(201.0), 0.05, false),
+            Some(210.0)
+        );
         assert_eq!(next_level(200.0, 400.0, None, 0.05, false), Some(300.0));
-        assert_eq!(next_level(200.0, 400.0, Some(399.0), 0.05, false), Some(381.0));
-        assert_eq!(next_level(200.0, 400.0, Some(260.0), 0.05, false), Some(260.0));
+        assert_eq!(
+            next_level(200.0, 400.0, Some(399.0), 0.05, false),
+            Some(381.0)
+        );
+        assert_eq!(
+            next_level(200.0, 400.0, Some(260.0), 0.05, false),
+            Some(260.0)
+        );
         assert_eq!(next_level(16.0, 32.0, Some(20.0), 0.05, true), Some(20.0));
         assert_eq!(next_level(19.0, 21.0, Some(20.4), 0.05, true), Some(20.0));
         assert_eq!(next_level(19.0, 20.0, None, 0.05, true), None);

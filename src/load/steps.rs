@@ -200,8 +200,9 @@ impl Window {
 
     /// Errors / requests, percent (None when nothing completed).
     pub fn error_pct(&self) -> Option<f64> {
-        (self.requests > 0)
-            .then(|| (self.requests - self.ok.min(self.requests)) as f64 * 100.0 / self.requests as f64)
+        (self.requests > 0).then(|| {
+            (self.requests - self.ok.min(self.requests)) as f64 * 100.0 / self.requests as f64
+        })
     }
 
     /// The window of `r`, a step that settled for `settle` and was measured for
@@ -458,13 +459,10 @@ impl Step {
 
     /// The failed check that pressed hardest on its limit (a missing value first).
     pub fn worst_failure(&self) -> Option<&Check> {
-        self.checks
-            .iter()
-            .filter(|c| !c.verdict.ok)
-            .max_by(|a, b| {
-                let p = |c: &Check| c.pressure.unwrap_or(f64::INFINITY);
-                p(a).total_cmp(&p(b))
-            })
+        self.checks.iter().filter(|c| !c.verdict.ok).max_by(|a, b| {
+            let p = |c: &Check| c.pressure.unwrap_or(f64::INFINITY);
+            p(a).total_cmp(&p(b))
+        })
     }
 
     /// The check closest to failing, or failed worst (the limiting endpoint's).
@@ -472,7 +470,11 @@ impl Step {
         self.checks
             .iter()
             .filter(|c| c.pressure.is_some())
-            .max_by(|a, b| a.pressure.unwrap_or(0.0).total_cmp(&b.pressure.unwrap_or(0.0)))
+            .max_by(|a, b| {
+                a.pressure
+                    .unwrap_or(0.0)
+                    .total_cmp(&b.pressure.unwrap_or(0.0))
+            })
     }
 }
 
@@ -604,13 +606,28 @@ mod tests {
     /// the slowest latency objective.
     #[test]
     fn settle_and_grace() {
-        assert_eq!(default_settle(Duration::from_secs(2)), Duration::from_secs(1));
-        assert_eq!(default_settle(Duration::from_secs(10)), Duration::from_secs(2));
-        assert_eq!(default_settle(Duration::from_secs(120)), Duration::from_secs(5));
+        assert_eq!(
+            default_settle(Duration::from_secs(2)),
+            Duration::from_secs(1)
+        );
+        assert_eq!(
+            default_settle(Duration::from_secs(10)),
+            Duration::from_secs(2)
+        );
+        assert_eq!(
+            default_settle(Duration::from_secs(120)),
+            Duration::from_secs(5)
+        );
         let g = grace_for(&[parse("p99<100ms").unwrap(), parse("errors<1%").unwrap()]);
         assert_eq!(g, Duration::from_millis(200));
-        assert_eq!(grace_for(&[parse("p99<1s").unwrap()]), Duration::from_millis(1500));
-        assert_eq!(grace_for(&[parse("errors<1%").unwrap()]), Duration::from_secs(2));
+        assert_eq!(
+            grace_for(&[parse("p99<1s").unwrap()]),
+            Duration::from_millis(1500)
+        );
+        assert_eq!(
+            grace_for(&[parse("errors<1%").unwrap()]),
+            Duration::from_secs(2)
+        );
     }
 
     #[test]

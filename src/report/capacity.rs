@@ -81,7 +81,11 @@ pub fn objective_text(t: &Threshold) -> String {
         Op::Gt => ">",
         Op::Ge => "≥",
     };
-    let what = format!("{} {op} {}", metric_name(t.metric), value_text(t.metric, t.limit));
+    let what = format!(
+        "{} {op} {}",
+        metric_name(t.metric),
+        value_text(t.metric, t.limit)
+    );
     match &t.scope {
         Scope::Endpoint(e) => format!("{what} on {e}"),
         _ => what,
@@ -226,7 +230,8 @@ pub fn summary(s: &Search, answer: &str) -> String {
             }
         };
         for (j, e) in st.window.endpoints.iter().enumerate() {
-            let p = crate::stats::Percentiles::from_histogram(&e.latency, crate::stats::Unit::Millis);
+            let p =
+                crate::stats::Percentiles::from_histogram(&e.latency, crate::stats::Unit::Millis);
             let errors = e.requests - e.ok.min(e.requests);
             let first = j == 0;
             let cell = |v: String| if first { v } else { String::new() };
@@ -241,7 +246,10 @@ pub fn summary(s: &Search, answer: &str) -> String {
                 if errors == 0 {
                     "0".to_string()
                 } else {
-                    format!("{errors} ({:.1}%)", errors as f64 * 100.0 / e.requests.max(1) as f64)
+                    format!(
+                        "{errors} ({:.1}%)",
+                        errors as f64 * 100.0 / e.requests.max(1) as f64
+                    )
                 },
                 cell(result.clone()),
             ]);
@@ -311,12 +319,18 @@ mod tests {
     #[test]
     fn objectives_read_as_people_say_them() {
         assert_eq!(objective_text(&parse("p99<1s").unwrap()), "p99 < 1.00 s");
-        assert_eq!(objective_text(&parse("p99.9<250ms").unwrap()), "p999 < 250 ms");
+        assert_eq!(
+            objective_text(&parse("p99.9<250ms").unwrap()),
+            "p999 < 250 ms"
+        );
         assert_eq!(
             objective_text(&parse("checkout:p90<=800ms").unwrap()),
             "p90 ≤ 800 ms on checkout"
         );
-        assert_eq!(objective_text(&parse("errors<1%").unwrap()), "error rate < 1.00%");
+        assert_eq!(
+            objective_text(&parse("errors<1%").unwrap()),
+            "error rate < 1.00%"
+        );
         let o = [parse("p99<100ms").unwrap(), parse("errors<1%").unwrap()];
         assert_eq!(
             objectives_text(&o, 2),

@@ -403,7 +403,11 @@ pub(super) fn full_seconds<T>(rows: Vec<(u32, T)>, duration_s: f64) -> Vec<(u32,
 
 /// The seconds a comparison uses: a `--find-max` run's capacity window, else the
 /// run's full seconds.
-fn keep_seconds<T>(rows: Vec<(u32, T)>, window: Option<(u32, u32)>, duration_s: f64) -> Vec<(u32, T)> {
+fn keep_seconds<T>(
+    rows: Vec<(u32, T)>,
+    window: Option<(u32, u32)>,
+    duration_s: f64,
+) -> Vec<(u32, T)> {
     match window {
         Some(w) => rundata::in_window(rows, w),
         None => full_seconds(rows, duration_s),

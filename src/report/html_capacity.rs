@@ -47,10 +47,17 @@ pub fn section(out: &mut String, load: &Value) -> Result<(), ReportError> {
     let exprs: Vec<String> = cap
         .get("objective")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect()
+        })
         .unwrap_or_default();
     // The percentile drawn: the first latency objective's, else p99.
-    let key = exprs.iter().find_map(|e| percentile_key(e)).unwrap_or("p99");
+    let key = exprs
+        .iter()
+        .find_map(|e| percentile_key(e))
+        .unwrap_or("p99");
     let objectives: Vec<(String, f64)> = exprs
         .iter()
         .filter(|e| percentile_key(e) == Some(key))
@@ -135,9 +142,20 @@ pub fn section(out: &mut String, load: &Value) -> Result<(), ReportError> {
             continue;
         };
         for (j, (name, e)) in eps.iter().enumerate() {
-            let f = |k: &str| e.get(k).and_then(Value::as_f64).map(fmt_ms).unwrap_or_default();
+            let f = |k: &str| {
+                e.get(k)
+                    .and_then(Value::as_f64)
+                    .map(fmt_ms)
+                    .unwrap_or_default()
+            };
             let first = j == 0;
-            let cell = |v: Option<String>| if first { v.unwrap_or_default() } else { String::new() };
+            let cell = |v: Option<String>| {
+                if first {
+                    v.unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            };
             rows.push(vec![
                 cell(level.clone()),
                 cell(achieved.clone()),
@@ -153,14 +171,19 @@ pub fn section(out: &mut String, load: &Value) -> Result<(), ReportError> {
     table(
         out,
         "steps",
-        &[&level_header, "achieved", "endpoint", "p50", "p90", "p99", "result"],
+        &[
+            &level_header,
+            "achieved",
+            "endpoint",
+            "p50",
+            "p90",
+            "p99",
+            "result",
+        ],
         &rows,
     );
     if let Some(e) = cap.get("limiting_endpoint").and_then(Value::as_str) {
-        out.push_str(&format!(
-            "<p>Limiting endpoint: <b>{}</b></p>\n",
-            esc(e)
-        ));
+        out.push_str(&format!("<p>Limiting endpoint: <b>{}</b></p>\n", esc(e)));
     }
     Ok(())
 }

@@ -40,7 +40,10 @@ pub fn capacity(c: &CapacityChart) -> Result<String, ChartError> {
             .chain(c.objectives.iter().map(|o| o.1))
             .filter(|v| v.is_finite() && *v > 0.0)
     };
-    let (lo, hi) = (values().fold(f64::MAX, f64::min), values().fold(0.0, f64::max));
+    let (lo, hi) = (
+        values().fold(f64::MAX, f64::min),
+        values().fold(0.0, f64::max),
+    );
     let log = hi > 0.0 && hi / lo > 100.0;
     let map = |v: f64| if log { v.max(lo).log10() } else { v };
     let y_range = if log {
@@ -94,7 +97,10 @@ pub fn capacity(c: &CapacityChart) -> Result<String, ChartError> {
                 .map_err(err("capacity"))?
                 .label(format!("bracket {} – {}", fmt(p), fmt(f)))
                 .legend(|(x, y)| {
-                    Rectangle::new([(x, y - 5), (x + 14, y + 5)], RGBColor(255, 220, 120).filled())
+                    Rectangle::new(
+                        [(x, y - 5), (x + 14, y + 5)],
+                        RGBColor(255, 220, 120).filled(),
+                    )
                 });
         }
         for (edge, color) in [(c.bracket.0, PASS), (c.bracket.1, FAIL)] {
@@ -118,7 +124,9 @@ pub fn capacity(c: &CapacityChart) -> Result<String, ChartError> {
                 ))
                 .map_err(err("capacity"))?
                 .label(format!("objective {label}"))
-                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK.stroke_width(2)));
+                .legend(|(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], BLACK.stroke_width(2))
+                });
         }
         for (i, s) in c.series.iter().enumerate() {
             let color = PALETTE[i % PALETTE.len()];
@@ -131,7 +139,9 @@ pub fn capacity(c: &CapacityChart) -> Result<String, ChartError> {
                 ))
                 .map_err(err("capacity"))?
                 .label(s.label.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3)));
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3))
+                });
             chart
                 .draw_series(pts.iter().map(|p| {
                     let c = if p.2 { PASS } else { FAIL };
@@ -167,7 +177,11 @@ mod tests {
             unit: "req/s".into(),
             series: vec![LevelSeries {
                 label: "/search".into(),
-                points: vec![(50.0, 5.0, true), (200.0, 30.0, true), (400.0, 1600.0, false)],
+                points: vec![
+                    (50.0, 5.0, true),
+                    (200.0, 30.0, true),
+                    (400.0, 1600.0, false),
+                ],
             }],
             objectives: vec![("p99<100ms".into(), 100.0)],
             bracket: (Some(200.0), Some(210.0)),
