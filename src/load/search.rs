@@ -285,12 +285,35 @@ fn guess(s: &Search, lo: f64, hi: f64) -> Option<f64> {
             c.objective == worst.objective && c.verdict.endpoint == worst.verdict.endpoint
         })?;
         let (p, f) = (same.pressure?, worst.pressure?);
-        if f > p && p < 1.0 {
-            return Some(lo + (hi - lo) * (1.0 - p) / (f - p));
+        if !(f > p && p < 1.0) {
+            return None;
         }
-        return None;
+        // In the open model, a failing step that still completed its rate is below
+        // saturation, where waiting grows as 1 / (1 − rate / service rate): fit that
+        // curve through both steps. Past saturation (the rate fell short) the queue
+        // grows with time instead, and the straight line is the better guess.
+        let unsaturated = matches!(fail.plan.level, Level::Rate(t) if fail.achieved_rps() >= 0.97 * t);
+        if unsaturated {
+            if let Some(x) = queue_guess((lo, p), (hi, f)) {
+                return Some(x);
+            }
+        }
+        return Some(lo + (hi - lo) * (1.0 - p) / (f - p));
     }
     fail.shortfall.map(|s| s.achieved_rps)
+}
+
+/// Where a queue's waiting time reaches the limit (pressure 1), from two points
+/// (rate, pressure) of `w = a / (1 − rate / mu)`: `mu` and `a` from the two points,
+/// then `rate = mu (1 − a)`. None when the points do not fit such a curve.
+pub fn queue_guess((l1, p1): (f64, f64), (l2, p2): (f64, f64)) -> Option<f64> {
+    let mu = (p2 * l2 - p1 * l1) / (p2 - p1);
+    if !mu.is_finite() || mu <= l2 {
+        return None;
+    }
+    let a = p1 * (1.0 - l1 / mu);
+    let x = mu * (1.0 - a);
+    (x.is_finite() && x > l1 && x < l2).then_some(x)
 }
 
 /// The next level inside `lo..hi` (pass..fail): the guess, or the midpoint, kept at
@@ -362,6 +385,16 @@ mod tests {
         assert_eq!(next_level(19.0, 21.0, Some(20.4), 0.05, true), Some(20.0));
         assert_eq!(next_level(19.0, 20.0, None, 0.05, true), None);
         assert_eq!(next_level(5.0, 10.0, None, 0.05, false), Some(7.5));
+    }
+
+    /// The queue curve through (100 req/s, p99 24.8 ms) and (200 req/s, 109 ms) —
+    /// a 4-worker, 20 ms pool measured at a 100 ms objective — reaches the limit at
+    /// ≈ 197 req/s (the pool's 200 in theory); points that fit no such curve give None.
+    #[test]
+    fn queue_curve_guess() {
+        let x = queue_guess((100.0, 0.248), (200.0, 1.09)).unwrap();
+        assert!((x - 197.4).abs() < 0.5, "{x}");
+        assert_eq!(queue_guess((100.0, 0.5), (200.0, 0.6)), None);
     }
 
     #[test]
