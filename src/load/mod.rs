@@ -25,6 +25,7 @@ pub mod stages;
 pub mod steps;
 pub mod sys;
 pub mod threshold;
+mod window;
 
 mod conn;
 mod http1;

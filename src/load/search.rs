@@ -292,7 +292,8 @@ fn guess(s: &Search, lo: f64, hi: f64) -> Option<f64> {
         // saturation, where waiting grows as 1 / (1 − rate / service rate): fit that
         // curve through both steps. Past saturation (the rate fell short) the queue
         // grows with time instead, and the straight line is the better guess.
-        let unsaturated = matches!(fail.plan.level, Level::Rate(t) if fail.achieved_rps() >= 0.97 * t);
+        let unsaturated =
+            matches!(fail.plan.level, Level::Rate(t) if fail.achieved_rps() >= 0.97 * t);
         if unsaturated {
             if let Some(x) = queue_guess((lo, p), (hi, f)) {
                 return Some(x);
