@@ -280,7 +280,7 @@ pub struct LoadArgs {
     #[arg(long, value_name = "DUR", value_parser = duration)]
     pub think_time: Option<Duration>,
     #[command(flatten)]
-    pub find_max: FindMaxArgs,
+    pub find_max: Box<FindMaxArgs>,
     #[command(flatten)]
     pub http: HttpArgs,
     #[command(flatten)]
