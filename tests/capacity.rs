@@ -17,8 +17,12 @@ use crate::util_real::{have, start_python, TempDir};
 /// A search may take this long before it counts as a hang (its `--max-time` is 35 s).
 const LIMIT: Duration = Duration::from_secs(90);
 
-/// Runs `latscope load ARGS --json` and returns (exit code, JSON, stderr).
+/// Runs `latscope load ARGS --json` and returns (exit code, JSON, stderr). A search
+/// judges p99 on steps of a few hundred requests, where a stall of the shared
+/// machine fails a step: the searches run one at a time, and not beside the other
+/// timing tests (the wire lock serialises those).
 fn search(args: &[&str]) -> (i32, Value, String) {
+    let _serial = crate::util_wire::lock();
     let mut all = vec!["load", "--json", "--max-time", "35s"];
     all.extend_from_slice(args);
     let started = Instant::now();
@@ -331,7 +335,7 @@ fn find_max_finds_a_python_worker_pools_capacity() {
 /// `slow` has 2 workers × 20 ms = 100 req/s, so the total rate can reach ≈ 200
 /// req/s before `slow` queues. `p99<100ms` (every endpoint) fails first on `slow`:
 /// the search names it as the limiting endpoint, in the JSON and in the text, and
-/// `fast` stays far below the objective at the failing step.
+/// `fast` stays below `slow` at the failing step (and fast at the first).
 #[test]
 fn the_limiting_endpoint_is_named() {
     let test = "the_limiting_endpoint_is_named";
@@ -377,8 +381,12 @@ path = "/slow"
         .find(|s| s["level"] == c["bracket"][1])
         .unwrap();
     assert_eq!(failed["failed_endpoint"], "slow", "{failed}");
-    let fast = failed["endpoints"]["fast"]["p99_ms"].as_f64().unwrap();
-    assert!(fast < 50.0, "fast p99 {fast} ms at the failing step");
+    // `fast` may wait too once every connection is held by a queued `slow` request
+    // (the open model's requests wait for a free connection), but less.
+    let p99 = |e: &str| failed["endpoints"][e]["p99_ms"].as_f64().unwrap();
+    assert!(p99("fast") < p99("slow"), "{failed}");
+    let first = &v["steps"][0]["endpoints"];
+    assert!(first["fast"]["p99_ms"].as_f64().unwrap() < 50.0, "{first}");
     let show = run_within(&["show", "last", "--db", &db], LIMIT);
     let text = String::from_utf8_lossy(&show.stdout);
     assert!(text.contains("limiting endpoint: slow"), "{text}");
