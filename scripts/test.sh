@@ -24,6 +24,7 @@ command -v apache2 >/dev/null 2>&1 || need+=(apache2)
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 command -v prometheus-node-exporter >/dev/null 2>&1 || need+=(prometheus-node-exporter)
 [ -d /usr/lib/postgresql ] || need+=(postgresql)
+[ -d /usr/lib/python3/dist-packages/psycopg2 ] || need+=(python3-psycopg2)  # tests/watch.rs: the API's database pool
 # The live view's tests drive the real binary in tmux.
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 if [ ${#need[@]} -gt 0 ]; then
@@ -33,6 +34,13 @@ if [ ${#need[@]} -gt 0 ]; then
   else
     echo "warning: missing ${need[*]} (install them, or some tests will be skipped)" >&2
   fi
+fi
+
+# kubernetes-validate checks `latscope k8s job`'s manifests against Kubernetes' schemas
+# offline (tests/k8s.rs).
+if ! command -v kubernetes-validate >/dev/null 2>&1 && command -v pip3 >/dev/null 2>&1; then
+  pip3 install --quiet kubernetes-validate 2>/dev/null || pip3 install --quiet --break-system-packages kubernetes-validate \
+    || echo "warning: pip install kubernetes-validate failed (the manifest schema check will be skipped)" >&2
 fi
 
 # httplint (the engine behind REDbot) is the suite's second opinion on RFC 9111.

@@ -56,6 +56,10 @@ pub enum Command {
     Export(ExportArgs),
     /// Add an exported run to this store.
     Import(ImportArgs),
+    /// Join shard runs of one load plan into one run (histograms added exactly).
+    Merge(MergeArgs),
+    /// Kubernetes manifests that run a load as shards (`k8s job`).
+    K8s(K8sArgs),
     /// Stored runs side by side: ratios to the first and whether they differ significantly.
     Compare(CompareArgs),
     /// A self-contained HTML report of stored runs (charts as inline SVG), CSV, HDR log.
@@ -114,6 +118,10 @@ pub struct ExportArgs {
     /// Write to FILE instead of standard output.
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// latscope: the portable run file `import` reads; openmetrics: a load run's
+    /// timeline as OpenMetrics text for `promtool tsdb create-blocks-from openmetrics`.
+    #[arg(long, default_value = "latscope", value_parser = ["latscope", "openmetrics"])]
+    pub format: String,
     #[command(flatten)]
     pub db: DbArgs,
 }
@@ -126,6 +134,61 @@ pub struct ImportArgs {
     pub file: PathBuf,
     #[command(flatten)]
     pub db: DbArgs,
+}
+
+/// `latscope k8s`.
+#[derive(Debug, Args)]
+pub struct K8sArgs {
+    #[command(subcommand)]
+    pub command: K8sCommand,
+}
+
+/// What `latscope k8s` prints.
+#[derive(Debug, Subcommand)]
+pub enum K8sCommand {
+    /// Print the manifests (a ConfigMap with the scenario, an Indexed Job) that run
+    /// `latscope load … -- ARGS` as N shards starting together.
+    Job(K8sJobArgs),
+}
+
+/// `latscope k8s job`.
+#[derive(Debug, Args)]
+pub struct K8sJobArgs {
+    /// Shards (pods), each running 1/N of the load.
+    #[arg(long, value_name = "N")]
+    pub shards: u32,
+    /// The container image with latscope in it (see the repository's Dockerfile).
+    #[arg(long, value_name = "IMAGE")]
+    pub image: String,
+    /// Namespace of the ConfigMap and the Job.
+    #[arg(long, value_name = "NS", default_value = "default")]
+    pub namespace: String,
+    /// Name of the Job (and prefix of the ConfigMap).
+    #[arg(long, value_name = "NAME", default_value = "latscope-load")]
+    pub name: String,
+    /// The shards start this long after the manifests are printed (--start-at): apply
+    /// them within that time.
+    #[arg(long, value_name = "DUR", default_value = "60s", value_parser = duration)]
+    pub start_in: Duration,
+    /// CPU each shard requests (and is limited to).
+    #[arg(long, value_name = "CPU", default_value = "1")]
+    pub cpu: String,
+    /// Memory each shard requests (and is limited to).
+    #[arg(long, value_name = "BYTES", default_value = "512Mi")]
+    pub memory: String,
+    /// The load, after `--`: a URL or -f scenario.toml and any `latscope load` flags.
+    #[arg(last = true, required = true, value_name = "LOAD ARGS")]
+    pub load: Vec<String>,
+}
+
+/// `latscope merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Shard runs (id, id prefix, label, last, last~N) or files from `latscope export`.
+    #[arg(value_name = "RUN|FILE", required = true, num_args = 2..)]
+    pub runs: Vec<String>,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// `latscope compare`.
@@ -236,12 +299,31 @@ pub struct ProbeArgs {
     pub output: OutputArgs,
 }
 
+/// A load split over processes or machines (`load`).
+#[derive(Debug, Args, Clone, Default)]
+pub struct ShardArgs {
+    /// Run shard I of N (1-based): 1/N of -c, -n and the arrivals, each at its place in
+    /// the whole run's schedule; `latscope merge` joins the shards' runs.
+    #[arg(long, value_name = "I/N", conflicts_with = "shards")]
+    pub shard: Option<String>,
+    /// Run one of N shards: the one JOB_COMPLETION_INDEX (0-based, set by a Kubernetes
+    /// Indexed Job) names.
+    #[arg(long, value_name = "N")]
+    pub shards: Option<u32>,
+    /// Wait until this wall-clock time before starting (RFC 3339, or +DUR from now):
+    /// shards given the same time start together.
+    #[arg(long, value_name = "TIME")]
+    pub start_at: Option<String>,
+}
+
 /// `latscope load`.
 #[derive(Debug, Args)]
 pub struct LoadArgs {
     /// Target URL (or give a scenario with -f).
     #[arg(value_name = "URL")]
     pub url: Option<String>,
+    #[command(flatten)]
+    pub shard: ShardArgs,
     /// Scenario file (TOML): several requests, weighted or in sequence.
     #[arg(short = 'f', long = "file", value_name = "FILE")]
     pub file: Option<PathBuf>,
@@ -281,6 +363,10 @@ pub struct LoadArgs {
     pub think_time: Option<Duration>,
     #[command(flatten)]
     pub find_max: Box<FindMaxArgs>,
+    #[command(flatten)]
+    pub watch: WatchArgs,
+    #[command(flatten)]
+    pub out: crate::output::OutArgs,
     #[command(flatten)]
     pub http: HttpArgs,
     #[command(flatten)]
@@ -327,6 +413,19 @@ pub enum LoadModel {
     Open,
     /// Connections (virtual users).
     Closed,
+}
+
+/// `--watch` and `--watch-metric` (load and diagnose).
+#[derive(Debug, Clone, Default, Args)]
+pub struct WatchArgs {
+    /// Scrape this Prometheus endpoint (node_exporter, an app's /metrics) once a
+    /// second during the run and join it to the timeline (repeatable).
+    #[arg(long = "watch", value_name = "URL")]
+    pub watch: Vec<String>,
+    /// Also record this series from the --watch endpoints: NAME or
+    /// NAME{label="value"} (a rate per second for counters; repeatable).
+    #[arg(long = "watch-metric", value_name = "NAME[{LABELS}]")]
+    pub watch_metric: Vec<String>,
 }
 
 /// Disk access patterns, named as fio names them.
@@ -447,30 +546,12 @@ pub struct LabArgs {
     /// Idle time after which /cold is cold again.
     #[arg(long, value_name = "DUR", default_value = "60s", value_parser = duration)]
     pub cold_after: Duration,
-    /// Wire: round-trip time added to every packet path (needs root).
-    #[arg(long, value_name = "DUR", value_parser = duration)]
-    pub rtt: Option<Duration>,
-    /// Wire: random extra delay per packet, up to DUR (never reorders).
-    #[arg(long, value_name = "DUR", value_parser = duration)]
-    pub jitter: Option<Duration>,
-    /// Wire: drop this percentage of packets.
-    #[arg(long, value_name = "PCT", value_parser = percent)]
-    pub loss: Option<f64>,
-    /// Wire: seed for reproducible loss.
-    #[arg(long, value_name = "N")]
-    pub loss_seed: Option<u64>,
-    /// Wire: pace packets to this rate (e.g. 8mbit).
-    #[arg(long, value_name = "RATE", value_parser = rate)]
-    pub bandwidth: Option<u64>,
-    /// Wire: every DUR, drop every packet for --outage-for.
-    #[arg(long, value_name = "DUR", value_parser = duration, requires = "outage_for")]
-    pub outage_every: Option<Duration>,
-    /// Wire: length of each outage.
-    #[arg(long, value_name = "DUR", value_parser = duration, requires = "outage_every")]
-    pub outage_for: Option<Duration>,
+    /// The wire in front of the lab (needs root).
+    #[command(flatten, next_help_heading = "Wire (needs root)")]
+    pub wire: WireFlags,
 }
 
-/// The wire's impairments, shared by `latscope wire` (and the same as `lab`'s).
+/// The wire's impairments, shared by `latscope wire` and `latscope lab`.
 #[derive(Debug, Args, Clone, Default)]
 pub struct WireFlags {
     /// Round-trip time added to every packet path.
@@ -536,6 +617,10 @@ pub struct DiagnoseArgs {
     /// Stop measuring after this long (all URLs) and conclude from what was measured.
     #[arg(long, default_value = "45s", value_name = "DUR", value_parser = duration)]
     pub max_time: Duration,
+    #[command(flatten)]
+    pub watch: WatchArgs,
+    #[command(flatten)]
+    pub out: crate::output::OutArgs,
     #[command(flatten)]
     pub http: HttpArgs,
     #[command(flatten)]

@@ -16,10 +16,12 @@ pub mod error;
 pub mod lab;
 pub mod load;
 pub mod net;
+pub mod output;
 pub mod probe;
 pub mod report;
 pub mod stats;
 pub mod store;
 pub mod units;
+pub mod watch;
 
 pub use commands::run;

@@ -376,7 +376,8 @@ fn credentialed_requests_are_not_told_to_go_public() {
 
 /// The probe's first request through a cache is the miss that fills it (issue 13.3):
 /// nginx answers it MISS in the origin's 60 ms, and `cache-status` counts it with its
-/// time beside the hits of the repeated GETs.
+/// time beside the hits of the repeated GETs — and prices it: a hit instead of a miss
+/// saves miss − hit TTFB (≈60 ms of ≈60 ms) per cache miss.
 #[test]
 fn the_first_probe_request_counts_as_the_miss() {
     if !installed("nginx") || !installed("python3") {
@@ -402,4 +403,15 @@ fn the_first_probe_request_counts_as_the_miss() {
     );
     assert!(f["evidence"]["hits"].as_u64().unwrap() >= 3, "{f}");
     assert_eq!(f["evidence"]["source"], "x-cache-status", "{f}");
+    let (hit, miss) = (
+        f["evidence"]["hit_ttfb_ms"].as_f64().unwrap(),
+        f["evidence"]["miss_ttfb_ms"].as_f64().unwrap(),
+    );
+    let saving = f["saving_ms"].as_f64().expect("cache-status is priced");
+    assert!(
+        (saving - (miss - hit)).abs() < 0.01 && saving >= 45.0,
+        "{f}"
+    );
+    assert_eq!(f["saving_of_ms"].as_f64(), Some(miss), "{f}");
+    assert_eq!(f["saving_basis"], "per miss", "{f}");
 }

@@ -14,7 +14,7 @@ use crate::util::latscope;
 
 /// A fresh directory for one test.
 pub fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("latscope-it-cmp-{name}-{}", std::process::id()));
+    let d = crate::util::scratch().join(format!("latscope-it-cmp-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d

@@ -242,7 +242,7 @@ fn urls_not_reached_keep_their_place() {
 #[test]
 fn the_demo_finds_every_planted_problem() {
     let _lock = crate::util_wire::lock();
-    let dir = std::env::temp_dir().join(format!("latscope-demo-{}", std::process::id()));
+    let dir = crate::util::scratch().join(format!("latscope-demo-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let html = dir.join("demo.html");
     let out = run_within(
@@ -281,47 +281,19 @@ fn the_demo_finds_every_planted_problem() {
 /// demo's own, or, where even that is refused, the RTT is left out and it says so.
 #[test]
 fn the_demo_works_without_root() {
-    use std::os::unix::process::CommandExt;
-    use std::process::Stdio;
     let _lock = crate::util_wire::lock();
-    let dir = std::env::temp_dir().join(format!("latscope-demo-nobody-{}", std::process::id()));
+    let dir = crate::util::scratch().join(format!("latscope-demo-nobody-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
     let html = dir.join("demo.html");
     let mut cmd = crate::util::latscope();
     cmd.args(["demo", "--json", "--no-save", "-o", html.to_str().unwrap()])
         .env("HOME", &dir)
-        .current_dir(&dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .current_dir(&dir);
     if unsafe { libc::geteuid() } == 0 {
-        // SAFETY: only async-signal-safe calls between fork and exec.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::setgroups(0, std::ptr::null()) != 0
-                    || libc::setgid(65534) != 0
-                    || libc::setuid(65534) != 0
-                {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        crate::util::as_nobody(&mut cmd);
     }
-    let child = cmd.spawn().expect("the demo starts");
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    let out = match rx.recv_timeout(Duration::from_secs(120)) {
-        Ok(out) => out.unwrap(),
-        Err(_) => {
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-            panic!("the demo did not finish within 120 s");
-        }
-    };
+    let (out, _) = crate::util::output_within(cmd, Duration::from_secs(120));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     let v = json_of(&out);

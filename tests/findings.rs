@@ -87,7 +87,7 @@ struct TempFile(PathBuf);
 impl TempFile {
     fn new(name: &str, text: &str) -> TempFile {
         let path =
-            std::env::temp_dir().join(format!("latscope-findings-{}-{name}", std::process::id()));
+            crate::util::scratch().join(format!("latscope-findings-{}-{name}", std::process::id()));
         std::fs::write(&path, text).unwrap();
         TempFile(path)
     }

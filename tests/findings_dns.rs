@@ -1,4 +1,5 @@
-//! `slow-dns` both ways, with a resolver that answers after 120 ms. Everything runs
+//! `slow-dns` both ways (priced: the lookup, per new visitor), with a resolver that
+//! answers after 120 ms. Everything runs
 //! inside a network + mount namespace this test creates (root only): loopback up,
 //! /etc/resolv.conf bound to `nameserver 127.0.0.1`, a small DNS responder
 //! (tests/data/slow_dns.py), the lab and latscope — no query leaves the namespace.
@@ -41,7 +42,7 @@ fn slow_dns_fires_with_a_slow_resolver() {
         );
         return;
     }
-    let dir = std::env::temp_dir().join(format!("latscope-slow-dns-{}", std::process::id()));
+    let dir = crate::util::scratch().join(format!("latscope-slow-dns-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let responder = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/slow_dns.py");
     let mut child = std::process::Command::new("unshare")
@@ -89,6 +90,9 @@ fn slow_dns_fires_with_a_slow_resolver() {
     let f = finding(&slow, "slow-dns");
     let dns = num(f, "dns_ms");
     assert!((100.0..=400.0).contains(&dns), "dns p50 {dns} ms");
+    // A caching resolver near the client would save the lookup, per new visitor.
+    assert_eq!(f["saving_ms"].as_f64(), Some(dns), "{f}");
+    assert_eq!(f["saving_basis"], "fresh", "{f}");
     assert_eq!(slow["probe"]["addresses"][0], "127.0.0.1");
     let ip = read("ip.json");
     assert_quiet(&ip, "slow-dns", "an IP literal (no lookup)");

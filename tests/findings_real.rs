@@ -277,8 +277,10 @@ s.serve_forever()
 /// connection the body waits ≈40 ms for the ACK the client delays (Nagle's
 /// algorithm holds the second small write), TTFB stays under a millisecond.
 /// `slow-receive` fires with the delayed-ACK cause and "where the time goes" talks
-/// about the body, not "nothing to win". The same API with one write per response:
-/// quiet, and the summary has nothing to say about the body.
+/// about the body, not "nothing to win"; it is priced: one write per response would
+/// save the stall, receive − fresh receive (≈40 ms) per kept-alive request. The same
+/// API with one write per response: quiet, and the summary has nothing to say about
+/// the body.
 #[test]
 fn nagle_and_delayed_ack_in_the_receive_phase() {
     let test = "nagle_and_delayed_ack_in_the_receive_phase";
@@ -298,6 +300,12 @@ fn nagle_and_delayed_ack_in_the_receive_phase() {
     assert!((30.0..=80.0).contains(&rx), "receive {rx} ms: {f}");
     assert!(num(f, "ttfb_ms") < 10.0, "{f}");
     assert!(num(f, "fresh_receive_ms") < 10.0, "{f}");
+    let saving = f["saving_ms"].as_f64().expect("slow-receive is priced");
+    assert!(
+        (rx - num(f, "fresh_receive_ms") - saving).abs() < 0.01,
+        "saving {saving} ≠ receive − fresh receive: {f}"
+    );
+    assert_eq!(f["saving_basis"], "reused", "{f}");
     let summary = v["summary"].as_str().unwrap();
     eprintln!("summary: {summary}");
     assert!(!summary.contains("nothing to win"), "{summary}");

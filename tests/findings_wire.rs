@@ -15,7 +15,9 @@ use crate::util_wire::{can_run, lock, start_lab};
 /// (`network-dominates`), 40× the 1 ms floor of 100 km (`above-physical-floor`, but
 /// not for 3000 km, whose floor is 30 ms), a new connection costs one more round trip
 /// (`handshake-dominates`), and a 4 MB body over a fresh connection waits for TCP's
-/// slow start (`slow-start`).
+/// slow start (`slow-start`). Priced: a route at the floor saves rtt − floor per
+/// kept-alive request (≈39 ms), a reused connection one round trip per new visitor,
+/// a warm connection fresh − warm download time.
 #[test]
 fn distance_findings_on_a_40ms_wire() {
     let _lock = lock();
@@ -32,9 +34,16 @@ fn distance_findings_on_a_40ms_wire() {
     assert_eq!(num(f, "distance_km"), 100.0);
     assert!(num(f, "ratio") >= 25.0, "{f}");
     assert_eq!(f["severity"], "warn");
+    let saving = f["saving_ms"]
+        .as_f64()
+        .expect("above-physical-floor is priced");
+    assert!((saving - (num(f, "min_rtt_ms") - 1.0)).abs() < 0.01, "{f}");
+    assert_eq!(f["saving_basis"], "reused", "{f}");
     let f = finding(&v, "handshake-dominates");
     assert_in("handshake", num(f, "handshake_ms"), 25.0, 80.0);
     assert_in("round trips", num(f, "round_trips"), 0.6, 1.6);
+    assert_eq!(f["saving_ms"].as_f64(), Some(num(f, "handshake_ms")), "{f}");
+    assert_eq!(f["saving_basis"], "fresh", "{f}");
     assert_quiet(&v, "server-dominates", "/ over a 40 ms wire");
 
     let v = diagnose(&[&url, "--no-load", "--distance-km", "3000"]);
@@ -57,6 +66,11 @@ fn distance_findings_on_a_40ms_wire() {
     assert_eq!(num(f, "body_bytes"), (4u64 << 20) as f64);
     assert!(num(f, "fresh_ms") - num(f, "warm_ms") >= 50.0, "{f}");
     assert!(num(f, "fresh_ms") >= 1.5 * num(f, "warm_ms"), "{f}");
+    let saving = f["saving_ms"].as_f64().expect("slow-start is priced");
+    assert!(
+        (saving - (num(f, "fresh_ms") - num(f, "warm_ms"))).abs() < 0.01,
+        "{f}"
+    );
 }
 
 /// `--loss 3%` under a load ramp of uploads: the client's retransmissions show up in

@@ -141,7 +141,7 @@ fn binary_rejects_bad_options() {
 /// (through latscope's own --cacert path) verifies against, and h2 chosen by ALPN.
 #[tokio::test]
 async fn binary_tls_cert_out_is_trusted_by_a_client() {
-    let dir = std::env::temp_dir().join(format!("latscope-lab-{}", std::process::id()));
+    let dir = crate::util::scratch().join(format!("latscope-lab-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let pem = dir.join("lab.pem");
     let lab = LabProcess::start(&[

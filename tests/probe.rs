@@ -111,7 +111,7 @@ fn tls_lab(http2: bool) -> (lab::RunningLab, std::path::PathBuf) {
         ..LabOptions::default()
     })
     .unwrap();
-    let dir = std::env::temp_dir().join(format!("latscope-probe-{}", std::process::id()));
+    let dir = crate::util::scratch().join(format!("latscope-probe-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let pem = dir.join(format!("lab-{}.pem", lab.addr().port()));
     std::fs::write(&pem, lab.cert_pem().unwrap()).unwrap();
@@ -375,7 +375,7 @@ fn garbage_and_truncated_responses_are_errors() {
 #[test]
 fn probe_runs_are_saved_and_shown_again() {
     let lab = lab::spawn(LabOptions::default()).unwrap();
-    let dir = std::env::temp_dir().join(format!("latscope-probe-db-{}", std::process::id()));
+    let dir = crate::util::scratch().join(format!("latscope-probe-db-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let db = dir.join("runs.db");
     let db = db.to_str().unwrap();

@@ -4,7 +4,6 @@
 //! kernel's minimum (not the smoothed RTT a slow handler inflates), and a reused
 //! connection slower than fresh ones gives a handshake cost of 0 with the reason.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -58,16 +57,8 @@ fn python_server(test: &str) -> Option<(ChildGuard, u16)> {
     };
     let stdout = child.stdout.take().unwrap();
     let guard = ChildGuard(child);
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line = rx
-        .recv_timeout(Duration::from_secs(20))
-        .expect("the Python server prints its port");
-    Some((guard, line.trim().parse().expect("a port")))
+    let port = crate::util::first_line(stdout, "the Python server prints its port");
+    Some((guard, port.parse().expect("a port")))
 }
 
 fn probe(args: &[&str]) -> (Value, String) {

@@ -133,13 +133,28 @@ fn count(hay: &str, needle: &str) -> usize {
     hay.matches(needle).count()
 }
 
-/// Asserts the page is self-contained: no script, nothing loaded from elsewhere.
-fn assert_self_contained(html: &str) {
+/// Asserts the page is self-contained: no script, nothing loaded from elsewhere
+/// (links within the page, `href="#…"` of the table of contents, load nothing).
+pub(crate) fn assert_self_contained(html: &str) {
     let lower = html.to_lowercase();
     assert!(!lower.contains("<script"), "a script element in the report");
-    for attr in ["src=", "href=", "@import", "url("] {
+    for attr in ["src=", "@import", "url("] {
         assert!(!lower.contains(attr), "the report loads something: {attr}");
     }
+    for (i, _) in lower.match_indices("href=") {
+        assert!(
+            lower[i..].starts_with("href=\"#"),
+            "the report links outside itself: {}",
+            &html[i..(i + 80).min(html.len())]
+        );
+    }
+    assert!(
+        html.contains(
+            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; \
+             style-src 'unsafe-inline'; img-src data:\">"
+        ),
+        "the CSP is gone"
+    );
 }
 
 /// One load run: timeline panels and a percentile chart as SVG, endpoint table,
@@ -170,8 +185,9 @@ fn report_of_one_load_run() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Several runs of every kind: the overlay and side-by-side table come first, each
-/// run gets its own section, probes show phase bars and escaped headers.
+/// Several runs of every kind: a table of contents linking each run's section, then
+/// the overlay and side-by-side table, each run in its own section, probes with
+/// phase bars and escaped headers.
 #[test]
 fn report_overlays_several_runs() {
     let (dir, db) = fixture("many");
@@ -200,6 +216,18 @@ fn report_overlays_several_runs() {
         "the slow tail is significant"
     );
     assert_eq!(count(&html, "<section class=\"run\""), 5);
+    // Several runs: a table of contents, before the overlay, links each run's section.
+    let toc = html
+        .find("<nav class=\"toc\">")
+        .expect("a table of contents");
+    assert!(toc < html.find("id=\"overlay\"").unwrap());
+    for id in ["eeee000001", "eeee000003", "eeee000005"] {
+        assert!(
+            html[toc..].contains(&format!("<a href=\"#run-{id}\">")),
+            "{id}"
+        );
+        assert!(html.contains(&format!("id=\"run-{id}\"")), "{id}");
+    }
     assert!(html.contains("Where a request&#39;s time goes") || html.contains("Where a request"));
     assert!(html.contains("<table class=\"phases\">"));
     assert!(html.contains("&lt;script&gt;document.title=&#39;pwned&#39;&lt;/script&gt;"));
@@ -326,7 +354,7 @@ fn csv_and_hdr_log_exports() {
 }
 
 /// Finds Debian's chromium.
-fn chromium() -> Option<PathBuf> {
+pub(crate) fn chromium() -> Option<PathBuf> {
     ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
         .iter()
         .map(PathBuf::from)
@@ -335,7 +363,7 @@ fn chromium() -> Option<PathBuf> {
 
 /// Runs chromium headless with the flags from shared/notes/browser.md plus `extra`,
 /// bounded to 90 s; returns its stdout.
-fn run_chromium(bin: &Path, profile: &Path, extra: &[String]) -> String {
+pub(crate) fn run_chromium(bin: &Path, profile: &Path, extra: &[String]) -> String {
     let mut child = Command::new(bin)
         .args([
             "--headless",
@@ -380,7 +408,8 @@ fn run_chromium(bin: &Path, profile: &Path, extra: &[String]) -> String {
 /// The report opened in a real browser: the charts and tables are in the DOM, the
 /// `<script>` a server sent in a header is text in a table cell and did not run (the
 /// title is unchanged, no script element exists), and a screenshot is saved to
-/// target/report.png for people to look at.
+/// the test run's scratch directory (`util::scratch`) for people to look at (not under the
+/// repository's `target/`: CARGO_TARGET_DIR may be elsewhere, and that dir missing).
 #[test]
 fn report_in_headless_chromium() {
     let Some(bin) = chromium() else {
@@ -431,7 +460,7 @@ fn report_in_headless_chromium() {
     assert!(
         dom.contains("<table class=\"endpoints\">") && dom.contains("<table class=\"phases\">")
     );
-    let shot = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/report.png");
+    let shot = crate::util::scratch().join("latscope-report-chromium.png");
     let _ = std::fs::remove_file(&shot);
     run_chromium(
         &bin,

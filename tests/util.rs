@@ -38,15 +38,27 @@ pub fn run_json_within(args: &[&str], limit: std::time::Duration) -> serde_json:
 /// Runs latscope with `args`, killing it if it runs longer than `limit` (a hang is a
 /// failure, never a stuck test run).
 pub fn run_within(args: &[&str], limit: std::time::Duration) -> Output {
+    let mut cmd = latscope();
+    cmd.args(args);
+    output_within(cmd, limit).0
+}
+
+/// Runs a command with stdin closed and stdout/stderr captured, killing it after
+/// `limit` (the test then fails saying so, never hangs). Returns its output and how
+/// long it took.
+pub fn output_within(
+    mut cmd: Command,
+    limit: std::time::Duration,
+) -> (Output, std::time::Duration) {
     use std::io::Read;
     use std::process::Stdio;
-    let mut child = latscope()
-        .args(args)
+    let start = std::time::Instant::now();
+    let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("latscope starts");
+        .expect("the command starts");
     let drain = |mut r: Box<dyn Read + Send>| {
         std::thread::spawn(move || {
             let mut buf = Vec::new();
@@ -56,27 +68,62 @@ pub fn run_within(args: &[&str], limit: std::time::Duration) -> Output {
     };
     let stdout = drain(Box::new(child.stdout.take().unwrap()));
     let stderr = drain(Box::new(child.stderr.take().unwrap()));
-    let deadline = std::time::Instant::now() + limit;
     let status = loop {
         if let Some(status) = child.try_wait().expect("wait") {
             break status;
         }
-        if std::time::Instant::now() > deadline {
+        if start.elapsed() > limit {
             let _ = child.kill();
             let _ = child.wait();
             let err = stderr.join().unwrap_or_default();
             panic!(
-                "latscope {args:?} did not finish within {limit:?}; stderr: {}",
+                "{cmd:?} did not finish within {limit:?}; stderr: {}",
                 String::from_utf8_lossy(&err)
             );
         }
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::thread::sleep(std::time::Duration::from_millis(10));
     };
-    Output {
+    let took = start.elapsed();
+    let out = Output {
         status,
         stdout: stdout.join().unwrap_or_default(),
         stderr: stderr.join().unwrap_or_default(),
+    };
+    (out, took)
+}
+
+/// Makes `cmd` run as nobody (uid and gid 65534, no supplementary groups): how a
+/// test sees what an ordinary user gets. Only for a test running as root.
+pub fn as_nobody(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setgroups(0, std::ptr::null()) != 0
+                || libc::setgid(65534) != 0
+                || libc::setuid(65534) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
     }
+}
+
+/// The first line a child writes to `stdout` (a server printing its port or URL),
+/// trimmed; fails the test saying `what` after 20 s without one.
+pub fn first_line(stdout: impl std::io::Read + Send + 'static, what: &str) -> String {
+    use std::io::BufRead;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = std::io::BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(20))
+        .unwrap_or_else(|_| panic!("{what} within 20 s"))
+        .trim()
+        .to_string()
 }
 
 /// Parses stdout as JSON, with the output in the panic message if it is not.
@@ -88,4 +135,35 @@ pub fn json_of(out: &Output) -> serde_json::Value {
             String::from_utf8_lossy(&out.stderr)
         )
     })
+}
+
+/// This test process's scratch directory (`$TMPDIR/latscope-tests-PID`), where every
+/// test's temporary files go. Made on first use, when the scratch directories of
+/// earlier test runs whose process is gone are removed: a run leaves at most its own.
+pub fn scratch() -> std::path::PathBuf {
+    static ROOT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    ROOT.get_or_init(|| {
+        let tmp = std::env::temp_dir();
+        if let Ok(entries) = std::fs::read_dir(&tmp) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let Some(pid) = name.strip_prefix("latscope-tests-") else {
+                    continue;
+                };
+                let gone = pid.parse::<u32>().is_ok()
+                    && !std::path::Path::new(&format!("/proc/{pid}")).exists();
+                if gone {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
+        let root = tmp.join(format!("latscope-tests-{}", std::process::id()));
+        std::fs::create_dir_all(&root).expect("the tests' scratch directory");
+        // Tests that run a command as nobody make their own world-writable directory
+        // inside: nobody must be able to get through this one.
+        let _ =
+            std::fs::set_permissions(&root, std::os::unix::fs::PermissionsExt::from_mode(0o755));
+        root
+    })
+    .clone()
 }

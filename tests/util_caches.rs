@@ -26,7 +26,7 @@ pub fn installed(program: &str) -> bool {
 
 /// A fresh, world-writable temp dir (the caches' workers may drop to nobody).
 pub fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
+    let d = crate::util::scratch().join(format!(
         "latscope-caches-{name}-{}-{:?}",
         std::process::id(),
         Instant::now()

@@ -15,7 +15,7 @@ pub struct Dir(pub PathBuf);
 impl Dir {
     /// Under the system temp directory (may be tmpfs elsewhere).
     pub fn tmp(name: &str) -> Dir {
-        Dir::under(&std::env::temp_dir(), name)
+        Dir::under(&crate::util::scratch(), name)
     }
 
     /// Under the build's target directory: a real filesystem, for O_DIRECT tests.

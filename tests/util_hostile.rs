@@ -9,11 +9,11 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// What a hostile server does with one connection, once it has read the request
 /// head (or, for [`Reply::Stall`], at once).
@@ -183,47 +183,7 @@ pub fn run_capped(args: &[&str], vmem_kb: u64, limit: Duration) -> (Output, Dura
     run_cmd(cmd, limit)
 }
 
-/// Runs a command with stdin closed and stdout/stderr captured, killing it after
-/// `limit` (the test then fails on its output, not by hanging).
-pub fn run_cmd(mut cmd: Command, limit: Duration) -> (Output, Duration) {
-    let start = Instant::now();
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("command starts");
-    let drain = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = r.read_to_end(&mut buf);
-            buf
-        })
-    };
-    let out = drain(Box::new(child.stdout.take().unwrap()));
-    let err = drain(Box::new(child.stderr.take().unwrap()));
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let s = child.wait().unwrap();
-            let stderr = String::from_utf8_lossy(&err.join().unwrap()).into_owned();
-            panic!("{cmd:?} ran over {limit:?} ({s:?}); stderr: {stderr}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let took = start.elapsed();
-    (
-        Output {
-            status,
-            stdout: out.join().unwrap(),
-            stderr: err.join().unwrap(),
-        },
-        took,
-    )
-}
+pub use crate::util::output_within as run_cmd;
 
 /// stderr as text.
 pub fn stderr(o: &Output) -> String {

@@ -26,7 +26,7 @@ pub fn nginx_bin(test: &str) -> Option<PathBuf> {
 
 /// A fresh temp dir for one test.
 pub fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("latscope-nginx-{name}-{}", std::process::id()));
+    let d = crate::util::scratch().join(format!("latscope-nginx-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d

@@ -203,16 +203,8 @@ pub fn start_lab(args: &[&str]) -> (ChildGuard, String) {
         .expect("latscope lab starts");
     let stdout = child.stdout.take().unwrap();
     let guard = ChildGuard(child);
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line = rx
-        .recv_timeout(Duration::from_secs(20))
-        .expect("latscope lab prints its URL within 20 s");
-    (guard, line.trim().to_string())
+    let url = crate::util::first_line(stdout, "latscope lab prints its URL");
+    (guard, url)
 }
 
 /// The host and port of a `http://198.18.N.2:PORT/` URL.

@@ -441,7 +441,7 @@ fn tls_over_the_wire_adds_one_round_trip() {
     if !can_run("tls_over_the_wire_adds_one_round_trip") {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("latscope-wire-tls-{}", std::process::id()));
+    let dir = crate::util::scratch().join(format!("latscope-wire-tls-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let cert = dir.join("lab.pem");
     let cert_arg = cert.to_str().unwrap();
@@ -576,7 +576,7 @@ fn probe_sees_the_wire_in_every_phase() {
     assert!((0.6..1.5).contains(&trips), "handshake {trips} round trips");
     drop(_lab);
 
-    let dir = std::env::temp_dir().join(format!("latscope-wire-probe-{}", std::process::id()));
+    let dir = crate::util::scratch().join(format!("latscope-wire-probe-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let pem = dir.join("lab.pem");
     let (_lab, url) = start_lab(&[

@@ -203,44 +203,15 @@ fn wire_usage_errors_exit_2() {
 /// exit code still comes back.
 #[test]
 fn without_root_the_wire_runs_in_a_private_namespace_and_says_so() {
-    use std::os::unix::process::CommandExt;
-    use std::process::Stdio;
     let _lock = lock();
     if unsafe { libc::geteuid() } != 0 {
         eprintln!("SKIPPED without_root_the_wire_runs_in_a_private_namespace_and_says_so: needs root to become nobody");
         return;
     }
     let mut cmd = crate::util::latscope();
-    cmd.args(["wire", "--rtt", "20ms", "--", "sh", "-c", "exit 3"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::setgroups(0, std::ptr::null()) != 0
-                || libc::setgid(65534) != 0
-                || libc::setuid(65534) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let child = cmd.spawn().expect("latscope wire starts");
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    let out = match rx.recv_timeout(Duration::from_secs(30)) {
-        Ok(out) => out.unwrap(),
-        Err(_) => {
-            // SAFETY: kill(2) on the child this test started.
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-            panic!("latscope wire did not finish within 30 s");
-        }
-    };
+    cmd.args(["wire", "--rtt", "20ms", "--", "sh", "-c", "exit 3"]);
+    crate::util::as_nobody(&mut cmd);
+    let (out, _) = crate::util::output_within(cmd, Duration::from_secs(30));
     let err = String::from_utf8_lossy(&out.stderr);
     if err.contains("no private namespace could be made") {
         eprintln!("note: this system refuses user namespaces to nobody: {err}");

@@ -99,10 +99,12 @@ pub fn run(args: DemoArgs) -> anyhow::Result<u8> {
         distance_km: None,
         force_load: false,
         no_load: None,
+        out: None,
         ramp: RampPlan {
             max_connections: 32,
             step: Duration::from_secs(2),
         },
+        watch: None,
     };
     let mut progress = diagnose::progress_printer();
     let mut results: Vec<Diagnosis> = Vec::new();

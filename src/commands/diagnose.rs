@@ -37,6 +37,10 @@ pub(crate) struct Plan {
     /// Skip the ramp, and why (`--no-load`, or the demo ramping one URL only).
     pub no_load: Option<String>,
     pub ramp: RampPlan,
+    /// `--watch`: scrape these during the ramp.
+    pub watch: Option<crate::watch::WatchSpec>,
+    /// `--out`: where the ramp's seconds are streamed.
+    pub out: Option<crate::output::OutRun>,
 }
 
 /// Runs `latscope diagnose`.
@@ -69,7 +73,15 @@ pub fn run(args: DiagnoseArgs) -> anyhow::Result<u8> {
             "{t}: diagnose needs an http:// or https:// URL (probe tcp:// instead)"
         ));
     }
+    let out = crate::output::OutPlan::from_args(&args.out).map_err(|m| usage!("{m}"))?;
+    // Known before the ramps, so the series written while they go carry it.
+    let run_id = crate::store::new_id();
     let plan = Plan {
+        out: (!out.is_empty()).then(|| crate::output::OutRun {
+            plan: out,
+            run: run_id.clone(),
+            label: args.output.label.clone(),
+        }),
         count: args.count,
         request,
         client,
@@ -81,6 +93,8 @@ pub fn run(args: DiagnoseArgs) -> anyhow::Result<u8> {
             max_connections: args.max_connections,
             step: args.step,
         },
+        watch: crate::watch::WatchSpec::from_flags(&args.watch.watch, &args.watch.watch_metric)
+            .map_err(|e| usage!("{e}"))?,
     };
     let started = SystemTime::now();
     let interrupt = Interrupt::install()?;
@@ -113,18 +127,17 @@ pub fn run(args: DiagnoseArgs) -> anyhow::Result<u8> {
     let text = render_text(&results);
     let doc = json_doc("diagnose", entries, targets.len() > 1);
     // Saved before it is printed: a stdout that cannot be written loses nothing.
-    let saved = saving::save_record(
+    let mut record = record(
         &args.output,
-        &record(
-            &args.output,
-            &results,
-            doc.clone(),
-            text.clone(),
-            started,
-            &args.urls,
-            &args.http.redact_headers,
-        ),
+        &results,
+        doc.clone(),
+        text.clone(),
+        started,
+        &args.urls,
+        &args.http.redact_headers,
     );
+    record.id = run_id;
+    let saved = saving::save_record(&args.output, &record);
     super::output::print(args.output.json, &doc, &text)?;
     for (url, e) in &failures {
         eprintln!(
@@ -263,15 +276,35 @@ pub(crate) fn diagnose_url(
     } else {
         let mut step_progress =
             |c: u32| progress(&format!("{target}: load ramp, {c} connections…"));
-        match ramp::run(
+        let watcher = plan.watch.clone().map(crate::watch::Watcher::start);
+        let mut live = plan.out.as_ref().map(|o| o.start(target));
+        let ran = ramp::run(
             target,
             &plan.request,
             &plan.client,
             &plan.ramp,
             &interrupt.flag,
             &mut step_progress,
-        ) {
-            Ok(r) => (Some(r), None),
+            &mut |p| {
+                if let Some(l) = &mut live {
+                    l.progress(p)
+                }
+            },
+        );
+        let reports = live.map(|l| l.finish()).unwrap_or_default();
+        for note in crate::output::notes(&reports) {
+            eprintln!("latscope: {note}");
+        }
+        match ran {
+            Ok(mut r) => {
+                if let Some(w) = watcher {
+                    super::watching::join_ramp(&w.finish(), &mut r);
+                }
+                if !reports.is_empty() {
+                    r.json["outputs"] = serde_json::to_value(&reports).unwrap_or_default();
+                }
+                (Some(r), None)
+            }
             Err(e) => (None, Some(format!("the load ramp failed: {e:#}"))),
         }
     };
@@ -358,21 +391,16 @@ pub(crate) fn diagnosis_json(d: &Diagnosis) -> Value {
     doc
 }
 
+/// The text of one or several diagnoses, verdicts first (`report::diagnose`).
 pub(crate) fn render_text(results: &[Diagnosis]) -> String {
-    let mut text = String::new();
-    for d in results {
-        text.push_str(&report::diagnose::render(d));
-        text.push('\n');
+    match results {
+        [one] => {
+            let mut text = report::diagnose::render(one);
+            text.push('\n');
+            text
+        }
+        several => report::diagnose::render_several(several),
     }
-    if results.len() > 1 {
-        let explained: Vec<_> = results
-            .iter()
-            .map(|d| (&d.probe, d.findings.as_slice()))
-            .collect();
-        text.push_str("side by side\n");
-        text.push_str(&report::probe::side_by_side(&explained));
-    }
-    text
 }
 
 /// The run record of a diagnosis (what is saved and what the HTML report renders).

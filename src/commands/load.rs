@@ -5,6 +5,7 @@
 //! and saved.
 
 use std::io::IsTerminal;
+use std::time::SystemTime;
 
 use anyhow::Context;
 
@@ -26,6 +27,24 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         PlanError::Usage(m) => usage!("{m}"),
         PlanError::Scenario(s) => usage!("{s}"),
     })?;
+    let start_at = match &args.shard.start_at {
+        Some(s) => Some(load::shard::start_at(s, SystemTime::now()).map_err(|m| usage!("{m}"))?),
+        None => None,
+    };
+    let outputs = crate::output::OutPlan::from_args(&args.out).map_err(|m| usage!("{m}"))?;
+    // Known before the run, so the series written while it goes carry it.
+    let run_id = crate::store::new_id();
+    let mut live = (!outputs.is_empty()).then(|| {
+        crate::output::Live::start(
+            &outputs,
+            &crate::output::RunLabels {
+                run: run_id.clone(),
+                label: args.output.label.clone(),
+                target: crate::output::target_label(&plan.target),
+                endpoints: plan.endpoints.iter().map(|e| e.name.clone()).collect(),
+            },
+        )
+    });
     let interrupt = super::interrupt::Interrupt::install()?;
     let stop = interrupt.flag.clone();
     let tty = std::io::stderr().is_terminal();
@@ -34,8 +53,27 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         // before it is measured and saved; the final print reports the error.
         let _ = super::output::say(&report::load::header(&plan));
     }
+    // The barrier of shards started apart: every one waits for the same instant.
+    let mut start_late_ms = None;
+    if let Some(at) = start_at {
+        while let Ok(left) = at.duration_since(SystemTime::now()) {
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                eprintln!("latscope: stopped before --start-at; nothing was sent");
+                return Ok(130);
+            }
+            std::thread::sleep(left.min(std::time::Duration::from_millis(50)));
+        }
+        start_late_ms = Some(SystemTime::now().duration_since(at).unwrap_or_default());
+    }
+    let watcher = super::watching::start(&args.watch)?;
     let mut shown = false;
     let result = load::run_with_progress(&plan, &stop, &mut |p| {
+        if let Some(w) = &watcher {
+            w.align(p.started);
+        }
+        if let Some(live) = &mut live {
+            live.progress(p);
+        }
         if tty {
             eprint!("\r\x1b[2K{}", report::load::progress_line(p));
             shown = true;
@@ -44,7 +82,12 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     if shown {
         eprint!("\r\x1b[2K");
     }
-    let result = result.context("the load run failed")?;
+    let reports = live.map(|l| l.finish()).unwrap_or_default();
+    for note in crate::output::notes(&reports) {
+        eprintln!("latscope: {note}");
+    }
+    let mut result = result.context("the load run failed")?;
+    super::watching::attach(watcher, &mut result);
 
     let facts = Facts {
         load: Some(diagnose::from_load::load_facts(&result)),
@@ -53,6 +96,17 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     let findings = diagnose::run_rules(&facts);
     let mut doc = result.to_json();
     doc["findings"] = serde_json::to_value(&findings)?;
+    if !plan.shard.is_whole() {
+        doc["shard"] = plan.to_json()["shard"].clone();
+    }
+    if let (Some(at), Some(late)) = (start_at, start_late_ms) {
+        // What this process's clock saw: how late after --start-at it began.
+        doc["start_at"] = serde_json::json!(humantime::format_rfc3339_millis(at).to_string());
+        doc["start_late_ms"] = serde_json::json!(crate::units::ms(late));
+    }
+    if !reports.is_empty() {
+        doc["outputs"] = serde_json::to_value(&reports)?;
+    }
     let head_too_large = load::head_too_large();
     if head_too_large > 0 {
         eprintln!(
@@ -69,6 +123,10 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
             load::plan::fd_limit()
         );
     }
+    if let (Some(reason), Some(n)) = (load::tls_failure(), result.errors.get("tls")) {
+        doc["tls_error"] = serde_json::json!(reason);
+        eprintln!("latscope: {n} TLS handshakes failed: {reason}");
+    }
     let text = format!(
         "{}{}",
         report::load::header(&plan),
@@ -76,7 +134,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     );
     let secret_headers = args.http.redact_headers.clone();
     // Saved before it is printed: a stdout that cannot be written loses nothing.
-    let saved = saving::save(
+    let mut record = saving::record(
         &args.output,
         NewRun {
             kind: "load",
@@ -92,6 +150,8 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
             secret_headers,
         },
     );
+    record.id = run_id;
+    let saved = saving::save_record(&args.output, &record);
     super::output::print(
         args.output.json,
         &doc,

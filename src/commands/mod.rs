@@ -10,14 +10,17 @@ mod demo;
 mod diagnose;
 mod disk;
 mod interrupt;
+mod k8s;
 mod lab;
 mod load;
+mod merge;
 mod output;
 mod probe;
 mod ramp;
 mod report;
 mod runs;
 pub(crate) mod saving;
+mod watching;
 mod wire;
 
 /// Runs one parsed command line; returns the process exit code.
@@ -34,6 +37,8 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Show(args) => runs::show(args),
         Command::Export(args) => runs::export(args),
         Command::Import(args) => runs::import(args),
+        Command::Merge(args) => merge::run(args),
+        Command::K8s(args) => k8s::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Report(args) => report::run(args),
     }

@@ -51,6 +51,7 @@ pub(crate) fn run(
     plan: &RampPlan,
     stop: &Arc<AtomicBool>,
     progress: &mut dyn FnMut(u32),
+    feed: &mut dyn FnMut(&load::Progress),
 ) -> anyhow::Result<Ramp> {
     let mut steps = Vec::new();
     let mut facts = LoadFacts::default();
@@ -60,6 +61,7 @@ pub(crate) fn run(
     let (mut hits, mut answered) = (0u64, 0u64);
     let (mut misses, mut kind) = (0u64, None);
     let mut cpu = Vec::new();
+    let mut spans = Vec::new();
     let levels = levels(plan.max_connections);
     // One base plan; each step runs it at its level (load::steps, as --find-max).
     let mut base = LoadPlan::closed(&target.url, plan.max_connections, plan.step)?;
@@ -92,7 +94,7 @@ pub(crate) fn run(
             let limit = (STOP_P99_RATIO * first.p99_ms).max(1000.0);
             objectives.push(threshold::parse(&format!("p99<={limit}ms"))?);
         }
-        let judged = load::steps::run(&base, &step_plan, &objectives, stop, &mut |_| {})?;
+        let judged = load::steps::run(&base, &step_plan, &objectives, stop, feed)?;
         let failed = |k: usize| {
             judged
                 .checks
@@ -123,6 +125,7 @@ pub(crate) fn run(
         let whole = (plan.step.as_secs_f64().ceil() as u32).max(1);
         let offset = joined.offset;
         let at = |t: u32| offset + t.min(whole - 1);
+        spans.push((r.started, r.timeline.len(), offset, whole));
         let f = crate::diagnose::from_load::load_facts(r);
         for mut s in f.timeline {
             s.t = at(s.t);
@@ -240,6 +243,7 @@ pub(crate) fn run(
         facts,
         json,
         histograms,
+        spans,
     })
 }
 
@@ -263,6 +267,9 @@ fn merge_second(last: &mut crate::diagnose::Second, s: &crate::diagnose::Second)
     last.p50_ms = last.p50_ms.max(s.p50_ms);
     last.p99_ms = last.p99_ms.max(s.p99_ms);
     last.max_ms = last.max_ms.max(s.max_ms);
+    if last.server.is_none() {
+        last.server = s.server.clone();
+    }
 }
 
 #[cfg(test)]

@@ -139,8 +139,12 @@ pub fn export(args: ExportArgs) -> anyhow::Result<u8> {
     // Runs stored by an older latscope may hold secrets: redacted on the way out too.
     let mut run = store.load(&id)?;
     store::redact_record(&mut run, &[]);
-    let file = ExportFile::new(run);
-    let text = serde_json::to_string_pretty(&file)?;
+    let text = if args.format == "openmetrics" {
+        let text = crate::output::openmetrics::run_text(&run).map_err(UsageError)?;
+        text.trim_end().to_string()
+    } else {
+        serde_json::to_string_pretty(&ExportFile::new(run))?
+    };
     match &args.output {
         Some(path) => std::fs::write(path, text + "\n")
             .with_context(|| format!("writing {}", path.display()))?,
@@ -152,14 +156,12 @@ pub fn export(args: ExportArgs) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
-/// `latscope import FILE`: checks every field and histogram (a bad file is refused
-/// with exit 2 naming what is wrong), redacts secrets as a run of this latscope
-/// would have been, then stores it.
-pub fn import(args: ImportArgs) -> anyhow::Result<u8> {
+/// Reads and checks an export file (size-capped; every histogram decoded).
+pub(crate) fn read_export(path: &std::path::Path) -> anyhow::Result<ExportFile> {
     use std::io::Read;
-    let shown = args.file.display();
+    let shown = path.display();
     let mut text = String::new();
-    std::fs::File::open(&args.file)
+    std::fs::File::open(path)
         .and_then(|f| {
             f.take(store::export::MAX_FILE + 1)
                 .read_to_string(&mut text)
@@ -172,7 +174,14 @@ pub fn import(args: ImportArgs) -> anyhow::Result<u8> {
         ))
         .into());
     }
-    let mut file = ExportFile::parse(&text).map_err(|e| UsageError(format!("{shown}: {e}")))?;
+    Ok(ExportFile::parse(&text).map_err(|e| UsageError(format!("{shown}: {e}")))?)
+}
+
+/// `latscope import FILE`: checks every field and histogram (a bad file is refused
+/// with exit 2 naming what is wrong), redacts secrets as a run of this latscope
+/// would have been, then stores it.
+pub fn import(args: ImportArgs) -> anyhow::Result<u8> {
+    let mut file = read_export(&args.file)?;
     store::redact_record(&mut file.run, &[]);
     let mut store = Store::open(&db_path(&args.db.db))?;
     let id = store.save(&file.run)?;

@@ -26,6 +26,10 @@ pub struct Ramp {
     pub json: Value,
     /// Histograms to store with the run.
     pub histograms: Vec<StoredHistogram>,
+    /// Each step's wall-clock start, its seconds, and where they sit on the joined
+    /// timeline (`offset`, and `whole`: its last whole second takes the extra one),
+    /// to join `--watch` scrapes after the ramp.
+    pub spans: Vec<(std::time::SystemTime, usize, u32, u32)>,
 }
 
 /// Everything measured and concluded about one URL.

@@ -222,6 +222,9 @@ pub struct Second {
     /// Per endpoint (order of [`LoadFacts::endpoints`]): requests started in this
     /// second and the slowest of them, ms (empty: not recorded).
     pub endpoints: Vec<(u64, f64)>,
+    /// The watched server's side of this second (`--watch`; None: not watched, or
+    /// a gap).
+    pub server: Option<crate::watch::ServerSecond>,
 }
 
 /// What a load run (or the diagnose ramp) measured.

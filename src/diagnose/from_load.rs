@@ -28,6 +28,7 @@ pub fn load_facts(r: &LoadResult) -> LoadFacts {
                 started: s.started,
                 started_max_ms: s.started_max_ms,
                 endpoints: s.endpoints.clone(),
+                server: s.server.clone(),
             })
             .collect(),
         p50_ms: p.p50,

@@ -24,7 +24,8 @@ pub use facts::{
 };
 pub use finding::{sort_findings, Category, Finding, Severity};
 
-/// Every finding the facts support, most severe first (rule order within a severity).
+/// Every finding the facts support, most severe first; within a severity the largest
+/// saving first, then rule order ([`sort_findings`]).
 /// Load findings are left out when latscope itself was the bottleneck; `client-bound`
 /// says so.
 pub fn run_rules(facts: &Facts) -> Vec<Finding> {

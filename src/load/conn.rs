@@ -20,10 +20,23 @@ pub use crate::net::conn::Stream;
 /// file descriptor left, since the process started.
 static FD_EXHAUSTED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
+/// How long a VU waits after a connect failed for want of a file descriptor.
+const FD_BACKOFF: Duration = Duration::from_millis(50);
+
 /// How many connects failed for want of a file descriptor (EMFILE/ENFILE), so the
 /// command can name the open-file limit instead of a bare "connect" error.
 pub fn fd_exhausted() -> u64 {
     FD_EXHAUSTED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Why the first TLS handshake that failed failed, in words.
+static TLS_FAILURE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// The reason of the first failed TLS handshake since the process started (the
+/// verifier's words: expired, wrong name, unknown issuer, …), so `tls` errors are
+/// explained.
+pub fn tls_failure() -> Option<&'static str> {
+    TLS_FAILURE.get().map(String::as_str)
 }
 
 /// Responses refused because their head passed the response-head limit.
@@ -83,12 +96,19 @@ impl Connector {
     pub async fn open(&self, phase: &std::cell::Cell<Phase>) -> Result<Opened, ErrorKind> {
         phase.set(Phase::Connect);
         let t0 = Instant::now();
-        let tcp = TcpStream::connect(self.addr).await.map_err(|e| {
-            if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
-                FD_EXHAUSTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tcp = match TcpStream::connect(self.addr).await {
+            Ok(tcp) => tcp,
+            Err(e) => {
+                if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
+                    FD_EXHAUSTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    // No descriptor frees up until another connection closes: wait
+                    // before the VU tries again instead of failing in a tight loop
+                    // (a failed connect is not timed, so this adds to no latency).
+                    tokio::time::sleep(FD_BACKOFF).await;
+                }
+                return Err(ErrorKind::Connect);
             }
-            ErrorKind::Connect
-        })?;
+        };
         let _ = tcp.set_nodelay(true);
         let t1 = Instant::now();
         let connect = t1 - t0;
@@ -105,10 +125,13 @@ impl Connector {
             }),
             Some((connector, name)) => {
                 phase.set(Phase::Tls);
-                let tls = connector
-                    .connect(name.clone(), tcp)
-                    .await
-                    .map_err(|_| ErrorKind::Tls)?;
+                let tls = connector.connect(name.clone(), tcp).await.map_err(|e| {
+                    let _ = TLS_FAILURE.get_or_init(|| {
+                        let (reason, hint) = crate::net::conn::tls_failure(&e);
+                        format!("{reason}{hint}")
+                    });
+                    ErrorKind::Tls
+                })?;
                 let h2 = tls.get_ref().1.alpn_protocol() == Some(crate::net::tls::ALPN_H2);
                 Ok(Opened {
                     stream: Stream::Tls(Box::new(tls)),

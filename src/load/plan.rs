@@ -13,6 +13,7 @@ use http::{HeaderName, HeaderValue, Method};
 use super::limits::fit_fd_limit;
 pub use super::limits::{fd_limit, MAX_BACKLOG, MAX_CONNECTIONS, MAX_ENDPOINTS, MAX_RATE, MAX_VUS};
 use super::scenario::{self, Order, Scenario, ScenarioError};
+use super::shard::{self, Shard};
 use super::stages::{self, Ramp, Stage};
 use super::threshold::{self, Threshold};
 use crate::cli::LoadArgs;
@@ -79,6 +80,9 @@ pub struct LoadPlan {
     /// `--raw FILE`: one CSV row per request.
     pub raw: Option<PathBuf>,
     pub thresholds: Vec<Threshold>,
+    /// Which part of the run this process does (`connections` and `count` are already
+    /// this shard's share; `stages` and the rate are the whole run's).
+    pub shard: Shard,
 }
 
 /// Why a plan was refused (every variant is a usage error).
@@ -165,6 +169,7 @@ impl LoadPlan {
             backlog: None,
             raw: None,
             thresholds: Vec::new(),
+            shard: Shard::WHOLE,
         })
     }
 
@@ -237,6 +242,9 @@ impl LoadPlan {
                 "body_bytes": e.body.len(), "weight": e.weight,
             })).collect::<Vec<_>>(),
             "thresholds": self.thresholds.iter().map(|t| t.expr.clone()).collect::<Vec<_>>(),
+            "shard": (!self.shard.is_whole()).then(|| serde_json::json!({
+                "index": self.shard.index + 1, "count": self.shard.count,
+            })),
         })
     }
 }
@@ -419,7 +427,6 @@ fn from_parts(
             "-c {connections} × --streams {per_conn} is more than {MAX_VUS} VUs"
         ));
     }
-    let connections = fit_fd_limit(connections, explicit_c.is_some())?;
     if model == Model::Closed && !stages.is_empty() && explicit_c.is_some() {
         let peak = Ramp::new(&stages).peak();
         if (connections as f64) < peak.ceil() {
@@ -428,6 +435,33 @@ fn from_parts(
             ));
         }
     }
+    let job_index = std::env::var("JOB_COMPLETION_INDEX").ok();
+    let shard = shard::from_flags(
+        args.shard.shard.as_deref(),
+        args.shard.shards,
+        job_index.as_deref(),
+    )
+    .map_err(PlanError::Usage)?;
+    let connections = match shard.share(u64::from(connections)) {
+        0 => {
+            return usage(format!(
+                "-c {connections} is fewer than the {} shards: every shard needs a connection",
+                shard.count
+            ))
+        }
+        c => c as u32,
+    };
+    let count = match count.map(|n| (n, shard.share(n))) {
+        Some((n, 0)) => {
+            return usage(format!(
+                "-n {n} is fewer than the {} shards: every shard needs a request",
+                shard.count
+            ))
+        }
+        Some((_, local)) => Some(local),
+        None => None,
+    };
+    let connections = fit_fd_limit(connections, explicit_c.is_some())?;
     let duration = match (duration, count, stages.is_empty()) {
         (Some(d), _, _) => Some(d),
         (None, Some(_), _) => None,
@@ -506,6 +540,7 @@ fn from_parts(
         backlog: None,
         raw: args.raw.clone(),
         thresholds,
+        shard,
     })
 }
 

@@ -495,8 +495,8 @@ impl Recorder {
             self.cache_kind = o.cache.kind;
         }
         if let Some(h) = self.current_ep.get_mut(endpoint) {
-            // It starts small: `record` grows it (saturating_record clamped every
-            // value to the first 2 µs).
+            // These start small and grow (`endpoint_histogram`): `record` grows them,
+            // `saturating_record` would clamp every latency to the initial ~2 µs.
             let v = ns.min(crate::stats::histogram::HIGHEST_NS);
             if h.record(v).is_err() {
                 h.saturating_record(v);

@@ -29,7 +29,7 @@ pub struct EndpointResult {
     pub bytes: u64,
     pub latency: Histogram<u64>,
     /// Seconds the run lasted (for its rps).
-    elapsed_s: f64,
+    pub(crate) elapsed_s: f64,
 }
 
 /// One second of the timeline.
@@ -73,6 +73,8 @@ pub struct SecondResult {
     /// This second's latency histogram per endpoint (V2 deflate), with two or more
     /// endpoints (empty otherwise).
     pub ep_v2: Vec<Vec<u8>>,
+    /// The server's side of this second, from `--watch` (None: not watched, or a gap).
+    pub server: Option<crate::watch::ServerSecond>,
 }
 
 /// What a load run measured.
@@ -132,6 +134,8 @@ pub struct LoadResult {
     pub aborted: bool,
     /// `--raw` could not be written completely.
     pub raw_error: Option<String>,
+    /// What `--watch` scraped (None: no `--watch`); the seconds are in the timeline.
+    pub watch: Option<crate::watch::WatchSummary>,
 }
 
 pub(crate) fn ms(p: &Histogram<u64>) -> Percentiles {
@@ -256,7 +260,9 @@ pub fn merge(
         target: plan.target.url.clone(),
         model: plan.model_name(),
         target_rps: match plan.model {
-            super::plan::Model::Open { rate } if plan.stages.is_empty() => Some(rate),
+            super::plan::Model::Open { rate } if plan.stages.is_empty() => {
+                Some(rate / f64::from(plan.shard.count))
+            }
             super::plan::Model::Open { .. } => plan
                 .run_length()
                 .map(|d| (requests + dropped + incomplete) as f64 / d.as_secs_f64().max(1e-9)),
@@ -297,6 +303,7 @@ pub fn merge(
         client_wait_pct: wait_ns.map(|w| w as f64 / 1e7 / elapsed_s.max(1e-9)),
         aborted,
         raw_error: outputs.iter().find_map(|(r, _)| r.raw_error.clone()),
+        watch: None,
     };
     result.thresholds = plan
         .thresholds
@@ -340,7 +347,7 @@ impl LoadResult {
         }
     }
 
-    fn judge(&self, t: &super::threshold::Threshold) -> Vec<Verdict> {
+    pub(crate) fn judge(&self, t: &super::threshold::Threshold) -> Vec<Verdict> {
         let all = self.numbers();
         let eps: Vec<Numbers<'_>> = self
             .endpoints
@@ -422,6 +429,9 @@ impl LoadResult {
         if let Some(s) = &self.service {
             doc["service_time_ms"] = pct(s);
         }
+        if let Some(w) = &self.watch {
+            doc["watch"] = serde_json::to_value(w).unwrap_or(Value::Null);
+        }
         if !self.tls.is_empty() {
             doc["tls_ms"] = pct(&self.tls);
         }
@@ -434,7 +444,7 @@ impl LoadResult {
             self.timeline
                 .iter()
                 .map(|s| {
-                    json!({
+                    let mut row = json!({
                         "t": s.t,
                         "requests": s.requests,
                         "ok": s.ok,
@@ -455,7 +465,11 @@ impl LoadResult {
                         "started": s.started,
                         "started_max_ms": s.started_max_ms,
                         "cpu_pct": s.cpu_pct,
-                    })
+                    });
+                    if self.watch.is_some() {
+                        row["server"] = serde_json::to_value(&s.server).unwrap_or(Value::Null);
+                    }
+                    row
                 })
                 .collect(),
         )

@@ -392,12 +392,44 @@ impl<'a, 'p> Worker<'a, 'p> {
 
     async fn closed(&self) {
         let (local, slots, streams) = self.layout();
-        let mut all: FuturesUnordered<_> = local
-            .iter()
-            .enumerate()
-            .map(|(li, &i)| self.vu(i, slots.get(li / streams)))
-            .collect();
-        while all.next().await.is_some() {}
+        let vu = |li: usize| self.vu(local[li], slots.get(li / streams));
+        if self.prep.plan.stages.is_empty() {
+            let mut all: FuturesUnordered<_> = (0..local.len()).map(vu).collect();
+            while all.next().await.is_some() {}
+            return;
+        }
+        // Staged: a VU's state is made when the ramp first reaches it, so VUs that
+        // are not running yet (or never will) take no memory.
+        let shard = self.prep.plan.shard;
+        let mut all = FuturesUnordered::new();
+        let mut next = 0;
+        loop {
+            let t = self.ctl.start.elapsed().as_secs_f64();
+            while next < local.len()
+                && self.ctl.running()
+                && self.prep.ramp.at(t) > shard.global(local[next] as u64) as f64
+            {
+                all.push(vu(next));
+                next += 1;
+            }
+            let due = match local.get(next) {
+                Some(&i) if self.ctl.running() => {
+                    self.prep.ramp.next_above(shard.global(i as u64) as f64, t)
+                }
+                _ => None,
+            };
+            let Some(at) = due else {
+                // The ramp never reaches the rest: run the started VUs to their end.
+                while all.next().await.is_some() {}
+                return;
+            };
+            let wake = (self.ctl.start + Duration::from_secs_f64(at))
+                .min(Instant::now() + Duration::from_millis(50));
+            tokio::select! {
+                Some(_) = all.next(), if !all.is_empty() => {}
+                _ = tokio::time::sleep_until(wake.into()) => {}
+            }
+        }
     }
 
     async fn vu(&self, i: usize, slot: Option<&H2Slot>) {
@@ -405,13 +437,15 @@ impl<'a, 'p> Worker<'a, 'p> {
         let staged = !prep.plan.stages.is_empty();
         let think = prep.plan.think_time;
         let mut client = Client::new(self, slot);
+        // The run-wide VU index: what the stages count (shards split the VUs).
+        let g = prep.plan.shard.global(i as u64) as f64;
         let mut picker = Picker::new(i as u64);
         loop {
             if staged {
                 let t = self.ctl.start.elapsed().as_secs_f64();
-                if prep.ramp.at(t) <= i as f64 {
+                if prep.ramp.at(t) <= g {
                     client.close();
-                    match prep.ramp.next_above(i as f64, t) {
+                    match prep.ramp.next_above(g, t) {
                         Some(at) => {
                             let when = self.ctl.start + Duration::from_secs_f64(at);
                             tokio::time::sleep_until(when.into()).await;
@@ -455,24 +489,42 @@ impl<'a, 'p> Worker<'a, 'p> {
             .plan
             .backlog
             .unwrap_or((peak.ceil() as u64).min(super::plan::MAX_BACKLOG))
-            .div_ceil(self.threads as u64)
+            .div_ceil(self.threads as u64 * u64::from(self.prep.plan.shard.count))
             .max(1) as usize;
         let d = Dispatch {
             queue: RefCell::new(VecDeque::with_capacity(backlog.min(65_536))),
             warm: Notify::new(),
             cold: Notify::new(),
             idle_warm: Cell::new(0),
+            idle_cold: Cell::new(0),
+            wanted: Cell::new(0),
+            spawn: Notify::new(),
             closed: Cell::new(false),
         };
         let (local, slots, streams) = self.layout();
-        let mut workers: FuturesUnordered<_> = local
-            .iter()
-            .enumerate()
-            .map(|(li, &i)| self.open_conn(i, &d, slots.get(li / streams)))
-            .collect();
         let sched = self.schedule(&d, backlog);
-        let drain = async { while workers.next().await.is_some() {} };
-        tokio::join!(sched, drain);
+        // Connections are made when an arrival finds none idle, up to this thread's
+        // share of `-c`: a large `-c` that the rate never needs takes no memory.
+        let drive = async {
+            let mut workers = FuturesUnordered::new();
+            let mut next = 0;
+            loop {
+                for _ in 0..d.wanted.replace(0) {
+                    if let Some(&i) = local.get(next) {
+                        workers.push(self.open_conn(i, &d, slots.get(next / streams)));
+                        next += 1;
+                    }
+                }
+                if d.closed.get() && workers.is_empty() {
+                    break;
+                }
+                tokio::select! {
+                    Some(_) = workers.next(), if !workers.is_empty() => {}
+                    _ = d.spawn.notified() => {}
+                }
+            }
+        };
+        tokio::join!(sched, drive);
     }
 
     /// Emits this thread's arrivals into the queue.
@@ -484,7 +536,13 @@ impl<'a, 'p> Worker<'a, 'p> {
             if !self.ctl.running() || count.is_some_and(|n| k >= n) {
                 break;
             }
-            let Some(at) = self.prep.ramp.arrival(k as f64) else {
+            // Arrival k of this shard is the run's arrival `shard.global(k)`: the
+            // shards' arrivals interleave into the whole run's schedule.
+            let Some(at) = self
+                .prep
+                .ramp
+                .arrival(self.prep.plan.shard.global(k) as f64)
+            else {
                 // No arrival before the end: the run still lasts its planned time
                 // (`--rate 0.0001 -d 2s` is 2 s with one request, not 0.02 s).
                 self.until_end().await;
@@ -555,33 +613,45 @@ impl<'a, 'p> Worker<'a, 'p> {
 
 /// The open model's local queue of due requests, and idle connections waiting on it.
 /// Idle connected ("warm") connections are woken before unconnected ("cold") ones,
-/// so new connections open only when the warm ones are all busy.
+/// so new connections open only when the warm ones are all busy; when none is idle
+/// at all, the thread is asked for one more (`wanted`, `spawn`).
 struct Dispatch {
     queue: RefCell<VecDeque<Instant>>,
     warm: Notify,
     cold: Notify,
     /// Warm connections waiting and not yet notified.
     idle_warm: Cell<usize>,
+    /// Cold connections waiting and not yet notified.
+    idle_cold: Cell<usize>,
+    /// Connections asked for since the thread last made some.
+    wanted: Cell<usize>,
+    spawn: Notify,
     closed: Cell<bool>,
 }
 
 impl Dispatch {
     fn push(&self, due: Instant) {
         self.queue.borrow_mut().push_back(due);
-        let idle = self.idle_warm.get();
-        if idle > 0 {
-            self.idle_warm.set(idle - 1);
+        let (warm, cold) = (self.idle_warm.get(), self.idle_cold.get());
+        if warm > 0 {
+            self.idle_warm.set(warm - 1);
             self.warm.notify_one();
-        } else {
+        } else if cold > 0 {
+            self.idle_cold.set(cold - 1);
             self.cold.notify_one();
+        } else {
+            self.wanted.set(self.wanted.get() + 1);
+            self.spawn.notify_one();
         }
     }
 
     fn close(&self) {
         self.closed.set(true);
         self.idle_warm.set(0);
+        self.idle_cold.set(0);
         self.warm.notify_waiters();
         self.cold.notify_waiters();
+        self.spawn.notify_one();
     }
 
     async fn take(&self, warm: bool) -> Option<Instant> {
@@ -596,6 +666,7 @@ impl Dispatch {
                 self.idle_warm.set(self.idle_warm.get() + 1);
                 self.warm.notified().await;
             } else {
+                self.idle_cold.set(self.idle_cold.get() + 1);
                 self.cold.notified().await;
             }
         }

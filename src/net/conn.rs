@@ -139,28 +139,7 @@ async fn handshake(
         }),
         Ok(Ok(s)) => Ok(s),
         Ok(Err(e)) => {
-            // A refused certificate already says why, and what to do, in words.
-            if let Some(refused) = cert_refused(&e) {
-                return Err(NetError::Tls {
-                    host: target.host.clone(),
-                    reason: refused,
-                    hint: "",
-                });
-            }
-            let reason = e
-                .get_ref()
-                .map(|inner| inner.to_string())
-                .unwrap_or_else(|| e.to_string());
-            let hint = if reason.contains("certificate") || reason.contains("Certificate") {
-                " (the server's certificate is not trusted here: pass --cacert FILE with \
-                 its CA, or -k to skip verification)"
-            } else if reason.contains("NoApplicationProtocol") {
-                " (the server accepts none of the protocols offered in ALPN: with --http2 \
-                 only h2 is offered, and this server does not speak HTTP/2 here; drop \
-                 --http2)"
-            } else {
-                ""
-            };
+            let (reason, hint) = tls_failure(&e);
             if matches!(
                 e.kind(),
                 io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset
@@ -179,6 +158,29 @@ async fn handshake(
             })
         }
     }
+}
+
+/// Why a TLS handshake failed, in words, and what to do about it (a hint starting
+/// with a space, or empty): a certificate refused by `net::verify` already says both.
+pub fn tls_failure(e: &io::Error) -> (String, &'static str) {
+    if let Some(refused) = cert_refused(e) {
+        return (refused, "");
+    }
+    let reason = e
+        .get_ref()
+        .map(|inner| inner.to_string())
+        .unwrap_or_else(|| e.to_string());
+    let hint = if reason.contains("certificate") || reason.contains("Certificate") {
+        " (the server's certificate is not trusted here: pass --cacert FILE with \
+         its CA, or -k to skip verification)"
+    } else if reason.contains("NoApplicationProtocol") {
+        " (the server accepts none of the protocols offered in ALPN: with --http2 \
+         only h2 is offered, and this server does not speak HTTP/2 here; drop \
+         --http2)"
+    } else {
+        ""
+    };
+    (reason, hint)
 }
 
 /// The worded reason of a certificate refused by `net::verify`, if that is what

@@ -1,7 +1,7 @@
 //! `latscope report --csv FILE`: the per-second timeline of the runs as one long CSV
 //! table, one row per run, series and second. Load runs give series `all` from their
 //! timeline (percentiles from the per-second histograms where the timeline lacks
-//! them); disk runs give one series per direction (`read`, `write`, `fsync`) from
+//! them; `server_*` from `--watch`); disk runs give one series per direction (`read`, `write`, `fsync`) from
 //! their per-second histograms, with `requests` = I/Os. Latencies are in ms.
 
 use crate::store::RunRecord;
@@ -10,7 +10,7 @@ use super::rundata::{self, Histograms, RunDataError};
 
 /// The CSV header.
 pub const HEADER: &str = "run_id,label,kind,series,t,requests,ok,errors,bytes,\
-p50_ms,p90_ms,p99_ms,max_ms,active,cache_hits,retrans";
+p50_ms,p90_ms,p99_ms,max_ms,active,cache_hits,retrans,server_cpu_pct,server_retrans";
 
 /// Quotes a text field when it needs it; a leading `=`, `+`, `-` or `@` is
 /// prefixed with `'` so spreadsheets do not run it as a formula.
@@ -90,6 +90,8 @@ pub fn timeline_csv(runs: &[RunRecord]) -> Result<String, RunDataError> {
                     opt(s.active),
                     opt(s.cache_hits),
                     opt(s.retrans),
+                    opt(s.server_cpu_pct),
+                    opt(s.server_retrans),
                 ];
                 out.push_str(&format!("{head},all,{},{}\n", s.t, cells.join(",")));
             }
@@ -109,7 +111,7 @@ pub fn timeline_csv(runs: &[RunRecord]) -> Result<String, RunDataError> {
                         )
                     };
                     out.push_str(&format!(
-                        "{head},{dir},{t},{},,,,{p50},{p90},{p99},{max},,,\n",
+                        "{head},{dir},{t},{},,,,{p50},{p90},{p99},{max},,,,,\n",
                         h.len()
                     ));
                 }

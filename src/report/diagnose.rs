@@ -1,5 +1,6 @@
-//! A diagnosis as terminal text: the probe's measurements, the cache audit, the origin
-//! comparison, the load ramp, then the findings and "where the time goes".
+//! A diagnosis as terminal text, verdict first: the URL, "where the time goes", the
+//! findings (most severe first, then by saving), then the details — the probe's
+//! phases, the cache audit, the origin comparison and the load ramp.
 
 use crate::diagnose::audit::audit;
 use crate::diagnose::diagnosis::Diagnosis;
@@ -8,9 +9,50 @@ use crate::units::{fmt_bytes, fmt_ms};
 use super::table::Table;
 use super::{findings, probe};
 
-/// One diagnosis.
+/// One diagnosis: its verdict, then its details.
 pub fn render(d: &Diagnosis) -> String {
-    let mut out = probe::measurements(&d.probe);
+    let mut out = verdict(d);
+    out.push_str("\n  details\n");
+    out.push_str(&details(d));
+    out
+}
+
+/// Several diagnoses: every URL's verdict first (in order), the side-by-side table,
+/// then every URL's details.
+pub fn render_several(results: &[Diagnosis]) -> String {
+    let mut out = String::new();
+    for d in results {
+        out.push_str(&verdict(d));
+        out.push('\n');
+    }
+    let explained: Vec<_> = results
+        .iter()
+        .map(|d| (&d.probe, d.findings.as_slice()))
+        .collect();
+    out.push_str("side by side\n");
+    out.push_str(&probe::side_by_side(&explained));
+    for d in results {
+        out.push('\n');
+        out.push_str(&format!("{} — details\n\n", d.probe.target));
+        out.push_str(&details(d));
+    }
+    out
+}
+
+/// The URL, "where the time goes" and the findings.
+pub fn verdict(d: &Diagnosis) -> String {
+    let mut out = probe::heading(&d.probe);
+    if let Some(s) = &d.summary {
+        out.push_str(&format!("\n  where the time goes: {s}\n"));
+    }
+    out.push('\n');
+    out.push_str(&findings::render(&d.findings));
+    out
+}
+
+/// The probe's phases and details, the cache audit, the origin and the load ramp.
+pub fn details(d: &Diagnosis) -> String {
+    let mut out = probe::details_block(&d.probe);
     out.push('\n');
     out.push_str(&cache(d));
     if let Some(o) = &d.origin {
@@ -30,11 +72,6 @@ pub fn render(d: &Diagnosis) -> String {
         ));
     }
     out.push_str(&ramp(d));
-    out.push('\n');
-    out.push_str(&findings::render(&d.findings));
-    if let Some(s) = &d.summary {
-        out.push_str(&format!("\n  where the time goes: {s}\n"));
-    }
     out
 }
 
@@ -171,6 +208,19 @@ fn ramp(d: &Diagnosis) -> String {
     out.push_str(&t.render(4));
     if let Some(why) = &r.stopped_early {
         out.push_str(&format!("    stopped early: {why}\n"));
+    }
+    if let Some(w) = r.json.get("watch").filter(|w| w.is_object()) {
+        let servers: Vec<&crate::watch::ServerSecond> = r
+            .facts
+            .timeline
+            .iter()
+            .filter_map(|s| s.server.as_ref())
+            .collect();
+        let n = |k: &str| w[k].as_u64().unwrap_or(0);
+        out.push_str(&format!(
+            "    server (--watch): {}\n",
+            super::load::server_line(&servers, n("seconds"), n("gaps"))
+        ));
     }
     out
 }

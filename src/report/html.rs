@@ -14,6 +14,7 @@ use super::charts::ChartError;
 use super::compare::{self, Comparison};
 use super::compare_text::{grid, letter, when};
 use super::html_runs;
+use super::html_verdict;
 use super::rundata::{run_name, RunDataError};
 
 /// The report could not be made.
@@ -70,8 +71,8 @@ pub fn figure(out: &mut String, svg: &str) {
 }
 
 const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;\
-margin:2em auto;max-width:1000px;color:#222;padding:0 1em}\
-h1{font-size:1.6em}h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:2em}\
+margin:1em auto;max-width:1000px;color:#222;padding:0 1em}\
+h1{font-size:1.6em;margin:.3em 0}h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:1.2em}\
 h3{margin-top:1.5em}table{border-collapse:collapse;margin:.6em 0;font-size:.9em}\
 th,td{border:1px solid #ddd;padding:.25em .6em;text-align:right;vertical-align:top}\
 th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}\
@@ -81,7 +82,14 @@ word-break:break-all}figure.chart{margin:1em 0}figure.chart svg{max-width:100%;h
 .finding.crit{border-color:#c62828}.finding.warn{border-color:#ef6c00}\
 .finding.info{border-color:#1565c0}.finding .sev{font-weight:bold;text-transform:uppercase;\
 font-size:.8em}.finding .id{color:#666;font-family:monospace}.yes{font-weight:bold}\
-.note{color:#555;font-size:.9em}";
+.note{color:#555;font-size:.9em}.finding .saving{font-weight:bold;color:#2e7d32;margin-left:.4em}\
+.finding p{margin:.3em 0}.finding .title{font-weight:500}.saving-of{color:#2e7d32;font-size:.9em}\
+.where .bar{display:flex;height:1.6em;border:1px solid #ccc;background:#fff;max-width:100%}\
+.where .bar span{display:block;height:100%;min-width:1px}.legend{list-style:none;padding:0;\
+margin:.4em 0;font-size:.9em}.legend li{display:inline-block;margin-right:1.2em}\
+.swatch{display:inline-block;width:.8em;height:.8em;margin-right:.3em;vertical-align:middle}\
+nav.toc h2{font-size:1.1em;margin:.6em 0 .2em}nav.toc ol{margin:.1em 0}h4{margin:.8em 0 .3em}.where .note{margin:.2em 0}section.url h3{margin-top:1em}.where .summary{margin:.3em 0}\
+details summary{cursor:pointer;color:#555;font-size:.9em}";
 
 /// Renders the report for `runs` (several are overlaid and compared with the first).
 pub fn render(runs: &[RunRecord]) -> Result<String, ReportError> {
@@ -99,6 +107,9 @@ pub fn render(runs: &[RunRecord]) -> Result<String, ReportError> {
     ));
     out.push_str("<h1>latscope report</h1>\n");
     run_list(&mut out, runs);
+    if html_verdict::wants_toc(runs) {
+        html_verdict::toc(&mut out, runs);
+    }
     if runs.len() > 1 {
         out.push_str("<section id=\"overlay\"><h2>All runs overlaid</h2>\n");
         html_runs::overlay(&mut out, runs)?;
@@ -107,15 +118,14 @@ pub fn render(runs: &[RunRecord]) -> Result<String, ReportError> {
     }
     for (i, run) in runs.iter().enumerate() {
         out.push_str(&format!(
-            "<section class=\"run\" id=\"run-{}\"><h2>{} · {} · {} {}</h2>\n",
-            esc(&run.id),
+            "<section class=\"run\" id=\"{}\"><h2>{} · {} · {} {}</h2>\n",
+            esc(&html_verdict::run_anchor(run)),
             letter(i),
             esc(&run_name(run)),
             esc(&run.kind),
-            esc(&run.target)
+            esc(&html_verdict::run_heading_target(run))
         ));
         html_runs::run_section(&mut out, run)?;
-        findings(&mut out, run);
         out.push_str("</section>\n");
     }
     out.push_str(&format!(
@@ -204,51 +214,6 @@ pub fn value_text(v: &Value) -> String {
         },
         Value::Null => String::new(),
         other => other.to_string(),
-    }
-}
-
-/// The run's findings with their evidence and advice.
-fn findings(out: &mut String, run: &RunRecord) {
-    let list = run
-        .findings
-        .as_array()
-        .filter(|a| !a.is_empty())
-        .or_else(|| run.summary.get("findings").and_then(Value::as_array));
-    let Some(list) = list.filter(|l| !l.is_empty()) else {
-        out.push_str("<h3>Findings</h3><p class=\"note\">No findings.</p>\n");
-        return;
-    };
-    out.push_str("<h3>Findings</h3>\n");
-    for f in list {
-        let s = |k: &str| f.get(k).map(value_text).unwrap_or_default();
-        let severity = s("severity");
-        let class = match severity.as_str() {
-            "crit" | "warn" | "info" => severity.as_str(),
-            _ => "",
-        };
-        out.push_str(&format!(
-            "<div class=\"finding {class}\"><span class=\"sev\">{}</span> \
-             <span class=\"id\">{}</span> <span class=\"cat\">({})</span>\
-             <p class=\"title\">{}</p>\n",
-            esc(&severity),
-            esc(&s("id")),
-            esc(&s("category")),
-            esc(&s("title"))
-        ));
-        if let Some(ev) = f.get("evidence").and_then(Value::as_object) {
-            let rows: Vec<Vec<String>> = ev
-                .iter()
-                .map(|(k, v)| vec![k.clone(), value_text(v)])
-                .collect();
-            if !rows.is_empty() {
-                table(out, "kv evidence", &["evidence", "value"], &rows);
-            }
-        }
-        let advice = s("advice");
-        if !advice.is_empty() {
-            out.push_str(&format!("<p class=\"advice\">{}</p>\n", esc(&advice)));
-        }
-        out.push_str("</div>\n");
     }
 }
 

@@ -1,7 +1,8 @@
 //! The HTML report's section for one run, by kind: load (timeline panels, percentile
 //! distribution, per-endpoint table), probe (phase bars and table, sample
 //! distribution, response headers), disk (per-direction tables, per-second panels,
-//! distribution). A diagnose run shows its probe and its load.
+//! distribution), each after the run's findings. A diagnose run has a section per URL,
+//! verdict first (`html_diagnose`).
 
 use hdrhistogram::Histogram;
 use serde_json::Value;
@@ -11,6 +12,7 @@ use crate::store::RunRecord;
 use super::charts::{self, Panel, Series, PALETTE};
 use super::compare_text::fmt_value;
 use super::html::{esc, figure, table, value_text, ReportError};
+use super::html_verdict;
 use super::rundata::{self, num, Histograms};
 
 pub use super::html_overlay::overlay;
@@ -123,12 +125,29 @@ pub(super) fn text_at(v: &Value, path: &[&str]) -> Option<String> {
     }
 }
 
-/// One run's section.
+/// One run's section. A diagnose run has one section per URL, each verdict first
+/// (`html_diagnose`); other runs show their findings first, then what was
+/// measured.
 pub fn run_section(out: &mut String, run: &RunRecord) -> Result<(), ReportError> {
+    let hist = Histograms::decode(run)?;
+    if run.kind == "diagnose" {
+        return super::html_diagnose::sections(out, run, &hist);
+    }
     if let Some(s) = run.summary.get("summary").and_then(Value::as_str) {
         out.push_str(&format!("<p class=\"summary\">{}</p>\n", esc(s)));
     }
-    let hist = Histograms::decode(run)?;
+    let list = run
+        .findings
+        .as_array()
+        .filter(|a| !a.is_empty())
+        .or_else(|| run.summary.get("findings").and_then(Value::as_array))
+        .cloned()
+        .unwrap_or_default();
+    html_verdict::findings(
+        out,
+        &list,
+        &format!("{}-findings", html_verdict::run_anchor(run)),
+    );
     let results = rundata::probe_results(run);
     for (i, result) in results.iter().enumerate() {
         if results.len() > 1 {
@@ -144,12 +163,6 @@ pub fn run_section(out: &mut String, run: &RunRecord) -> Result<(), ReportError>
     }
     if let Some(disk) = rundata::disk_summary(run) {
         disk_section(out, run, disk, &hist)?;
-    }
-    if let Some(reason) = run.summary.get("load").and_then(|l| l.get("skipped")) {
-        out.push_str(&format!(
-            "<p class=\"note\">Load: skipped ({}).</p>\n",
-            esc(&value_text(reason))
-        ));
     }
     Ok(())
 }
@@ -191,7 +204,7 @@ pub fn load_panels(run: &RunRecord, hist: &Histograms) -> (Vec<Panel>, f64) {
             .map(|(t, h)| (f64::from(*t), h.len() as f64))
             .collect();
     }
-    let panels = vec![
+    let mut panels = vec![
         Panel {
             title: "Latency per second".into(),
             y_desc: "ms".into(),
@@ -217,16 +230,32 @@ pub fn load_panels(run: &RunRecord, hist: &Histograms) -> (Vec<Panel>, f64) {
             series: vec![Series::new("active", PALETTE[4], series(|s| s.active))],
         },
     ];
+    // The watched server (`--watch`), right under the latency on the same time axis.
+    let (cpu, retrans) = (series(|s| s.server_cpu_pct), series(|s| s.server_retrans));
+    if !cpu.is_empty() || !retrans.is_empty() {
+        panels.insert(
+            1,
+            Panel {
+                title: "Watched server (--watch)".into(),
+                y_desc: "% / per s".into(),
+                series: vec![
+                    Series::new("server CPU %", PALETTE[0], cpu),
+                    Series::new("server retransmits/s", PALETTE[1], retrans),
+                ],
+            },
+        );
+    }
     (panels, x_max)
 }
 
-fn load_section(
+pub(super) fn load_section(
     out: &mut String,
     run: &RunRecord,
     load: &Value,
     hist: &Histograms,
 ) -> Result<(), ReportError> {
     out.push_str("<h3>Load</h3>\n");
+    super::html_diagnose::ramp_table(out, load);
     let n = |k: &str| num(load, &[k]).map(|v| fmt_value(v, ""));
     kv(
         out,

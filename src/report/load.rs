@@ -49,6 +49,26 @@ pub fn header(plan: &LoadPlan) -> String {
         } else {
             ", no keep-alive"
         }
+    ) + &shard_line(plan)
+}
+
+/// For a shard: which part of the run this process does.
+fn shard_line(plan: &LoadPlan) -> String {
+    let s = plan.shard;
+    if s.is_whole() {
+        return String::new();
+    }
+    let rate = match plan.model {
+        Model::Open { rate } if plan.stages.is_empty() => {
+            format!(", {} req/s", rate / f64::from(s.count))
+        }
+        _ => String::new(),
+    };
+    format!(
+        "  shard {s}: 1/{} of the run ({} connections{}{rate}), arrivals and VUs at their place in the whole run's schedule\n",
+        s.count,
+        plan.connections,
+        plan.count.map(|n| format!(", {n} requests")).unwrap_or_default(),
     )
 }
 
@@ -151,6 +171,9 @@ pub fn summary(r: &LoadResult, findings: &[Finding]) -> String {
         "latscope CPU:",
         format!("{:.0} % of a core{waited}", r.client_cpu_pct),
     );
+    for (k, v) in watch_lines(r) {
+        kv(&k, v);
+    }
     s.push('\n');
 
     let mut t = Table::new([
@@ -276,4 +299,64 @@ pub fn progress_line(p: &Progress) -> String {
         p.errors,
         p.active
     )
+}
+
+/// The `--watch` lines of the summary: the server's CPU, retransmits and accept-queue
+/// drops over the run, and each target that failed scrapes.
+fn watch_lines(r: &LoadResult) -> Vec<(String, String)> {
+    let Some(w) = &r.watch else {
+        return Vec::new();
+    };
+    let servers: Vec<&crate::watch::ServerSecond> = r
+        .timeline
+        .iter()
+        .filter_map(|s| s.server.as_ref())
+        .collect();
+    let mut out = vec![(
+        "Server (--watch):".to_string(),
+        server_line(&servers, w.seconds, w.gaps),
+    )];
+    for t in w.targets.iter().filter(|t| t.failed > 0) {
+        out.push((
+            "  scrape failed:".to_string(),
+            format!(
+                "{} of {} from {} ({})",
+                t.failed,
+                t.scrapes,
+                t.url,
+                t.last_error.as_deref().unwrap_or("?")
+            ),
+        ));
+    }
+    out
+}
+
+/// What the watched server's seconds add up to: "CPU 63 % mean, 100 % max, 12 TCP
+/// segments resent, 0 accept-queue overflows, 9 of 10 s watched".
+pub(crate) fn server_line(
+    servers: &[&crate::watch::ServerSecond],
+    seconds: u64,
+    gaps: u64,
+) -> String {
+    let cpu: Vec<f64> = servers.iter().filter_map(|s| s.cpu_pct).collect();
+    let sum = |f: fn(&crate::watch::ServerSecond) -> Option<f64>| -> Option<f64> {
+        let v: Vec<f64> = servers.iter().filter_map(|s| f(s)).collect();
+        (!v.is_empty()).then(|| v.iter().sum())
+    };
+    let mut parts = Vec::new();
+    if !cpu.is_empty() {
+        parts.push(format!(
+            "CPU {:.0} % mean, {:.0} % max",
+            cpu.iter().sum::<f64>() / cpu.len() as f64,
+            cpu.iter().copied().fold(0.0, f64::max)
+        ));
+    }
+    if let Some(n) = sum(|s| s.retrans) {
+        parts.push(format!("{n:.0} TCP segments resent"));
+    }
+    if let Some(n) = sum(|s| s.listen_overflows) {
+        parts.push(format!("{n:.0} accept-queue overflows"));
+    }
+    parts.push(format!("{seconds} of {} s watched", seconds + gaps));
+    parts.join(", ")
 }

@@ -41,13 +41,25 @@ pub fn render(p: &ProbeResult, found: &[Finding], summary: Option<&str>) -> Stri
 
 /// The probe's measurements: response, phase table, kernel view, headers.
 pub fn measurements(p: &ProbeResult) -> String {
+    let mut out = heading(p);
+    out.push('\n');
+    out.push_str(&details_block(p));
+    out
+}
+
+/// The URL and its response line (address, HTTP version and status, body, TLS).
+pub fn heading(p: &ProbeResult) -> String {
     let mut out = format!("{}\n", p.target);
     out.push_str(&response_line(p));
     if p.interrupted {
         out.push_str("  (interrupted: showing what was measured)\n");
     }
-    out.push('\n');
-    out.push_str(&phase_table(p));
+    out
+}
+
+/// The phase table, the connection details, errors and headers.
+pub fn details_block(p: &ProbeResult) -> String {
+    let mut out = phase_table(p);
     out.push('\n');
     for (name, value) in details(p) {
         out.push_str(&format!("  {name:<18}{value}\n"));

@@ -88,6 +88,9 @@ pub struct Second {
     pub active: Option<f64>,
     pub cache_hits: Option<f64>,
     pub retrans: Option<f64>,
+    /// The watched server's CPU busy %, and its retransmits per second (`--watch`).
+    pub server_cpu_pct: Option<f64>,
+    pub server_retrans: Option<f64>,
 }
 
 /// A number, or the sum of an object's numbers (errors by kind).
@@ -129,6 +132,8 @@ pub fn timeline(run: &RunRecord) -> Vec<Second> {
                 active: f("active"),
                 cache_hits: f("cache_hits"),
                 retrans: f("retrans"),
+                server_cpu_pct: r.pointer("/server/cpu_pct").and_then(Value::as_f64),
+                server_retrans: r.pointer("/server/retrans").and_then(Value::as_f64),
             }
         })
         .collect()

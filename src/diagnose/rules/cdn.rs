@@ -9,7 +9,7 @@ use crate::cache::rfc::Unstorable;
 use crate::cache::status::{apache_reason, cache_status as status_of, CacheKind, CacheState};
 use crate::diagnose::audit::request_facts;
 use crate::diagnose::facts::{CacheFacts, ProbeFacts};
-use crate::diagnose::finding::{Category, Finding, Severity};
+use crate::diagnose::finding::{basis, Category, Finding, Severity};
 
 /// `cdn-cost`: what the CDN or proxy hop costs (or saves) against the origin, on
 /// fresh and reused connections (rules/cdn_cost.rs).
@@ -196,6 +196,15 @@ pub fn cache_status(c: &CacheFacts) -> Option<Finding> {
             .text("cache", kind.map_or("unknown", |k| k.as_str()))
             .opt_num("hit_ttfb_ms", hit_ttfb)
             .opt_num("miss_ttfb_ms", miss_ttfb)
+            // A hit instead of a miss: "a hit answers in 0.2 ms, a miss in 18 ms".
+            .saving(
+                match (hit_ttfb, miss_ttfb) {
+                    (Some(h), Some(m)) => m - h,
+                    _ => f64::NAN,
+                },
+                miss_ttfb.unwrap_or(f64::NAN),
+                basis::PER_MISS,
+            )
             .opt_num("load_hit_ratio", c.load_hit_ratio)
             .advice(if hits == 0 {
                 "nothing was served from cache: see cdn-not-caching / not-shared-cacheable"
@@ -301,5 +310,26 @@ mod tests {
             ..CacheFacts::default()
         };
         assert!(cache_status(&plain).is_none());
+    }
+
+    /// Pricing `cache-status`: a hit instead of a miss saves miss − hit TTFB: 180 −
+    /// 20 = 160 ms of 180 ms per cache miss; with no hit to compare, unpriced.
+    #[test]
+    fn pricing_cache_status() {
+        let mut c = CacheFacts::default();
+        c.repeats.push(repeat(&[("x-cache", "MISS, MISS")], 180.0));
+        for _ in 0..4 {
+            c.repeats.push(repeat(&[("x-cache", "HIT, MISS")], 20.0));
+        }
+        let f = cache_status(&c).unwrap();
+        assert_eq!(f.saving_ms, Some(160.0));
+        assert_eq!(f.saving_of_ms, Some(180.0));
+        assert_eq!(f.saving_basis.as_deref(), Some("per miss"));
+        let f = cache_status(&cdn_facts("MISS", 4)).unwrap();
+        assert_eq!(f.saving_ms, None);
+        assert_eq!(
+            cdn_not_caching(&cdn_facts("MISS", 4)).unwrap().saving_ms,
+            None
+        );
     }
 }

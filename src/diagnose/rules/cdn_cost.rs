@@ -7,7 +7,7 @@
 use super::ms;
 use crate::cache::status::{cache_status as status_of, edge, CacheState};
 use crate::diagnose::facts::{ProbeFacts, SeriesFacts};
-use crate::diagnose::finding::{Category, Finding, Severity};
+use crate::diagnose::finding::{basis, Category, Finding, Severity};
 
 /// What the edge → origin hop costs, from the reused (else fresh) series of both.
 struct Split {
@@ -188,6 +188,20 @@ pub fn cdn_cost(cdn: &ProbeFacts, origin: &ProbeFacts) -> Option<Finding> {
     if let Some(u) = upstream {
         f = f.text("upstream", u.0);
     }
+    if cost > 0.0 {
+        // Upstream keep-alive saves the round trips of the hop beyond one; otherwise
+        // the edge's whole cost is what caching or bypassing it would save.
+        let saving = match &split {
+            Some(s) if new_connection => s.hop - s.origin_rtt,
+            _ => cost,
+        };
+        let on = if name == "fresh" {
+            basis::FRESH
+        } else {
+            basis::REUSED
+        };
+        f = f.saving(saving, via, on);
+    }
     Some(
         f.text("edge", edge_name)
             .text("cache", state.as_str())
@@ -237,5 +251,21 @@ mod tests {
         assert_eq!(f.severity, Severity::Info);
         assert_eq!(f.evidence_str("series"), Some("fresh"));
         assert_eq!(f.evidence_str("upstream"), Some("kept-alive"));
+    }
+
+    /// Pricing `cdn-cost`: a proxy that opens a new upstream connection per request
+    /// saves the hop's round trips beyond one with upstream keep-alive: hop 165 −
+    /// 0.01 (our RTT to it) − 5 (origin server) = 159.99 ms, less one 80 ms round
+    /// trip = 79.99 ms of the 165 ms reused TTFB. An edge that only saves time is not
+    /// priced (nothing to fix).
+    #[test]
+    fn pricing_cdn_cost() {
+        let origin = probe(85.0, 85.0, 80.0);
+        let f = cdn_cost(&probe(165.0, 165.0, 0.01), &origin).unwrap();
+        assert_eq!(f.saving_ms, Some(79.99));
+        assert_eq!(f.saving_of_ms, Some(165.0));
+        assert_eq!(f.saving_basis.as_deref(), Some("reused"));
+        let f = cdn_cost(&probe(85.0, 85.0, 0.01), &origin).unwrap();
+        assert_eq!(f.saving_ms, None);
     }
 }

@@ -4,7 +4,7 @@
 
 use super::{median, ms, steady, times};
 use crate::diagnose::facts::ProbeFacts;
-use crate::diagnose::finding::{Category, Finding, Severity};
+use crate::diagnose::finding::{basis, Category, Finding, Severity};
 
 /// First request must be this many times the steady p50…
 const RATIO: f64 = 5.0;
@@ -62,6 +62,8 @@ pub fn cold_start(p: &ProbeFacts) -> Option<Finding> {
             .num("ratio", ratio)
             .text("baseline", baseline)
             .count("warmup_requests", warmup as u64)
+            // A warm service answers the first request like the later ones.
+            .saving(first - steady_ms, first, basis::FIRST_REQUEST)
     };
     if ratio > RATIO && first - steady_ms > FLOOR_MS {
         let sev = if first >= 5000.0 {
@@ -164,6 +166,7 @@ pub fn first_only(p: &ProbeFacts, origin: Option<&ProbeFacts>) -> Option<Finding
         .text("kind", "first-only")
         .opt_num("origin_rtt_ms", origin_rtt)
         .opt_num("origin_round_trips", trips)
+        .saving(extra, first, basis::FIRST_REQUEST)
         .advice(
             "every first visitor after a start or idle period pays this: open upstream \
              connections ahead (a health check that goes through the proxy to the real \
@@ -274,5 +277,26 @@ mod tests {
         assert!(first_only(&p, Some(&o)).is_none());
         assert!(first_only(&healthy_probe(), None).is_none());
         assert!(first_only(&far_probe(), None).is_none());
+    }
+
+    /// Pricing `cold-start`: a warm service answers the first request like the later
+    /// ones, so it saves first − steady, once: 8200 − 70 = 8130 ms of 8200 ms; the
+    /// cold upstream of issue 12.5 saves 167 − 85 = 82 ms of 167 ms.
+    #[test]
+    fn pricing_cold_start() {
+        let mut p = healthy_probe();
+        p.fresh = None;
+        p.reused.as_mut().unwrap().total_ms = vec![70.0; 20];
+        p.first_total_ms = Some(8200.0);
+        let f = cold_start(&p).unwrap();
+        assert_eq!(f.saving_ms, Some(8130.0));
+        assert_eq!(f.saving_of_ms, Some(8200.0));
+        assert_eq!(f.saving_basis.as_deref(), Some("first request"));
+        let mut p = healthy_probe();
+        p.fresh.as_mut().unwrap().total_ms = vec![167.0, 85.0, 85.1, 84.9, 85.0, 85.2];
+        p.first_total_ms = Some(167.0);
+        let f = first_only(&p, None).unwrap();
+        assert_eq!(f.saving_ms, Some(82.0));
+        assert_eq!(f.saving_of_ms, Some(167.0));
     }
 }

@@ -6,7 +6,7 @@
 
 use super::ms;
 use crate::diagnose::facts::ProbeFacts;
-use crate::diagnose::finding::{Category, Finding, Severity};
+use crate::diagnose::finding::{basis, Category, Finding, Severity};
 use crate::units::fmt_bytes;
 
 /// Savings below this are not worth a finding (Lighthouse's text-compression audit
@@ -107,6 +107,18 @@ pub fn no_compression(p: &ProbeFacts) -> Option<Finding> {
         .count("fresh_round_trips", u64::from(now))
         .count("compressed_round_trips", u64::from(then))
         .text("content_type", ct)
+        // Each round trip of slow start saved is one min RTT on a fresh connection.
+        .saving(
+            match p.tcp {
+                Some(t) if then < now => f64::from(now - then) * t.min_rtt_ms,
+                _ => f64::NAN,
+            },
+            p.fresh
+                .as_ref()
+                .filter(|s| s.count > 0)
+                .map_or(f64::NAN, |s| s.p50.total),
+            basis::FRESH,
+        )
         .advice(
             "enable gzip or brotli for text types on the server or proxy (and send \
              `Vary: Accept-Encoding`): text usually shrinks 3–10×, which saves round \
@@ -127,6 +139,13 @@ pub fn redirect_chain(p: &ProbeFacts) -> Option<Finding> {
     } else {
         Severity::Info
     };
+    // What the final URL takes once reached (a fresh request, as the hops were).
+    let final_ms = p
+        .fresh
+        .as_ref()
+        .filter(|s| s.count > 0)
+        .or(super::steady(p))
+        .map_or(0.0, |s| s.p50.total);
     let chain: Vec<String> = p
         .redirects
         .iter()
@@ -146,6 +165,8 @@ pub fn redirect_chain(p: &ProbeFacts) -> Option<Finding> {
         .count("hops", hops as u64)
         .num("total_ms", total)
         .text("chain", chain.join("; "))
+        // Linking straight to the final URL skips every hop.
+        .saving(total, total + final_ms, basis::PER_REQUEST)
         .advice(
             "link straight to the final URL (scheme, host and trailing slash included) \
              and collapse chains into one redirect; use HSTS so browsers skip the \
@@ -158,7 +179,7 @@ pub fn redirect_chain(p: &ProbeFacts) -> Option<Finding> {
 mod tests {
     use super::*;
     use crate::diagnose::facts::{Headers, RedirectHop};
-    use crate::diagnose::rules::testutil::healthy_probe;
+    use crate::diagnose::rules::testutil::{far_probe, healthy_probe};
 
     fn text_probe(bytes: u64, extra: &[(&str, &str)]) -> ProbeFacts {
         let mut h = vec![("content-type", "text/html; charset=utf-8")];
@@ -222,5 +243,41 @@ mod tests {
         p.redirects = vec![hop("/a", 0.4)];
         assert!(redirect_chain(&p).is_none());
         assert!(redirect_chain(&healthy_probe()).is_none());
+    }
+
+    /// Pricing `no-compression` and `redirect-chain`:
+    /// - 20,000 bytes take 2 round trips of slow start on a fresh connection and
+    ///   about 1 compressed: one min RTT saved, 110 ms of the fresh 231 ms total
+    ///   (far probe); on loopback the same round trip is 0.02 ms; an info finding
+    ///   (same round trips either way) saves bytes, not time, and stays unpriced;
+    /// - three redirects of 110 + 111 + 112 ms: linking to the final URL saves all
+    ///   333 ms of 333 + 231 = 564 ms, per request to the old URL.
+    #[test]
+    fn pricing_content_rules() {
+        let mut p = text_probe(20_000, &[]);
+        p.tcp = far_probe().tcp;
+        p.fresh = far_probe().fresh;
+        let f = no_compression(&p).unwrap();
+        assert_eq!(f.saving_ms, Some(110.0));
+        assert_eq!(f.saving_of_ms, Some(231.0));
+        assert_eq!(f.saving_basis.as_deref(), Some("fresh"));
+        let f = no_compression(&text_probe(20_000, &[])).unwrap();
+        assert_eq!(f.saving_ms, Some(0.02));
+        assert_eq!(
+            no_compression(&text_probe(4096, &[])).unwrap().saving_ms,
+            None
+        );
+
+        let hop = |loc: &str, t| RedirectHop {
+            status: 301,
+            location: loc.into(),
+            time_ms: t,
+        };
+        let mut p = far_probe();
+        p.redirects = vec![hop("/a", 110.0), hop("/b", 111.0), hop("/c", 112.0)];
+        let f = redirect_chain(&p).unwrap();
+        assert_eq!(f.saving_ms, Some(333.0));
+        assert_eq!(f.saving_of_ms, Some(564.0));
+        assert_eq!(f.saving_basis.as_deref(), Some("per request"));
     }
 }

@@ -12,6 +12,7 @@ pub mod content;
 pub mod disk;
 pub mod load;
 pub mod rate;
+pub mod server;
 pub mod spikes;
 pub mod status;
 pub mod tcp;
@@ -34,6 +35,9 @@ pub const IDS: &[&str] = &[
     "slow-receive",
     "slow-start",
     "retransmits",
+    "server-retransmits",
+    "listen-queue-overflow",
+    "server-cpu-saturated",
     "syn-retries",
     "handshake-dominates",
     "no-keepalive",
@@ -114,6 +118,9 @@ pub fn all(facts: &Facts) -> Vec<Finding> {
             out.push(timeline::lone_spike(l));
             out.push(timeline::retransmits(l));
             out.push(tcp::load_syn_retries(l));
+            out.push(server::server_cpu_saturated(l));
+            out.push(server::listen_queue_overflow(l));
+            out.push(server::server_retransmits(l));
         }
     }
     if let Some(d) = &facts.disk {

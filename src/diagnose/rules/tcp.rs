@@ -4,7 +4,7 @@
 
 use super::ms;
 use crate::diagnose::facts::{LoadFacts, ProbeFacts};
-use crate::diagnose::finding::{Category, Finding, Severity};
+use crate::diagnose::finding::{basis, Category, Finding, Severity};
 
 /// SYN retransmission times on Linux (initial RTO 1 s, doubling), ms after the start.
 const RETRY_AT_MS: [f64; 3] = [1000.0, 3000.0, 7000.0];
@@ -48,6 +48,14 @@ pub fn syn_retries(values: &[(f64, u64)], source: &str) -> Option<Finding> {
     if retried == 0 {
         return None;
     }
+    // A connect whose SYN was resent waited for the retransmission timer: 1 s, 3 s or
+    // 7 s more than one that went through.
+    let waited = hits
+        .iter()
+        .zip(RETRY_AT_MS)
+        .map(|(n, at)| *n as f64 * at)
+        .sum::<f64>()
+        / retried as f64;
     Some(
         Finding::new(
             "syn-retries",
@@ -66,6 +74,7 @@ pub fn syn_retries(values: &[(f64, u64)], source: &str) -> Option<Finding> {
         .count("near_7s", hits[2])
         .num("connect_p50_ms", base)
         .text("source", source)
+        .saving(waited, waited + base, basis::PER_RETRIED_CONNECT)
         .advice(
             "the server's accept or SYN queue overflows (raise the listen backlog and \
              net.core.somaxconn, accept faster, add workers) or the path drops packets; on \
@@ -258,5 +267,25 @@ mod tests {
             Some(4.0)
         );
         assert!(probe_retransmits(&healthy_probe()).is_none());
+    }
+
+    /// Pricing `syn-retries`: a connect whose SYN was resent waited for Linux's
+    /// retransmission timer; two near 1 s and one near 3 s waited (2 × 1000 +
+    /// 3000) / 3 ≈ 1666.7 ms each, of 1666.7 + 110 ms, per retried connect. The
+    /// probe's `retransmits` says nothing about what a fix saves and stays unpriced.
+    #[test]
+    fn pricing_syn_retries() {
+        let mut p = far_probe();
+        let c = &mut p.fresh.as_mut().unwrap().connect_ms;
+        c[2] = 1110.0;
+        c[5] = 1112.0;
+        c[7] = 3111.0;
+        let f = probe_syn_retries(&p).unwrap();
+        assert_eq!(f.saving_ms, Some(1666.667));
+        assert_eq!(f.saving_of_ms, Some(1776.667));
+        assert_eq!(f.saving_basis.as_deref(), Some("per retried connect"));
+        let mut p = healthy_probe();
+        p.tcp.as_mut().unwrap().total_retrans = 3;
+        assert_eq!(probe_retransmits(&p).unwrap().saving_ms, None);
     }
 }

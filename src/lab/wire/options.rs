@@ -52,15 +52,7 @@ impl WireOptions {
     /// The wire `latscope lab` flags ask for: None when no wire flag is given.
     /// Errors are usage errors naming the flag.
     pub fn from_args(args: &LabArgs) -> Result<Option<WireOptions>, WireError> {
-        WireOptions::from_flags(&WireFlags {
-            rtt: args.rtt,
-            jitter: args.jitter,
-            loss: args.loss,
-            loss_seed: args.loss_seed,
-            bandwidth: args.bandwidth,
-            outage_every: args.outage_every,
-            outage_for: args.outage_for,
-        })
+        WireOptions::from_flags(&args.wire)
     }
 
     /// The wire the flags ask for (`lab` and `wire` share them): None when no wire

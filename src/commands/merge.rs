@@ -1,0 +1,130 @@
+//! `latscope merge RUN|FILE…`: shard runs of one load plan joined into one stored run
+//! (histograms added, counts summed, seconds aligned on the wall clock), its findings
+//! judged again on the merged data.
+
+use anyhow::Context;
+use serde_json::json;
+
+use super::runs::{open, read_export, resolve};
+use super::saving::{self, NewRun};
+use crate::cli::MergeArgs;
+use crate::diagnose::{self, Facts};
+use crate::error::exit;
+use crate::load::{merge, threshold};
+use crate::report;
+use crate::store::RunRecord;
+use crate::usage;
+
+/// Runs `latscope merge`.
+pub fn run(args: MergeArgs) -> anyhow::Result<u8> {
+    if args.runs.len() < 2 {
+        return Err(usage!(
+            "merge needs two or more runs (ids, labels or export files)"
+        ));
+    }
+    let mut runs: Vec<RunRecord> = Vec::new();
+    let mut store = None;
+    for spec in &args.runs {
+        let path = std::path::Path::new(spec);
+        let run = if path.is_file() {
+            let mut file = read_export(path)?;
+            crate::store::redact_record(&mut file.run, &[]);
+            file.run
+        } else {
+            if store.is_none() {
+                store = Some(open(&args.output.db)?);
+            }
+            let s = store.as_ref().expect("opened above");
+            s.load(&resolve(s, spec)?)?
+        };
+        if !run.id.is_empty() && runs.iter().any(|r| r.id == run.id) {
+            return Err(usage!(
+                "'{spec}' names run {}, which is already given",
+                run.id
+            ));
+        }
+        runs.push(run);
+    }
+    let configs: Vec<&serde_json::Value> = runs.iter().map(|r| &r.config).collect();
+    merge::check_plans(&configs).map_err(|m| usage!("{m}"))?;
+    let parts = runs
+        .iter()
+        .map(merge::from_record)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|m| usage!("{m}"))?;
+    let mut merged = merge::merge(parts);
+    let plan = merge::shared_plan(&runs[0].config);
+    for expr in plan["thresholds"].as_array().into_iter().flatten() {
+        if let Some(t) = expr.as_str().and_then(|e| threshold::parse(e).ok()) {
+            let verdicts = merged.judge(&t);
+            merged.thresholds.extend(verdicts);
+        }
+    }
+    let facts = Facts {
+        load: Some(diagnose::from_load::load_facts(&merged)),
+        ..Default::default()
+    };
+    let findings = diagnose::run_rules(&facts);
+    let mut hosts: Vec<&str> = runs.iter().map(|r| r.env.hostname.as_str()).collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    let shards = runs[0].config["shard"]["count"].as_u64();
+    let info = json!({
+        "runs": runs.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+        "shards": runs.len(),
+        "of": shards,
+        "hosts": hosts,
+    });
+    let mut doc = merged.to_json();
+    doc["findings"] = serde_json::to_value(&findings)?;
+    doc["merged"] = info.clone();
+    let mut config = plan.clone();
+    config["merged"] = info;
+    config["connections"] = json!(merged.connections);
+    let head = format!(
+        "latscope merge — {} runs{} of {} from {} host{}\n",
+        runs.len(),
+        shards
+            .map(|n| format!(" (shards of /{n})"))
+            .unwrap_or_default(),
+        super::output::clean(&merged.target),
+        hosts.len(),
+        if hosts.len() == 1 { "" } else { "s" }
+    );
+    if shards.is_some_and(|n| n != runs.len() as u64) {
+        eprintln!(
+            "latscope: note: {} of {} shards merged: the totals are of those shards only",
+            runs.len(),
+            shards.unwrap_or(0)
+        );
+    }
+    let summary = report::load::summary(&merged, &findings);
+    let saved = saving::save(
+        &args.output,
+        NewRun {
+            kind: "load",
+            target: merged.target.clone(),
+            started: merged.started,
+            duration_s: merged.elapsed.as_secs_f64(),
+            config,
+            timeline: merged.timeline_json(),
+            summary: doc.clone(),
+            findings: serde_json::to_value(&findings)?,
+            text: format!("{head}{summary}"),
+            histograms: merged.histograms(),
+            secret_headers: Vec::new(),
+        },
+    );
+    super::output::print(args.output.json, &doc, &format!("{head}{summary}"))
+        .context("printing the merged run")?;
+    if let Some(id) = saved.id() {
+        if !args.output.json {
+            super::output::say(&format!("\n  saved as run {id}\n"))?;
+        }
+    }
+    Ok(saved.exit_code(if merged.thresholds_ok() {
+        exit::OK
+    } else {
+        exit::THRESHOLD
+    }))
+}

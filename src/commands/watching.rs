@@ -1,0 +1,64 @@
+//! `--watch` around a load run: the scrapers start before the engine and stop after
+//! it, and their seconds are joined into the result's timeline (by the run's wall
+//! clock start) with the `watch` summary beside it; for diagnose's ramp, into the
+//! joined timeline of its steps.
+
+use serde_json::Value;
+
+use crate::cli::WatchArgs;
+use crate::diagnose::diagnosis::Ramp;
+use crate::load::LoadResult;
+use crate::usage;
+use crate::watch::{ServerSecond, WatchSpec, Watched, Watcher};
+
+/// The scrapers for `--watch`, started now (None without `--watch`); a bad URL or
+/// selector is a usage error naming the flag.
+pub(crate) fn start(args: &WatchArgs) -> anyhow::Result<Option<Watcher>> {
+    let spec = WatchSpec::from_flags(&args.watch, &args.watch_metric).map_err(|e| usage!("{e}"))?;
+    Ok(spec.map(Watcher::start))
+}
+
+/// Stops the scrapers and joins what they saw to `result`'s timeline.
+pub(crate) fn attach(watcher: Option<Watcher>, result: &mut LoadResult) {
+    if let Some(w) = watcher {
+        join(&w.finish(), result);
+    }
+}
+
+/// Joins scrapes to a result's timeline and sets its `watch` summary.
+pub(crate) fn join(watched: &Watched, result: &mut LoadResult) {
+    let seconds = watched.seconds(result.started, result.timeline.len());
+    result.watch = Some(watched.summary(&seconds));
+    for (s, server) in result.timeline.iter_mut().zip(seconds) {
+        s.server = server;
+    }
+}
+
+/// Joins scrapes to the diagnose ramp's joined timeline (facts and JSON rows) and
+/// sets the `watch` summary of its `load` object.
+pub(crate) fn join_ramp(watched: &Watched, ramp: &mut Ramp) {
+    let mut joined: Vec<Option<ServerSecond>> = Vec::new();
+    for &(started, n, offset, whole) in &ramp.spans {
+        for (t, s) in watched.seconds(started, n).into_iter().enumerate() {
+            let at = (offset + (t as u32).min(whole.max(1) - 1)) as usize;
+            if joined.len() <= at {
+                joined.resize(at + 1, None);
+            }
+            if joined[at].is_none() {
+                joined[at] = s;
+            }
+        }
+    }
+    for s in &mut ramp.facts.timeline {
+        s.server = joined.get(s.t as usize).cloned().flatten();
+    }
+    if let Some(rows) = ramp.json.get_mut("timeline").and_then(Value::as_array_mut) {
+        for row in rows {
+            let t = row["t"].as_u64().unwrap_or(u64::MAX) as usize;
+            let s = joined.get(t).cloned().flatten();
+            row["server"] = serde_json::to_value(s).unwrap_or(Value::Null);
+        }
+    }
+    let summary = watched.summary(&joined);
+    ramp.json["watch"] = serde_json::to_value(summary).unwrap_or(Value::Null);
+}

@@ -1,0 +1,386 @@
+//! Outputs: a run's per-second series written where the user's monitoring already
+//! lives. `--out prometheus=URL` streams them while the run goes (Prometheus
+//! remote write 1.0: [`remote_write`] encodes, [`sender`] sends from a thread of its
+//! own so a slow or absent Prometheus never slows the run); [`openmetrics`] writes a
+//! stored run's timeline as OpenMetrics text for `promtool tsdb
+//! create-blocks-from openmetrics`. [`series`] names the series (a contract). This
+//! module measures nothing and prints nothing.
+
+pub mod openmetrics;
+pub mod remote_write;
+pub mod sender;
+pub mod series;
+
+use std::time::SystemTime;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use crate::load::result::SecondResult;
+pub use series::METRIC_NAMES;
+
+/// The output flags of `load` and `diagnose`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct OutArgs {
+    /// Stream the run's per-second series while it runs: prometheus=URL (remote
+    /// write 1.0, e.g. http://127.0.0.1:9090/api/v1/write). Repeatable.
+    #[arg(long = "out", value_name = "KIND=URL")]
+    pub out: Vec<String>,
+    /// Add a label to every series written with --out: NAME=VALUE (repeatable).
+    #[arg(long = "out-label", value_name = "NAME=VALUE")]
+    pub out_labels: Vec<String>,
+}
+
+/// The checked `--out` flags.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OutPlan {
+    pub prometheus: Vec<sender::Endpoint>,
+    /// `--out-label` pairs, in the order given.
+    pub labels: Vec<(String, String)>,
+}
+
+impl OutPlan {
+    /// Checks the flags; the error names the flag and what is wrong.
+    pub fn from_args(args: &OutArgs) -> Result<OutPlan, String> {
+        let mut plan = OutPlan::default();
+        for o in &args.out {
+            let (kind, url) = o.split_once('=').ok_or_else(|| {
+                format!("--out '{o}': give KIND=URL, e.g. prometheus=http://127.0.0.1:9090/api/v1/write")
+            })?;
+            match kind {
+                "prometheus" => plan
+                    .prometheus
+                    .push(sender::Endpoint::parse(url).map_err(|e| format!("--out {e}"))?),
+                _ => {
+                    return Err(format!(
+                        "--out '{kind}': unknown output (the one there is: prometheus=URL)"
+                    ))
+                }
+            }
+        }
+        for l in &args.out_labels {
+            let (name, value) = l
+                .split_once('=')
+                .ok_or_else(|| format!("--out-label '{l}': give NAME=VALUE"))?;
+            series::check_label(name).map_err(|e| format!("--out-label {e}"))?;
+            if plan.labels.iter().any(|(n, _)| n == name) {
+                return Err(format!("--out-label '{name}' is given twice"));
+            }
+            plan.labels.push((name.to_string(), value.to_string()));
+        }
+        if !plan.labels.is_empty() && plan.prometheus.is_empty() {
+            return Err("--out-label labels what --out writes: give --out too".into());
+        }
+        Ok(plan)
+    }
+
+    /// No output asked for.
+    pub fn is_empty(&self) -> bool {
+        self.prometheus.is_empty()
+    }
+}
+
+/// How one output did, for the run's JSON (`outputs`) and the note at the end.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OutputReport {
+    /// `prometheus`.
+    pub kind: &'static str,
+    /// Where it went (no credentials).
+    pub url: String,
+    /// Writes made (one a second, the last one at the end).
+    pub writes: u64,
+    /// The `run` label the series carry (the id the run is stored under).
+    pub run: String,
+    /// Writes not accepted: refused, timed out, an HTTP error, never sent, or not
+    /// answered before latscope exited.
+    pub failed: u64,
+    /// Of the failed, those never sent: dropped because [`sender::QUEUE`] writes
+    /// were already waiting, or still queued when the run ended and the drain time
+    /// was up (Prometheus was behind).
+    pub unsent: u64,
+    /// The last error a write met (null when none was answered with one).
+    pub last_error: Option<String>,
+}
+
+impl OutputReport {
+    /// "12 of 60 writes to Prometheus at URL failed (last: …)", or None when all
+    /// went through.
+    pub fn note(&self) -> Option<String> {
+        if self.failed == 0 {
+            return None;
+        }
+        let mut why = Vec::new();
+        if self.unsent > 0 {
+            why.push(format!("{} not sent: Prometheus was behind", self.unsent));
+        }
+        if let Some(e) = &self.last_error {
+            why.push(format!("last error: {e}"));
+        }
+        if why.is_empty() {
+            why.push("not answered before latscope exited".into());
+        }
+        Some(format!(
+            "{} of {} writes to Prometheus at {} failed ({})",
+            self.failed,
+            self.writes,
+            self.url,
+            why.join("; ")
+        ))
+    }
+}
+
+/// The outputs of a command whose run has several load runs (diagnose's ramp):
+/// what they write to and the run's own labels, the target set per URL.
+#[derive(Debug, Clone)]
+pub struct OutRun {
+    pub plan: OutPlan,
+    /// The id the run will be stored under.
+    pub run: String,
+    pub label: Option<String>,
+}
+
+impl OutRun {
+    /// Starts the outputs for one target.
+    pub fn start(&self, target: &crate::net::Target) -> Live {
+        Live::start(
+            &self.plan,
+            &RunLabels {
+                run: self.run.clone(),
+                label: self.label.clone(),
+                target: target_label(target),
+                endpoints: Vec::new(),
+            },
+        )
+    }
+}
+
+/// The notes of the reports that had failures (see [`OutputReport::note`]); the
+/// command prints them.
+pub fn notes(reports: &[OutputReport]) -> Vec<String> {
+    reports.iter().filter_map(OutputReport::note).collect()
+}
+
+/// What every series of a run is labelled with.
+#[derive(Debug, Clone)]
+pub struct RunLabels {
+    /// The id the run will be stored under.
+    pub run: String,
+    pub label: Option<String>,
+    /// host:port.
+    pub target: String,
+    /// The plan's endpoint names.
+    pub endpoints: Vec<String>,
+}
+
+/// The `target` label of a run: host:port (IPv6 in brackets), never a path or query.
+pub fn target_label(t: &crate::net::Target) -> String {
+    if t.host.contains(':') {
+        format!("[{}]:{}", t.host, t.port)
+    } else {
+        format!("{}:{}", t.host, t.port)
+    }
+}
+
+/// The outputs of a run while it goes.
+pub struct Live {
+    senders: Vec<(String, sender::Sender)>,
+    counters: series::Counters,
+    run: String,
+}
+
+impl Live {
+    /// Starts one sender per `--out`.
+    pub fn start(plan: &OutPlan, labels: &RunLabels) -> Live {
+        let series = series::Series::new(
+            &labels.run,
+            labels.label.as_deref(),
+            &labels.target,
+            &plan.labels,
+            labels.endpoints.clone(),
+        );
+        Live {
+            senders: plan
+                .prometheus
+                .iter()
+                .map(|e| {
+                    (
+                        e.shown.clone(),
+                        sender::Sender::start(e.clone(), series.clone()),
+                    )
+                })
+                .collect(),
+            counters: series::Counters::default(),
+            run: labels.run.clone(),
+        }
+    }
+
+    /// Feeds the seconds completed since the last call (of a run whose second 0
+    /// began at `started`): one write per call, queued, never blocking.
+    pub fn feed<'a>(
+        &mut self,
+        started: SystemTime,
+        seconds: impl IntoIterator<Item = (&'a SecondResult, Option<&'a Histogram<u64>>)>,
+    ) {
+        if self.senders.is_empty() {
+            return;
+        }
+        let started_ms = started
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0);
+        let snaps: Vec<series::Snapshot> = seconds
+            .into_iter()
+            .map(|(s, service)| self.counters.add(s, started_ms, service))
+            .collect();
+        if snaps.is_empty() {
+            return;
+        }
+        for (_, s) in &mut self.senders {
+            s.send(snaps.clone());
+        }
+    }
+
+    /// Feeds what one call of the load engine's progress callback carries.
+    pub fn progress(&mut self, p: &crate::load::Progress) {
+        self.feed(
+            p.started,
+            p.seconds.iter().map(|s| (&s.second, s.service.as_ref())),
+        );
+    }
+
+    /// Ends every output (bounded: see [`sender::Sender::finish`]).
+    pub fn finish(mut self) -> Vec<OutputReport> {
+        // One drain time for all outputs together.
+        let deadline = std::time::Instant::now() + sender::DRAIN;
+        for (_, s) in &mut self.senders {
+            s.close(deadline);
+        }
+        let run = self.run;
+        self.senders
+            .into_iter()
+            .map(|(url, s)| {
+                let t = s.finish(deadline);
+                let failed = t.writes - t.ok.min(t.writes);
+                OutputReport {
+                    kind: "prometheus",
+                    url,
+                    run: run.clone(),
+                    writes: t.writes,
+                    failed,
+                    unsent: t.unsent.min(failed),
+                    last_error: if failed > 0 { t.last_error } else { None },
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every PromQL text in a JSON document: `expr` of panel targets, and the
+    /// `definition` / `query` of template variables.
+    fn queries(v: &serde_json::Value, out: &mut Vec<(String, String)>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, v) in m {
+                    match (k.as_str(), v) {
+                        ("expr" | "definition" | "query", serde_json::Value::String(s)) => {
+                            out.push((k.clone(), s.clone()))
+                        }
+                        _ => queries(v, out),
+                    }
+                }
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|v| queries(v, out)),
+            _ => {}
+        }
+    }
+
+    /// The identifiers of a PromQL text that start with `latscope_`.
+    fn latscope_names(q: &str) -> Vec<&str> {
+        q.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+            .filter(|w| w.starts_with("latscope_"))
+            .collect()
+    }
+
+    /// docs/grafana/latscope.json is valid JSON, every panel query names at least one
+    /// latscope series, and every series name in any query (panels and template
+    /// variables) is one latscope writes ([`METRIC_NAMES`]); every label matched on
+    /// is one latscope sets.
+    #[test]
+    fn the_grafana_dashboard_queries_only_series_latscope_writes() {
+        let text = include_str!("../../docs/grafana/latscope.json");
+        let doc: serde_json::Value = serde_json::from_str(text).expect("valid JSON");
+        assert!(doc["panels"].as_array().is_some_and(|p| p.len() >= 5));
+        let mut qs = Vec::new();
+        queries(&doc, &mut qs);
+        let exprs = qs.iter().filter(|(k, _)| k == "expr").count();
+        assert!(exprs >= 7, "{qs:?}");
+        for (key, q) in &qs {
+            let names = latscope_names(q);
+            if key == "expr" {
+                assert!(
+                    !names.is_empty(),
+                    "panel query without a latscope series: {q}"
+                );
+            }
+            for n in names {
+                assert!(
+                    METRIC_NAMES.contains(&n),
+                    "{n} (in {q}) is not a series latscope writes"
+                );
+            }
+            // Label matchers: `name=`, `name=~`, `name!=` inside braces.
+            for inside in q.split('{').skip(1).filter_map(|s| s.split('}').next()) {
+                for m in inside.split(',') {
+                    let name = m.split(['=', '!']).next().unwrap_or("").trim();
+                    assert!(
+                        series::OWN_LABELS.contains(&name),
+                        "label '{name}' (in {q}) is not one latscope sets"
+                    );
+                }
+            }
+        }
+        for name in [
+            series::LATENCY,
+            series::REQUESTS,
+            series::ERRORS,
+            series::ACTIVE,
+        ] {
+            assert!(
+                qs.iter().any(|(_, q)| q.contains(name)),
+                "no panel shows {name}"
+            );
+        }
+    }
+
+    /// `--out` and `--out-label` are checked, with errors naming the flag.
+    #[test]
+    fn out_flags_are_checked() {
+        let args = |out: &[&str], labels: &[&str]| OutArgs {
+            out: out.iter().map(|s| s.to_string()).collect(),
+            out_labels: labels.iter().map(|s| s.to_string()).collect(),
+        };
+        let p = OutPlan::from_args(&args(
+            &["prometheus=http://127.0.0.1:9090/api/v1/write"],
+            &["env=ci", "team=a=b"],
+        ))
+        .unwrap();
+        assert_eq!(p.prometheus.len(), 1);
+        assert_eq!(p.labels[1], ("team".to_string(), "a=b".to_string()));
+        for (out, labels, want) in [
+            (&["influx=http://x/"][..], &[][..], "unknown output"),
+            (&["http://x/"][..], &[][..], "KIND=URL"),
+            (&["prometheus=x"][..], &[][..], "--out"),
+            (&["prometheus=http://x/"][..], &["env"][..], "NAME=VALUE"),
+            (&["prometheus=http://x/"][..], &["run=1"][..], "sets itself"),
+            (&["prometheus=http://x/"][..], &["a=1", "a=2"][..], "twice"),
+            (&[][..], &["a=1"][..], "give --out too"),
+        ] {
+            let e = OutPlan::from_args(&args(out, labels)).unwrap_err();
+            assert!(e.contains(want), "{out:?} {labels:?}: {e}");
+        }
+    }
+}

@@ -1,0 +1,338 @@
+//! Shards (issue 19.1): one load split over processes that need no coordination.
+//! Each shard runs the run-wide VUs, arrivals and requests whose index is ≡ I-1 mod
+//! N, so the shards' totals are exact and their arrivals interleave into the whole
+//! run's schedule; `--start-at` holds every shard until the same instant.
+
+use std::process::{Child, Stdio};
+use std::time::{Duration, SystemTime};
+
+use serde_json::Value;
+
+use crate::util::{json_of, latscope, output_within, run};
+
+/// Starts `latscope load URL ARGS… --json --no-save` in the background.
+fn shard(url: &str, args: &[&str]) -> Child {
+    latscope()
+        .arg("load")
+        .arg(url)
+        .args(args)
+        .args(["--json", "--no-save"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("latscope starts")
+}
+
+/// Waits for a shard (bounded) and parses its JSON.
+fn finish(child: Child) -> Value {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let pid = child.id();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let out = match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            // SAFETY: kill(2) on a child this test started.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            panic!("a shard did not finish within 60 s");
+        }
+    };
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json_of(&out)
+}
+
+/// `-n 1000` over three shards sends exactly 1000 requests: 334, 333 and 333 (the
+/// remainder to the first shard), each shard with its share of `-c 4` (2, 1, 1).
+#[test]
+fn request_counts_split_exactly() {
+    let lab = crate::util_lab::healthy();
+    let url = lab.url("/");
+    let before = lab.stats().total;
+    let children: Vec<Child> = (1..=3)
+        .map(|i| {
+            shard(
+                &url,
+                &["-n", "1000", "-c", "4", "--shard", &format!("{i}/3")],
+            )
+        })
+        .collect();
+    let docs: Vec<Value> = children.into_iter().map(finish).collect();
+    let counts: Vec<u64> = docs
+        .iter()
+        .map(|d| d["requests"].as_u64().unwrap())
+        .collect();
+    assert_eq!(counts, [334, 333, 333]);
+    assert_eq!(lab.stats().total - before, 1000);
+    for (i, d) in docs.iter().enumerate() {
+        assert_eq!(d["shard"]["index"], i + 1, "{d}");
+        assert_eq!(d["shard"]["count"], 3, "{d}");
+    }
+}
+
+/// `--rate 600` over three shards started at the same `--start-at`: together they
+/// send the run's 600/s (1,800 arrivals in 3 s, all of them answered within 1 %),
+/// and their arrivals interleave — the union's median gap is the whole run's 1/600 s
+/// (1,667 µs), where three shards each at 200/s on their own clocks would arrive in
+/// threes (median gap near 0). Each shard says how late it started (< 100 ms).
+#[test]
+fn open_model_shards_interleave_into_one_schedule() {
+    let lab = crate::util_lab::healthy();
+    let url = lab.url("/");
+    let dir = crate::util::scratch().join("shards-rate");
+    std::fs::create_dir_all(&dir).unwrap();
+    let at = SystemTime::now() + Duration::from_secs(2);
+    let at = humantime::format_rfc3339_millis(at).to_string();
+    let raws: Vec<_> = (1..=3).map(|i| dir.join(format!("raw{i}.csv"))).collect();
+    let children: Vec<Child> = (1..=3)
+        .map(|i| {
+            let raw = raws[i - 1].to_str().unwrap().to_string();
+            let s = format!("{i}/3");
+            shard(
+                &url,
+                &[
+                    "--rate",
+                    "600",
+                    "-d",
+                    "3s",
+                    "--shard",
+                    &s,
+                    "--start-at",
+                    &at,
+                    "--raw",
+                    &raw,
+                ],
+            )
+        })
+        .collect();
+    let docs: Vec<Value> = children.into_iter().map(finish).collect();
+    let total: u64 = docs.iter().map(|d| d["requests"].as_u64().unwrap()).sum();
+    assert!((1782..=1800).contains(&total), "{total} requests");
+    for d in &docs {
+        let late = d["start_late_ms"].as_f64().unwrap();
+        assert!((0.0..100.0).contains(&late), "started {late} ms late");
+        assert_eq!(d["start_at"], Value::String(at.clone()));
+    }
+    let mut starts: Vec<u64> = raws
+        .iter()
+        .flat_map(|p| {
+            std::fs::read_to_string(p)
+                .unwrap()
+                .lines()
+                .skip(1)
+                .map(|l| l.split(',').next().unwrap().parse::<u64>().unwrap())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    starts.sort_unstable();
+    let mut gaps: Vec<u64> = starts.windows(2).map(|w| w[1] - w[0]).collect();
+    gaps.sort_unstable();
+    let median = gaps[gaps.len() / 2];
+    assert!((1_300..=2_000).contains(&median), "median gap {median} µs");
+}
+
+/// `--shards N` takes the shard from JOB_COMPLETION_INDEX (0-based, as a Kubernetes
+/// Indexed Job sets it); without it, or with fewer connections or requests than
+/// shards, the run is refused (exit 2) saying why.
+#[test]
+fn shards_from_the_job_index_and_refusals() {
+    let lab = crate::util_lab::healthy();
+    let url = lab.url("/");
+    let mut cmd = latscope();
+    cmd.args([
+        "load",
+        &url,
+        "-n",
+        "30",
+        "-c",
+        "3",
+        "--shards",
+        "3",
+        "--json",
+        "--no-save",
+    ])
+    .env("JOB_COMPLETION_INDEX", "2");
+    let (out, _) = output_within(cmd, Duration::from_secs(60));
+    let doc = json_of(&out);
+    assert_eq!(doc["shard"]["index"], 3, "{doc}");
+    assert_eq!(doc["requests"], 10, "{doc}");
+
+    let mut cmd = latscope();
+    cmd.args(["load", &url, "-n", "30", "--shards", "3", "--no-save"])
+        .env_remove("JOB_COMPLETION_INDEX");
+    let (out, _) = output_within(cmd, Duration::from_secs(60));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("JOB_COMPLETION_INDEX"), "{err}");
+
+    for (args, says) in [
+        (
+            vec!["-c", "2", "-d", "1s", "--shard", "3/3"],
+            "-c 2 is fewer than the 3 shards",
+        ),
+        (
+            vec!["-n", "2", "-c", "3", "--shard", "3/3"],
+            "-n 2 is fewer than the 3 shards",
+        ),
+        (vec!["-n", "2", "--shard", "4/3"], "expected I/N"),
+        (vec!["-n", "2", "--start-at", "+3d"], "more than a day away"),
+        (vec!["-n", "2", "--start-at", "soon"], "RFC 3339"),
+    ] {
+        let mut all = vec!["load", url.as_str(), "--no-save"];
+        all.extend(args.iter());
+        let out = run(&all);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+/// Runs latscope with `args` against the store `db`, asserting exit 0; its stdout.
+fn with_db(db: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let mut cmd = latscope();
+    cmd.args(args).env("LATSCOPE_DB", db);
+    let (out, _) = output_within(cmd, Duration::from_secs(60));
+    out
+}
+
+/// The q-quantile (0..1) of `values` as HdrHistogram reports it: the value at rank
+/// ⌈q·n⌉.
+fn quantile(values: &[f64], q: f64) -> f64 {
+    let rank = ((q * values.len() as f64).ceil() as usize).clamp(1, values.len());
+    values[rank - 1]
+}
+
+/// Issue 19.2: `merge` joins three shard runs into one stored run whose counts are
+/// the shards' sums and whose percentiles are those of every request the shards made
+/// (their --raw latencies pooled: within the histogram's 0.1 % resolution), not an
+/// average of percentiles; the timeline's seconds add up to the total; the merged run
+/// says it came from 3 of 3 shards, and show / export → import / compare / report
+/// take it like any run. Runs of another plan, or a run given twice, are refused
+/// (exit 2) saying why.
+#[test]
+fn merge_adds_the_shards_exactly() {
+    let lab = crate::util_lab::healthy();
+    let url = lab.url("/delay/10ms");
+    let dir = crate::util::scratch().join("shards-merge");
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("runs.db");
+    let at =
+        humantime::format_rfc3339_millis(SystemTime::now() + Duration::from_secs(2)).to_string();
+    let children: Vec<Child> = (1..=3)
+        .map(|i| {
+            let raw = dir.join(format!("raw{i}.csv"));
+            latscope()
+                .args(["load", &url, "--rate", "300", "-d", "2s", "--start-at", &at])
+                .args(["--shard", &format!("{i}/3"), "--label", &format!("s{i}")])
+                .arg("--raw")
+                .arg(&raw)
+                .env("LATSCOPE_DB", &db)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = with_db(&db, &["merge", "s1", "s2", "s3", "--label", "m", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json_of(&out);
+    let mut lat: Vec<f64> = (1..=3)
+        .flat_map(|i| {
+            std::fs::read_to_string(dir.join(format!("raw{i}.csv")))
+                .unwrap()
+                .lines()
+                .skip(1)
+                .map(|l| l.split(',').nth(7).unwrap().parse::<f64>().unwrap() / 1000.0)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    lat.sort_by(f64::total_cmp);
+    assert_eq!(doc["requests"].as_u64().unwrap(), lat.len() as u64, "{doc}");
+    assert!((594..=600).contains(&lat.len()), "{}", lat.len());
+    for (q, key) in [(0.5, "p50"), (0.99, "p99")] {
+        let want = quantile(&lat, q);
+        let got = doc["latency_ms"][key].as_f64().unwrap();
+        assert!(
+            (got - want).abs() <= want * 0.01 + 0.01,
+            "{key}: merged {got} ms, pooled {want} ms"
+        );
+    }
+    let seconds: u64 = doc["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["requests"].as_u64().unwrap())
+        .sum();
+    assert_eq!(seconds, lat.len() as u64);
+    assert_eq!(doc["merged"]["shards"], 3, "{doc}");
+    assert_eq!(doc["merged"]["of"], 3, "{doc}");
+
+    let shown = with_db(&db, &["show", "m"]);
+    assert!(String::from_utf8_lossy(&shown.stdout).contains("latscope merge — 3 runs"));
+    let file = dir.join("m.json");
+    assert!(with_db(&db, &["export", "m", "-o", file.to_str().unwrap()])
+        .status
+        .success());
+    let other = dir.join("other.db");
+    assert!(with_db(&other, &["import", file.to_str().unwrap()])
+        .status
+        .success());
+    assert!(with_db(&db, &["compare", "s1", "m"]).status.success());
+    let html = dir.join("m.html");
+    assert!(with_db(&db, &["report", "m", "-o", html.to_str().unwrap()])
+        .status
+        .success());
+    // Export files merge like stored runs.
+    let files: Vec<String> = (1..=3)
+        .map(|i| {
+            let f = dir.join(format!("s{i}.json")).to_str().unwrap().to_string();
+            assert!(with_db(&db, &["export", &format!("s{i}"), "-o", &f])
+                .status
+                .success());
+            f
+        })
+        .collect();
+    let from_files = with_db(
+        &other,
+        &[
+            "merge",
+            &files[0],
+            &files[1],
+            &files[2],
+            "--json",
+            "--no-save",
+        ],
+    );
+    assert_eq!(json_of(&from_files)["requests"], doc["requests"]);
+
+    let refused = |args: &[&str], says: &str| {
+        let out = with_db(&db, args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    };
+    assert!(with_db(&db, &["load", &url, "-n", "5", "--label", "other"])
+        .status
+        .success());
+    refused(&["merge", "s1", "other"], "not a shard of the same plan");
+    refused(&["merge", "s1", "s1"], "already given");
+}
