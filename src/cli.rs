@@ -366,6 +366,8 @@ pub struct LoadArgs {
     #[arg(long, value_name = "DUR", value_parser = duration)]
     pub think_time: Option<Duration>,
     #[command(flatten)]
+    pub find_max: Box<FindMaxArgs>,
+    #[command(flatten)]
     pub watch: WatchArgs,
     #[command(flatten)]
     pub out: crate::output::OutArgs,
@@ -373,6 +375,48 @@ pub struct LoadArgs {
     pub http: HttpArgs,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// `latscope load --find-max`: the highest load at which every objective holds.
+#[derive(Debug, Args, Clone, Default)]
+pub struct FindMaxArgs {
+    /// Search the highest load meeting OBJECTIVE (the --threshold grammar, repeatable;
+    /// without an endpoint it holds for every endpoint): 'p99<1s', 'errors<1%', 'checkout:p99<800ms'.
+    #[arg(long = "find-max", value_name = "OBJECTIVE")]
+    pub objectives: Vec<String>,
+    /// --find-max varies the arrival rate (open, the default) or the connections (closed).
+    #[arg(long, value_enum, value_name = "MODEL")]
+    pub model: Option<LoadModel>,
+    /// --find-max: each step's measured length, after a settle period that is not scored [default: 10s].
+    #[arg(long, value_name = "DUR", value_parser = duration)]
+    pub step: Option<Duration>,
+    /// --find-max: narrow the bracket until it is within this share [default: 5%].
+    #[arg(long, value_name = "PCT")]
+    pub precision: Option<String>,
+    /// --find-max, open model: the first rate tried [default: 10].
+    #[arg(long, value_name = "RPS")]
+    pub min_rate: Option<f64>,
+    /// --find-max, open model: the highest rate tried.
+    #[arg(long, value_name = "RPS")]
+    pub max_rate: Option<f64>,
+    /// --find-max, closed model: the first number of connections tried [default: 1].
+    #[arg(long, value_name = "N")]
+    pub min_connections: Option<u32>,
+    /// --find-max, closed model: the most connections tried.
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<u32>,
+    /// --find-max: stop searching after this long and report the bracket so far [default: 10m].
+    #[arg(long, value_name = "DUR", value_parser = duration)]
+    pub max_time: Option<Duration>,
+}
+
+/// What a load search varies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LoadModel {
+    /// Arrival rate, requests per second (latency from the intended send time).
+    Open,
+    /// Connections (virtual users).
+    Closed,
 }
 
 /// `--watch` and `--watch-metric` (load and diagnose).

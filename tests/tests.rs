@@ -4,6 +4,7 @@
 
 mod caches;
 mod caches_findings;
+mod capacity;
 mod compare;
 mod compare_real;
 mod diagnose;

@@ -20,6 +20,10 @@ use crate::usage;
 
 /// Runs `latscope load`.
 pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
+    super::capacity::check_flags_alone(&args)?;
+    if !args.find_max.objectives.is_empty() {
+        return super::capacity::run(args);
+    }
     let plan = LoadPlan::from_args(&args).map_err(|e| match e {
         PlanError::Usage(m) => usage!("{m}"),
         PlanError::Scenario(s) => usage!("{s}"),

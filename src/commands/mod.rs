@@ -4,6 +4,7 @@
 
 use crate::cli::{Cli, Command};
 
+mod capacity;
 mod compare;
 mod demo;
 mod diagnose;

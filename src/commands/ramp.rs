@@ -12,7 +12,9 @@ use serde_json::{json, Value};
 use crate::config::http::{ClientOptions, RequestSpec};
 use crate::diagnose::diagnosis::Ramp;
 use crate::diagnose::{LoadFacts, LoadStep};
-use crate::load::{self, LoadPlan};
+use crate::load::capacity::Joined;
+use crate::load::steps::{Level, StepPlan};
+use crate::load::{self, threshold, LoadPlan};
 use crate::net::Target;
 use crate::stats::Percentiles;
 use crate::store::StoredHistogram;
@@ -54,30 +56,56 @@ pub(crate) fn run(
 ) -> anyhow::Result<Ramp> {
     let mut steps = Vec::new();
     let mut facts = LoadFacts::default();
-    let mut timeline_json: Vec<Value> = Vec::new();
+    let mut joined = Joined::default();
     let mut histograms = Vec::new();
     let mut stopped_early = None;
     let (mut hits, mut answered) = (0u64, 0u64);
     let (mut misses, mut kind) = (0u64, None);
-    let mut offset = 0u32;
     let mut cpu = Vec::new();
     let mut spans = Vec::new();
     let levels = levels(plan.max_connections);
+    // One base plan; each step runs it at its level (load::steps, as --find-max).
+    let mut base = LoadPlan::closed(&target.url, plan.max_connections, plan.step)?;
+    base.client = client.clone();
+    for e in &mut base.endpoints {
+        e.method = request.method.clone();
+        e.headers = request.headers.clone();
+        e.body = request.body.clone();
+    }
     for (i, &c) in levels.iter().enumerate() {
         if stop.load(Ordering::SeqCst) {
             stopped_early = Some("interrupted".to_string());
             break;
         }
         progress(c, None);
-        let mut lp = LoadPlan::closed(&target.url, c, plan.step)?;
-        lp.client = client.clone();
-        for e in &mut lp.endpoints {
-            e.method = request.method.clone();
-            e.headers = request.headers.clone();
-            e.body = request.body.clone();
+        let step_plan = StepPlan {
+            level: Level::Connections(c),
+            settle: Duration::ZERO,
+            length: plan.step,
+            grace: None,
+        };
+        // The ramp's stop rules as objectives: errors, and a p99 that exploded
+        // against the first step's.
+        let mut objectives = vec![threshold::parse(&format!(
+            "error_rate<={}%",
+            STOP_ERROR_RATE * 100.0
+        ))?];
+        if let Some(first) = steps.first() {
+            let first: &LoadStep = first;
+            let limit = (STOP_P99_RATIO * first.p99_ms).max(1000.0);
+            objectives.push(threshold::parse(&format!("p99<={limit}ms"))?);
         }
-        lp.threads = lp.threads.min(c as usize).max(1);
-        let r = load::run_with_progress(&lp, stop, &mut |p| progress(c, Some(p)))?;
+        let judged = load::steps::run(&base, &step_plan, &objectives, stop, &mut |p| {
+            progress(c, Some(p))
+        })?;
+        let failed = |k: usize| {
+            judged
+                .checks
+                .iter()
+                .any(|c| c.objective == k && !c.verdict.ok && c.verdict.value.is_some())
+        };
+        let (too_many_errors, p99_exploded) = (failed(0), failed(1));
+        let r = &judged.result;
         let p = Percentiles::from_histogram(&r.latency, crate::stats::Unit::Millis);
         let errors = r.requests - r.ok;
         let step = LoadStep {
@@ -93,14 +121,15 @@ pub(crate) fn run(
         misses += r.cache_misses;
         kind = r.cache_kind.or(kind);
         answered += r.ok;
-        cpu.push((r.client_cpu_pct, r.client_wait_pct, lp.threads as u32));
+        cpu.push((r.client_cpu_pct, r.client_wait_pct, r.threads as u32));
         // Requests still in flight when a step ends complete in a short extra second;
         // it belongs to the step's last whole second, so steps sit back to back on the
         // joined timeline and a stall period is not stretched by one second per step.
         let whole = (plan.step.as_secs_f64().ceil() as u32).max(1);
+        let offset = joined.offset;
         let at = |t: u32| offset + t.min(whole - 1);
         spans.push((r.started, r.timeline.len(), offset, whole));
-        let f = crate::diagnose::from_load::load_facts(&r);
+        let f = crate::diagnose::from_load::load_facts(r);
         for mut s in f.timeline {
             s.t = at(s.t);
             match facts.timeline.last_mut() {
@@ -108,28 +137,15 @@ pub(crate) fn run(
                 _ => facts.timeline.push(s),
             }
         }
-        for s in &r.timeline {
-            let row = json!({
-                "t": at(s.t), "concurrency": c, "requests": s.requests, "ok": s.ok,
-                "errors": s.errors, "bytes": s.bytes, "p50_ms": s.p50_ms, "p90_ms": s.p90_ms,
-                "p99_ms": s.p99_ms, "max_ms": s.max_ms, "active": s.active,
-                "cache_hits": s.cache_hits, "retrans": s.retrans,
-            });
-            match timeline_json.last_mut() {
-                Some(last) if last["t"] == row["t"] => merge_row(last, &row),
-                _ => timeline_json.push(row),
-            }
-        }
-        for mut h in r.histograms() {
+        joined.push(i, &judged, &[("concurrency", json!(c))]);
+        for h in r.histograms() {
             if h.second.is_none() {
-                h.name = format!("{}@c{c}", h.name);
-                histograms.push(h);
-            } else {
-                h.second = h.second.map(at);
-                push_second(&mut histograms, h);
+                histograms.push(StoredHistogram {
+                    name: format!("{}@c{c}", h.name),
+                    ..h
+                });
             }
         }
-        offset += whole;
         facts.requests += r.requests;
         facts.errors += errors;
         for (k, v) in &f.errors_by_kind {
@@ -154,7 +170,7 @@ pub(crate) fn run(
             break;
         }
         let base = steps[0].p99_ms;
-        if step.error_rate() > STOP_ERROR_RATE && i + 1 < levels.len() {
+        if too_many_errors && i + 1 < levels.len() {
             // Say which errors: the kinds, and a head over the limit by name.
             let mut kinds: Vec<String> = f
                 .errors_by_kind
@@ -175,7 +191,7 @@ pub(crate) fn run(
             ));
             break;
         }
-        if step.p99_ms > 1000.0 && step.p99_ms > STOP_P99_RATIO * base && i + 1 < levels.len() {
+        if p99_exploded && i + 1 < levels.len() {
             stopped_early = Some(format!(
                 "p99 {:.0} ms at {c} connections, {:.0}× the first step's",
                 step.p99_ms,
@@ -220,8 +236,9 @@ pub(crate) fn run(
             "cache": kind.map(|k: crate::cache::CacheKind| k.as_str()),
         },
         "stopped_early": stopped_early,
-        "timeline": timeline_json,
+        "timeline": joined.timeline,
     });
+    histograms.extend(joined.histograms);
     Ok(Ramp {
         steps,
         stopped_early,
@@ -255,46 +272,6 @@ fn merge_second(last: &mut crate::diagnose::Second, s: &crate::diagnose::Second)
     last.max_ms = last.max_ms.max(s.max_ms);
     if last.server.is_none() {
         last.server = s.server.clone();
-    }
-}
-
-/// The same for a JSON timeline row.
-fn merge_row(last: &mut Value, row: &Value) {
-    for key in ["requests", "ok", "errors", "bytes", "cache_hits", "retrans"] {
-        if let (Some(a), Some(b)) = (last[key].as_u64(), row[key].as_u64()) {
-            last[key] = json!(a + b);
-        }
-    }
-    for key in ["p50_ms", "p90_ms", "p99_ms", "max_ms", "active"] {
-        if let (Some(a), Some(b)) = (last[key].as_f64(), row[key].as_f64()) {
-            last[key] = json!(a.max(b));
-        }
-    }
-}
-
-/// Adds a per-second histogram, adding it to one already kept for that second.
-fn push_second(kept: &mut Vec<StoredHistogram>, h: StoredHistogram) {
-    use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
-    let same = kept
-        .iter_mut()
-        .find(|k| k.second == h.second && k.name == h.name);
-    let Some(k) = same else {
-        kept.push(h);
-        return;
-    };
-    let mut de = Deserializer::new();
-    let decoded: Option<(hdrhistogram::Histogram<u64>, hdrhistogram::Histogram<u64>)> = (|| {
-        let a = de.deserialize(&mut k.v2.as_slice()).ok()?;
-        let b = de.deserialize(&mut h.v2.as_slice()).ok()?;
-        Some((a, b))
-    })();
-    if let Some((mut a, b)) = decoded {
-        if a.add(&b).is_ok() {
-            let mut buf = Vec::new();
-            if V2DeflateSerializer::new().serialize(&a, &mut buf).is_ok() {
-                k.v2 = buf;
-            }
-        }
     }
 }
 

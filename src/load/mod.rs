@@ -6,8 +6,11 @@
 //! controls the run and starts one worker thread per core (`worker`, each a
 //! current-thread tokio runtime), `http1` is the pre-encoded HTTP/1.1 hot path,
 //! `http2` hyper's HTTP/2 client, `recorder` the lock-free per-thread recording,
-//! [`result`] the merged outcome and its JSON. Nothing here prints.
+//! [`result`] the merged outcome and its JSON. [`steps`] runs and judges one step at
+//! one level (diagnose's ramp and `--find-max`), [`search`] finds the highest level
+//! meeting objectives, [`capacity`] keeps it as one run. Nothing here prints.
 
+pub mod capacity;
 pub mod engine;
 pub mod limits;
 mod live;
@@ -17,11 +20,14 @@ pub mod raw;
 pub mod recorder;
 pub mod result;
 pub mod scenario;
+pub mod search;
 mod seconds;
 pub mod shard;
 pub mod stages;
+pub mod steps;
 pub mod sys;
 pub mod threshold;
+mod window;
 
 mod conn;
 mod http1;

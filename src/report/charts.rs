@@ -8,6 +8,9 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+mod capacity;
+pub use capacity::{capacity, CapacityChart, LevelSeries};
+
 /// A chart could not be drawn.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot draw the {chart} chart: {reason}")]

@@ -401,6 +401,19 @@ pub(super) fn full_seconds<T>(rows: Vec<(u32, T)>, duration_s: f64) -> Vec<(u32,
         .collect()
 }
 
+/// The seconds a comparison uses: a `--find-max` run's capacity window, else the
+/// run's full seconds.
+fn keep_seconds<T>(
+    rows: Vec<(u32, T)>,
+    window: Option<(u32, u32)>,
+    duration_s: f64,
+) -> Vec<(u32, T)> {
+    match window {
+        Some(w) => rundata::in_window(rows, w),
+        None => full_seconds(rows, duration_s),
+    }
+}
+
 /// The percentile rows of one latency: per-second blocks for all, and the
 /// per-second histograms for the tail rows (p99 and up) to test on exceedances.
 fn latency_metrics(
@@ -440,8 +453,10 @@ fn load_sections(run: &RunRecord, hist: &Histograms) -> RunSections {
         .into_iter()
         .map(|s| (s.t, s))
         .collect();
-    let timeline = full_seconds(timeline, duration);
-    let seconds = full_seconds(hist.per_second("latency"), duration);
+    // A --find-max run's numbers are its capacity step's: so are its blocks.
+    let window = rundata::capacity_window(load);
+    let timeline = keep_seconds(timeline, window, duration);
+    let seconds = keep_seconds(hist.per_second("latency"), window, duration);
     let mut all = latency_metrics(load, "latency_ms", "ms", &seconds, 1e6, "requests");
     if seconds.is_empty() {
         // No per-second histograms: fall back on the timeline's percentiles.
@@ -471,6 +486,14 @@ fn load_sections(run: &RunRecord, hist: &Histograms) -> RunSections {
     let errors = rundata::count(load.get("errors"));
     let err_blocks: Vec<f64> = timeline.iter().filter_map(|(_, s)| s.errors).collect();
     all.push(metric("errors", "", Better::Lower, errors).blocks("per-second errors", err_blocks));
+    if let Some(cap) = load.get("capacity").filter(|c| c.is_object()) {
+        // Rates and connections are different answers: one row each.
+        let (name, unit) = match cap.get("unit").and_then(|u| u.as_str()) {
+            Some("connections") => ("capacity (closed)", "connections"),
+            _ => ("capacity (open)", "req/s"),
+        };
+        all.push(metric(name, unit, Better::Higher, num(cap, &["level"])));
+    }
     let mut out = vec![("load: all endpoints".to_string(), all)];
     let endpoints = load.get("endpoints").and_then(|e| e.as_array());
     let single = endpoints.is_some_and(|e| e.len() == 1);
@@ -485,7 +508,7 @@ fn load_sections(run: &RunRecord, hist: &Histograms) -> RunSections {
         } else {
             format!("latency:{name}")
         };
-        let seconds = full_seconds(hist.per_second(&hname), duration);
+        let seconds = keep_seconds(hist.per_second(&hname), window, duration);
         let mut metrics = latency_metrics(ep, "latency_ms", "ms", &seconds, 1e6, "requests");
         let requests = num(ep, &["requests"]);
         let rps = requests.filter(|_| duration > 0.0).map(|r| r / duration);

@@ -284,6 +284,7 @@ pub(super) fn load_section(
             ),
         ],
     );
+    super::html_capacity::section(out, load)?;
     let mut rows = Vec::new();
     for (name, key) in [
         ("latency", "latency_ms"),

@@ -3,6 +3,7 @@
 //! HdrHistogram interval log exports. Report code formats results it is given; it
 //! never measures.
 
+pub mod capacity;
 pub mod charts;
 pub mod compare;
 pub mod compare_diagnose;
@@ -14,6 +15,7 @@ pub mod disk;
 pub mod findings;
 pub mod hdrlog;
 pub mod html;
+mod html_capacity;
 mod html_diagnose;
 mod html_overlay;
 mod html_probe;

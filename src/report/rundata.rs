@@ -152,6 +152,27 @@ pub fn load_summary(run: &RunRecord) -> Option<&Value> {
     }
 }
 
+/// A `--find-max` run's capacity step on its joined timeline: the seconds of its
+/// scored window, [from, to). None for other runs.
+pub fn capacity_window(load: &Value) -> Option<(u32, u32)> {
+    let level = load.get("capacity")?.get("level")?.as_f64()?;
+    let step = load.get("steps")?.as_array()?.iter().find(|s| {
+        s.get("level").and_then(Value::as_f64) == Some(level)
+            && s.get("pass").and_then(Value::as_bool) == Some(true)
+    })?;
+    let f = |k: &str| step.get(k).and_then(Value::as_f64);
+    let from = f("t")? + f("settle_s").unwrap_or(0.0);
+    let to = from + f("duration_s")?.floor();
+    Some((from as u32, to as u32))
+}
+
+/// The rows whose second falls in `window` ([from, to)).
+pub fn in_window<T>(rows: Vec<(u32, T)>, (from, to): (u32, u32)) -> Vec<(u32, T)> {
+    rows.into_iter()
+        .filter(|(t, _)| *t >= from && *t < to)
+        .collect()
+}
+
 /// The diagnoses of a diagnose run: its `results` (several URLs, the demo) or itself.
 pub fn diagnoses(run: &RunRecord) -> Vec<&Value> {
     match run.summary.get("results").and_then(Value::as_array) {

@@ -432,6 +432,8 @@ pub fn headline(kind: &str, summary: &serde_json::Value) -> serde_json::Value {
             put("p50_ms", pick(&["latency_ms", "p50"]));
             put("p99_ms", pick(&["latency_ms", "p99"]));
             put("requests", pick(&["requests"]));
+            // A --find-max run: its answer.
+            put("capacity", pick(&["capacity", "level"]));
         }
         "disk" => {
             put("read_iops", pick(&["read", "iops"]));
