@@ -83,13 +83,17 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         if let Some(w) = &watcher {
             w.align(p.started);
         }
+        // The server rows scraped so far, for what watches the run live.
+        let watched = match (&watcher, p.seconds.last()) {
+            (Some(w), Some(last)) => Some(super::watching::with_server(
+                p,
+                &w.seconds_so_far(p.started, last.second.t as usize + 1),
+            )),
+            _ => None,
+        };
+        let p = watched.as_ref().unwrap_or(p);
         if let Some(s) = &mut sink {
-            match (&watcher, p.seconds.last()) {
-                (Some(w), Some(last)) => {
-                    s.progress_watched(p, &w.seconds_so_far(p.started, last.second.t as usize + 1))
-                }
-                _ => s.progress(p),
-            }
+            s.progress(p);
         }
         if let Some(view) = &live {
             view.feed(p);

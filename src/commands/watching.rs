@@ -62,3 +62,16 @@ pub(crate) fn join_ramp(watched: &Watched, ramp: &mut Ramp) {
     let summary = watched.summary(&joined);
     ramp.json["watch"] = serde_json::to_value(summary).unwrap_or(Value::Null);
 }
+
+/// `p` with the `--watch` server rows scraped so far put into its seconds (`rows`
+/// indexed by second), for what watches a run live (the view, `--out`).
+pub(crate) fn with_server(
+    p: &crate::load::Progress,
+    rows: &[Option<crate::watch::ServerSecond>],
+) -> crate::load::Progress {
+    let mut p = p.clone();
+    for s in &mut p.seconds {
+        s.second.server = rows.get(s.second.t as usize).cloned().flatten();
+    }
+    p
+}

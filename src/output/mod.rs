@@ -248,25 +248,6 @@ impl Live {
         );
     }
 
-    /// [`Live::progress`], with the `--watch` server rows scraped so far (indexed
-    /// by second; a second not scraped yet is written without them).
-    pub fn progress_watched(
-        &mut self,
-        p: &crate::load::Progress,
-        server: &[Option<crate::watch::ServerSecond>],
-    ) {
-        let seconds: Vec<(SecondResult, Option<&Histogram<u64>>)> = p
-            .seconds
-            .iter()
-            .map(|s| {
-                let mut second = s.second.clone();
-                second.server = server.get(second.t as usize).cloned().flatten();
-                (second, s.service.as_ref())
-            })
-            .collect();
-        self.feed(p.started, seconds.iter().map(|(s, h)| (s, *h)));
-    }
-
     /// Ends every output (bounded: see [`sender::Sender::finish`]).
     pub fn finish(mut self) -> Vec<OutputReport> {
         // One drain time for all outputs together.

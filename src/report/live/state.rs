@@ -99,6 +99,8 @@ pub struct Point {
     pub p90_ms: f64,
     pub p99_ms: f64,
     pub max_ms: f64,
+    /// `--watch`: the watched server's CPU busy that second, % of all its CPUs.
+    pub server_cpu: Option<f64>,
 }
 
 /// One endpoint's totals so far.
@@ -228,6 +230,7 @@ impl LiveState {
             p90_ms: s.p90_ms,
             p99_ms: s.p99_ms,
             max_ms: s.max_ms,
+            server_cpu: s.server.as_ref().and_then(|v| v.cpu_pct),
         };
         // A ramp step's extra partial second joins its last whole one: counts add up,
         // percentiles take the worse.
@@ -239,6 +242,7 @@ impl LiveState {
                 last.p90_ms = last.p90_ms.max(point.p90_ms);
                 last.p99_ms = last.p99_ms.max(point.p99_ms);
                 last.max_ms = last.max_ms.max(point.max_ms);
+                last.server_cpu = last.server_cpu.or(point.server_cpu);
             }
             _ => self.points.push(point),
         }

@@ -27,6 +27,7 @@ const P99: Color = Color::LightRed;
 const MAX: Color = Color::DarkGray;
 const RPS: Color = Color::Cyan;
 const ERR: Color = Color::Red;
+const SERVER: Color = Color::Magenta;
 
 /// Draws the whole view into `frame`.
 pub fn draw(frame: &mut Frame, st: &LiveState) {
@@ -181,6 +182,9 @@ fn header(frame: &mut Frame, area: Rect, st: &LiveState) {
             format!("{cpu:.0}% of {}%", st.setup.threads * 100),
         ));
     }
+    if let Some(cpu) = st.points.iter().rev().find_map(|p| p.server_cpu) {
+        spans.extend(label("server CPU", format!("{cpu:.0}%")));
+    }
     frame.render_widget(Paragraph::new(Line::from(spans)), numbers);
 }
 
@@ -279,7 +283,12 @@ fn rate_chart(frame: &mut Frame, area: Rect, range: (u32, u32), points: &[Point]
         .filter(|p| p.errors > 0)
         .map(|p| (p.t as f64, p.errors as f64))
         .collect();
-    let sets = vec![
+    // `--watch`: the server's CPU on the same time axis, 0–100 % of the chart's height.
+    let cpu: Vec<(f64, f64)> = points
+        .iter()
+        .filter_map(|p| Some((p.t as f64, p.server_cpu? / 100.0 * top)))
+        .collect();
+    let mut sets = vec![
         Dataset::default()
             .marker(Marker::Braille)
             .graph_type(GraphType::Line)
@@ -291,11 +300,25 @@ fn rate_chart(frame: &mut Frame, area: Rect, range: (u32, u32), points: &[Point]
             .style(Style::new().fg(ERR))
             .data(&errs),
     ];
-    let title = Line::from(vec![
+    let mut title = vec![
         Span::raw(" "),
         Span::styled("━ req/s ", Style::new().fg(RPS)),
         Span::styled("▮ errors/s ", Style::new().fg(ERR)),
-    ]);
+    ];
+    if !cpu.is_empty() {
+        sets.push(
+            Dataset::default()
+                .marker(Marker::Braille)
+                .graph_type(GraphType::Line)
+                .style(Style::new().fg(SERVER))
+                .data(&cpu),
+        );
+        title.push(Span::styled(
+            "━ server CPU (0–100 % of the height) ",
+            Style::new().fg(SERVER),
+        ));
+    }
+    let title = Line::from(title);
     let chart = Chart::new(sets)
         .block(Block::bordered().title(title))
         .x_axis(x_axis(range, true))
@@ -489,6 +512,29 @@ mod tests {
             out.push('\n');
         }
         out
+    }
+
+    /// With `--watch`, the server's CPU is drawn on the req/s chart's time axis and
+    /// its last value is in the header.
+    #[test]
+    fn renders_the_watched_servers_cpu() {
+        let mut st = fixed();
+        let plain = render(&st, 100, 32);
+        assert!(!plain.contains("server CPU"), "{plain}");
+        for (i, p) in st.points.iter_mut().enumerate() {
+            p.server_cpu = Some(50.0 + i as f64);
+        }
+        // Wide enough for the header's last item.
+        let s = render(&st, 140, 32);
+        assert!(s.contains("━ server CPU"), "{s}");
+        let last = 50 + st.points.len() - 1;
+        assert!(
+            s.lines()
+                .nth(2)
+                .unwrap()
+                .contains(&format!("server CPU {last}%")),
+            "{s}"
+        );
     }
 
     /// The fixed state at 100×32: the header's numbers, both charts with their axes,
