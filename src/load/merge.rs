@@ -229,14 +229,12 @@ pub fn merge(parts: Vec<LoadResult>) -> LoadResult {
         .unwrap_or_default();
     let mut it = parts.into_iter();
     let mut m = it.next().expect("at least one run");
-    let shift = |rows: &mut Vec<SecondResult>, by: u32| {
-        for r in rows.iter_mut() {
-            r.t += by;
-        }
-    };
     let mut timeline: BTreeMap<u32, (SecondResult, Histogram<u64>)> = BTreeMap::new();
-    let mut add_rows = |rows: Vec<SecondResult>| {
-        for r in rows {
+    // Every part's seconds, shifted to where they fall on the first start's clock.
+    let mut add_rows = |p: &mut LoadResult| {
+        let by = offset(p).as_secs_f64().round() as u32;
+        for mut r in std::mem::take(&mut p.timeline) {
+            r.t += by;
             let h = store_v2::decode(&r.v2).unwrap_or_else(|_| new_histogram());
             match timeline.get_mut(&r.t) {
                 None => {
@@ -249,13 +247,9 @@ pub fn merge(parts: Vec<LoadResult>) -> LoadResult {
             }
         }
     };
-    let mut first_rows = std::mem::take(&mut m.timeline);
-    shift(&mut first_rows, offset(&m).as_secs_f64().round() as u32);
-    add_rows(first_rows);
+    add_rows(&mut m);
     for mut p in it {
-        let mut rows = std::mem::take(&mut p.timeline);
-        shift(&mut rows, offset(&p).as_secs_f64().round() as u32);
-        add_rows(rows);
+        add_rows(&mut p);
         m.requests += p.requests;
         m.ok += p.ok;
         m.dropped += p.dropped;
@@ -270,10 +264,7 @@ pub fn merge(parts: Vec<LoadResult>) -> LoadResult {
         m.syn_retrans += p.syn_retrans;
         m.syn_retried_conns += p.syn_retried_conns;
         m.early_retrans += p.early_retrans;
-        m.data_retrans = match (m.data_retrans, p.data_retrans) {
-            (Some(a), Some(b)) => Some(a + b),
-            (a, b) => a.or(b),
-        };
+        m.data_retrans = either(m.data_retrans, p.data_retrans, |a, b| a + b);
         for (k, n) in p.errors {
             *m.errors.entry(k).or_insert(0) += n;
         }
@@ -297,10 +288,7 @@ pub fn merge(parts: Vec<LoadResult>) -> LoadResult {
             }
         }
         m.client_cpu_pct = m.client_cpu_pct.max(p.client_cpu_pct);
-        m.client_wait_pct = match (m.client_wait_pct, p.client_wait_pct) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            (a, b) => a.or(b),
-        };
+        m.client_wait_pct = either(m.client_wait_pct, p.client_wait_pct, f64::max);
         m.aborted |= p.aborted;
     }
     m.started = started;
@@ -326,6 +314,14 @@ pub fn merge(parts: Vec<LoadResult>) -> LoadResult {
     m
 }
 
+/// Two optional measurements combined by `f`; one alone is kept as it is.
+fn either<T>(a: Option<T>, b: Option<T>, f: impl Fn(T, T) -> T) -> Option<T> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(f(x, y)),
+        (x, y) => x.or(y),
+    }
+}
+
 /// Adds second `b` into `a` (the histograms apart).
 fn add_second(a: &mut SecondResult, b: &SecondResult) {
     a.requests += b.requests;
@@ -338,14 +334,8 @@ fn add_second(a: &mut SecondResult, b: &SecondResult) {
     a.dropped += b.dropped;
     a.active += b.active;
     a.cache_hits += b.cache_hits;
-    a.retrans = match (a.retrans, b.retrans) {
-        (Some(x), Some(y)) => Some(x + y),
-        (x, y) => x.or(y),
-    };
-    a.cpu_pct = match (a.cpu_pct, b.cpu_pct) {
-        (Some(x), Some(y)) => Some(x.max(y)),
-        (x, y) => x.or(y),
-    };
+    a.retrans = either(a.retrans, b.retrans, |x, y| x + y);
+    a.cpu_pct = either(a.cpu_pct, b.cpu_pct, f64::max);
     a.started += b.started;
     a.started_max_ms = a.started_max_ms.max(b.started_max_ms);
     a.syn_retrans += b.syn_retrans;
