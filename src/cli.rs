@@ -318,6 +318,10 @@ pub struct ShardArgs {
     /// shards given the same time start together.
     #[arg(long, value_name = "TIME")]
     pub start_at: Option<String>,
+    /// Also write the run as an export file (as `latscope export` does), saved or not:
+    /// what `latscope merge` and `latscope import` read on another host.
+    #[arg(long, value_name = "FILE")]
+    pub export: Option<PathBuf>,
 }
 
 /// `latscope load`.

@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
-use crate::util::{json_of, latscope, output_within, run};
+use crate::util::{json_of, latscope, output_within, run, wait_output};
 
 /// Starts `latscope load URL ARGS… --json --no-save` in the background.
 fn shard(url: &str, args: &[&str]) -> Child {
@@ -24,21 +24,9 @@ fn shard(url: &str, args: &[&str]) -> Child {
         .expect("latscope starts")
 }
 
-/// Waits for a shard (bounded) and parses its JSON.
-fn finish(child: Child) -> Value {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let pid = child.id();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    let out = match rx.recv_timeout(Duration::from_secs(60)) {
-        Ok(out) => out.unwrap(),
-        Err(_) => {
-            // SAFETY: kill(2) on a child this test started.
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-            panic!("a shard did not finish within 60 s");
-        }
-    };
+/// Waits for a shard (bounded), asserts it exits 0 and parses its JSON.
+pub fn finish(child: Child) -> Value {
+    let out = wait_output(child, Duration::from_secs(60), "a shard");
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -138,8 +126,9 @@ fn open_model_shards_interleave_into_one_schedule() {
 }
 
 /// `--shards N` takes the shard from JOB_COMPLETION_INDEX (0-based, as a Kubernetes
-/// Indexed Job sets it); without it, or with fewer connections or requests than
-/// shards, the run is refused (exit 2) saying why.
+/// Indexed Job sets it); without it, with fewer connections or requests than
+/// shards, or with a capacity search (whose steps depend on its own measurements), the
+/// run is refused (exit 2) saying why.
 #[test]
 fn shards_from_the_job_index_and_refusals() {
     let lab = crate::util_lab::healthy();
@@ -183,6 +172,14 @@ fn shards_from_the_job_index_and_refusals() {
         (vec!["-n", "2", "--shard", "4/3"], "expected I/N"),
         (vec!["-n", "2", "--start-at", "+3d"], "more than a day away"),
         (vec!["-n", "2", "--start-at", "soon"], "RFC 3339"),
+        (
+            vec!["--find-max", "p99<1s", "--shard", "1/2"],
+            "--shard does not go with --find-max",
+        ),
+        (
+            vec!["--find-max", "p99<1s", "--start-at", "+5s"],
+            "--start-at does not go with --find-max",
+        ),
     ] {
         let mut all = vec!["load", url.as_str(), "--no-save"];
         all.extend(args.iter());
@@ -335,4 +332,90 @@ fn merge_adds_the_shards_exactly() {
         .success());
     refused(&["merge", "s1", "other"], "not a shard of the same plan");
     refused(&["merge", "s1", "s1"], "already given");
+}
+
+/// A merged run keeps what only one shard's run holds whole: the TLS handshakes
+/// (added like the latency) and the `--watch` rows — every shard watched the same
+/// server, so each merged second keeps one scrape (not the shards' sum), and the
+/// run's `watch` summary counts the merged seconds.
+#[test]
+fn merged_runs_keep_tls_handshakes_and_the_watched_server() {
+    use latscope::lab::{self, LabOptions};
+    if !crate::util_netns::can_run("merged_runs_keep_tls_handshakes_and_the_watched_server") {
+        return;
+    }
+    let lab = lab::spawn(LabOptions {
+        tls: Some(lab::LabTls::self_signed(&[]).unwrap()),
+        ..Default::default()
+    })
+    .unwrap();
+    let dir = crate::util::scratch().join("shards-watch");
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, lab.cert_pem().unwrap()).unwrap();
+    let (_ne, metrics) =
+        crate::util_netns::node_exporter(None, "127.0.0.1", crate::util_netns::free_port());
+    let url = lab.url("/delay/5ms");
+    let files: Vec<String> = (1..=2)
+        .map(|i| dir.join(format!("w{i}.json")).to_str().unwrap().to_string())
+        .collect();
+    // Started together, so merged second t is each shard's second t.
+    let at = humantime::format_rfc3339_millis(SystemTime::now() + Duration::from_millis(1500))
+        .to_string();
+    let children: Vec<Child> = (1..=2)
+        .map(|i| {
+            let s = format!("{i}/2");
+            shard(
+                &url,
+                &[
+                    "--rate",
+                    "40",
+                    "-d",
+                    "3s",
+                    "--no-keepalive",
+                    "--shard",
+                    &s,
+                    "--start-at",
+                    &at,
+                    "--cacert",
+                    ca.to_str().unwrap(),
+                    "--watch",
+                    &metrics,
+                    "--export",
+                    &files[i - 1],
+                ],
+            )
+        })
+        .collect();
+    let docs: Vec<Value> = children.into_iter().map(finish).collect();
+    let handshakes: u64 = docs
+        .iter()
+        .map(|d| d["connections_opened"].as_u64().unwrap())
+        .sum();
+    assert!(handshakes >= 100, "{handshakes} handshakes");
+    let out = run(&["merge", &files[0], &files[1], "--json", "--no-save"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let m = json_of(&out);
+    let tls = &m["tls_ms"];
+    assert!(tls["p50"].as_f64().unwrap() > 0.0, "{m}");
+    let rows = m["timeline"].as_array().unwrap();
+    let watched: Vec<&Value> = rows.iter().filter(|r| r["server"].is_object()).collect();
+    assert!(watched.len() >= 2, "{rows:?}");
+    assert_eq!(
+        m["watch"]["seconds"].as_u64(),
+        Some(watched.len() as u64),
+        "{m}"
+    );
+    // One scrape per second, as each shard saw it: a CPU share, not two added.
+    for r in &watched {
+        let t = r["t"].as_u64().unwrap() as usize;
+        let first = &docs[0]["timeline"][t]["server"];
+        if first.is_object() {
+            assert_eq!(r["server"], *first, "second {t}");
+        }
+    }
 }

@@ -33,6 +33,7 @@ mod prometheus;
 mod report;
 mod report_verdict;
 mod shards;
+mod shards_wire;
 mod store;
 mod util;
 mod util_caches;

@@ -50,15 +50,27 @@ pub fn output_within(
     mut cmd: Command,
     limit: std::time::Duration,
 ) -> (Output, std::time::Duration) {
-    use std::io::Read;
     use std::process::Stdio;
     let start = std::time::Instant::now();
-    let mut child = cmd
+    let child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("the command starts");
+    let out = wait_output(child, limit, &format!("{cmd:?}"));
+    (out, start.elapsed())
+}
+
+/// Waits for a child started with piped stdout and stderr, collecting both, killing
+/// it after `limit` (the test then fails naming `what`, never hangs).
+pub fn wait_output(
+    mut child: std::process::Child,
+    limit: std::time::Duration,
+    what: &str,
+) -> Output {
+    use std::io::Read;
+    let start = std::time::Instant::now();
     let drain = |mut r: Box<dyn Read + Send>| {
         std::thread::spawn(move || {
             let mut buf = Vec::new();
@@ -77,19 +89,17 @@ pub fn output_within(
             let _ = child.wait();
             let err = stderr.join().unwrap_or_default();
             panic!(
-                "{cmd:?} did not finish within {limit:?}; stderr: {}",
+                "{what} did not finish within {limit:?}; stderr: {}",
                 String::from_utf8_lossy(&err)
             );
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     };
-    let took = start.elapsed();
-    let out = Output {
+    Output {
         status,
         stdout: stdout.join().unwrap_or_default(),
         stderr: stderr.join().unwrap_or_default(),
-    };
-    (out, took)
+    }
 }
 
 /// Makes `cmd` run as nobody (uid and gid 65534, no supplementary groups): how a

@@ -73,11 +73,18 @@ fn plans(args: &LoadArgs) -> anyhow::Result<(LoadPlan, SearchPlan)> {
         (args.duration.is_some(), "-d/--duration"),
         (!args.thresholds.is_empty(), "--threshold"),
         (args.raw.is_some(), "--raw"),
+        (args.shard.shard.is_some(), "--shard"),
+        (args.shard.shards.is_some(), "--shards"),
+        (args.shard.start_at.is_some(), "--start-at"),
+        (args.shard.export.is_some(), "--export"),
     ];
     if let Some((_, flag)) = conflicts.iter().find(|(given, _)| *given) {
         let why = match *flag {
             "--threshold" => "give the objectives as --find-max",
             "--raw" => "a search runs many steps; --raw takes one run",
+            "--shard" | "--shards" | "--start-at" | "--export" => {
+                "a search decides each step from its own measurements; shards cannot share them"
+            }
             _ => "the search sets the load and the length of each step (--step)",
         };
         return Err(usage!("{flag} does not go with --find-max: {why}"));

@@ -192,6 +192,12 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
             super::output::say(&format!("\n  saved as run {id}\n"))?;
         }
     }
+    if let Some(path) = &args.shard.export {
+        if let Err(e) = super::runs::write_export(path, record) {
+            eprintln!("latscope: error: {e:#}");
+            return Ok(exit::RUN_FAILED);
+        }
+    }
     Ok(saved.exit_code(verdict(&result)))
 }
 

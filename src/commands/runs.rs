@@ -8,7 +8,7 @@ use anyhow::Context;
 use crate::cli::{ExportArgs, ImportArgs, RunsArgs, ShowArgs};
 use crate::error::{exit, UsageError};
 use crate::report::table::{Align, Table};
-use crate::store::{self, ExportFile, ListFilter, Store, StoreError};
+use crate::store::{self, ExportFile, ListFilter, RunRecord, Store, StoreError};
 
 use super::saving::db_path;
 
@@ -154,6 +154,13 @@ pub fn export(args: ExportArgs) -> anyhow::Result<u8> {
         }
     }
     Ok(exit::OK)
+}
+
+/// Writes `run` (secrets redacted) as an export file.
+pub(crate) fn write_export(path: &std::path::Path, mut run: RunRecord) -> anyhow::Result<()> {
+    store::redact_record(&mut run, &[]);
+    let text = serde_json::to_string_pretty(&ExportFile::new(run))?;
+    std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))
 }
 
 /// Reads and checks an export file (size-capped; every histogram decoded).

@@ -18,8 +18,8 @@ use crate::store::{v2 as store_v2, RunRecord};
 /// The config fields shards of one run may differ in (their shares and placement).
 const SHARD_FIELDS: [&str; 4] = ["connections", "count", "threads", "shard"];
 
-/// Reads a stored load run back into a result (the TLS handshake histogram is not
-/// stored: it stays empty).
+/// Reads a stored load run back into a result (runs stored before the TLS handshake
+/// histogram was kept have an empty one).
 pub fn from_record(run: &RunRecord) -> Result<LoadResult, String> {
     let s = &run.summary;
     if run.kind != "load" {
@@ -106,6 +106,7 @@ pub fn from_record(run: &RunRecord) -> Result<LoadResult, String> {
             syn_retrans: u(&row["client_syn_retrans"]),
             early_retrans: u(&row["client_early_retrans"]),
             host_syn_retrans: row["syn_retrans"].as_u64(),
+            server: serde_json::from_value(row["server"].clone()).ok(),
             ep_v2,
             ..Default::default()
         });
@@ -144,7 +145,7 @@ pub fn from_record(run: &RunRecord) -> Result<LoadResult, String> {
         latency: hist("latency", None)?,
         service: (model == "open").then_some(service),
         connect: hist("connect", None)?,
-        tls: new_histogram(),
+        tls: hist("tls", None)?,
         endpoints,
         timeline,
         thresholds: Vec::new(),
@@ -152,8 +153,7 @@ pub fn from_record(run: &RunRecord) -> Result<LoadResult, String> {
         client_wait_pct: s["client_cpu_wait_pct"].as_f64(),
         aborted: s["aborted"].as_bool().unwrap_or(false),
         raw_error: None,
-        // Shards that watched one server each saw all of it: not added (yet).
-        watch: None,
+        watch: serde_json::from_value(s["watch"].clone()).ok(),
     })
 }
 
@@ -276,6 +276,7 @@ pub fn merge(parts: Vec<LoadResult>) -> LoadResult {
             let _ = a.add(b);
         }
         let _ = m.connect.add(&p.connect);
+        let _ = m.tls.add(&p.tls);
         for e in p.endpoints {
             match m.endpoints.iter_mut().find(|o| o.name == e.name) {
                 Some(o) => {
@@ -290,6 +291,7 @@ pub fn merge(parts: Vec<LoadResult>) -> LoadResult {
         m.client_cpu_pct = m.client_cpu_pct.max(p.client_cpu_pct);
         m.client_wait_pct = either(m.client_wait_pct, p.client_wait_pct, f64::max);
         m.aborted |= p.aborted;
+        m.watch = m.watch.or(p.watch);
     }
     m.started = started;
     m.elapsed = elapsed;
@@ -300,6 +302,7 @@ pub fn merge(parts: Vec<LoadResult>) -> LoadResult {
     m.timeline = (0..last)
         .map(|t| match timeline.remove(&t) {
             Some((mut r, h)) => {
+                // (add_second kept the first shard's server row.)
                 let p = super::result::ms(&h);
                 (r.p50_ms, r.p90_ms, r.p99_ms, r.max_ms) = (p.p50, p.p90, p.p99, p.max);
                 r.v2 = if h.is_empty() { Vec::new() } else { v2(&h) };
@@ -311,6 +314,11 @@ pub fn merge(parts: Vec<LoadResult>) -> LoadResult {
             },
         })
         .collect();
+    if let Some(w) = &mut m.watch {
+        // The shards' rows are one server's: the merged seconds are counted again.
+        w.seconds = m.timeline.iter().filter(|r| r.server.is_some()).count() as u64;
+        w.gaps = m.timeline.len() as u64 - w.seconds;
+    }
     m
 }
 
@@ -340,6 +348,10 @@ fn add_second(a: &mut SecondResult, b: &SecondResult) {
     a.started_max_ms = a.started_max_ms.max(b.started_max_ms);
     a.syn_retrans += b.syn_retrans;
     a.early_retrans += b.early_retrans;
+    // Every shard that watched the server saw all of it: one scrape stands, not a sum.
+    if a.server.is_none() {
+        a.server = b.server.clone();
+    }
     if a.ep_v2.len() == b.ep_v2.len() {
         for (x, y) in a.ep_v2.iter_mut().zip(&b.ep_v2) {
             let mut h = store_v2::decode(x).unwrap_or_else(|_| new_histogram());

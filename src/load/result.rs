@@ -490,6 +490,9 @@ impl LoadResult {
             out.push(one("service_time".into(), s));
         }
         out.push(one("connect".into(), &self.connect));
+        if !self.tls.is_empty() {
+            out.push(one("tls".into(), &self.tls));
+        }
         for s in &self.timeline {
             if !s.v2.is_empty() {
                 out.push(StoredHistogram {

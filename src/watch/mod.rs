@@ -234,7 +234,7 @@ pub struct ServerSecond {
 }
 
 /// One target in the run's `watch` summary.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TargetSummary {
     pub url: String,
     /// Scrapes tried, and how many failed or timed out (gaps).
@@ -244,7 +244,7 @@ pub struct TargetSummary {
 }
 
 /// The run's `watch` object: what was scraped and how well.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WatchSummary {
     pub targets: Vec<TargetSummary>,
     /// The `--watch-metric` selectors, as `server.metrics` keys them.

@@ -52,6 +52,8 @@ pub(crate) fn server_side(
                 .map_err(|e| WireError::from_io("create the server-side TUN device", e))?;
             tun::configure(&name, local, peer)
                 .map_err(|e| WireError::setup(&format!("configure {name}"), e))?;
+            tun::default_route(&name)
+                .map_err(|e| WireError::setup(&format!("route through {name}"), e))?;
             let file = File::open("/proc/thread-self/ns/net")
                 .map_err(|e| WireError::setup("open the namespace handle", e))?;
             let inode = file

@@ -175,6 +175,64 @@ pub(crate) fn configure(name: &str, local: Ipv4Addr, peer: Ipv4Addr) -> io::Resu
     set_up(name)
 }
 
+/// `struct rtentry` (linux/route.h) for SIOCADDRT; libc has it for musl only.
+#[repr(C)]
+struct RtEntry {
+    pad1: libc::c_ulong,
+    dst: libc::sockaddr,
+    gateway: libc::sockaddr,
+    genmask: libc::sockaddr,
+    flags: libc::c_ushort,
+    pad2: libc::c_short,
+    pad3: libc::c_ulong,
+    tos: libc::c_uchar,
+    class: libc::c_uchar,
+    pad4: [libc::c_short; 3],
+    metric: libc::c_short,
+    dev: *mut libc::c_char,
+    mtu: libc::c_ulong,
+    window: libc::c_ulong,
+    irtt: libc::c_ushort,
+}
+
+/// Routes everything not local out of point-to-point interface `name` (a default
+/// route on the device, no gateway), in the calling thread's namespace: replies to
+/// any address go back over the wire, so hosts routed through the host side (other
+/// namespaces, other machines) reach the server too, not only 198.18.N.1.
+pub(crate) fn default_route(name: &str) -> io::Result<()> {
+    let sock = control_socket()?;
+    let dev = std::ffi::CString::new(name).map_err(io::Error::other)?;
+    let any = || {
+        // SAFETY: sockaddr is plain data; all zeroes is 0.0.0.0.
+        let mut sa: libc::sockaddr = unsafe { std::mem::zeroed() };
+        sa.sa_family = libc::AF_INET as libc::sa_family_t;
+        sa
+    };
+    // SAFETY: rtentry is plain data (the null device pointer is replaced below).
+    let mut rt: RtEntry = unsafe { std::mem::zeroed() };
+    rt.dst = any();
+    rt.genmask = any();
+    rt.gateway = any();
+    rt.flags = libc::RTF_UP;
+    rt.dev = dev.as_ptr() as *mut libc::c_char;
+    // SAFETY: rt is a valid rtentry whose dev points into `dev`, alive for the call.
+    let rc = unsafe {
+        libc::ioctl(
+            sock.as_raw_fd(),
+            libc::SIOCADDRT as _,
+            &mut rt as *mut RtEntry,
+        )
+    };
+    if rc < 0 {
+        let e = io::Error::last_os_error();
+        return Err(io::Error::new(
+            e.kind(),
+            format!("add the default route: {e}"),
+        ));
+    }
+    Ok(())
+}
+
 /// Every IPv4 address on an interface of the calling thread's namespace (local and
 /// point-to-point peer), to find a free address pair.
 pub(crate) fn addresses_in_use() -> io::Result<Vec<Ipv4Addr>> {
