@@ -419,3 +419,80 @@ fn merged_runs_keep_tls_handshakes_and_the_watched_server() {
         }
     }
 }
+
+/// `client-bound` is judged per shard (issue 19.2): two shards, each one thread doing a
+/// full TLS handshake per request on a route that answers at once (the load of
+/// `findings::client_bound_fires_when_latscope_cannot_keep_up`), are each bound by
+/// their own CPU; the merge says so, naming the busiest shard, instead of spreading
+/// one shard's CPU over both shards' threads.
+#[test]
+fn merge_judges_client_bound_per_shard() {
+    use latscope::lab::{self, LabOptions, LabTls};
+    let _heavy = crate::util_wire::lock();
+    let tls = LabTls::self_signed(&[]).unwrap();
+    let lab = lab::spawn(LabOptions {
+        tls: Some(tls.without_resumption()),
+        ..Default::default()
+    })
+    .unwrap();
+    let dir = crate::util::scratch().join("shards-bound");
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, tls.cert_pem()).unwrap();
+    let files: Vec<String> = (1..=2)
+        .map(|i| dir.join(format!("b{i}.json")).to_str().unwrap().to_string())
+        .collect();
+    let url = lab.url("/status/204");
+    let docs: Vec<Value> = (1..=2)
+        .map(|i| {
+            let s = format!("{i}/2");
+            let child = shard(
+                &url,
+                &[
+                    "-c",
+                    "16",
+                    "-d",
+                    "2s",
+                    "--threads",
+                    "1",
+                    "--no-keepalive",
+                    "--shard",
+                    &s,
+                    "--cacert",
+                    ca.to_str().unwrap(),
+                    "--export",
+                    &files[i - 1],
+                ],
+            );
+            finish(child)
+        })
+        .collect();
+    for d in &docs {
+        let ids: Vec<&str> = d["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|f| f["id"].as_str())
+            .collect();
+        assert!(ids.contains(&"client-bound"), "a shard alone: {ids:?}");
+    }
+    let out = run(&["merge", &files[0], &files[1], "--json", "--no-save"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let m = json_of(&out);
+    let f = m["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "client-bound")
+        .unwrap_or_else(|| panic!("merged: {}", m["findings"]));
+    assert_eq!(f["evidence"]["threads"], 1, "{f}");
+    assert!(
+        f["evidence"]["shard"].as_str().unwrap().ends_with("/2"),
+        "{f}"
+    );
+    assert!(f["title"].as_str().unwrap().starts_with("shard "), "{f}");
+}

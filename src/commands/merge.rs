@@ -52,6 +52,13 @@ pub fn run(args: MergeArgs) -> anyhow::Result<u8> {
         .map(merge::from_record)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|m| usage!("{m}"))?;
+    // client-bound is judged per shard: a busy shard's CPU would vanish in a sum or
+    // a max over all the shards' threads. The merged facts carry the busiest shard's.
+    let busiest = parts
+        .iter()
+        .zip(&runs)
+        .map(|(p, r)| (diagnose::from_load::load_facts(p), &r.config["shard"]))
+        .max_by(|(a, _), (b, _)| busy(a).total_cmp(&busy(b)));
     let mut merged = merge::merge(parts);
     let plan = merge::shared_plan(&runs[0].config);
     for expr in plan["thresholds"].as_array().into_iter().flatten() {
@@ -60,11 +67,27 @@ pub fn run(args: MergeArgs) -> anyhow::Result<u8> {
             merged.thresholds.extend(verdicts);
         }
     }
+    let mut load = diagnose::from_load::load_facts(&merged);
+    let mut busiest_shard = None;
+    if let Some((b, shard)) = busiest {
+        (load.client_cpu_pct, load.client_wait_pct, load.threads) =
+            (b.client_cpu_pct, b.client_wait_pct, b.threads);
+        busiest_shard = shard["index"]
+            .as_u64()
+            .zip(shard["count"].as_u64())
+            .map(|(i, n)| format!("{i}/{n}"));
+    }
     let facts = Facts {
-        load: Some(diagnose::from_load::load_facts(&merged)),
+        load: Some(load),
         ..Default::default()
     };
-    let findings = diagnose::run_rules(&facts);
+    let mut findings = diagnose::run_rules(&facts);
+    for f in findings.iter_mut().filter(|f| f.id == "client-bound") {
+        if let Some(shard) = &busiest_shard {
+            f.title = format!("shard {shard}: {}", f.title);
+            f.evidence.insert("shard".into(), json!(shard));
+        }
+    }
     let mut hosts: Vec<&str> = runs.iter().map(|r| r.env.hostname.as_str()).collect();
     hosts.sort_unstable();
     hosts.dedup();
@@ -127,4 +150,11 @@ pub fn run(args: MergeArgs) -> anyhow::Result<u8> {
     } else {
         exit::THRESHOLD
     }))
+}
+
+/// How busy a run's threads were (on a CPU or waiting for one), percent each.
+fn busy(l: &diagnose::LoadFacts) -> f64 {
+    l.client_cpu_pct.map_or(0.0, |cpu| {
+        diagnose::facts::busy_per_thread(cpu, l.client_wait_pct, l.threads)
+    })
 }
