@@ -92,6 +92,7 @@ fn slow_seconds(doc: &Value, ms: f64) -> Vec<u64> {
 
 /// Issue 19, "how it is checked": N = 3 shards as separate processes, each in its
 /// own namespace (its own host address) on the lab's wire.
+/// - `-n 31` splits 11/10/10 (every request made once);
 /// - `--rate 600` split three ways achieves 600/s together within 1 %, the union of
 ///   the arrivals evenly spaced (median gap ≈ 1/600 s, not three bursts);
 /// - the merged p50/p99 on `/delay/200ms` equal those of one process running the same
@@ -281,6 +282,33 @@ fn shards_on_three_hosts_merge_into_one_run() {
     );
     // ...and the merge puts all three at the first shard's seconds: one episode.
     assert_eq!(slow_seconds(&merged, STALLED_MS), own[0], "{merged}");
+
+    // 4. A count split over the hosts: exact.
+    let children: Vec<Child> = (0..3)
+        .map(|i| {
+            let shard = format!("{}/3", i + 1);
+            latscope_in(
+                &hosts.shards[i],
+                &[
+                    "load",
+                    &url,
+                    "-n",
+                    "31",
+                    "-c",
+                    "3",
+                    "--shard",
+                    &shard,
+                    "--json",
+                    "--no-save",
+                ],
+            )
+        })
+        .collect();
+    let counts: Vec<u64> = children
+        .into_iter()
+        .map(|c| finish(c)["ok"].as_u64().unwrap())
+        .collect();
+    assert_eq!(counts, [11, 10, 10], "-n 31 over three hosts");
     eprintln!(
         "shards on the wire: {rate_summary}; p50/p99 merged {}/{} ms, one process {}/{} ms; stall at own seconds {own:?}, merged {:?}",
         merged_rate["latency_ms"]["p50"], merged_rate["latency_ms"]["p99"],
