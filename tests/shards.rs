@@ -293,11 +293,18 @@ fn merge_adds_the_shards_exactly() {
     assert!(with_db(&other, &["import", file.to_str().unwrap()])
         .status
         .success());
-    assert!(with_db(&db, &["compare", "s1", "m"]).status.success());
+    let compared = with_db(&db, &["compare", "s1", "m"]);
+    let text = String::from_utf8_lossy(&compared.stdout);
+    assert!(text.contains("merged: 3 of 3 shards from 1 host"), "{text}");
     let html = dir.join("m.html");
     assert!(with_db(&db, &["report", "m", "-o", html.to_str().unwrap()])
         .status
         .success());
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("merged from 3 of 3 shards from 1 host"),
+        "the report says where the run came from"
+    );
     // Export files merge like stored runs.
     let files: Vec<String> = (1..=3)
         .map(|i| {

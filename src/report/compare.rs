@@ -38,6 +38,9 @@ pub struct RunRef {
     pub started_at_ms: i64,
     pub duration_s: f64,
     pub hostname: String,
+    /// A merged run: how many shards from which hosts (`latscope merge`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merged: Option<String>,
 }
 
 /// The significance test of one run against the first, for one metric.
@@ -227,6 +230,7 @@ pub fn compare(runs: &[RunRecord]) -> Result<Comparison, RunDataError> {
                 started_at_ms: r.started_at_ms,
                 duration_s: r.duration_s,
                 hostname: r.env.hostname.clone(),
+                merged: super::rundata::merged_from(r),
             })
             .collect(),
         test: format!(

@@ -188,7 +188,10 @@ pub fn render(c: &Comparison) -> String {
             r.kind.clone(),
             r.target.clone(),
             when(r.started_at_ms),
-            r.hostname.clone(),
+            match &r.merged {
+                Some(m) => format!("merged: {m}"),
+                None => r.hostname.clone(),
+            },
         ]);
     }
     out.push_str(&t.render(2));

@@ -181,10 +181,14 @@ fn host(r: &RunRecord) -> String {
     if !r.env.kernel.is_empty() {
         extra.push(r.env.kernel.clone());
     }
-    if extra.is_empty() {
+    let host = if extra.is_empty() {
         r.env.hostname.clone()
     } else {
         format!("{} ({})", r.env.hostname, extra.join(", "))
+    };
+    match super::rundata::merged_from(r) {
+        Some(m) => format!("{host}; merged from {m}"),
+        None => host,
     }
 }
 
