@@ -243,6 +243,29 @@ pub fn run_name(run: &RunRecord) -> String {
     run.label.clone().unwrap_or_else(|| run.id.clone())
 }
 
+/// Where a merged run came from ("3 of 3 shards from 2 hosts: a, b"), from its
+/// config's `merged` object; None for a run that was not merged.
+pub fn merged_from(run: &RunRecord) -> Option<String> {
+    let m = run.config.get("merged")?;
+    let shards = m["shards"].as_u64()?;
+    let of = m["of"]
+        .as_u64()
+        .map(|n| format!(" of {n}"))
+        .unwrap_or_default();
+    let hosts: Vec<&str> = m["hosts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|h| h.as_str())
+        .collect();
+    let s = if hosts.len() == 1 { "" } else { "s" };
+    Some(format!(
+        "{shards}{of} shards from {} host{s}: {}",
+        hosts.len(),
+        hosts.join(", ")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -283,27 +306,4 @@ mod tests {
         assert_eq!(probe_samples(&r, "fresh", "ttfb"), vec![3.0, 4.0]);
         assert_eq!(probe_samples(&r, "reused", "ttfb"), vec![1.0]);
     }
-}
-
-/// Where a merged run came from ("3 of 3 shards from 2 hosts: a, b"), from its
-/// config's `merged` object; None for a run that was not merged.
-pub fn merged_from(run: &RunRecord) -> Option<String> {
-    let m = run.config.get("merged")?;
-    let shards = m["shards"].as_u64()?;
-    let of = m["of"]
-        .as_u64()
-        .map(|n| format!(" of {n}"))
-        .unwrap_or_default();
-    let hosts: Vec<&str> = m["hosts"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|h| h.as_str())
-        .collect();
-    let s = if hosts.len() == 1 { "" } else { "s" };
-    Some(format!(
-        "{shards}{of} shards from {} host{s}: {}",
-        hosts.len(),
-        hosts.join(", ")
-    ))
 }
