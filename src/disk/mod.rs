@@ -78,8 +78,51 @@ pub trait Observer {
     fn laying_out(&mut self, _done: u64, _total: u64) {}
     /// The file is ready and the measurement starts now.
     fn started(&mut self, _setup: &Setup) {}
-    /// One second of the measurement closed.
-    fn second(&mut self, _s: &SecondStats) {}
+    /// One second of the measurement closed: its numbers, and its histograms (for
+    /// a view that adds them up while the run goes).
+    fn second(&mut self, _s: &SecondStats, _hists: &SecondHists) {}
+}
+
+/// latscope's CPU (the whole process: the engine's threads, the collector, a live
+/// view) between two closed seconds.
+struct CpuClock {
+    wall: Instant,
+    cpu_ns: Option<u64>,
+}
+
+impl CpuClock {
+    fn start() -> CpuClock {
+        CpuClock {
+            wall: Instant::now(),
+            cpu_ns: process_cpu_ns(),
+        }
+    }
+
+    /// CPU used since the last lap, percent of one core (None: the clock is not
+    /// readable).
+    fn lap(&mut self) -> Option<f64> {
+        let (wall, cpu) = (Instant::now(), process_cpu_ns());
+        let pct = match (self.cpu_ns, cpu) {
+            (Some(a), Some(b)) => {
+                let secs = wall.saturating_duration_since(self.wall).as_secs_f64();
+                (secs > 0.0).then(|| b.saturating_sub(a) as f64 / 1e9 / secs * 100.0)
+            }
+            _ => None,
+        };
+        (self.wall, self.cpu_ns) = (wall, cpu);
+        pct
+    }
+}
+
+/// CPU time the process has used, ns.
+fn process_cpu_ns() -> Option<u64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid, writable timespec.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    (rc == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
 /// An observer that ignores everything.
@@ -209,9 +252,11 @@ pub fn run(
             }
         };
         drop(tx);
+        let mut cpu = CpuClock::start();
         recorder::collect(rx, workers, &mut |sec| {
-            let stats = SecondStats::from_hists(sec, opts.bs, 1.0);
-            obs.second(&stats);
+            let mut stats = SecondStats::from_hists(sec, opts.bs, 1.0);
+            stats.cpu_pct = cpu.lap();
+            obs.second(&stats, sec);
             timeline.push(stats);
             per_second.extend(result::stored(&sec.hists, Some(sec.t)));
         })
