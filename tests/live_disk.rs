@@ -41,9 +41,8 @@ fn disk_live_view_updates_and_q_keeps_the_run() {
     );
     assert!(t.alternate_on(), "the view runs on the alternate screen");
     for want in [
-        "latscope disk — randread · bs 4.0 KiB",
-        "iodepth 4",
-        "buffered I/O",
+        "randread · bs 4.0 KiB · iodepth 4",
+        "8.0 MiB test file",
         "/ 6s",
         "━ IOPS",
         "MiB/s",

@@ -18,7 +18,9 @@ use crate::units::fmt_bytes;
 /// What the run is, fixed for its whole length.
 #[derive(Debug, Clone)]
 pub struct DiskSetup {
-    /// "randread · bs 4.0 KiB · iodepth 32 · direct I/O · io_uring".
+    /// "latscope disk /srv/db" (the path as given).
+    pub title: String,
+    /// "randread · bs 4.0 KiB · iodepth 32 · io_uring · direct I/O".
     pub workload: String,
     /// The file measured.
     pub file: String,
@@ -42,9 +44,10 @@ impl DiskSetup {
             p => p.name().to_string(),
         };
         let workload = format!(
-            "{what} · bs {} · iodepth {} · {}{} · {}",
+            "{what} · bs {} · iodepth {} · {} · {}{}",
             fmt_bytes(opts.bs),
             opts.iodepth,
+            setup.engine.name(),
             if setup.direct {
                 "direct I/O"
             } else {
@@ -55,7 +58,6 @@ impl DiskSetup {
             } else {
                 ""
             },
-            setup.engine.name(),
         );
         // What the text header says of the file: "(256.0 MiB test file, …)".
         let text = header(opts, setup);
@@ -69,6 +71,7 @@ impl DiskSetup {
         notes.extend(setup.warnings.iter().cloned());
         notes.extend(setup.engine_note.iter().cloned());
         DiskSetup {
+            title: format!("latscope disk {}", opts.path.display()),
             workload,
             file: setup.file.display().to_string(),
             notes,
@@ -248,8 +251,9 @@ pub(crate) mod tests {
     /// iodepth 8, fdatasync after writes), 10 s in; second 6 has a 40 ms stall.
     pub(crate) fn fixed() -> DiskState {
         let setup = DiskSetup {
-            workload: "randrw 70% reads · bs 4.0 KiB · iodepth 8 · direct I/O · \
-                       fdatasync after writes · io_uring"
+            title: "latscope disk /srv/db".into(),
+            workload: "randrw 70% reads · bs 4.0 KiB · iodepth 8 · io_uring · \
+                       direct I/O · fdatasync after writes"
                 .into(),
             file: "/srv/db/.latscope-disk-4242.tmp".into(),
             notes: vec!["256.0 MiB test file, removed afterwards".into()],

@@ -1,5 +1,5 @@
-//! The disk view's widgets, drawn from a [`DiskState`]: a header (the workload, a
-//! progress bar, the last second's IOPS, MiB/s and p99), the latency chart (p50,
+//! The disk view's widgets, drawn from a [`DiskState`]: a header (the path and
+//! the workload, a progress bar, the last second's IOPS, MiB/s and p99), the latency chart (p50,
 //! p99, max per second of reads and writes), an IOPS chart on the same time axis
 //! (its top also in MiB/s), a table per operation (read, write, fdatasync: I/Os,
 //! IOPS, MiB/s, p50/p99/max so far), the file measured with the setup's notes, and
@@ -63,7 +63,7 @@ fn header(frame: &mut Frame, [title, bar, numbers]: [Rect; 3], st: &DiskState) {
     chrome::title_line(
         frame,
         title,
-        "latscope disk",
+        &st.setup.title,
         &st.setup.workload,
         st.keys.stopping,
     );
@@ -247,7 +247,9 @@ mod tests {
         let s = render(110, 32, |f| draw(f, &st));
         let lines: Vec<&str> = s.lines().collect();
         assert!(
-            lines[0].starts_with("latscope disk — randrw 70% reads · bs 4.0 KiB · iodepth 8"),
+            lines[0].starts_with(
+                "latscope disk /srv/db — randrw 70% reads · bs 4.0 KiB · iodepth 8 · io_uring"
+            ),
             "{}",
             lines[0]
         );
