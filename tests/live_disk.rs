@@ -117,14 +117,20 @@ fn disk_live_view_sigterm_restores_the_terminal() {
     );
 }
 
-/// `--no-tui` and TERM=dumb keep the one-line progress on a terminal (no alternate
-/// screen, no chart, the progress line's "IOPS p99"); with stdout and stderr not a
-/// terminal there is neither the view's escape sequences nor a progress line.
+/// `--no-tui`, TERM=dumb and a stdout that is not a terminal keep the one-line
+/// progress on the terminal (no alternate screen, no chart, the progress line's
+/// "IOPS p99"); with stdout and stderr not a terminal there is neither the view's
+/// escape sequences nor a progress line.
 #[test]
 fn disk_no_tui_dumb_and_pipes_keep_the_progress_line() {
     let store = Dir::tmp("live-plain-db");
     let db = store.0.join("runs.db");
-    for (name, prefix, flag) in [("notui", "", " --no-tui"), ("dumb", "TERM=dumb ", "")] {
+    for (name, prefix, flag) in [
+        ("notui", "", " --no-tui"),
+        ("dumb", "TERM=dumb ", ""),
+        // stdout not a terminal (stderr still is): the progress line on stderr.
+        ("stdout", "", " > /dev/null"),
+    ] {
         let dir = Dir::tmp(&format!("live-{name}"));
         let args = format!("{}{flag}", disk_args(&dir, 3));
         let Some(t) = Tmux::start(
