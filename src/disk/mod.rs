@@ -282,3 +282,63 @@ pub fn run(
     drop(tf);
     Ok(result)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Collects what the engine hands its observer.
+    #[derive(Default)]
+    struct Seen {
+        started: bool,
+        seconds: Vec<(SecondStats, u64, u64)>,
+    }
+
+    impl Observer for Seen {
+        fn started(&mut self, _: &Setup) {
+            self.started = true;
+        }
+        fn second(&mut self, s: &SecondStats, h: &SecondHists) {
+            self.seconds.push((*s, h.read().len(), h.write().len()));
+        }
+    }
+
+    /// The live feed: each closed second reaches the observer in order with its
+    /// histograms (their counts are the second's I/Os, and add up to the run's) and
+    /// latscope's CPU over that second.
+    #[test]
+    fn each_second_reaches_the_observer_with_its_histograms_and_cpu() {
+        let dir = std::env::temp_dir().join(format!("latscope-disk-feed-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let opts = DiskOptions {
+            path: dir.clone(),
+            pattern: Pattern::RandRead,
+            read_pct: 100,
+            bs: 4096,
+            iodepth: 2,
+            size: Some(4 << 20),
+            duration: Duration::from_millis(2200),
+            direct: DirectMode::Off,
+            fsync: false,
+            precondition: false,
+            allow_write: false,
+            engine: EngineChoice::Auto,
+        };
+        let mut seen = Seen::default();
+        let r = run(&opts, &AtomicBool::new(false), &mut seen).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(seen.started);
+        let ts: Vec<u32> = seen.seconds.iter().map(|s| s.0.t).collect();
+        assert_eq!(&ts[..2], &[0, 1], "{ts:?}");
+        let mut reads = 0;
+        for (s, read, write) in &seen.seconds {
+            assert_eq!(s.read_ios, *read);
+            assert_eq!(*write, 0);
+            let cpu = s.cpu_pct.expect("the process CPU clock is readable");
+            assert!((0.0..=100.0 * 1024.0).contains(&cpu), "{cpu}");
+            reads += read;
+        }
+        assert!(reads > 0);
+        assert_eq!(reads, r.read().ios);
+    }
+}
