@@ -278,7 +278,7 @@ pub struct OutputArgs {
     /// Do not save this run.
     #[arg(long)]
     pub no_save: bool,
-    /// No full-screen live view on a terminal (load, the diagnose/demo ramp): the
+    /// No full-screen live view on a terminal (load, disk, the diagnose/demo ramp): the
     /// one-line progress instead.
     #[arg(long)]
     pub no_tui: bool,

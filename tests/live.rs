@@ -12,14 +12,14 @@ use crate::util;
 use crate::util_lab::healthy;
 
 /// A tmux server of our own (its own socket), killed on drop.
-struct Tmux {
+pub(crate) struct Tmux {
     socket: String,
 }
 
 impl Tmux {
     /// Starts `command` (a shell line) in a detached 110×34 session, or None when tmux
     /// is not installed.
-    fn start(name: &str, command: &str) -> Option<Tmux> {
+    pub(crate) fn start(name: &str, command: &str) -> Option<Tmux> {
         if Command::new("tmux").arg("-V").output().is_err() {
             eprintln!("skipped: tmux is not installed");
             return None;
@@ -38,7 +38,7 @@ impl Tmux {
         Some(t)
     }
 
-    fn tmux(&self, args: &[&str]) -> Command {
+    pub(crate) fn tmux(&self, args: &[&str]) -> Command {
         let mut c = Command::new("tmux");
         c.args(["-L", &self.socket, "-f", "/dev/null"]).args(args);
         c
@@ -46,7 +46,7 @@ impl Tmux {
 
     /// The screen, as text, with up to 200 lines of scrollback above it (the normal
     /// screen's; the alternate screen has none).
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         let out = self
             .tmux(&["capture-pane", "-p", "-S", "-200", "-t", "t"])
             .output()
@@ -55,7 +55,12 @@ impl Tmux {
     }
 
     /// The screen once `ok` holds for it, polled every 100 ms; fails after `limit`.
-    fn wait_for(&self, what: &str, limit: Duration, ok: impl Fn(&str) -> bool) -> String {
+    pub(crate) fn wait_for(
+        &self,
+        what: &str,
+        limit: Duration,
+        ok: impl Fn(&str) -> bool,
+    ) -> String {
         let deadline = Instant::now() + limit;
         loop {
             let s = self.screen();
@@ -70,7 +75,7 @@ impl Tmux {
         }
     }
 
-    fn keys(&self, keys: &str) {
+    pub(crate) fn keys(&self, keys: &str) {
         assert!(self
             .tmux(&["send-keys", "-t", "t", keys])
             .status()
@@ -79,7 +84,7 @@ impl Tmux {
     }
 
     /// Whether the pane is on the alternate screen.
-    fn alternate_on(&self) -> bool {
+    pub(crate) fn alternate_on(&self) -> bool {
         let out = self
             .tmux(&["display-message", "-p", "-t", "t", "#{alternate_on}"])
             .output()
@@ -114,7 +119,7 @@ impl Drop for Dir {
 
 /// The shell line that runs latscope with `args` and the store `db`, then prints its
 /// exit code and keeps the pane open for the test to read.
-fn shell(db: &Path, args: &str) -> String {
+pub(crate) fn shell(db: &Path, args: &str) -> String {
     format!(
         "LATSCOPE_DB={} {} {args}; echo EXIT=$?; exec sleep 120",
         db.display(),
@@ -123,7 +128,7 @@ fn shell(db: &Path, args: &str) -> String {
 }
 
 /// The number after `name ` on the header's numbers line (`requests 12,345`).
-fn number_after(screen: &str, name: &str) -> Option<u64> {
+pub(crate) fn number_after(screen: &str, name: &str) -> Option<u64> {
     let at = screen.find(&format!("{name} "))? + name.len() + 1;
     let digits: String = screen[at..]
         .chars()
@@ -133,7 +138,7 @@ fn number_after(screen: &str, name: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
-fn braille(screen: &str) -> usize {
+pub(crate) fn braille(screen: &str) -> usize {
     screen
         .chars()
         .filter(|c| ('\u{2801}'..='\u{28ff}').contains(c))
@@ -141,7 +146,7 @@ fn braille(screen: &str) -> usize {
 }
 
 /// The stored runs, as `latscope runs --json` lists them.
-fn runs(db: &Path) -> Vec<serde_json::Value> {
+pub(crate) fn runs(db: &Path) -> Vec<serde_json::Value> {
     let doc = util::run_json(&["runs", "--json", "--db", db.to_str().unwrap()]);
     doc.as_array()
         .cloned()
@@ -304,7 +309,7 @@ fn no_tui_and_dumb_terminals_keep_the_progress_line() {
 }
 
 /// The pid of the program the pane's shell runs (its only child).
-fn child_of_pane(t: &Tmux) -> u32 {
+pub(crate) fn child_of_pane(t: &Tmux) -> u32 {
     let out = t
         .tmux(&["display-message", "-p", "-t", "t", "#{pane_pid}"])
         .output()

@@ -185,9 +185,10 @@ fn report_of_one_load_run() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Several runs of every kind: a table of contents linking each run's section, then
-/// the overlay and side-by-side table, each run in its own section, probes with
-/// phase bars and escaped headers.
+/// Several runs of every kind: a table of contents linking each run's section, each
+/// run in its own section (the first run's findings, its verdict, come before any
+/// overlay: issue 17), then the overlay and side-by-side table, probes with phase
+/// bars and escaped headers.
 #[test]
 fn report_overlays_several_runs() {
     let (dir, db) = fixture("many");
@@ -206,7 +207,18 @@ fn report_overlays_several_runs() {
     );
     let html = std::fs::read_to_string(&html_path).unwrap();
     assert_self_contained(&html);
-    let overlay = &html[html.find("id=\"overlay\"").unwrap()..html.find("id=\"run-").unwrap()];
+    let at = html.find("id=\"overlay\"").unwrap();
+    let first_run = html.find("id=\"run-").unwrap();
+    let first_verdict = html.find("-findings\"").expect("the first run's findings");
+    assert!(
+        first_run < at && first_verdict < at,
+        "the runs, verdict first, come before the overlay"
+    );
+    assert!(
+        !html[at..].contains("id=\"run-"),
+        "the overlay follows every run"
+    );
+    let overlay = &html[at..];
     assert!(overlay.contains("Load latency by percentile, all runs"));
     assert!(overlay.contains("Probe TTFB by percentile, all runs"));
     assert!(overlay.contains("I/O latency by percentile, all runs"));
@@ -216,11 +228,18 @@ fn report_overlays_several_runs() {
         "the slow tail is significant"
     );
     assert_eq!(count(&html, "<section class=\"run\""), 5);
-    // Several runs: a table of contents, before the overlay, links each run's section.
+    // Several runs: a table of contents, before the runs, links each run's section
+    // and, last, the overlay.
     let toc = html
         .find("<nav class=\"toc\">")
         .expect("a table of contents");
-    assert!(toc < html.find("id=\"overlay\"").unwrap());
+    assert!(toc < first_run);
+    let toc_end = html[toc..].find("</nav>").unwrap() + toc;
+    let toc_text = &html[toc..toc_end];
+    assert!(
+        toc_text.find("#overlay").unwrap() > toc_text.find("#run-eeee000005").unwrap(),
+        "{toc_text}"
+    );
     for id in ["eeee000001", "eeee000003", "eeee000005"] {
         assert!(
             html[toc..].contains(&format!("<a href=\"#run-{id}\">")),

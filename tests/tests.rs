@@ -25,6 +25,7 @@ mod lab;
 mod lab_options;
 mod lab_routes;
 mod live;
+mod live_disk;
 mod load;
 mod probe;
 mod probe_tls;

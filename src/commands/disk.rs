@@ -1,7 +1,9 @@
 //! `latscope disk PATH`: measure storage latency, find what the numbers say
-//! (`disk-tail`, `slow-fsync`), print text or the disk JSON, save the run. Ctrl-C
-//! ends the measurement early: what was measured is still printed and saved, and the
-//! test file is removed.
+//! (`disk-tail`, `slow-fsync`), print text or the disk JSON, save the run. On a
+//! terminal the measurement is shown in the full-screen live view (the progress
+//! line with `--json`, `--no-tui`, `TERM=dumb` or when stdout or stderr is not a
+//! terminal). Ctrl-C (or `q` in the view) ends the measurement early: what was
+//! measured is still printed and saved, and the test file is removed.
 
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -9,8 +11,9 @@ use std::time::{Instant, SystemTime};
 
 use crate::cli::DiskArgs;
 use crate::diagnose::{self, Facts};
-use crate::disk::{self, DiskOptions, Observer, SecondStats, Setup};
+use crate::disk::{self, DiskOptions, Observer, SecondHists, SecondStats, Setup};
 use crate::report;
+use crate::report::live::{self, disk::DiskSecond, DiskSetup, DiskState, LiveView, Stopper};
 use crate::usage;
 
 use super::saving::{self, NewRun};
@@ -45,6 +48,8 @@ extern "C" fn on_signal(_: libc::c_int) {
     if STOP.swap(true, Ordering::Relaxed) {
         const MSG: &[u8] = b"\nlatscope: stopped at once (a second signal)\n";
         let test_file = TEST_FILE.load(Ordering::Relaxed);
+        // The live view's terminal first (tcsetattr and write only).
+        live::leave_in_signal_handler();
         // SAFETY: unlink(2), write(2) and _exit(2) are async-signal-safe; MSG is a
         // valid buffer; TEST_FILE is null or a leaked, NUL-terminated path.
         unsafe {
@@ -71,14 +76,34 @@ fn catch_signals() {
     }
 }
 
-/// Prints the header when measuring starts and progress on a terminal.
+/// Prints the header when measuring starts, and progress on a terminal: the live
+/// view when `live`, else the progress line.
 struct Printer<'a> {
     opts: &'a DiskOptions,
     json: bool,
     tty: bool,
+    live: bool,
+    view: Option<LiveView<DiskState>>,
     total_s: u64,
     header: String,
     last_layout: Option<Instant>,
+}
+
+/// What `q` and Ctrl-C do in the view: what the signals do (raw mode turns Ctrl-C
+/// into a key). A second Ctrl-C raises SIGINT, whose handler (STOP is set by then)
+/// removes the test file and ends the process at once.
+fn stopper() -> Stopper {
+    Stopper {
+        stop: Box::new(|| STOP.store(true, Ordering::Relaxed)),
+        stopped: Box::new(|| STOP.load(Ordering::Relaxed)),
+        at_once: Box::new(|| {
+            STOP.store(true, Ordering::Relaxed);
+            // SAFETY: raise(3) with a valid signal number; its handler is on_signal.
+            unsafe {
+                libc::raise(libc::SIGINT);
+            }
+        }),
+    }
 }
 
 impl Observer for Printer<'_> {
@@ -108,10 +133,18 @@ impl Observer for Printer<'_> {
             let _ = out.write_all(self.header.as_bytes());
             let _ = out.flush();
         }
+        if self.live {
+            // No view (a terminal that cannot take raw mode): the progress line.
+            let state = DiskState::new(DiskSetup::new(self.opts, setup));
+            self.view = LiveView::open(state, stopper()).ok();
+        }
     }
 
-    fn second(&mut self, s: &SecondStats) {
-        if self.tty {
+    fn second(&mut self, s: &SecondStats, hists: &SecondHists) {
+        if let Some(view) = &self.view {
+            let second = DiskSecond::new(s, hists);
+            view.update(move |st| st.push(&second));
+        } else if self.tty {
             eprint!("\r\x1b[2K{}", report::disk::progress(s, self.total_s));
         }
     }
@@ -127,12 +160,17 @@ pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
         opts: &opts,
         json: args.output.json,
         tty: std::io::stderr().is_terminal(),
+        live: live::wanted(args.output.json, args.output.no_tui),
+        view: None,
         total_s: opts.duration.as_secs_f64().ceil() as u64,
         header: String::new(),
         last_layout: None,
     };
     let outcome = disk::run(&opts, &STOP, &mut printer);
-    if printer.tty {
+    if let Some(view) = printer.view.take() {
+        // The terminal back before the summary (and any error) is printed.
+        view.finish();
+    } else if printer.tty {
         eprint!("\r\x1b[2K");
     }
     let result = match outcome {

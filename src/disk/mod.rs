@@ -78,8 +78,51 @@ pub trait Observer {
     fn laying_out(&mut self, _done: u64, _total: u64) {}
     /// The file is ready and the measurement starts now.
     fn started(&mut self, _setup: &Setup) {}
-    /// One second of the measurement closed.
-    fn second(&mut self, _s: &SecondStats) {}
+    /// One second of the measurement closed: its numbers, and its histograms (for
+    /// a view that adds them up while the run goes).
+    fn second(&mut self, _s: &SecondStats, _hists: &SecondHists) {}
+}
+
+/// latscope's CPU (the whole process: the engine's threads, the collector, a live
+/// view) between two closed seconds.
+struct CpuClock {
+    wall: Instant,
+    cpu_ns: Option<u64>,
+}
+
+impl CpuClock {
+    fn start() -> CpuClock {
+        CpuClock {
+            wall: Instant::now(),
+            cpu_ns: process_cpu_ns(),
+        }
+    }
+
+    /// CPU used since the last lap, percent of one core (None: the clock is not
+    /// readable).
+    fn lap(&mut self) -> Option<f64> {
+        let (wall, cpu) = (Instant::now(), process_cpu_ns());
+        let pct = match (self.cpu_ns, cpu) {
+            (Some(a), Some(b)) => {
+                let secs = wall.saturating_duration_since(self.wall).as_secs_f64();
+                (secs > 0.0).then(|| b.saturating_sub(a) as f64 / 1e9 / secs * 100.0)
+            }
+            _ => None,
+        };
+        (self.wall, self.cpu_ns) = (wall, cpu);
+        pct
+    }
+}
+
+/// CPU time the process has used, ns.
+fn process_cpu_ns() -> Option<u64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid, writable timespec.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    (rc == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
 /// An observer that ignores everything.
@@ -209,9 +252,11 @@ pub fn run(
             }
         };
         drop(tx);
+        let mut cpu = CpuClock::start();
         recorder::collect(rx, workers, &mut |sec| {
-            let stats = SecondStats::from_hists(sec, opts.bs, 1.0);
-            obs.second(&stats);
+            let mut stats = SecondStats::from_hists(sec, opts.bs, 1.0);
+            stats.cpu_pct = cpu.lap();
+            obs.second(&stats, sec);
             timeline.push(stats);
             per_second.extend(result::stored(&sec.hists, Some(sec.t)));
         })
@@ -236,4 +281,64 @@ pub fn run(
     );
     drop(tf);
     Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Collects what the engine hands its observer.
+    #[derive(Default)]
+    struct Seen {
+        started: bool,
+        seconds: Vec<(SecondStats, u64, u64)>,
+    }
+
+    impl Observer for Seen {
+        fn started(&mut self, _: &Setup) {
+            self.started = true;
+        }
+        fn second(&mut self, s: &SecondStats, h: &SecondHists) {
+            self.seconds.push((*s, h.read().len(), h.write().len()));
+        }
+    }
+
+    /// The live feed: each closed second reaches the observer in order with its
+    /// histograms (their counts are the second's I/Os, and add up to the run's) and
+    /// latscope's CPU over that second.
+    #[test]
+    fn each_second_reaches_the_observer_with_its_histograms_and_cpu() {
+        let dir = std::env::temp_dir().join(format!("latscope-disk-feed-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let opts = DiskOptions {
+            path: dir.clone(),
+            pattern: Pattern::RandRead,
+            read_pct: 100,
+            bs: 4096,
+            iodepth: 2,
+            size: Some(4 << 20),
+            duration: Duration::from_millis(2200),
+            direct: DirectMode::Off,
+            fsync: false,
+            precondition: false,
+            allow_write: false,
+            engine: EngineChoice::Auto,
+        };
+        let mut seen = Seen::default();
+        let r = run(&opts, &AtomicBool::new(false), &mut seen).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(seen.started);
+        let ts: Vec<u32> = seen.seconds.iter().map(|s| s.0.t).collect();
+        assert_eq!(&ts[..2], &[0, 1], "{ts:?}");
+        let mut reads = 0;
+        for (s, read, write) in &seen.seconds {
+            assert_eq!(s.read_ios, *read);
+            assert_eq!(*write, 0);
+            let cpu = s.cpu_pct.expect("the process CPU clock is readable");
+            assert!((0.0..=100.0 * 1024.0).contains(&cpu), "{cpu}");
+            reads += read;
+        }
+        assert!(reads > 0);
+        assert_eq!(reads, r.read().ios);
+    }
 }

@@ -157,6 +157,23 @@ pub struct SecondHists {
     pub(crate) hists: Hists,
 }
 
+impl SecondHists {
+    /// Read completion latencies of the second, ns.
+    pub fn read(&self) -> &Histogram<u64> {
+        &self.hists.read
+    }
+
+    /// Write completion latencies of the second, ns.
+    pub fn write(&self) -> &Histogram<u64> {
+        &self.hists.write
+    }
+
+    /// fdatasync latencies of the second, ns.
+    pub fn fsync(&self) -> &Histogram<u64> {
+        &self.hists.fsync
+    }
+}
+
 /// What the collector gathered (each second went to `on_second` and is not kept:
 /// memory stays flat however long the run).
 pub(crate) struct Collected {

@@ -51,6 +51,8 @@ pub struct SecondStats {
     pub write_p99_us: f64,
     pub write_max_us: f64,
     pub fsync_p99_us: f64,
+    /// latscope's CPU in the second, percent of one core (live only: not stored).
+    pub cpu_pct: Option<f64>,
 }
 
 impl SecondStats {
@@ -78,6 +80,7 @@ impl SecondStats {
             write_p99_us: us(&h.write, 0.99),
             write_max_us: us(&h.write, 1.0),
             fsync_p99_us: us(&h.fsync, 0.99),
+            cpu_pct: None,
         }
     }
 

@@ -91,7 +91,8 @@ margin:.4em 0;font-size:.9em}.legend li{display:inline-block;margin-right:1.2em}
 nav.toc h2{font-size:1.1em;margin:.6em 0 .2em}nav.toc ol{margin:.1em 0}h4{margin:.8em 0 .3em}.where .note{margin:.2em 0}section.url h3{margin-top:1em}.where .summary{margin:.3em 0}\
 details summary{cursor:pointer;color:#555;font-size:.9em}";
 
-/// Renders the report for `runs` (several are overlaid and compared with the first).
+/// Renders the report for `runs`: each run's section, its verdict first; then, for
+/// several, their overlay and the comparison with the first.
 pub fn render(runs: &[RunRecord]) -> Result<String, ReportError> {
     let names: Vec<String> = runs.iter().map(run_name).collect();
     let mut out = String::with_capacity(256 * 1024);
@@ -110,12 +111,6 @@ pub fn render(runs: &[RunRecord]) -> Result<String, ReportError> {
     if html_verdict::wants_toc(runs) {
         html_verdict::toc(&mut out, runs);
     }
-    if runs.len() > 1 {
-        out.push_str("<section id=\"overlay\"><h2>All runs overlaid</h2>\n");
-        html_runs::overlay(&mut out, runs)?;
-        comparison(&mut out, &compare::compare(runs)?);
-        out.push_str("</section>\n");
-    }
     for (i, run) in runs.iter().enumerate() {
         out.push_str(&format!(
             "<section class=\"run\" id=\"{}\"><h2>{} · {} · {} {}</h2>\n",
@@ -126,6 +121,14 @@ pub fn render(runs: &[RunRecord]) -> Result<String, ReportError> {
             esc(&html_verdict::run_heading_target(run))
         ));
         html_runs::run_section(&mut out, run)?;
+        out.push_str("</section>\n");
+    }
+    // After the runs, each of which leads with its verdict (issue 17: the verdict
+    // first).
+    if runs.len() > 1 {
+        out.push_str("<section id=\"overlay\"><h2>All runs overlaid</h2>\n");
+        html_runs::overlay(&mut out, runs)?;
+        comparison(&mut out, &compare::compare(runs)?);
         out.push_str("</section>\n");
     }
     out.push_str(&format!(

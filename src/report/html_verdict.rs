@@ -317,12 +317,10 @@ pub fn wants_toc(runs: &[RunRecord]) -> bool {
 }
 
 /// The table of contents: each run, and under a diagnose run each URL with its
-/// findings counted by severity, linked to their sections.
+/// findings counted by severity, linked to their sections; then the overlay of
+/// several runs, which follows them.
 pub fn toc(out: &mut String, runs: &[RunRecord]) {
     out.push_str("<nav class=\"toc\"><h2>Contents</h2><ol>\n");
-    if runs.len() > 1 {
-        out.push_str("<li><a href=\"#overlay\">All runs overlaid</a></li>\n");
-    }
     for (i, run) in runs.iter().enumerate() {
         out.push_str(&format!(
             "<li><a href=\"#{}\">{} · {} · {}</a>",
@@ -345,6 +343,9 @@ pub fn toc(out: &mut String, runs: &[RunRecord]) {
             out.push_str("</ol>");
         }
         out.push_str("</li>\n");
+    }
+    if runs.len() > 1 {
+        out.push_str("<li><a href=\"#overlay\">All runs overlaid</a></li>\n");
     }
     out.push_str("</ol></nav>\n");
 }

@@ -2,7 +2,8 @@
 //! the run's fixed description (target, model, planned length), one point per
 //! completed second for the charts, the totals so far (status codes, error kinds,
 //! per-endpoint counts and latency histograms) and the view's own switches (paused,
-//! help, max line). Plain data, so the widgets can be tested on a fixed state.
+//! help, max line: [`Keys`]). Plain data, so the widgets can be tested on a fixed
+//! state.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -10,6 +11,7 @@ use std::time::Duration;
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
 
+use super::{chrome, Keys, Screen};
 use crate::load::result::SecondResult;
 use crate::load::stages::Ramp;
 use crate::load::{LoadPlan, Model, Progress};
@@ -135,14 +137,8 @@ pub struct LiveState {
     pub cpu_pct: Option<f64>,
     /// Latency over the whole run so far, ns.
     pub latency: Histogram<u64>,
-    /// The chart's right edge while paused (`p`): the second it froze at.
-    pub paused_at: Option<u32>,
-    /// The help overlay (`?`) is open.
-    pub help: bool,
-    /// Draw the max line (`m` hides it, so the percentiles use the whole height).
-    pub show_max: bool,
-    /// `q` / Ctrl-C was pressed (or a signal came): the run is winding down.
-    pub stopping: bool,
+    /// Pause, help, max line, stopping.
+    pub keys: Keys,
     /// A ramp of several runs (diagnose): this step's connections, its number (from
     /// 1) and the number of steps.
     pub step: Option<(u32, usize, usize)>,
@@ -188,10 +184,7 @@ impl LiveState {
             endpoints,
             cpu_pct: None,
             latency: new_histogram(),
-            paused_at: None,
-            help: false,
-            show_max: true,
-            stopping: false,
+            keys: Keys::default(),
             step: None,
             before: Before::default(),
         }
@@ -322,41 +315,37 @@ impl LiveState {
 
     /// The second the chart ends at: the pause point, or the newest second.
     pub fn chart_end(&self) -> u32 {
-        self.paused_at
-            .unwrap_or_else(|| self.points.last().map_or(0, |p| p.t))
+        self.keys.paused_at.unwrap_or_else(|| self.newest())
     }
 
     /// Toggles the pause of the chart's scroll.
     pub fn toggle_pause(&mut self) {
-        self.paused_at = match self.paused_at {
-            Some(_) => None,
-            None => Some(self.chart_end()),
-        };
+        let newest = self.newest();
+        self.keys.toggle_pause(newest);
     }
 
-    /// The x range the charts show, seconds: the whole planned run when it fits in
-    /// `window` seconds, else the last `window` seconds up to [`Self::chart_end`].
+    /// The x range the charts show, seconds (see [`chrome::x_range`]).
     pub fn x_range(&self, window: u32) -> (u32, u32) {
-        let end = self.chart_end() + 1;
-        let planned = self
-            .setup
-            .length
-            .map(|d| d.as_secs_f64().ceil() as u32)
-            .unwrap_or(0);
-        if planned > 0 && planned <= window && end <= planned {
-            return (0, planned);
-        }
-        if end <= window {
-            return (0, window.min(end.max(planned).max(10)));
-        }
-        (end - window, end)
+        chrome::x_range(self.setup.length, self.chart_end(), window)
     }
 
     /// The points of the seconds in `range` (end excluded).
     pub fn visible(&self, range: (u32, u32)) -> &[Point] {
-        let a = self.points.partition_point(|p| p.t < range.0);
-        let b = self.points.partition_point(|p| p.t < range.1);
-        &self.points[a..b]
+        chrome::visible(&self.points, range, |p| p.t)
+    }
+}
+
+impl Screen for LiveState {
+    fn draw(&self, frame: &mut ratatui::Frame) {
+        super::view::draw(frame, self);
+    }
+
+    fn keys(&mut self) -> &mut Keys {
+        &mut self.keys
+    }
+
+    fn newest(&self) -> u32 {
+        self.points.last().map_or(0, |p| p.t)
     }
 }
 

@@ -1,25 +1,19 @@
-//! The live view's widgets, drawn from a [`LiveState`]: a header (what runs, a
+//! The load view's widgets, drawn from a [`LiveState`]: a header (what runs, a
 //! progress bar, the numbers of the last second), the latency chart (p50, p90, p99,
 //! max per second), a req/s chart on the same time axis with errors per second in
 //! red, a per-endpoint table (scenario runs) or the run's percentiles so far, status
-//! codes and error kinds, and a key line. Draws only; never measures.
+//! codes and error kinds, and a key line. The parts every view shares are in
+//! [`chrome`]. Draws only; never measures.
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
-use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{
-    Axis, Block, Cell, Chart, Clear, Dataset, GraphType, LineGauge, Paragraph, Row, Table,
-};
+use ratatui::widgets::{Block, Cell, Paragraph, Row, Table};
 use ratatui::Frame;
 
+use super::chrome::{self, group, label, short, ChartFrame, Series, WINDOW_S};
 use super::state::{LiveState, Point, Target};
 use crate::units::fmt_ms;
-
-/// Seconds the charts show before they scroll.
-pub const WINDOW_S: u32 = 120;
-/// Width every y-axis label is padded to, so both charts share one time axis.
-const Y_LABEL_WIDTH: usize = 8;
 
 const P50: Color = Color::Green;
 const P90: Color = Color::Yellow;
@@ -29,6 +23,14 @@ const RPS: Color = Color::Cyan;
 const ERR: Color = Color::Red;
 const SERVER: Color = Color::Magenta;
 
+/// Help lines about what the load view shows.
+const ABOUT: [&str; 4] = [
+    "Each point is one second: its p50, p90, p99 and max",
+    "latency, the requests it completed (req/s) and its errors.",
+    "latscope CPU near threads × 100% means the client, not the",
+    "server, may be the limit. --no-tui gives the progress line.",
+];
+
 /// Draws the whole view into `frame`.
 pub fn draw(frame: &mut Frame, st: &LiveState) {
     let area = frame.area();
@@ -37,110 +39,55 @@ pub fn draw(frame: &mut Frame, st: &LiveState) {
     } else {
         6
     };
-    let [head, lat, rps, bottom, keys] = Layout::vertical([
-        Constraint::Length(3),
-        Constraint::Min(6),
-        Constraint::Length(7),
-        Constraint::Length(table_rows.clamp(5, 12)),
-        Constraint::Length(1),
-    ])
-    .areas(area);
-    header(frame, head, st);
+    let (title, bar, numbers, parts, keys) = chrome::frame_areas(
+        area,
+        &[
+            Constraint::Min(6),
+            Constraint::Length(7),
+            Constraint::Length(table_rows.clamp(5, 12)),
+        ],
+    );
+    header(frame, [title, bar, numbers], st);
     let range = st.x_range(WINDOW_S);
     let points = st.visible(range);
-    latency_chart(frame, lat, st, range, points);
-    rate_chart(frame, rps, range, points);
+    latency_chart(frame, parts[0], st, range, points);
+    rate_chart(frame, parts[1], range, points);
     let [left, right] =
-        Layout::horizontal([Constraint::Percentage(62), Constraint::Percentage(38)]).areas(bottom);
+        Layout::horizontal([Constraint::Percentage(62), Constraint::Percentage(38)])
+            .areas(parts[2]);
     if st.endpoints.len() >= 2 {
         endpoint_table(frame, left, st);
     } else {
         totals(frame, left, st);
     }
     statuses(frame, right, st);
-    key_line(frame, keys, st);
-    if st.help {
-        help(frame, area);
+    chrome::key_line(frame, keys, &st.keys);
+    if st.keys.help {
+        chrome::help(frame, area, &ABOUT);
     }
 }
 
-/// 1234567 → `1,234,567`.
-pub(crate) fn group(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// A rate or count for an axis label: 950, 12.3k, 4.1M.
-fn short(v: f64) -> String {
-    if v >= 1e6 {
-        format!("{:.1}M", v / 1e6)
-    } else if v >= 1e4 {
-        format!("{:.0}k", v / 1e3)
-    } else if v >= 1e3 {
-        format!("{:.1}k", v / 1e3)
-    } else {
-        format!("{v:.0}")
-    }
-}
-
-fn pad(s: String) -> String {
-    format!("{s:>Y_LABEL_WIDTH$}")
-}
-
-fn label(name: &str, value: String) -> Vec<Span<'static>> {
-    vec![
-        Span::styled(format!("{name} "), Style::new().fg(Color::DarkGray)),
-        Span::styled(value, Style::new().add_modifier(Modifier::BOLD)),
-        Span::raw("   "),
-    ]
-}
-
-fn header(frame: &mut Frame, area: Rect, st: &LiveState) {
-    let [title, bar, numbers] = Layout::vertical([Constraint::Length(1); 3]).areas(area);
-    let mut first = vec![
-        Span::styled(
-            st.setup.title.clone(),
-            Style::new().add_modifier(Modifier::BOLD),
-        ),
-        Span::raw(format!(" — {}", st.setup.model)),
-    ];
-    if st.stopping {
-        first.push(Span::styled(
-            "   stopping…",
-            Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
-        ));
-    }
-    frame.render_widget(Paragraph::new(Line::from(first)), title);
-
-    let secs = st.elapsed.as_secs();
-    let (ratio, of) = match (st.setup.length, st.setup.count) {
-        (_, Some(n)) if n > 0 => (
-            st.requests as f64 / n as f64,
-            format!("{} / {} requests, {secs}s", group(st.requests), group(n)),
-        ),
-        (Some(d), _) if !d.is_zero() => (
-            st.elapsed.as_secs_f64() / d.as_secs_f64(),
-            format!("{secs}s / {}s", d.as_secs()),
-        ),
-        _ => (0.0, format!("{secs}s")),
-    };
-    frame.render_widget(
-        LineGauge::default()
-            .ratio(ratio.clamp(0.0, 1.0))
-            .filled_symbol("━")
-            .unfilled_symbol("─")
-            .label(format!("{of:<24}"))
-            .filled_style(Style::new().fg(Color::Cyan))
-            .unfilled_style(Style::new().fg(Color::DarkGray)),
-        bar,
+fn header(frame: &mut Frame, [title, bar, numbers]: [Rect; 3], st: &LiveState) {
+    chrome::title_line(
+        frame,
+        title,
+        &st.setup.title,
+        &st.setup.model,
+        st.keys.stopping,
     );
+    let (ratio, of) = match st.setup.count {
+        Some(n) if n > 0 => (
+            st.requests as f64 / n as f64,
+            format!(
+                "{} / {} requests, {}s",
+                group(st.requests),
+                group(n),
+                st.elapsed.as_secs()
+            ),
+        ),
+        _ => chrome::timed(st.elapsed, st.setup.length),
+    };
+    chrome::progress_bar(frame, bar, ratio, of);
 
     let last = st.last().copied().unwrap_or_default();
     let mut spans = Vec::new();
@@ -192,22 +139,6 @@ fn series(points: &[Point], f: impl Fn(&Point) -> f64) -> Vec<(f64, f64)> {
     points.iter().map(|p| (p.t as f64, f(p))).collect()
 }
 
-fn x_axis(range: (u32, u32), labels: bool) -> Axis<'static> {
-    let axis = Axis::default()
-        .bounds([range.0 as f64, range.1 as f64])
-        .style(Style::new().fg(Color::DarkGray));
-    if labels {
-        let mid = (range.0 + range.1) / 2;
-        axis.labels([
-            format!("{}s", range.0),
-            format!("{mid}s"),
-            format!("{}s", range.1),
-        ])
-    } else {
-        axis
-    }
-}
-
 fn latency_chart(
     frame: &mut Frame,
     area: Rect,
@@ -215,59 +146,30 @@ fn latency_chart(
     range: (u32, u32),
     points: &[Point],
 ) {
-    let top_of = |p: &Point| {
-        if st.show_max {
-            p.max_ms
-        } else {
-            p.p99_ms
-        }
-    };
+    let show_max = st.keys.show_max;
+    let top_of = |p: &Point| if show_max { p.max_ms } else { p.p99_ms };
     let top = points.iter().map(top_of).fold(0.0, f64::max).max(0.1) * 1.05;
     let p50 = series(points, |p| p.p50_ms);
     let p90 = series(points, |p| p.p90_ms);
     let p99 = series(points, |p| p.p99_ms);
     let max = series(points, |p| p.max_ms);
-    let line = |data, color| {
-        Dataset::default()
-            .marker(Marker::Braille)
-            .graph_type(GraphType::Line)
-            .style(Style::new().fg(color))
-            .data(data)
-    };
-    let mut sets = Vec::new();
-    if st.show_max {
-        sets.push(line(&max, MAX));
-    }
-    sets.extend([line(&p99, P99), line(&p90, P90), line(&p50, P50)]);
-    let mut title = vec![
-        Span::raw(" latency per second  "),
-        Span::styled("━ p50 ", Style::new().fg(P50)),
-        Span::styled("━ p90 ", Style::new().fg(P90)),
-        Span::styled("━ p99 ", Style::new().fg(P99)),
+    let mut lines = vec![
+        Series::line("━ p50", P50, &p50),
+        Series::line("━ p90", P90, &p90),
+        Series::line("━ p99", P99, &p99),
     ];
-    if st.show_max {
-        title.push(Span::styled("━ max ", Style::new().fg(MAX)));
+    if show_max {
+        lines.push(Series::line("━ max", MAX, &max));
     }
-    let mut block = Block::bordered().title(Line::from(title));
-    if st.paused_at.is_some() {
-        block = block.title_top(
-            Line::from(Span::styled(
-                " paused (p resumes) ",
-                Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
-            ))
-            .right_aligned(),
-        );
-    }
-    let chart = Chart::new(sets)
-        .block(block)
-        .x_axis(x_axis(range, false))
-        .y_axis(
-            Axis::default()
-                .bounds([0.0, top])
-                .style(Style::new().fg(Color::DarkGray))
-                .labels([pad("0".into()), pad(fmt_ms(top / 2.0)), pad(fmt_ms(top))]),
-        );
-    frame.render_widget(chart, area);
+    let how = ChartFrame {
+        title: " latency per second  ".into(),
+        range,
+        top,
+        y_labels: vec!["0".into(), fmt_ms(top / 2.0), fmt_ms(top)],
+        time_labels: false,
+        paused: st.keys.paused_at.is_some(),
+    };
+    chrome::chart(frame, area, how, &lines);
 }
 
 fn rate_chart(frame: &mut Frame, area: Rect, range: (u32, u32), points: &[Point]) {
@@ -288,47 +190,31 @@ fn rate_chart(frame: &mut Frame, area: Rect, range: (u32, u32), points: &[Point]
         .iter()
         .filter_map(|p| Some((p.t as f64, p.server_cpu? / 100.0 * top)))
         .collect();
-    let mut sets = vec![
-        Dataset::default()
-            .marker(Marker::Braille)
-            .graph_type(GraphType::Line)
-            .style(Style::new().fg(RPS))
-            .data(&rps),
-        Dataset::default()
-            .marker(Marker::Block)
-            .graph_type(GraphType::Bar)
-            .style(Style::new().fg(ERR))
-            .data(&errs),
-    ];
-    let mut title = vec![
-        Span::raw(" "),
-        Span::styled("━ req/s ", Style::new().fg(RPS)),
-        Span::styled("▮ errors/s ", Style::new().fg(ERR)),
+    let mut lines = vec![
+        Series::line("━ req/s", RPS, &rps),
+        Series {
+            legend: "▮ errors/s",
+            color: ERR,
+            bars: true,
+            data: &errs,
+        },
     ];
     if !cpu.is_empty() {
-        sets.push(
-            Dataset::default()
-                .marker(Marker::Braille)
-                .graph_type(GraphType::Line)
-                .style(Style::new().fg(SERVER))
-                .data(&cpu),
-        );
-        title.push(Span::styled(
-            "━ server CPU (0–100 % of the height) ",
-            Style::new().fg(SERVER),
+        lines.push(Series::line(
+            "━ server CPU (0–100 % of the height)",
+            SERVER,
+            &cpu,
         ));
     }
-    let title = Line::from(title);
-    let chart = Chart::new(sets)
-        .block(Block::bordered().title(title))
-        .x_axis(x_axis(range, true))
-        .y_axis(
-            Axis::default()
-                .bounds([0.0, top])
-                .style(Style::new().fg(Color::DarkGray))
-                .labels([pad("0".into()), pad(short(top))]),
-        );
-    frame.render_widget(chart, area);
+    let how = ChartFrame {
+        title: " ".into(),
+        range,
+        top,
+        y_labels: vec!["0".into(), short(top)],
+        time_labels: true,
+        paused: false,
+    };
+    chrome::chart(frame, area, how, &lines);
 }
 
 fn ms_of(h: &hdrhistogram::Histogram<u64>, q: f64) -> String {
@@ -432,86 +318,13 @@ fn statuses(frame: &mut Frame, area: Rect, st: &LiveState) {
     );
 }
 
-fn key_line(frame: &mut Frame, area: Rect, st: &LiveState) {
-    let key = |k: &'static str| Span::styled(k, Style::new().add_modifier(Modifier::BOLD));
-    let dim = |t: &'static str| Span::styled(t, Style::new().fg(Color::DarkGray));
-    let mut spans = vec![
-        Span::raw(" "),
-        key("q"),
-        dim(" stop and keep the run   "),
-        key("p"),
-        dim(if st.paused_at.is_some() {
-            " resume chart   "
-        } else {
-            " pause chart   "
-        }),
-        key("m"),
-        dim(if st.show_max {
-            " hide max   "
-        } else {
-            " show max   "
-        }),
-        key("?"),
-        dim(" help"),
-    ];
-    if st.stopping {
-        spans.push(Span::styled(
-            "   stopping: the summary follows",
-            Style::new().fg(Color::Yellow),
-        ));
-    }
-    frame.render_widget(Paragraph::new(Line::from(spans)), area);
-}
-
-fn help(frame: &mut Frame, area: Rect) {
-    let text = vec![
-        Line::from("q, Ctrl-C  stop the run now and keep it: the summary is"),
-        Line::from("           printed and the run saved, as Ctrl-C always does"),
-        Line::from("           (a second Ctrl-C quits at once)"),
-        Line::from("p          pause / resume the chart's scroll"),
-        Line::from("m          hide / show the max line"),
-        Line::from("?, Esc     close this help"),
-        Line::from(""),
-        Line::from("Each point is one second: its p50, p90, p99 and max"),
-        Line::from("latency, the requests it completed (req/s) and its errors."),
-        Line::from("latscope CPU near threads × 100% means the client, not the"),
-        Line::from("server, may be the limit. --no-tui gives the progress line."),
-    ];
-    let w = 64.min(area.width);
-    let h = (text.len() as u16 + 2).min(area.height);
-    let r = Rect {
-        x: area.x + (area.width - w) / 2,
-        y: area.y + (area.height - h) / 2,
-        width: w,
-        height: h,
-    };
-    frame.render_widget(Clear, r);
-    frame.render_widget(
-        Paragraph::new(text).block(Block::bordered().title(" keys ")),
-        r,
-    );
-}
-
 #[cfg(test)]
 mod tests {
-    use ratatui::backend::TestBackend;
-    use ratatui::Terminal;
-
     use super::super::state::tests::fixed;
     use super::*;
 
     fn render(st: &LiveState, w: u16, h: u16) -> String {
-        let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
-        t.draw(|f| draw(f, st)).unwrap();
-        let buf = t.backend().buffer().clone();
-        let mut out = String::new();
-        for y in 0..buf.area.height {
-            for x in 0..buf.area.width {
-                out.push_str(buf[(x, y)].symbol());
-            }
-            out.push('\n');
-        }
-        out
+        super::super::chrome::tests::render(w, h, |f| draw(f, st))
     }
 
     /// With `--watch`, the server's CPU is drawn on the req/s chart's time axis and
@@ -622,17 +435,17 @@ mod tests {
     fn renders_switches_and_small_terminals() {
         let mut st = fixed();
         st.toggle_pause();
-        st.show_max = false;
-        st.stopping = true;
+        st.keys.show_max = false;
+        st.keys.stopping = true;
         let s = render(&st, 100, 32);
         assert!(s.contains("paused (p resumes)"));
         assert!(!s.contains("━ max"));
         assert!(s.contains("stopping"));
-        st.help = true;
+        st.keys.help = true;
         let s = render(&st, 100, 32);
         assert!(s.contains("pause / resume the chart"));
         st.endpoints.truncate(1);
-        st.help = false;
+        st.keys.help = false;
         let s = render(&st, 100, 32);
         assert!(s.contains("latency so far") && !s.contains("endpoints so far"));
         for (w, h) in [(20, 5), (1, 1), (80, 24), (300, 80)] {
