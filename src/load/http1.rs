@@ -545,6 +545,25 @@ mod tests {
         assert_eq!(spares(), 0);
     }
 
+    /// A body larger than the borrowed buffer is read into a grown one, which stays
+    /// with its connection between responses (the spares keep only small ones).
+    #[tokio::test]
+    async fn large_bodies_keep_a_grown_buffer() {
+        const HEAD: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 20000\r\n\r\n";
+        let reply: &'static [u8] = [HEAD, &[b'a'; 20_000][..]].concat().leak();
+        let mut h = serve(reply, 2).await;
+        for _ in 0..2 {
+            let r = h
+                .exchange(b"GET / HTTP/1.1\r\n\r\n", false, false)
+                .await
+                .unwrap();
+            assert_eq!((r.status, r.bytes), (200, (HEAD.len() + 20_000) as u64));
+            assert_eq!(h.start, h.end);
+            assert_eq!(h.buf.len(), BULK);
+        }
+        assert!(spares() <= 1);
+    }
+
     #[tokio::test]
     async fn reads_length_chunked_and_close() {
         let mut h = serve(
