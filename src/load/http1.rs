@@ -5,23 +5,25 @@
 //! (DESIGN.md allows this lean path for HTTP/1.1; hyper serves HTTP/2).
 
 use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWriteExt, ReadBuf};
 
 use super::conn::Stream;
 use super::plan::Endpoint;
 use super::retrans::RetransWatch;
+use super::spare::{self, give_back, take_buf};
 use crate::net::Target;
 
 /// Largest response head accepted.
 const MAX_HEAD: usize = crate::net::http::MAX_RESPONSE_HEAD;
-/// A connection's first buffer: enough for small responses, small enough for
-/// thousands of connections.
-const BUF: usize = 4 * 1024;
+/// A connection's first buffer (borrowed from the thread's spares, [`spare`]):
+/// enough for small responses.
+const BUF: usize = spare::BUF;
 /// What a buffer grows to once a body is bigger than it (fewer reads per body).
 const BULK: usize = 64 * 1024;
-
 /// Encodes a request once: request line, Host, the endpoint's headers, a
 /// Content-Length when there is a body, `Connection: close` without keep-alive.
 pub fn encode(target: &Target, e: &Endpoint, keepalive: bool) -> Bytes {
@@ -103,6 +105,7 @@ pub struct H1 {
     /// Declared before `stream`, so it reads TCP_INFO before the socket closes.
     watch: Option<RetransWatch>,
     stream: Stream,
+    /// Empty while no bytes are buffered (the buffer is back among the spares).
     buf: Box<[u8]>,
     start: usize,
     end: usize,
@@ -123,7 +126,7 @@ impl H1 {
         H1 {
             watch: None,
             stream,
-            buf: vec![0; BUF].into_boxed_slice(),
+            buf: Box::default(),
             start: 0,
             end: 0,
             served: 0,
@@ -164,9 +167,43 @@ impl H1 {
                 ));
             }
         }
-        let n = self.stream.read(&mut self.buf[self.end..]).await?;
-        self.end += n;
-        Ok(n)
+        std::future::poll_fn(|cx| self.poll_fill(cx)).await
+    }
+
+    /// One read attempt into the buffer, borrowing a spare one for it when the
+    /// connection holds none, and giving it back when the read is pending with
+    /// nothing buffered: a connection waiting for bytes holds no buffer.
+    fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        if self.buf.is_empty() {
+            self.buf = take_buf();
+        }
+        let mut rb = ReadBuf::new(&mut self.buf[self.end..]);
+        match Pin::new(&mut self.stream).poll_read(cx, &mut rb) {
+            Poll::Ready(Ok(())) => {
+                let n = rb.filled().len();
+                self.end += n;
+                Poll::Ready(Ok(n))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => {
+                // `end == 0`: nothing is buffered (`fill` rewinds an emptied buffer);
+                // a grown buffer stays with its connection.
+                if self.end == 0 && self.buf.len() == BUF {
+                    give_back(std::mem::take(&mut self.buf));
+                }
+                Poll::Pending
+            }
+        }
+    }
+
+    /// Returns the buffer to the thread's spares when it holds nothing (a grown one
+    /// stays: the next large body needs it again).
+    fn release(&mut self) {
+        if self.start == self.end && self.buf.len() == BUF {
+            self.start = 0;
+            self.end = 0;
+            give_back(std::mem::take(&mut self.buf));
+        }
     }
 
     /// Consumes `n` bytes (buffered first, then from the stream).
@@ -180,8 +217,11 @@ impl H1 {
             n -= avail;
             self.start = 0;
             self.end = 0;
-            if n > self.buf.len() as u64 && self.buf.len() < BULK {
-                self.buf = vec![0; BULK].into_boxed_slice();
+            if n > self.buf.len().max(BUF) as u64 && self.buf.len() < BULK {
+                give_back(std::mem::replace(
+                    &mut self.buf,
+                    vec![0; BULK].into_boxed_slice(),
+                ));
             }
             let got = self.fill().await?;
             if got == 0 {
@@ -262,6 +302,7 @@ impl H1 {
         // Bytes still buffered belong to no request we sent: count them out.
         resp.bytes = total - (self.end - self.start) as u64;
         self.served += 1;
+        self.release();
         Ok(resp)
     }
 
@@ -363,6 +404,8 @@ fn head_info(r: &httparse::Response<'_, '_>, head: bool, resp: &mut Response) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::future::Future;
+    use tokio::io::AsyncReadExt;
 
     #[test]
     fn encodes_once() {
@@ -444,6 +487,81 @@ mod tests {
         let c = tokio::net::TcpStream::connect(addr).await.unwrap();
         c.set_nodelay(true).unwrap();
         H1::new(Stream::Plain(c))
+    }
+
+    fn spares() -> usize {
+        spare::count()
+    }
+
+    /// A connection waiting for its response holds no read buffer: it borrows one of
+    /// the thread's spares only while bytes arrive, and gives it back when the
+    /// response has been read (issue 21: memory at 5,000 connections). Bytes of the
+    /// next response that came early keep theirs until they are read.
+    #[tokio::test]
+    async fn idle_connections_hold_no_read_buffer() {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let (go_tx, go_rx) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.unwrap();
+            let mut buf = [0u8; 1024];
+            let _ = s.read(&mut buf).await.unwrap();
+            // Answer only when told: the client is waiting meanwhile.
+            go_rx.await.unwrap();
+            let one = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi";
+            s.write_all(one).await.unwrap();
+            let _ = s.read(&mut buf).await.unwrap();
+            // The second answer and the start of a third in one write.
+            s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhiHTTP/1.1")
+                .await
+                .unwrap();
+        });
+        let c = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let mut h = H1::new(Stream::Plain(c));
+        assert!(h.buf.is_empty());
+        assert_eq!(spares(), 0);
+        let r = {
+            let ex = h.exchange(b"GET / HTTP/1.1\r\n\r\n", false, false);
+            tokio::pin!(ex);
+            // One poll sends the request and finds no answer yet: the buffer
+            // borrowed for the read attempt is back among the spares.
+            let pending =
+                std::future::poll_fn(|cx| Poll::Ready(ex.as_mut().poll(cx).is_pending())).await;
+            assert!(pending, "answered before the server was told to");
+            assert_eq!(spares(), 1, "a waiting connection keeps its buffer");
+            go_tx.send(()).unwrap();
+            ex.await.unwrap()
+        };
+        assert_eq!((r.status, r.bytes), (200, 40));
+        assert!(h.buf.is_empty(), "the buffer went back after the response");
+        assert_eq!(spares(), 1);
+        let r = h
+            .exchange(b"GET / HTTP/1.1\r\n\r\n", false, false)
+            .await
+            .unwrap();
+        assert_eq!(r.status, 200);
+        // "HTTP/1.1" of a third response is buffered: the connection keeps it.
+        assert_eq!((h.end - h.start, h.buf.len()), (8, BUF));
+        assert_eq!(spares(), 0);
+    }
+
+    /// A body larger than the borrowed buffer is read into a grown one, which stays
+    /// with its connection between responses (the spares keep only small ones).
+    #[tokio::test]
+    async fn large_bodies_keep_a_grown_buffer() {
+        const HEAD: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 20000\r\n\r\n";
+        let reply: &'static [u8] = [HEAD, &[b'a'; 20_000][..]].concat().leak();
+        let mut h = serve(reply, 2).await;
+        for _ in 0..2 {
+            let r = h
+                .exchange(b"GET / HTTP/1.1\r\n\r\n", false, false)
+                .await
+                .unwrap();
+            assert_eq!((r.status, r.bytes), (200, (HEAD.len() + 20_000) as u64));
+            assert_eq!(h.start, h.end);
+            assert_eq!(h.buf.len(), BULK);
+        }
+        assert!(spares() <= 1);
     }
 
     #[tokio::test]

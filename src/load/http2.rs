@@ -131,8 +131,17 @@ impl H2Slot {
 }
 
 /// Does the HTTP/2 handshake over a connected stream; the connection task is spawned
-/// on the current runtime.
-pub async fn handshake(stream: Stream) -> Result<SendRequest<Full<Bytes>>, ErrorKind> {
+/// on the current runtime. Boxed, like [`super::conn::Connector::open`]: it runs once
+/// per connection and would otherwise enlarge every VU's future.
+pub fn handshake(
+    stream: Stream,
+) -> std::pin::Pin<
+    Box<impl std::future::Future<Output = Result<SendRequest<Full<Bytes>>, ErrorKind>>>,
+> {
+    Box::pin(handshake_inline(stream))
+}
+
+async fn handshake_inline(stream: Stream) -> Result<SendRequest<Full<Bytes>>, ErrorKind> {
     let mut builder = http2::Builder::new(TokioExecutor::new());
     builder
         .initial_stream_window_size(4 * 1024 * 1024)
