@@ -33,6 +33,7 @@ mod conn;
 mod http1;
 mod http2;
 mod retrans;
+mod uring;
 mod worker;
 
 use std::sync::atomic::AtomicBool;
