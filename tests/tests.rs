@@ -26,6 +26,7 @@ mod lab_options;
 mod lab_routes;
 mod live;
 mod load;
+mod load_engines;
 mod probe;
 mod probe_tls;
 mod probe_verdicts;

@@ -84,6 +84,9 @@ struct Driver<'a, 'p> {
     family: libc::c_int,
     now: Instant,
     running: usize,
+    /// Successful sends post no completion (5.17+): a send either completes whole
+    /// (MSG_WAITALL) or fails, so only failures need one.
+    quiet_sends: bool,
     /// VUs whose request ended this turn: they start their next one after the
     /// turn's completions (no recursion through failures that end at once).
     ready: Vec<usize>,
@@ -116,6 +119,7 @@ pub fn run(
     }
     let (addr, family) = sockaddr(prep.connector.addr);
     let now = Instant::now();
+    let quiet_sends = ring.params().is_feature_skip_cqe_on_success();
     let mut d = Driver {
         ring,
         bufs,
@@ -152,8 +156,10 @@ pub fn run(
         family,
         now,
         running: local.len(),
+        quiet_sends: false,
         ready: Vec::with_capacity(n),
     };
+    d.quiet_sends = quiet_sends;
     d.turns(live);
     let time = ThreadTime::now();
     live.cpu_ns.store(time.cpu_ns, Ordering::Relaxed);
@@ -393,10 +399,13 @@ impl Driver<'_, '_> {
     fn queue_send(&mut self, i: usize) {
         let v = &self.vus[i];
         let req = &self.prep.encoded[v.ep][v.sent_bytes..];
-        let e = opcode::Send::new(types::Fixed(i as u32), req.as_ptr(), req.len() as u32)
-            .flags(libc::MSG_NOSIGNAL)
+        let mut e = opcode::Send::new(types::Fixed(i as u32), req.as_ptr(), req.len() as u32)
+            .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
             .build()
             .user_data(ud(SEND, v.gen, i));
+        if self.quiet_sends {
+            e = e.flags(squeue::Flags::SKIP_SUCCESS);
+        }
         self.queue.push(e);
     }
 
