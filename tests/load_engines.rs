@@ -41,7 +41,13 @@ fn name(e: LoadEngine) -> &'static str {
 }
 
 /// A count-mode plan (`-n n`, `-c c`, 2 threads) on `engine`, adjusted by `f`.
-fn count(url: &str, engine: LoadEngine, c: u32, n: u64, f: impl FnOnce(&mut LoadPlan)) -> LoadResult {
+fn count(
+    url: &str,
+    engine: LoadEngine,
+    c: u32,
+    n: u64,
+    f: impl FnOnce(&mut LoadPlan),
+) -> LoadResult {
     let mut p = LoadPlan::closed(url, c, Duration::from_secs(30)).expect("plan");
     p.duration = None;
     p.count = Some(n);
@@ -70,7 +76,11 @@ fn count_mode_is_exact_on_both_engines() {
         assert!(r.bytes > 1234 * 1000, "{e:?}: {}", r.bytes);
         assert_eq!(r.endpoints[0].requests, 1234, "{e:?}");
         let r = count(&lab.url("/"), e, 2, 20, |p| p.keepalive = false);
-        assert_eq!((r.ok, r.connections_opened, r.connect.len()), (20, 20, 20), "{e:?}");
+        assert_eq!(
+            (r.ok, r.connections_opened, r.connect.len()),
+            (20, 20, 20),
+            "{e:?}"
+        );
         assert!(r.latency.min() >= r.connect.min(), "{e:?}");
     }
 }
@@ -85,16 +95,24 @@ fn errors_are_classified_alike_on_both_engines() {
     let refused = format!("http://{}/", closed.local_addr().unwrap());
     drop(closed);
     let garbage = Hostile::start(|_| Reply::Bytes(b"garbage\r\n\r\n".to_vec()));
-    let short =
-        Hostile::start(|_| Reply::Bytes(b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\nshort".to_vec()));
+    let short = Hostile::start(|_| {
+        Reply::Bytes(b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\nshort".to_vec())
+    });
     // Answers one request per connection, then closes without saying so.
-    let once = Hostile::start(|_| Reply::Bytes(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_vec()));
+    let once = Hostile::start(|_| {
+        Reply::Bytes(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_vec())
+    });
     for e in engines() {
         let errs = |r: &LoadResult| r.errors.clone();
         let r = count(&lab.url("/reset"), e, 2, 6, |_| {});
         assert_eq!(r.errors.get("reset"), Some(&6), "{e:?} {:?}", errs(&r));
         let r = count(&refused, e, 2, 4, |_| {});
-        assert_eq!((r.errors.get("connect"), r.ok), (Some(&4), 0), "{e:?} {:?}", errs(&r));
+        assert_eq!(
+            (r.errors.get("connect"), r.ok),
+            (Some(&4), 0),
+            "{e:?} {:?}",
+            errs(&r)
+        );
         let r = count(&lab.url("/status/500"), e, 2, 6, |_| {});
         assert_eq!(r.errors.get("http_5xx"), Some(&6), "{e:?} {:?}", errs(&r));
         assert_eq!(r.statuses.get(&500), Some(&6), "{e:?}");
@@ -126,7 +144,11 @@ fn latencies_agree_around_a_delay() {
     for e in engines() {
         let r = count(&lab.url("/delay/20ms"), e, 4, 100, |_| {});
         assert_eq!(r.ok, 100, "{e:?}");
-        assert!(r.latency.min() >= 20_000_000, "{e:?}: min {}", r.latency.min());
+        assert!(
+            r.latency.min() >= 20_000_000,
+            "{e:?}: min {}",
+            r.latency.min()
+        );
         let p50 = r.latency_quantile_ms(0.5);
         assert!((20.0..60.0).contains(&p50), "{e:?}: p50 {p50}");
         p50s.push(p50);
@@ -150,12 +172,34 @@ fn engine_flag_choice_and_thresholds() {
             continue;
         }
         let j = util::run_json(&[
-            "load", &url, "-n", "20", "-c", "4", "--engine", e, "--json", "--no-save",
+            "load",
+            &url,
+            "-n",
+            "20",
+            "-c",
+            "4",
+            "--engine",
+            e,
+            "--json",
+            "--no-save",
         ]);
-        assert_eq!((j["engine"].as_str(), j["ok"].as_u64()), (Some(e), Some(20)));
+        assert_eq!(
+            (j["engine"].as_str(), j["ok"].as_u64()),
+            (Some(e), Some(20))
+        );
         let run = |t: &str| {
             util::run(&[
-                "load", &url, "-n", "20", "-c", "4", "--engine", e, "--no-save", "--threshold", t,
+                "load",
+                &url,
+                "-n",
+                "20",
+                "-c",
+                "4",
+                "--engine",
+                e,
+                "--no-save",
+                "--threshold",
+                t,
             ])
         };
         assert_eq!(run("p99<5s").status.code(), Some(0), "{e}");
@@ -165,13 +209,31 @@ fn engine_flag_choice_and_thresholds() {
     let auto = if uring { "io_uring" } else { "epoll" };
     assert_eq!(j["engine"].as_str(), Some(auto));
     let j = util::run_json(&[
-        "load", &url, "--rate", "20", "-d", "1s", "--json", "--no-save",
+        "load",
+        &url,
+        "--rate",
+        "20",
+        "-d",
+        "1s",
+        "--json",
+        "--no-save",
     ]);
     assert_eq!(j["engine"].as_str(), Some("epoll"));
     let out = util::run(&[
-        "load", &url, "--rate", "20", "-d", "1s", "--engine", "io_uring", "--no-save",
+        "load",
+        &url,
+        "--rate",
+        "20",
+        "-d",
+        "1s",
+        "--engine",
+        "io_uring",
+        "--no-save",
     ]);
     assert_ne!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("--engine io_uring") && err.contains("--rate"), "{err}");
+    assert!(
+        err.contains("--engine io_uring") && err.contains("--rate"),
+        "{err}"
+    );
 }

@@ -58,7 +58,7 @@ pub fn run_thread(
     let rec = match prep.uring {
         true => match super::uring::run_thread(j, threads, prep, ctl, &live, rec) {
             Ok(done) => return done,
-            Err(rec) => RefCell::new(rec),
+            Err(rec) => RefCell::new(*rec),
         },
         false => RefCell::new(rec),
     };

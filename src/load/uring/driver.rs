@@ -100,7 +100,7 @@ pub fn run(
     ctl: &Control,
     live: &Arc<Live>,
     rec: Recorder,
-) -> Result<(Recorder, ThreadTime), Recorder> {
+) -> Result<(Recorder, ThreadTime), Box<Recorder>> {
     let local: Vec<usize> = (j..prep.plan.connections as usize)
         .step_by(threads)
         .collect();
@@ -108,14 +108,14 @@ pub fn run(
     let entries = (n * 2 + 16).next_power_of_two().min(4096) as u32;
     let cq = (n * 4 + 64).next_power_of_two().min(65_536) as u32;
     let Ok(ring) = ring::ring(entries, cq) else {
-        return Err(rec);
+        return Err(Box::new(rec));
     };
     let count = (n * 2).next_power_of_two().clamp(64, 512) as u16;
     let Ok(bufs) = BufRing::new(&ring, count, BUF_SIZE, BGID) else {
-        return Err(rec);
+        return Err(Box::new(rec));
     };
     if ring.submitter().register_files_sparse(n as u32).is_err() {
-        return Err(rec);
+        return Err(Box::new(rec));
     }
     let (addr, family) = sockaddr(prep.connector.addr);
     let now = Instant::now();
@@ -218,7 +218,11 @@ impl Driver<'_, '_> {
             let args = types::SubmitArgs::new().timespec(&ts);
             match self.ring.submitter().submit_with_args(1, &args) {
                 Ok(_) => {}
-                Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR | libc::EBUSY)) => {}
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::ETIME | libc::EINTR | libc::EBUSY)
+                    ) => {}
                 Err(_) => break,
             }
             self.now = Instant::now();
@@ -609,8 +613,9 @@ impl Driver<'_, '_> {
         // the slot's next socket.
         let mine = |u: u64| (u & 0xffff_ffff) as usize == i && (u >> 56) != CANCEL;
         let gen = v.gen & 0xff_ffff;
-        self.queue
-            .retain(|e| !(mine(e.get_user_data()) && (e.get_user_data() >> 32) & 0xff_ffff == u64::from(gen)));
+        self.queue.retain(|e| {
+            !(mine(e.get_user_data()) && (e.get_user_data() >> 32) & 0xff_ffff == u64::from(gen))
+        });
         let v = &mut self.vus[i];
         v.gen = v.gen.wrapping_add(1);
         v.recv_armed = false;

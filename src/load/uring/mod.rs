@@ -60,7 +60,9 @@ pub fn probe() -> Result<(), String> {
         .get_or_init(|| {
             if let Ok(v) = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled") {
                 if v.trim() == "2" {
-                    return Err("io_uring is disabled on this host (kernel.io_uring_disabled=2)".into());
+                    return Err(
+                        "io_uring is disabled on this host (kernel.io_uring_disabled=2)".into(),
+                    );
                 }
             }
             try_ring().map_err(|e| format!("io_uring is refused here: {e}"))
@@ -122,6 +124,6 @@ pub fn run_thread(
     ctl: &Control,
     live: &Arc<Live>,
     rec: Recorder,
-) -> Result<(Recorder, ThreadTime), Recorder> {
+) -> Result<(Recorder, ThreadTime), Box<Recorder>> {
     driver::run(j, threads, prep, ctl, live, rec)
 }
