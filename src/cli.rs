@@ -365,9 +365,9 @@ pub struct LoadArgs {
     /// Pause between a VU's requests.
     #[arg(long, value_name = "DUR", value_parser = duration)]
     pub think_time: Option<Duration>,
-    /// I/O engine: io_uring (plain-http HTTP/1.1, closed model; auto falls back to
-    /// epoll for https, HTTP/2, --rate, --stages, --think-time, or where the kernel
-    /// refuses io_uring).
+    /// I/O engine: io_uring (plain-http HTTP/1.1; auto falls back to epoll for https,
+    /// HTTP/2, closed-model --stages, --think-time, or where the kernel refuses
+    /// io_uring).
     #[arg(long, value_enum, default_value = "auto")]
     pub engine: LoadEngine,
     #[command(flatten)]

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
+use super::open::Open;
 use super::ring::{self, BufRing};
 use crate::load::conn::{io_kind, Phase};
 use crate::load::engine::{Control, Prepared, ABORT};
@@ -55,6 +56,8 @@ struct Vu {
     busy: bool,
     done: bool,
     ep: usize,
+    /// When the request was due (open model) or sent (closed).
+    intended: Instant,
     sent: Instant,
     deadline: Instant,
     phase: Phase,
@@ -68,6 +71,34 @@ struct Vu {
     /// that arrived with no request in flight.
     carry: Vec<u8>,
     picker: Picker,
+}
+
+impl Vu {
+    fn new(now: Instant, seed: u64) -> Vu {
+        Vu {
+            watch: None,
+            fd: None,
+            gen: 0,
+            opened: false,
+            recv_armed: false,
+            connect_t0: now,
+            busy: false,
+            done: false,
+            ep: 0,
+            intended: now,
+            sent: now,
+            deadline: now,
+            phase: Phase::Exchange,
+            fresh: false,
+            retried: false,
+            paid: None,
+            sent_bytes: 0,
+            first_byte: None,
+            parser: Parser::new(false),
+            carry: Vec::new(),
+            picker: Picker::new(seed),
+        }
+    }
 }
 
 struct Driver<'a, 'p> {
@@ -87,6 +118,10 @@ struct Driver<'a, 'p> {
     /// Successful sends post no completion (5.17+): a send either completes whole
     /// (MSG_WAITALL) or fails, so only failures need one.
     quiet_sends: bool,
+    /// The open model's schedule (None: closed model).
+    open: Option<Open>,
+    /// This thread's VUs' run-wide indexes (the open model makes VUs as needed).
+    local: Vec<usize>,
     /// VUs whose request ended this turn: they start their next one after the
     /// turn's completions (no recursion through failures that end at once).
     ready: Vec<usize>,
@@ -120,43 +155,27 @@ pub fn run(
     let (addr, family) = sockaddr(prep.connector.addr);
     let now = Instant::now();
     let quiet_sends = ring.params().is_feature_skip_cqe_on_success();
+    let open = Open::new(prep, j, threads);
+    let eager = if open.is_some() {
+        &local[..0]
+    } else {
+        &local[..]
+    };
     let mut d = Driver {
         ring,
         bufs,
         prep,
         ctl,
         rec,
-        vus: local
-            .iter()
-            .map(|&i| Vu {
-                watch: None,
-                fd: None,
-                gen: 0,
-                opened: false,
-                recv_armed: false,
-                connect_t0: now,
-                busy: false,
-                done: false,
-                ep: 0,
-                sent: now,
-                deadline: now,
-                phase: Phase::Exchange,
-                fresh: false,
-                retried: false,
-                paid: None,
-                sent_bytes: 0,
-                first_byte: None,
-                parser: Parser::new(false),
-                carry: Vec::new(),
-                picker: Picker::new(i as u64),
-            })
-            .collect(),
+        vus: eager.iter().map(|&i| Vu::new(now, i as u64)).collect(),
         queue: Vec::with_capacity(entries as usize),
         addr: Box::new(addr),
         family,
         now,
-        running: local.len(),
+        running: eager.len(),
         quiet_sends: false,
+        open,
+        local: local.clone(),
         ready: Vec::with_capacity(n),
     };
     d.quiet_sends = quiet_sends;
@@ -210,11 +229,16 @@ impl Driver<'_, '_> {
         let mut next_check = self.now + TICK;
         let mut cqes: Vec<cqueue::Entry> = Vec::with_capacity(256);
         loop {
+            self.dispatch();
             self.bufs.publish();
-            if self.submit_queued().is_err() || self.running == 0 {
+            if self.submit_queued().is_err() || self.finished() {
                 break;
             }
-            let ts = types::Timespec::new().nsec(TICK.as_nanos() as u32);
+            let mut wait = TICK;
+            if let Some(due) = self.open.as_ref().and_then(|o| o.next_due) {
+                wait = wait.min(due.saturating_duration_since(Instant::now()));
+            }
+            let ts = types::Timespec::new().nsec(wait.as_nanos() as u32);
             let args = types::SubmitArgs::new().timespec(&ts);
             match self.ring.submitter().submit_with_args(1, &args) {
                 Ok(_) => {}
@@ -282,6 +306,59 @@ impl Driver<'_, '_> {
         Ok(())
     }
 
+    /// Whether the thread's work is over: every VU done (closed model), or nothing
+    /// in flight or queued and no arrival to come (open model: not before the run's
+    /// planned end, unless it counts requests).
+    fn finished(&self) -> bool {
+        match &self.open {
+            None => self.running == 0,
+            Some(o) => {
+                self.rec.in_flight == 0
+                    && o.queue.is_empty()
+                    && (!self.ctl.running() || (o.arrivals_done && self.prep.plan.count.is_some()))
+            }
+        }
+    }
+
+    /// Open model: queues the arrivals now due and hands them to idle VUs (connected
+    /// ones first), making new VUs up to this thread's share of `-c`.
+    fn dispatch(&mut self) {
+        let Some(o) = self.open.as_mut() else {
+            return;
+        };
+        if self.ctl.running() {
+            let rec = &mut self.rec;
+            o.schedule(self.prep, self.ctl.start, self.now, |due| rec.dropped(due));
+        } else {
+            // Due before the end but never sent: the run ended first.
+            self.rec.incomplete += o.queue.len() as u64;
+            o.queue.clear();
+            o.arrivals_done = true;
+            o.next_due = None;
+        }
+        loop {
+            let Some(o) = self.open.as_mut() else {
+                return;
+            };
+            if o.queue.is_empty() {
+                return;
+            }
+            let i = match o.warm.pop().or_else(|| o.cold.pop()) {
+                Some(i) => i,
+                None if self.vus.len() < self.local.len() => {
+                    let seed = self.local[self.vus.len()] as u64 ^ 0x5eed;
+                    self.vus.push(Vu::new(self.now, seed));
+                    self.vus.len() - 1
+                }
+                None => return,
+            };
+            let Some(due) = self.open.as_mut().and_then(|o| o.queue.pop_front()) else {
+                return;
+            };
+            self.begin(i, due);
+        }
+    }
+
     /// VU `i` starts its next request, or is done when no more may start.
     fn start(&mut self, i: usize) {
         if !self.ctl.claim() {
@@ -292,11 +369,17 @@ impl Driver<'_, '_> {
             }
             return;
         }
+        self.begin(i, self.now);
+    }
+
+    /// VU `i` sends its next request, due at `intended`.
+    fn begin(&mut self, i: usize, intended: Instant) {
         let now = self.now;
         let timeout = self.prep.plan.client.timeout;
         let v = &mut self.vus[i];
         v.ep = v.picker.pick(self.prep);
         v.busy = true;
+        v.intended = intended;
         v.sent = now;
         v.deadline = now + timeout;
         v.retried = false;
@@ -569,8 +652,14 @@ impl Driver<'_, '_> {
         let v = &mut self.vus[i];
         v.busy = false;
         self.rec.in_flight -= 1;
-        self.rec.record(v.ep, v.sent, v.sent, self.now, &o);
-        self.ready.push(i);
+        // Latency counts from the intended time (open model), or from the send.
+        self.rec
+            .record(v.ep, v.intended.min(v.sent), v.sent, self.now, &o);
+        match &mut self.open {
+            None => self.ready.push(i),
+            Some(open) if v.fd.is_some() => open.warm.push(i),
+            Some(open) => open.cold.push(i),
+        }
     }
 
     /// Requests past their timeout fail (a connect that never completed is a

@@ -8,10 +8,11 @@
 //! epoll engine, so the two engines' results are the same measurements.
 //!
 //! Supported: plain http, HTTP/1.1, the closed model (`-c`, `-d`, `-n`, keep-alive
-//! or not, `--raw`). Everything else (https, HTTP/2, the open model `--rate`,
-//! `--stages`, `--think-time`) runs on the epoll engine.
+//! or not, `--raw`) and the open model (`--rate`, with `--stages`). Everything else
+//! (https, HTTP/2, closed-model `--stages`, `--think-time`) runs on the epoll engine.
 
 mod driver;
+mod open;
 mod ring;
 
 use std::io;
@@ -39,10 +40,8 @@ pub fn unsupported(plan: &LoadPlan, h2: bool) -> Option<&'static str> {
         Some("https")
     } else if h2 {
         Some("HTTP/2")
-    } else if !matches!(plan.model, Model::Closed) {
-        Some("the open model (--rate)")
-    } else if !plan.stages.is_empty() {
-        Some("--stages")
+    } else if plan.model == Model::Closed && !plan.stages.is_empty() {
+        Some("--stages in the closed model")
     } else if !plan.think_time.is_zero() {
         Some("--think-time")
     } else {
