@@ -330,7 +330,14 @@ impl Driver<'_, '_> {
             let rec = &mut self.rec;
             o.schedule(self.prep, self.ctl.start, self.now, |due| rec.dropped(due));
         } else {
-            // Due before the end but never sent: the run ended first.
+            // Arrivals due before the planned end that the loop had not reached yet
+            // (it woke after the end) are queued too; all that were due before the
+            // end but never sent are incomplete: the run ended first.
+            if let (false, Some(length)) = (o.arrivals_done, self.prep.plan.run_length()) {
+                let end = (self.ctl.start + length).min(self.now);
+                let rec = &mut self.rec;
+                o.schedule(self.prep, self.ctl.start, end, |due| rec.dropped(due));
+            }
             self.rec.incomplete += o.queue.len() as u64;
             o.queue.clear();
             o.arrivals_done = true;
