@@ -12,6 +12,7 @@
 //! (https, HTTP/2, closed-model `--stages`, `--think-time`) runs on the epoll engine.
 
 mod driver;
+mod exchange;
 mod open;
 mod ring;
 
