@@ -7,7 +7,8 @@
 # /1k over keep-alive, pinned to CPU $NGX_CPU; every tool pinned to CPU $TOOL_CPU with
 # one worker thread; CPU seconds and peak RSS from /usr/bin/time -v.
 #   rps   closed model, $CONNS connections, $DURATION s, HTTP/1.1: wrk, h2load --h1,
-#         hey and oha (if installed) and latscope, alternated $ROUNDS times. The headline is
+#         hey and oha (if installed) and latscope (--engine epoll, then io_uring: the
+#         row `latscope`), alternated $ROUNDS times; RPS_TOOLS picks a subset. The headline is
 #         requests per tool CPU-second (nginx on one core is the bottleneck, so rps ties).
 #   open  latscope --rate $OPEN_RATE (nginx sustains it): achieved rate vs target; then
 #         --rate $OVER_RATE (more than one core can send): dropped / latency say so.
@@ -119,11 +120,13 @@ SUMMARY=$OUTDIR/summary.txt
 
 if want rps; then
   echo "## rps: closed model, $CONNS connections, ${DURATION}s, 1 thread" | tee -a "$SUMMARY"
-  printf '%-9s %5s %8s %8s %8s %9s %7s %7s %10s\n' tool round rps p50_ms p99_ms requests cpu_s rss_mb req/cpu_s | tee -a "$SUMMARY"
+  printf '%-14s %5s %8s %8s %8s %9s %7s %7s %10s\n' tool round rps p50_ms p99_ms requests cpu_s rss_mb req/cpu_s | tee -a "$SUMMARY"
   tools=(wrk h2load)
   command -v hey >/dev/null && tools+=(hey)
   command -v oha >/dev/null && tools+=(oha)
-  tools+=(latscope)
+  tools+=(latscope-epoll latscope)
+  # RPS_TOOLS="wrk latscope-epoll latscope": only these (latscope is --engine io_uring).
+  [[ -n ${RPS_TOOLS:-} ]] && read -r -a tools <<<"$RPS_TOOLS"
   for r in $(seq 1 "$ROUNDS"); do
     for t in "${tools[@]}"; do
       case $t in
@@ -131,22 +134,23 @@ if want rps; then
         h2load) time_run "h2load-$r" h2load --h1 -t 1 -c "$CONNS" -D "$DURATION" "$URL" ;;
         hey) time_run "hey-$r" env GOMAXPROCS=1 hey -z "${DURATION}s" -c "$CONNS" "$URL" ;;
         oha) time_run "oha-$r" oha --no-tui --output-format json --worker-threads 1 -z "${DURATION}s" -c "$CONNS" "$URL" ;;
-        latscope) time_run "latscope-$r" "$LATSCOPE" load "$URL" -c "$CONNS" -d "${DURATION}s" --threads 1 --json --no-save ;;
+        latscope) time_run "latscope-$r" "$LATSCOPE" load "$URL" -c "$CONNS" -d "${DURATION}s" --threads 1 --engine io_uring --json --no-save ;;
+        latscope-epoll) time_run "latscope-epoll-$r" "$LATSCOPE" load "$URL" -c "$CONNS" -d "${DURATION}s" --threads 1 --engine epoll --json --no-save ;;
       esac
       read -r rps p50 p99 n cpu rss per < <(parse "$t-$r" "$t")
-      printf '%-9s %5s %8s %8s %8s %9s %7s %7s %10s\n' "$t" "$r" "$rps" "$p50" "$p99" "$n" "$cpu" "$rss" "$per" | tee -a "$SUMMARY"
+      printf '%-14s %5s %8s %8s %8s %9s %7s %7s %10s\n' "$t" "$r" "$rps" "$p50" "$p99" "$n" "$cpu" "$rss" "$per" | tee -a "$SUMMARY"
       sleep 1
     done
   done
   python3 - "$SUMMARY" <<'PY' | tee -a "$SUMMARY"
 import sys, statistics
-rows = [l.split() for l in open(sys.argv[1]) if l.split() and l.split()[0] in ("wrk", "h2load", "hey", "oha", "latscope")]
+rows = [l.split() for l in open(sys.argv[1]) if l.split() and l.split()[0] in ("wrk", "h2load", "hey", "oha", "latscope", "latscope-epoll")]
 by = {}
 for r in rows:
     try: by.setdefault(r[0], []).append((int(r[1]), float(r[8])))
     except ValueError: pass
 l = dict(by.get("latscope", []))
-for peer in ("wrk", "h2load", "hey", "oha"):
+for peer in ("wrk", "h2load", "hey", "oha", "latscope-epoll"):
     if peer not in by or not l:
         continue
     w = dict(by[peer])

@@ -369,6 +369,11 @@ pub struct LoadArgs {
     /// Pause between a VU's requests.
     #[arg(long, value_name = "DUR", value_parser = duration)]
     pub think_time: Option<Duration>,
+    /// I/O engine: io_uring (plain-http HTTP/1.1; auto falls back to epoll for https,
+    /// HTTP/2, closed-model --stages, --think-time, or where the kernel refuses
+    /// io_uring).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub engine: LoadEngine,
     #[command(flatten)]
     pub find_max: Box<FindMaxArgs>,
     #[command(flatten)]
@@ -445,6 +450,19 @@ pub enum DiskPattern {
     Randrw,
     Read,
     Write,
+}
+
+/// Load engines (`latscope load --engine`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum LoadEngine {
+    /// io_uring where the kernel allows it and the plan is supported, else epoll.
+    #[default]
+    Auto,
+    /// Readiness polling (tokio), every feature.
+    Epoll,
+    /// io_uring only (an error where it cannot run).
+    #[value(name = "io_uring", alias = "uring")]
+    IoUring,
 }
 
 /// Disk I/O engines.

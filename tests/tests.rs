@@ -27,6 +27,7 @@ mod lab_routes;
 mod live;
 mod live_disk;
 mod load;
+mod load_engines;
 mod probe;
 mod probe_tls;
 mod probe_verdicts;

@@ -82,6 +82,8 @@ pub struct Prepared<'a> {
     pub h2: bool,
     /// HTTP/2 requests, prepared once, per endpoint.
     pub h2_requests: Vec<super::http2::H2Request>,
+    /// Run on the io_uring engine (`uring`), not epoll.
+    pub uring: bool,
 }
 
 impl Prepared<'_> {
@@ -248,6 +250,7 @@ impl<'a> Prepared<'a> {
             ramp: plan.ramp(),
             raw,
             raw_names: Arc::new(plan.endpoints.iter().map(|e| csv_name(&e.name)).collect()),
+            uring: super::uring::choose(plan, h2)?,
             h2,
             h2_requests,
         })
@@ -421,7 +424,11 @@ pub fn run(
     });
     let elapsed = start.elapsed();
     progress(&snapshot(&lives, &mut feed, &seconds, elapsed, true));
-    Ok(result::merge(
-        plan, started, elapsed, outputs, &seconds, aborted,
-    ))
+    let mut r = result::merge(plan, started, elapsed, outputs, &seconds, aborted);
+    r.engine = if prepared.uring {
+        super::uring::NAME
+    } else {
+        super::uring::EPOLL
+    };
+    Ok(r)
 }

@@ -206,31 +206,6 @@ impl H1 {
         }
     }
 
-    /// Consumes `n` bytes (buffered first, then from the stream).
-    async fn skip(&mut self, mut n: u64, total: &mut u64) -> Result<(), H1Error> {
-        loop {
-            let avail = (self.end - self.start) as u64;
-            if avail >= n {
-                self.start += n as usize;
-                return Ok(());
-            }
-            n -= avail;
-            self.start = 0;
-            self.end = 0;
-            if n > self.buf.len().max(BUF) as u64 && self.buf.len() < BULK {
-                give_back(std::mem::replace(
-                    &mut self.buf,
-                    vec![0; BULK].into_boxed_slice(),
-                ));
-            }
-            let got = self.fill().await?;
-            if got == 0 {
-                return Err(H1Error::Truncated);
-            }
-            *total += got as u64;
-        }
-    }
-
     /// Sends `request` and reads the whole response. `head`: the request was HEAD
     /// (no body follows). `mark_first_byte`: note when the first byte arrives.
     pub async fn exchange(
@@ -240,110 +215,217 @@ impl H1 {
         mark_first_byte: bool,
     ) -> Result<Response, H1Error> {
         self.stream.write_all(request).await?;
-        let mut resp = Response::default();
-        let mut total = (self.end - self.start) as u64;
-        if total > 0 && mark_first_byte {
-            resp.first_byte = Some(std::time::Instant::now());
+        let mut p = Parser::new(head);
+        let mut first_byte = None;
+        if self.end > self.start && mark_first_byte {
+            first_byte = Some(std::time::Instant::now());
         }
-        // The head (skipping 1xx interim responses).
-        let body = loop {
-            if self.end > self.start {
-                let mut headers = [httparse::EMPTY_HEADER; 64];
-                let mut r = httparse::Response::new(&mut headers);
-                match r.parse(&self.buf[self.start..self.end]) {
-                    Ok(httparse::Status::Complete(n)) => {
-                        self.start += n;
-                        let status = r.code.unwrap_or(0);
-                        if (100..200).contains(&status) && status != 101 {
-                            continue;
-                        }
-                        resp.status = status;
-                        break head_info(&r, head, &mut resp);
-                    }
-                    Ok(httparse::Status::Partial) => {}
-                    Err(httparse::Error::TooManyHeaders) => {
-                        return Err(H1Error::Protocol("more than 64 response headers"))
-                    }
-                    Err(_) => return Err(H1Error::Protocol("malformed response head")),
-                }
+        loop {
+            let used = p.feed(&self.buf[self.start..self.end])?;
+            self.start += used;
+            if p.is_done() {
+                break;
             }
-            let n = self.fill().await?;
-            if n == 0 {
-                return Err(if total == 0 {
-                    H1Error::EmptyEof
-                } else {
-                    H1Error::Truncated
-                });
+            if self.start == self.end
+                && p.body_left() > self.buf.len().max(BUF) as u64
+                && self.buf.len() < BULK
+            {
+                // A large body: a bulk buffer, the spare one back to the thread.
+                give_back(std::mem::replace(
+                    &mut self.buf,
+                    vec![0; BULK].into_boxed_slice(),
+                ));
             }
-            if total == 0 && mark_first_byte {
-                resp.first_byte = Some(std::time::Instant::now());
+            if self.fill().await? == 0 {
+                p.eof()?;
+                break;
             }
-            total += n as u64;
-        };
-        match body {
-            Body::None => {}
-            Body::Length(n) => self.skip(n, &mut total).await?,
-            Body::Chunked => self.chunked(&mut total).await?,
-            Body::UntilClose => {
-                self.start = 0;
-                self.end = 0;
-                loop {
-                    let n = self.fill().await?;
-                    if n == 0 {
-                        break;
-                    }
-                    total += n as u64;
-                    self.start = 0;
-                    self.end = 0;
-                }
-                resp.close = true;
+            if first_byte.is_none() && mark_first_byte {
+                first_byte = Some(std::time::Instant::now());
             }
         }
-        // Bytes still buffered belong to no request we sent: count them out.
-        resp.bytes = total - (self.end - self.start) as u64;
+        let mut resp = p.response();
+        resp.first_byte = first_byte;
         self.served += 1;
         self.release();
         Ok(resp)
     }
+}
 
-    async fn chunked(&mut self, total: &mut u64) -> Result<(), H1Error> {
+/// Where a [`Parser`] is in a response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Head,
+    /// Body bytes still to come (Content-Length).
+    Length(u64),
+    ChunkSize,
+    /// Chunk bytes still to come, with the CRLF after them.
+    ChunkData(u64),
+    Trailers,
+    UntilClose,
+    Done,
+}
+
+/// The one HTTP/1.1 response reader, fed bytes as they arrive (sans I/O): the epoll
+/// path feeds it from its buffer, the io_uring path from the kernel's provided
+/// buffers. Heads are parsed with `httparse` (1xx interim responses skipped), bodies
+/// counted and skipped (Content-Length, chunked with trailers, or until close).
+#[derive(Debug, Clone)]
+pub struct Parser {
+    state: State,
+    head: bool,
+    resp: Response,
+    /// Any byte offered yet (an end of stream before one is [`H1Error::EmptyEof`]).
+    seen: bool,
+}
+
+impl Parser {
+    /// A reader for the response to a request; `head`: it was HEAD (no body).
+    pub fn new(head: bool) -> Parser {
+        Parser {
+            state: State::Head,
+            head,
+            resp: Response::default(),
+            seen: false,
+        }
+    }
+
+    /// Whether the response is complete.
+    #[inline]
+    pub fn is_done(&self) -> bool {
+        self.state == State::Done
+    }
+
+    /// Content-Length body bytes still expected (0 in other states).
+    pub fn body_left(&self) -> u64 {
+        match self.state {
+            State::Length(n) => n,
+            _ => 0,
+        }
+    }
+
+    /// The response read (its `bytes` are the bytes consumed so far).
+    pub fn response(&self) -> Response {
+        self.resp
+    }
+
+    /// Consumes what it can of `buf`, the bytes not consumed before followed by new
+    /// ones, and returns how many it consumed. Bytes left over are a partial head or
+    /// chunk line (offer them again with more) or, once [`Parser::is_done`], bytes
+    /// past the response.
+    pub fn feed(&mut self, buf: &[u8]) -> Result<usize, H1Error> {
+        self.seen |= !buf.is_empty();
+        let mut at = 0;
         loop {
-            let size = loop {
-                match httparse::parse_chunk_size(&self.buf[self.start..self.end]) {
-                    Ok(httparse::Status::Complete((used, size))) => {
-                        self.start += used;
-                        break size;
+            let rest = &buf[at..];
+            let used = match self.state {
+                State::Done => break,
+                State::Head => {
+                    if rest.is_empty() {
+                        break;
                     }
-                    Ok(httparse::Status::Partial) => {
-                        let n = self.fill().await?;
-                        if n == 0 {
-                            return Err(H1Error::Truncated);
+                    let mut headers = [httparse::EMPTY_HEADER; 64];
+                    let mut r = httparse::Response::new(&mut headers);
+                    match r.parse(rest) {
+                        Ok(httparse::Status::Complete(n)) => {
+                            let status = r.code.unwrap_or(0);
+                            if !((100..200).contains(&status) && status != 101) {
+                                self.resp.status = status;
+                                self.state = match head_info(&r, self.head, &mut self.resp) {
+                                    Body::None => State::Done,
+                                    Body::Length(0) => State::Done,
+                                    Body::Length(n) => State::Length(n),
+                                    Body::Chunked => State::ChunkSize,
+                                    Body::UntilClose => State::UntilClose,
+                                };
+                            }
+                            n
                         }
-                        *total += n as u64;
+                        Ok(httparse::Status::Partial) => {
+                            if rest.len() >= MAX_HEAD {
+                                super::conn::note_head_too_large();
+                                return Err(H1Error::Io(io::Error::new(
+                                    io::ErrorKind::InvalidData,
+                                    "response head too large",
+                                )));
+                            }
+                            break;
+                        }
+                        Err(httparse::Error::TooManyHeaders) => {
+                            return Err(H1Error::Protocol("more than 64 response headers"))
+                        }
+                        Err(_) => return Err(H1Error::Protocol("malformed response head")),
                     }
-                    Err(_) => return Err(H1Error::Protocol("bad chunk size")),
+                }
+                State::Length(n) => {
+                    let take = (rest.len() as u64).min(n);
+                    self.state = if take == n {
+                        State::Done
+                    } else {
+                        State::Length(n - take)
+                    };
+                    if take == 0 {
+                        break;
+                    }
+                    take as usize
+                }
+                State::ChunkData(n) => {
+                    let take = (rest.len() as u64).min(n);
+                    self.state = if take == n {
+                        State::ChunkSize
+                    } else {
+                        State::ChunkData(n - take)
+                    };
+                    if take == 0 {
+                        break;
+                    }
+                    take as usize
+                }
+                State::ChunkSize => match httparse::parse_chunk_size(rest) {
+                    Ok(httparse::Status::Complete((used, size))) => {
+                        self.state = if size == 0 {
+                            State::Trailers
+                        } else {
+                            State::ChunkData(size + 2)
+                        };
+                        used
+                    }
+                    Ok(httparse::Status::Partial) if rest.len() < MAX_HEAD => break,
+                    _ => return Err(H1Error::Protocol("bad chunk size")),
+                },
+                State::Trailers => match rest.windows(2).position(|w| w == b"\r\n") {
+                    Some(0) => {
+                        self.state = State::Done;
+                        2
+                    }
+                    Some(pos) => pos + 2,
+                    None if rest.len() < MAX_HEAD => break,
+                    None => return Err(H1Error::Protocol("trailers too large")),
+                },
+                State::UntilClose => {
+                    if rest.is_empty() {
+                        break;
+                    }
+                    rest.len()
                 }
             };
-            if size > 0 {
-                self.skip(size + 2, total).await?;
-                continue;
+            at += used;
+            self.resp.bytes += used as u64;
+        }
+        Ok(at)
+    }
+
+    /// The stream ended: a body read until close is complete; anything else was cut.
+    pub fn eof(&mut self) -> Result<(), H1Error> {
+        match self.state {
+            State::Done => Ok(()),
+            State::UntilClose => {
+                self.resp.close = true;
+                self.state = State::Done;
+                Ok(())
             }
-            // Trailers, up to the empty line.
-            loop {
-                let window = &self.buf[self.start..self.end];
-                if let Some(pos) = window.windows(2).position(|w| w == b"\r\n") {
-                    self.start += pos + 2;
-                    if pos == 0 {
-                        return Ok(());
-                    }
-                    continue;
-                }
-                let n = self.fill().await?;
-                if n == 0 {
-                    return Err(H1Error::Truncated);
-                }
-                *total += n as u64;
-            }
+            State::Head if !self.seen => Err(H1Error::EmptyEof),
+            _ => Err(H1Error::Truncated),
         }
     }
 }

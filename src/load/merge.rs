@@ -115,6 +115,10 @@ pub fn from_record(run: &RunRecord) -> Result<LoadResult, String> {
     let service = hist("service_time", None)?;
     Ok(LoadResult {
         target: s["target"].as_str().unwrap_or(&run.target).to_string(),
+        engine: match s["engine"].as_str() {
+            Some(super::uring::NAME) => super::uring::NAME,
+            _ => super::uring::EPOLL,
+        },
         model,
         target_rps: run.config["rate"].as_f64(),
         started: SystemTime::UNIX_EPOCH + Duration::from_millis(run.started_at_ms.max(0) as u64),

@@ -34,6 +34,7 @@ mod http1;
 mod http2;
 mod retrans;
 mod spare;
+mod uring;
 mod worker;
 
 use std::sync::atomic::AtomicBool;

@@ -83,6 +83,8 @@ pub struct LoadPlan {
     /// Which part of the run this process does (`connections` and `count` are already
     /// this shard's share; `stages` and the rate are the whole run's).
     pub shard: Shard,
+    /// `--engine`: io_uring, epoll, or auto (io_uring where supported).
+    pub engine: crate::cli::LoadEngine,
 }
 
 /// Why a plan was refused (every variant is a usage error).
@@ -170,6 +172,7 @@ impl LoadPlan {
             raw: None,
             thresholds: Vec::new(),
             shard: Shard::WHOLE,
+            engine: crate::cli::LoadEngine::Auto,
         })
     }
 
@@ -541,6 +544,7 @@ fn from_parts(
         raw: args.raw.clone(),
         thresholds,
         shard,
+        engine: args.engine,
     })
 }
 

@@ -81,6 +81,8 @@ pub struct SecondResult {
 #[derive(Debug, Clone)]
 pub struct LoadResult {
     pub target: String,
+    /// The engine that ran it: "io_uring" or "epoll" (`--engine`).
+    pub engine: &'static str,
     pub model: &'static str,
     /// Open model: the arrival rate the plan asked for, req/s (the mean over the run
     /// for stages); None for the closed model.
@@ -258,6 +260,7 @@ pub fn merge(
         .collect();
     let mut result = LoadResult {
         target: plan.target.url.clone(),
+        engine: super::uring::EPOLL,
         model: plan.model_name(),
         target_rps: match plan.model {
             super::plan::Model::Open { rate } if plan.stages.is_empty() => {
@@ -390,6 +393,7 @@ impl LoadResult {
             "kind": "load",
             "target": self.target,
             "model": self.model,
+            "engine": self.engine,
             "requests": self.requests,
             "ok": self.ok,
             "dropped": self.dropped,

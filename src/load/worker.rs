@@ -47,13 +47,21 @@ pub fn run_thread(
         .raw
         .as_ref()
         .map(|f| RawSink::new(f.clone(), prep.raw_names.clone()));
-    let rec = RefCell::new(Recorder::new(
+    let rec = Recorder::new(
         ctl.start,
         prep.plan.endpoints.len(),
         open,
         live.clone(),
         raw,
-    ));
+    );
+    // The io_uring engine, when chosen; a thread whose ring cannot be made runs here.
+    let rec = match prep.uring {
+        true => match super::uring::run_thread(j, threads, prep, ctl, &live, rec) {
+            Ok(done) => return done,
+            Err(rec) => RefCell::new(*rec),
+        },
+        false => RefCell::new(rec),
+    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -326,13 +334,13 @@ async fn exchange(
 }
 
 /// Picks endpoints in sequence or by weight.
-struct Picker {
+pub(super) struct Picker {
     next: usize,
     rng: SmallRng,
 }
 
 impl Picker {
-    fn new(seed: u64) -> Self {
+    pub(super) fn new(seed: u64) -> Self {
         Picker {
             next: 0,
             rng: SmallRng::seed_from_u64(seed),
@@ -340,7 +348,7 @@ impl Picker {
     }
 
     #[inline]
-    fn pick(&mut self, prep: &Prepared<'_>) -> usize {
+    pub(super) fn pick(&mut self, prep: &Prepared<'_>) -> usize {
         let n = prep.cumulative.len();
         if n == 1 {
             return 0;

@@ -1,0 +1,129 @@
+//! The io_uring engine for HTTP/1.1 (`--engine io_uring`, chosen by `auto` where the
+//! kernel allows it and the plan is one it supports): per worker thread one ring,
+//! the connections' sockets as registered files, one multishot receive per
+//! connection taking its buffers from a provided-buffer ring, the pre-encoded
+//! requests sent in one submission per loop turn, the request timeouts checked
+//! between completions waited for with a ring timeout. Responses are read by the
+//! same parser (`http1::Parser`) and recorded by the same [`Recorder`] calls as the
+//! epoll engine, so the two engines' results are the same measurements.
+//!
+//! Supported: plain http, HTTP/1.1, the closed model (`-c`, `-d`, `-n`, keep-alive
+//! or not, `--raw`) and the open model (`--rate`, with `--stages`). Everything else
+//! (https, HTTP/2, closed-model `--stages`, `--think-time`) runs on the epoll engine.
+
+mod driver;
+mod exchange;
+mod open;
+mod ring;
+
+use std::io;
+use std::sync::Arc;
+use std::sync::OnceLock;
+
+use io_uring::{opcode, IoUring, Probe};
+
+use super::engine::{Control, Prepared};
+use super::plan::{LoadPlan, Model};
+use super::recorder::{Live, Recorder};
+use super::sys::ThreadTime;
+use super::LoadError;
+use crate::cli::LoadEngine;
+use crate::net::Scheme;
+
+/// The engine's name in the load JSON (`engine`).
+pub const NAME: &str = "io_uring";
+/// The fallback's name.
+pub const EPOLL: &str = "epoll";
+
+/// Why the io_uring engine cannot run `plan` (None: it can).
+pub fn unsupported(plan: &LoadPlan, h2: bool) -> Option<&'static str> {
+    if plan.target.scheme != Scheme::Http {
+        Some("https")
+    } else if h2 {
+        Some("HTTP/2")
+    } else if plan.model == Model::Closed && !plan.stages.is_empty() {
+        Some("--stages in the closed model")
+    } else if !plan.think_time.is_zero() {
+        Some("--think-time")
+    } else {
+        None
+    }
+}
+
+/// Whether io_uring works here with what the engine uses (receive, send, connect,
+/// cancel, provided-buffer rings, waiting with a timeout), checked once on a
+/// throwaway ring. The error says why not (refused by the kernel's
+/// `io_uring_disabled`, ENOSYS, EPERM, too old).
+pub fn probe() -> Result<(), String> {
+    static PROBED: OnceLock<Result<(), String>> = OnceLock::new();
+    PROBED
+        .get_or_init(|| {
+            if let Ok(v) = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled") {
+                if v.trim() == "2" {
+                    return Err(
+                        "io_uring is disabled on this host (kernel.io_uring_disabled=2)".into(),
+                    );
+                }
+            }
+            try_ring().map_err(|e| format!("io_uring is refused here: {e}"))
+        })
+        .clone()
+}
+
+fn try_ring() -> io::Result<()> {
+    let ring = IoUring::new(4)?;
+    if !ring.params().is_feature_ext_arg() {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "the kernel's io_uring cannot wait with a timeout (before 5.11)",
+        ));
+    }
+    let mut probe = Probe::new();
+    ring.submitter().register_probe(&mut probe)?;
+    for code in [
+        opcode::RecvMulti::CODE,
+        opcode::Send::CODE,
+        opcode::Connect::CODE,
+        opcode::AsyncCancel::CODE,
+    ] {
+        if !probe.is_supported(code) {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "the kernel's io_uring lacks recv/send/connect/cancel",
+            ));
+        }
+    }
+    // Provided-buffer rings (5.19) and multishot receive (6.0) come together.
+    ring::BufRing::new(&ring, 2, 64, 0).map(drop)
+}
+
+/// Whether this run uses io_uring: `--engine io_uring` insists (an error says why it
+/// cannot), `epoll` never, `auto` where it is supported and allowed.
+pub fn choose(plan: &LoadPlan, h2: bool) -> Result<bool, LoadError> {
+    match plan.engine {
+        LoadEngine::Epoll => Ok(false),
+        LoadEngine::Auto => Ok(unsupported(plan, h2).is_none() && probe().is_ok()),
+        LoadEngine::IoUring => {
+            if let Some(what) = unsupported(plan, h2) {
+                return Err(LoadError::Plan(format!(
+                    "--engine io_uring does not support {what} yet: use --engine auto or epoll"
+                )));
+            }
+            probe().map_err(|e| LoadError::Plan(format!("--engine io_uring: {e}")))?;
+            Ok(true)
+        }
+    }
+}
+
+/// Runs one worker thread on io_uring; None when its ring could not be made (the
+/// caller runs the thread on epoll instead).
+pub fn run_thread(
+    j: usize,
+    threads: usize,
+    prep: &Prepared<'_>,
+    ctl: &Control,
+    live: &Arc<Live>,
+    rec: Recorder,
+) -> Result<(Recorder, ThreadTime), Box<Recorder>> {
+    driver::run(j, threads, prep, ctl, live, rec)
+}

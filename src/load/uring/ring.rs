@@ -1,0 +1,134 @@
+//! The io_uring set-up of one load worker thread: the ring (one issuer, deferred
+//! task work, flags the kernel does not know dropped one by one, as the disk engine
+//! does) and the provided-buffer ring multishot receives take their buffers from.
+
+use std::io;
+use std::sync::atomic::{AtomicU16, Ordering};
+
+use io_uring::types::BufRingEntry;
+use io_uring::IoUring;
+
+/// The ring for `entries` submissions and `cq` completions. Must be called on the
+/// thread that submits (single issuer).
+pub fn ring(entries: u32, cq: u32) -> io::Result<IoUring> {
+    let attempts: [fn(&mut io_uring::Builder, u32); 4] = [
+        |b, n| {
+            b.setup_cqsize(n)
+                .setup_coop_taskrun()
+                .setup_single_issuer()
+                .setup_defer_taskrun();
+        },
+        |b, n| {
+            b.setup_cqsize(n).setup_coop_taskrun();
+        },
+        |b, n| {
+            b.setup_cqsize(n);
+        },
+        |_, _| {},
+    ];
+    let mut last = None;
+    for setup in attempts {
+        let mut b = IoUring::builder();
+        setup(&mut b, cq);
+        match b.build(entries) {
+            Ok(ring) => return Ok(ring),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| io::Error::from_raw_os_error(libc::EINVAL)))
+}
+
+/// A provided-buffer ring: `count` buffers of `size` bytes the kernel picks from for
+/// each receive; the worker hands each back once it has parsed its bytes, and
+/// publishes the returned ones once per loop turn.
+pub struct BufRing {
+    entries: *mut BufRingEntry,
+    entries_len: usize,
+    data: Box<[u8]>,
+    size: u32,
+    count: u16,
+    tail: u16,
+}
+
+impl BufRing {
+    /// Registers `count` (a power of two) buffers of `size` bytes as group `bgid`.
+    pub fn new(ring: &IoUring, count: u16, size: u32, bgid: u16) -> io::Result<BufRing> {
+        let entries_len = count as usize * std::mem::size_of::<BufRingEntry>();
+        // SAFETY: an anonymous private mapping; checked for failure below. The ring's
+        // entries must be page-aligned, which mmap guarantees.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                entries_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let mut b = BufRing {
+            entries: ptr.cast(),
+            entries_len,
+            data: vec![0u8; count as usize * size as usize].into_boxed_slice(),
+            size,
+            count,
+            tail: 0,
+        };
+        // SAFETY: the mapping lives as long as `b`, which the caller drops after the
+        // ring (declared before it in the worker's driver).
+        unsafe {
+            ring.submitter()
+                .register_buf_ring_with_flags(ptr as u64, count, bgid, 0)?;
+        }
+        for bid in 0..count {
+            b.recycle(bid);
+        }
+        b.publish();
+        Ok(b)
+    }
+
+    /// The first `len` bytes of buffer `bid`, which a completion just handed over.
+    #[inline]
+    pub fn get(&self, bid: u16, len: usize) -> &[u8] {
+        let at = bid as usize * self.size as usize;
+        &self.data[at..at + len.min(self.size as usize)]
+    }
+
+    /// Gives buffer `bid` back (visible to the kernel at the next [`Self::publish`]).
+    #[inline]
+    pub fn recycle(&mut self, bid: u16) {
+        let i = (self.tail & (self.count - 1)) as usize;
+        let addr = self.data.as_ptr() as u64 + bid as u64 * self.size as u64;
+        // SAFETY: i < count, inside the mapping; the kernel does not read entries
+        // past the published tail.
+        let e = unsafe { &mut *self.entries.add(i) };
+        e.set_addr(addr);
+        e.set_len(self.size);
+        e.set_bid(bid);
+        self.tail = self.tail.wrapping_add(1);
+    }
+
+    /// Makes the recycled buffers visible to the kernel.
+    #[inline]
+    pub fn publish(&self) {
+        // SAFETY: the tail field overlays the first entry's reserved field, inside
+        // the mapping; the kernel reads it with acquire semantics.
+        unsafe {
+            let tail = BufRingEntry::tail(self.entries) as *const AtomicU16;
+            (*tail).store(self.tail, Ordering::Release);
+        }
+    }
+}
+
+impl Drop for BufRing {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`; the ring that used it is gone.
+        unsafe {
+            libc::munmap(self.entries.cast(), self.entries_len);
+        }
+    }
+}
