@@ -430,3 +430,100 @@ path = "/slow"
     assert!(text.contains("limiting endpoint: slow"), "{text}");
     assert!(text.contains("on every endpoint"), "{text}");
 }
+
+/// The steps of a search's JSON.
+fn steps_of(v: &Value) -> &Vec<Value> {
+    v["steps"].as_array().expect("steps")
+}
+
+/// Early stop (k6's `abortOnFail` with `delayAbortEval`, made safe): against the
+/// lab's `--capacity 200` queue a 240 req/s step queues 40 more requests each
+/// second, so after the 1 s settle every answer waits well past 100 ms; its p99 is
+/// decided once more than 1 % of the step's most possible requests (240 × 4 s ×
+/// 1.05 + 10 = 1018, so 10) are over, and the step ends after its first scored
+/// second instead of its 3 s. Asserted on the recorded steps, not on the clock:
+/// with early stop some failing step scored less than `--step` and says
+/// `stopped_early` with the objective and why; with `--no-early-stop` every step
+/// scored its whole 3 s; no passing step ever stopped early or scored less; and the
+/// two searches agree within the precision (their brackets overlap).
+#[test]
+fn find_max_stops_decided_steps_early() {
+    let lab = lab_200();
+    let url = lab.url("/");
+    let args = [
+        url.as_str(),
+        "--find-max",
+        "p99<100ms",
+        "--step",
+        "3s",
+        "--min-rate",
+        "120",
+    ];
+    let (code, early, _) = search_fit(&args, lands(170.0..=230.0));
+    assert_eq!(code, 0, "{early}");
+    let mut full_args = args.to_vec();
+    full_args.push("--no-early-stop");
+    let (code, full, _) = search_fit(&full_args, lands(170.0..=230.0));
+    assert_eq!(code, 0, "{full}");
+    let scored = |s: &Value| s["duration_s"].as_f64().unwrap();
+    let mut stopped = 0;
+    for s in steps_of(&early) {
+        if s["pass"].as_bool().unwrap() {
+            assert_eq!(s["stopped_early"], false, "{s}");
+            assert_eq!(scored(s), 3.0, "{s}");
+        } else if s["stopped_early"] == true {
+            stopped += 1;
+            assert!(scored(s) < 3.0, "{s}");
+            assert_eq!(s["early_stop"]["objective"], "p99<100ms", "{s}");
+            assert_eq!(s["early_stop"]["planned_s"], 3.0, "{s}");
+            assert_eq!(s["failed_objective"], "p99<100ms", "{s}");
+            // Judged on what it scored, the step fails on its own numbers.
+            assert!(s["endpoints"]["/"]["p99_ms"].as_f64().unwrap() >= 100.0, "{s}");
+        }
+    }
+    assert!(stopped >= 1, "no step stopped early: {:?}", steps_of(&early));
+    for s in steps_of(&full) {
+        assert_eq!(s["stopped_early"], false, "{s}");
+        assert_eq!(scored(s), 3.0, "{s}");
+    }
+    let bracket = |v: &Value| {
+        let b = &v["capacity"]["bracket"];
+        (b[0].as_f64().unwrap(), b[1].as_f64().unwrap())
+    };
+    let ((lo_a, hi_a), (lo_b, hi_b)) = (bracket(&early), bracket(&full));
+    assert!(
+        lo_a < hi_b && lo_b < hi_a,
+        "brackets {lo_a}..{hi_a} (early stop) and {lo_b}..{hi_b} (full steps) disagree"
+    );
+}
+
+/// A search whose every step passes (the lab's queue at no more than 160 req/s,
+/// well under its 200) never stops a step early: each scored its whole `--step`.
+#[test]
+fn find_max_never_stops_a_passing_step() {
+    let lab = lab_200();
+    let url = lab.url("/");
+    let (code, v, _) = search(&[
+        &url,
+        "--find-max",
+        "p99<100ms",
+        "--find-max",
+        "errors<1%",
+        "--step",
+        "2s",
+        "--min-rate",
+        "40",
+        "--max-rate",
+        "160",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["capacity"]["stopped"], "cap", "{}", v["capacity"]);
+    let steps = steps_of(&v);
+    assert_eq!(steps.len(), 3, "{steps:?}");
+    for s in steps {
+        assert_eq!(s["pass"], true, "{s}");
+        assert_eq!(s["stopped_early"], false, "{s}");
+        assert!(s["early_stop"].is_null(), "{s}");
+        assert_eq!(s["duration_s"], 2.0, "{s}");
+    }
+}
