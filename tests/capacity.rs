@@ -478,10 +478,17 @@ fn find_max_stops_decided_steps_early() {
             assert_eq!(s["early_stop"]["planned_s"], 3.0, "{s}");
             assert_eq!(s["failed_objective"], "p99<100ms", "{s}");
             // Judged on what it scored, the step fails on its own numbers.
-            assert!(s["endpoints"]["/"]["p99_ms"].as_f64().unwrap() >= 100.0, "{s}");
+            assert!(
+                s["endpoints"]["/"]["p99_ms"].as_f64().unwrap() >= 100.0,
+                "{s}"
+            );
         }
     }
-    assert!(stopped >= 1, "no step stopped early: {:?}", steps_of(&early));
+    assert!(
+        stopped >= 1,
+        "no step stopped early: {:?}",
+        steps_of(&early)
+    );
     for s in steps_of(&full) {
         assert_eq!(s["stopped_early"], false, "{s}");
         assert_eq!(scored(s), 3.0, "{s}");

@@ -124,7 +124,11 @@ impl<'a> Watch<'a> {
             Level::Rate(r) => (r * step * 1.05).ceil() as u64 + 10,
             Level::Connections(_) => {
                 let left = (step - f64::from(self.settle + self.scored)).max(0.0);
-                let left = if all { left } else { left.min(self.length.as_secs_f64()) };
+                let left = if all {
+                    left
+                } else {
+                    left.min(self.length.as_secs_f64())
+                };
                 now + (left * 2.0 * self.busiest as f64).ceil() as u64
             }
         }
@@ -234,7 +238,11 @@ mod tests {
             )
         };
         let mut w = mk();
-        assert_eq!(w.push(&[second(0, 0, 100, 5)]), None, "settle is not scored");
+        assert_eq!(
+            w.push(&[second(0, 0, 100, 5)]),
+            None,
+            "settle is not scored"
+        );
         let e = w.push(&[second(1, 0, 100, 5)]).unwrap();
         assert_eq!(e.objective, "errors<1%");
         assert_eq!(e.scored, Duration::from_secs(1));
@@ -267,6 +275,9 @@ mod tests {
             Duration::from_secs(10),
             1,
         );
-        assert_eq!(w.push(&[second(1, 0, 100, 500), second(2, 0, 100, 500)]), None);
+        assert_eq!(
+            w.push(&[second(1, 0, 100, 500), second(2, 0, 100, 500)]),
+            None
+        );
     }
 }

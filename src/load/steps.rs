@@ -11,12 +11,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::early::{EarlyStop, Watch};
 use super::engine::Progress;
 use super::plan::{default_threads, LoadPlan, Model};
 use super::result::LoadResult;
 use super::threshold::{Metric, Op, Threshold};
 pub use super::window::{judge, Check, Window, WindowEndpoint};
-use super::early::{EarlyStop, Watch};
 use super::LoadError;
 
 /// A step that completes less than this share of its target rate fails (the share
@@ -210,7 +210,8 @@ impl Step {
     pub fn pass(&self) -> bool {
         !self.interrupted
             && self.stopped_early.is_none()
-            && self.shortfall.is_none() && self.checks.iter().all(|c| c.verdict.ok)
+            && self.shortfall.is_none()
+            && self.checks.iter().all(|c| c.verdict.ok)
     }
 
     /// Completed requests per second in the window.

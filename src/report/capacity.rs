@@ -299,8 +299,12 @@ pub fn summary(s: &Search, answer: &str) -> String {
         if let Some(e) = &st.stopped_early {
             let _ = writeln!(
                 out,
-                "  note: the step at {} stopped early, its failure decided: {} ({})",
-                st.plan.level, e.objective, e.reason
+                "  note: the step at {} stopped after {} of {}, its {} failure decided: {}",
+                st.plan.level,
+                humantime::format_duration(e.scored),
+                humantime::format_duration(e.planned),
+                e.objective,
+                e.reason
             );
         }
     }
