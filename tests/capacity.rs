@@ -534,3 +534,55 @@ fn find_max_never_stops_a_passing_step() {
         assert_eq!(s["duration_s"], 2.0, "{s}");
     }
 }
+
+/// A server that accepts connections and never answers (each handler holds its
+/// connection 20 s): nothing completes, so no latency or error objective has
+/// evidence, but the open model's arrivals pile up past the connections and the
+/// one-second backlog and are dropped. At 50 req/s for 1 s settle + 5 s the step
+/// has at most 325 arrivals (50 × 6 × 1.05 + 10) and needs 225 completed in its
+/// window (90 % of 250): once more than 100 are dropped it cannot make its rate
+/// whatever the server does, and it ends early (after 4 of its 5 s here) as a
+/// rate failure limited by the server; nothing completing at the lowest level
+/// exits 1.
+#[test]
+fn find_max_stops_a_stalled_step_on_its_dropped_arrivals() {
+    const STALL: &str = r#"
+import socketserver, time
+class H(socketserver.BaseRequestHandler):
+    def handle(self):
+        time.sleep(20)
+class S(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 256
+s = S(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+    let dir = TempDir::new("capacity-stall");
+    let (_server, port) = start_python(&dir, STALL, &["stall"]);
+    let url = format!("http://127.0.0.1:{port}/");
+    let (code, v, stderr) = search(&[
+        &url,
+        "--find-max",
+        "p99<100ms",
+        "--step",
+        "5s",
+        "--min-rate",
+        "50",
+        "--max-rate",
+        "50",
+    ]);
+    // Nothing completed at the lowest level: the run failed (exit 1), said so.
+    assert_eq!(code, 1, "{v}");
+    assert!(stderr.contains("no request completed"), "{stderr}");
+    let steps = steps_of(&v);
+    assert_eq!(steps.len(), 1, "{steps:?}");
+    let s = &steps[0];
+    assert_eq!(s["pass"], false, "{s}");
+    assert_eq!(s["stopped_early"], true, "{s}");
+    assert_eq!(s["early_stop"]["objective"], "rate 50 req/s", "{s}");
+    assert_eq!(s["limited_by"], "server", "{s}");
+    assert!(s["duration_s"].as_f64().unwrap() < 5.0, "{s}");
+    eprintln!("stalled step: {}", s["early_stop"]);
+}

@@ -1,7 +1,7 @@
 //! Early stop of a `--find-max` step whose failure is already decided (k6's
 //! `abortOnFail` with `delayAbortEval`, made safe): the step's live seconds are
-//! watched after the settle period, and once at least [`MIN_SCORED`] of them and
-//! [`MIN_REQUESTS`] completed requests are in, an objective is called failed only
+//! watched after the settle period, and once at least [`MIN_SCORED`] of them (and,
+//! for an objective, [`MIN_REQUESTS`] completed requests) are in, a step is called failed only
 //! when no outcome of the requests still to come could make it pass:
 //! - `errors<X%`: the errors already counted exceed X % of the most requests the
 //!   whole step could complete (so even if every remaining request succeeded the
@@ -47,6 +47,8 @@ pub struct EarlyStop {
     pub scored: Duration,
     /// The window the step was planned to measure.
     pub planned: Duration,
+    /// Decided on the open model's rate (the step fell short), not on an objective.
+    pub shortfall: bool,
 }
 
 /// Watches one step's live seconds.
@@ -66,6 +68,7 @@ pub struct Watch<'a> {
     /// the whole step's counts).
     all_requests: u64,
     all_ok: u64,
+    all_dropped: u64,
     busiest: u64,
 }
 
@@ -91,6 +94,7 @@ impl<'a> Watch<'a> {
             latency: new_histogram(),
             all_requests: 0,
             all_ok: 0,
+            all_dropped: 0,
             busiest: 0,
         }
     }
@@ -100,6 +104,7 @@ impl<'a> Watch<'a> {
         for s in seconds {
             self.all_requests += s.second.requests;
             self.all_ok += s.second.ok;
+            self.all_dropped += s.second.dropped;
             if s.second.t < self.settle {
                 continue;
             }
@@ -136,10 +141,37 @@ impl<'a> Watch<'a> {
 
     fn decide(&self) -> Option<EarlyStop> {
         let scored = Duration::from_secs(u64::from(self.scored));
-        if scored < MIN_SCORED || self.requests < MIN_REQUESTS || scored >= self.length {
+        if scored < MIN_SCORED || scored >= self.length {
             return None;
         }
         let several = self.endpoints > 1;
+        if let Level::Rate(rate) = self.level {
+            // Arrivals left for the window: the most, less the dropped and those the
+            // settle's seconds completed.
+            let settled = self.all_requests.saturating_sub(self.requests);
+            let left = self
+                .most(0, true)
+                .saturating_sub(self.all_dropped + settled);
+            let need = super::steps::SUSTAINED * rate * self.length.as_secs_f64();
+            if (left as f64) < need {
+                return Some(EarlyStop {
+                    objective: format!("rate {} req/s", super::steps::fmt_level(rate)),
+                    reason: format!(
+                        "{} arrivals dropped: at most {left} can complete in the window, \
+                         {} needed",
+                        self.all_dropped,
+                        need.ceil()
+                    ),
+                    scored,
+                    planned: self.length,
+                    shortfall: true,
+                });
+            }
+        }
+        // The objectives need evidence from answers; the rate's is arithmetic.
+        if self.requests < MIN_REQUESTS {
+            return None;
+        }
         for o in self.objectives {
             if matches!(o.scope, Scope::Endpoint(_)) || !matches!(o.op, Op::Lt | Op::Le) {
                 continue;
@@ -190,6 +222,7 @@ impl<'a> Watch<'a> {
                     reason,
                     scored,
                     planned: self.length,
+                    shortfall: false,
                 });
             }
         }
@@ -253,6 +286,17 @@ mod tests {
         assert_eq!(e.objective, "p99<100ms");
         let mut w = mk();
         assert_eq!(w.push(&[second(1, 90, 0, 5), second(2, 10, 0, 500)]), None);
+        // Arrivals dropped past what the window needs decide the rate: 1165 less
+        // 300 dropped is under 900 (90 % of 1000); 100 dropped is not.
+        let mut w = mk();
+        let mut s = second(1, 100, 0, 5);
+        s.second.dropped = 300;
+        let e = w.push(&[s]).unwrap();
+        assert!(e.shortfall && e.objective == "rate 100 req/s", "{e:?}");
+        let mut w = mk();
+        let mut s = second(1, 100, 0, 5);
+        s.second.dropped = 100;
+        assert_eq!(w.push(&[s]), None);
         // A passing step never fires, however long it runs.
         let mut w = mk();
         for t in 1..11 {

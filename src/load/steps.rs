@@ -321,6 +321,18 @@ pub fn run_watched(
                 ..*step
             };
             let mut judged = judge_step(scored, result, objectives, false);
+            if e.shortfall && judged.shortfall.is_none() {
+                // Decided for the whole window, whatever the seconds scored show.
+                judged.shortfall = Some(Shortfall {
+                    target_rps: step.level.value(),
+                    achieved_rps: judged.achieved_rps(),
+                    by: if judged.client_bound() {
+                        Limit::Client
+                    } else {
+                        Limit::Server
+                    },
+                });
+            }
             judged.stopped_early = Some(e);
             Ok(judged)
         }
