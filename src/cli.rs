@@ -417,6 +417,9 @@ pub struct FindMaxArgs {
     /// --find-max: stop searching after this long and report the bracket so far [default: 10m].
     #[arg(long, value_name = "DUR", value_parser = duration)]
     pub max_time: Option<Duration>,
+    /// --find-max: run every step for its whole --step, even one whose failure is already decided.
+    #[arg(long)]
+    pub no_early_stop: bool,
 }
 
 /// What a load search varies.

@@ -430,3 +430,159 @@ path = "/slow"
     assert!(text.contains("limiting endpoint: slow"), "{text}");
     assert!(text.contains("on every endpoint"), "{text}");
 }
+
+/// The steps of a search's JSON.
+fn steps_of(v: &Value) -> &Vec<Value> {
+    v["steps"].as_array().expect("steps")
+}
+
+/// Early stop (k6's `abortOnFail` with `delayAbortEval`, made safe): against the
+/// lab's `--capacity 200` queue a 240 req/s step queues 40 more requests each
+/// second, so after the 1 s settle every answer waits well past 100 ms; its p99 is
+/// decided once more than 1 % of the step's most possible requests (240 × 4 s ×
+/// 1.05 + 10 = 1018, so 10) are over, and the step ends after its first scored
+/// second instead of its 3 s. Asserted on the recorded steps, not on the clock:
+/// with early stop some failing step scored less than `--step` and says
+/// `stopped_early` with the objective and why; with `--no-early-stop` every step
+/// scored its whole 3 s; no passing step ever stopped early or scored less; and the
+/// two searches agree within the precision (their brackets overlap).
+#[test]
+fn find_max_stops_decided_steps_early() {
+    let lab = lab_200();
+    let url = lab.url("/");
+    let args = [
+        url.as_str(),
+        "--find-max",
+        "p99<100ms",
+        "--step",
+        "3s",
+        "--min-rate",
+        "120",
+    ];
+    let (code, early, _) = search_fit(&args, lands(170.0..=230.0));
+    assert_eq!(code, 0, "{early}");
+    let mut full_args = args.to_vec();
+    full_args.push("--no-early-stop");
+    let (code, full, _) = search_fit(&full_args, lands(170.0..=230.0));
+    assert_eq!(code, 0, "{full}");
+    let scored = |s: &Value| s["duration_s"].as_f64().unwrap();
+    let mut stopped = 0;
+    for s in steps_of(&early) {
+        if s["pass"].as_bool().unwrap() {
+            assert_eq!(s["stopped_early"], false, "{s}");
+            assert_eq!(scored(s), 3.0, "{s}");
+        } else if s["stopped_early"] == true {
+            stopped += 1;
+            assert!(scored(s) < 3.0, "{s}");
+            assert_eq!(s["early_stop"]["objective"], "p99<100ms", "{s}");
+            assert_eq!(s["early_stop"]["planned_s"], 3.0, "{s}");
+            assert_eq!(s["failed_objective"], "p99<100ms", "{s}");
+            // Judged on what it scored, the step fails on its own numbers.
+            assert!(
+                s["endpoints"]["/"]["p99_ms"].as_f64().unwrap() >= 100.0,
+                "{s}"
+            );
+        }
+    }
+    assert!(
+        stopped >= 1,
+        "no step stopped early: {:?}",
+        steps_of(&early)
+    );
+    for s in steps_of(&full) {
+        assert_eq!(s["stopped_early"], false, "{s}");
+        assert_eq!(scored(s), 3.0, "{s}");
+    }
+    let bracket = |v: &Value| {
+        let b = &v["capacity"]["bracket"];
+        (b[0].as_f64().unwrap(), b[1].as_f64().unwrap())
+    };
+    let ((lo_a, hi_a), (lo_b, hi_b)) = (bracket(&early), bracket(&full));
+    assert!(
+        lo_a < hi_b && lo_b < hi_a,
+        "brackets {lo_a}..{hi_a} (early stop) and {lo_b}..{hi_b} (full steps) disagree"
+    );
+}
+
+/// A search whose every step passes (the lab's queue at no more than 160 req/s,
+/// well under its 200) never stops a step early: each scored its whole `--step`.
+#[test]
+fn find_max_never_stops_a_passing_step() {
+    let lab = lab_200();
+    let url = lab.url("/");
+    let (code, v, _) = search(&[
+        &url,
+        "--find-max",
+        "p99<100ms",
+        "--find-max",
+        "errors<1%",
+        "--step",
+        "2s",
+        "--min-rate",
+        "40",
+        "--max-rate",
+        "160",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["capacity"]["stopped"], "cap", "{}", v["capacity"]);
+    let steps = steps_of(&v);
+    assert_eq!(steps.len(), 3, "{steps:?}");
+    for s in steps {
+        assert_eq!(s["pass"], true, "{s}");
+        assert_eq!(s["stopped_early"], false, "{s}");
+        assert!(s["early_stop"].is_null(), "{s}");
+        assert_eq!(s["duration_s"], 2.0, "{s}");
+    }
+}
+
+/// A server that accepts connections and never answers (each handler holds its
+/// connection 20 s): nothing completes, so no latency or error objective has
+/// evidence, but the open model's arrivals pile up past the connections and the
+/// one-second backlog and are dropped. At 50 req/s for 1 s settle + 5 s the step
+/// has at most 325 arrivals (50 × 6 × 1.05 + 10) and needs 225 completed in its
+/// window (90 % of 250): once more than 100 are dropped it cannot make its rate
+/// whatever the server does, and it ends early (after 4 of its 5 s here) as a
+/// rate failure limited by the server; nothing completing at the lowest level
+/// exits 1.
+#[test]
+fn find_max_stops_a_stalled_step_on_its_dropped_arrivals() {
+    const STALL: &str = r#"
+import socketserver, time
+class H(socketserver.BaseRequestHandler):
+    def handle(self):
+        time.sleep(20)
+class S(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 256
+s = S(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+    let dir = TempDir::new("capacity-stall");
+    let (_server, port) = start_python(&dir, STALL, &["stall"]);
+    let url = format!("http://127.0.0.1:{port}/");
+    let (code, v, stderr) = search(&[
+        &url,
+        "--find-max",
+        "p99<100ms",
+        "--step",
+        "5s",
+        "--min-rate",
+        "50",
+        "--max-rate",
+        "50",
+    ]);
+    // Nothing completed at the lowest level: the run failed (exit 1), said so.
+    assert_eq!(code, 1, "{v}");
+    assert!(stderr.contains("no request completed"), "{stderr}");
+    let steps = steps_of(&v);
+    assert_eq!(steps.len(), 1, "{steps:?}");
+    let s = &steps[0];
+    assert_eq!(s["pass"], false, "{s}");
+    assert_eq!(s["stopped_early"], true, "{s}");
+    assert_eq!(s["early_stop"]["objective"], "rate 50 req/s", "{s}");
+    assert_eq!(s["limited_by"], "server", "{s}");
+    assert!(s["duration_s"].as_f64().unwrap() < 5.0, "{s}");
+    eprintln!("stalled step: {}", s["early_stop"]);
+}

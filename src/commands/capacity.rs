@@ -218,6 +218,7 @@ fn plans(args: &LoadArgs) -> anyhow::Result<(LoadPlan, SearchPlan)> {
         step,
         settle,
         max_time,
+        early_stop: !f.no_early_stop,
     };
     Ok((base, plan))
 }
@@ -318,6 +319,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         "precision_pct": plan.precision * 100.0,
         "step_s": plan.step.as_secs_f64(), "settle_s": plan.settle.as_secs_f64(),
         "max_time_s": plan.max_time.as_secs_f64(),
+        "early_stop": plan.early_stop,
     });
     let started = s.steps[0].result.started;
     let duration_s = joined.offset as f64;

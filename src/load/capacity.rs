@@ -59,6 +59,13 @@ pub fn step_json(step: &Step, t: u32) -> Value {
         "duration_s": step.plan.length.as_secs_f64(),
         "elapsed_s": r.elapsed.as_secs_f64(),
         "t": t,
+        "stopped_early": step.stopped_early.is_some(),
+        "early_stop": step.stopped_early.as_ref().map(|e| json!({
+            "objective": e.objective,
+            "reason": e.reason,
+            "planned_s": e.planned.as_secs_f64(),
+            "scored_s": e.scored.as_secs_f64(),
+        })),
     })
 }
 

@@ -11,6 +11,7 @@
 //! meeting objectives, [`capacity`] keeps it as one run. Nothing here prints.
 
 pub mod capacity;
+pub mod early;
 pub mod engine;
 pub mod limits;
 mod live;

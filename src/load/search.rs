@@ -43,6 +43,9 @@ pub struct SearchPlan {
     pub settle: Duration,
     /// No step starts that could not end within this much of the search's start.
     pub max_time: Duration,
+    /// End a step as soon as its failure is decided (`early`; off with
+    /// `--no-early-stop`).
+    pub early_stop: bool,
 }
 
 /// The ramp's factor from one level to the next.
@@ -177,9 +180,14 @@ pub fn run(
             index: out.steps.len(),
             level: step_plan.level,
         });
-        let step = steps::run(base, &step_plan, &plan.objectives, stop, &mut |p| {
-            on(Event::Progress(p))
-        })?;
+        let step = steps::run_watched(
+            base,
+            &step_plan,
+            &plan.objectives,
+            plan.early_stop,
+            stop,
+            &mut |p| on(Event::Progress(p)),
+        )?;
         if step.interrupted {
             out.interrupted = Some(step);
             out.stopped = Stopped::Interrupted;

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::early::{EarlyStop, Watch};
 use super::engine::Progress;
 use super::plan::{default_threads, LoadPlan, Model};
 use super::result::LoadResult;
@@ -198,12 +199,19 @@ pub struct Step {
     /// Stopped by the caller's stop flag (Ctrl-C, `--max-time`) before its end: not
     /// judged.
     pub interrupted: bool,
+    /// Ended before its planned length because an objective's failure was already
+    /// decided (`early`); the plan's `length` is then the scored time it ran.
+    pub stopped_early: Option<EarlyStop>,
 }
 
 impl Step {
-    /// Every objective held and the rate was sustained (never for an interrupted step).
+    /// Every objective held and the rate was sustained (never for an interrupted
+    /// or early-stopped step).
     pub fn pass(&self) -> bool {
-        !self.interrupted && self.shortfall.is_none() && self.checks.iter().all(|c| c.verdict.ok)
+        !self.interrupted
+            && self.stopped_early.is_none()
+            && self.shortfall.is_none()
+            && self.checks.iter().all(|c| c.verdict.ok)
     }
 
     /// Completed requests per second in the window.
@@ -247,11 +255,35 @@ pub fn run(
     stop: &Arc<AtomicBool>,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Step, LoadError> {
+    run_watched(base, step, objectives, false, stop, progress)
+}
+
+/// [`run`], and with `early` the step also ends as soon as an objective's failure
+/// is decided (see `early`): it is then judged on the seconds it scored and marked
+/// `stopped_early`.
+pub fn run_watched(
+    base: &LoadPlan,
+    step: &StepPlan,
+    objectives: &[Threshold],
+    early: bool,
+    stop: &Arc<AtomicBool>,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<Step, LoadError> {
     let plan = plan_for(base, step);
     let own = Arc::new(AtomicBool::new(false));
     let done = AtomicBool::new(false);
     let started = Instant::now();
     let end = step.grace.map(|g| step.settle + step.length + g);
+    let mut watch = early.then(|| {
+        Watch::new(
+            objectives,
+            step.level,
+            step.settle,
+            step.length,
+            plan.endpoints.len(),
+        )
+    });
+    let mut decided: Option<EarlyStop> = None;
     let result = std::thread::scope(|s| {
         // The caller's stop reaches the engine through the step's own flag, which
         // also ends the grace early when the step sets one.
@@ -264,12 +296,48 @@ pub fn run(
                 std::thread::sleep(Duration::from_millis(10));
             }
         });
-        let r = super::run_with_progress(&plan, &own, progress);
+        let r = super::run_with_progress(&plan, &own, &mut |p: &Progress| {
+            if let Some(w) = watch.as_mut() {
+                if decided.is_none() && !p.finished {
+                    if let Some(e) = w.push(&p.seconds) {
+                        decided = Some(e);
+                        own.store(true, Ordering::SeqCst);
+                    }
+                }
+            }
+            progress(p)
+        });
         done.store(true, Ordering::Relaxed);
         r
     })?;
     let interrupted = stop.load(Ordering::SeqCst);
-    Ok(judge_step(*step, result, objectives, interrupted))
+    if interrupted {
+        return Ok(judge_step(*step, result, objectives, true));
+    }
+    match decided {
+        Some(e) => {
+            let scored = StepPlan {
+                length: e.scored,
+                ..*step
+            };
+            let mut judged = judge_step(scored, result, objectives, false);
+            if e.shortfall && judged.shortfall.is_none() {
+                // Decided for the whole window, whatever the seconds scored show.
+                judged.shortfall = Some(Shortfall {
+                    target_rps: step.level.value(),
+                    achieved_rps: judged.achieved_rps(),
+                    by: if judged.client_bound() {
+                        Limit::Client
+                    } else {
+                        Limit::Server
+                    },
+                });
+            }
+            judged.stopped_early = Some(e);
+            Ok(judged)
+        }
+        None => Ok(judge_step(*step, result, objectives, false)),
+    }
 }
 
 /// Judges a finished step run (split from [`run`] so it can be tested on its own).
@@ -303,6 +371,7 @@ pub fn judge_step(
         shortfall,
         client_busy_pct,
         interrupted,
+        stopped_early: None,
     }
 }
 

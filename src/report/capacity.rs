@@ -229,6 +229,14 @@ pub fn summary(s: &Search, answer: &str) -> String {
                 ),
             }
         };
+        let result = match &st.stopped_early {
+            Some(e) => format!(
+                "{result} (stopped at {}/{})",
+                humantime::format_duration(e.scored),
+                humantime::format_duration(e.planned)
+            ),
+            None => result,
+        };
         for (j, e) in st.window.endpoints.iter().enumerate() {
             let p =
                 crate::stats::Percentiles::from_histogram(&e.latency, crate::stats::Unit::Millis);
@@ -284,6 +292,19 @@ pub fn summary(s: &Search, answer: &str) -> String {
                  the server, could not keep up (more --threads, or run it from more machines)",
                 fmt_level(sf.target_rps),
                 st.client_busy_pct
+            );
+        }
+    }
+    for st in &s.steps {
+        if let Some(e) = &st.stopped_early {
+            let _ = writeln!(
+                out,
+                "  note: the step at {} stopped after {} of {}, its {} failure decided: {}",
+                st.plan.level,
+                humantime::format_duration(e.scored),
+                humantime::format_duration(e.planned),
+                e.objective,
+                e.reason
             );
         }
     }

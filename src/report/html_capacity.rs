@@ -138,6 +138,16 @@ pub fn section(out: &mut String, load: &Value) -> Result<(), ReportError> {
                 ),
             },
         };
+        // A step ended once its failure was decided says when.
+        let result = match s.get("early_stop").filter(|e| !e.is_null()) {
+            Some(e) => format!(
+                "{result} (stopped early at {} of {} s: {})",
+                e.get("scored_s").and_then(Value::as_f64).unwrap_or(0.0),
+                e.get("planned_s").and_then(Value::as_f64).unwrap_or(0.0),
+                e.get("reason").and_then(Value::as_str).unwrap_or("")
+            ),
+            None => result,
+        };
         let Some(eps) = s.get("endpoints").and_then(Value::as_object) else {
             continue;
         };
