@@ -62,13 +62,14 @@ pub fn client_config(
 fn build_config(
     opts: &TlsOptions,
     keep_sessions: bool,
-    counter: Option<Arc<AtomicU64>>,
+    watch: Option<(Arc<AtomicU64>, Arc<Mutex<Option<String>>>)>,
 ) -> Result<quinn::ClientConfig, TlsConfigError> {
     let mut verifier = tls::server_verifier(opts)?;
-    if let Some(full_handshakes) = counter {
+    if let Some((full_handshakes, refused)) = watch {
         verifier = Arc::new(Counting {
             inner: verifier,
             full_handshakes,
+            refused,
         });
     }
     let mut config = rustls::ClientConfig::builder_with_provider(tls::provider())
@@ -94,6 +95,9 @@ fn build_config(
 struct Counting {
     inner: Arc<dyn ServerCertVerifier>,
     full_handshakes: Arc<AtomicU64>,
+    /// The worded reason of the last certificate refused by `net::verify` (QUIC's
+    /// error keeps only rustls' debug text of it).
+    refused: Arc<Mutex<Option<String>>>,
 }
 
 impl ServerCertVerifier for Counting {
@@ -106,8 +110,16 @@ impl ServerCertVerifier for Counting {
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
         self.full_handshakes.fetch_add(1, Ordering::Relaxed);
-        self.inner
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
+        let verdict =
+            self.inner
+                .verify_server_cert(end_entity, intermediates, server_name, ocsp, now);
+        if let Err(rustls::Error::InvalidCertificate(rustls::CertificateError::Other(o))) = &verdict
+        {
+            if let Some(r) = o.0.downcast_ref::<super::verify::CertRefused>() {
+                *self.refused.lock().unwrap_or_else(|e| e.into_inner()) = Some(r.0.clone());
+            }
+        }
+        verdict
     }
 
     fn verify_tls12_signature(
@@ -138,6 +150,7 @@ impl ServerCertVerifier for Counting {
 pub struct QuicClient {
     config: quinn::ClientConfig,
     full_handshakes: Arc<AtomicU64>,
+    refused: Arc<Mutex<Option<String>>>,
     endpoints: Mutex<[Option<quinn::Endpoint>; 2]>,
 }
 
@@ -177,10 +190,13 @@ impl QuicClient {
     /// [`client_config`]). Needs a running tokio runtime.
     pub fn new(opts: &TlsOptions, keep_sessions: bool) -> Result<QuicClient, TlsConfigError> {
         let full_handshakes = Arc::new(AtomicU64::new(0));
-        let config = build_config(opts, keep_sessions, Some(full_handshakes.clone()))?;
+        let refused = Arc::new(Mutex::new(None));
+        let watch = (full_handshakes.clone(), refused.clone());
+        let config = build_config(opts, keep_sessions, Some(watch))?;
         Ok(QuicClient {
             config,
             full_handshakes,
+            refused,
             endpoints: Mutex::new([None, None]),
         })
     }
@@ -248,7 +264,22 @@ impl QuicClient {
             Err((conn, done)) => (conn, Some(done)),
             Ok(connecting) => match tokio::time::timeout(timeout, connecting).await {
                 Err(_) => return Err(no_answer(peer, timeout)),
-                Ok(Err(e)) => return Err(conn_error(e, peer, target, timeout)),
+                Ok(Err(e)) => {
+                    let refused = self
+                        .refused
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .take();
+                    return Err(match refused {
+                        // Already says why and what to do (net::verify).
+                        Some(reason) => NetError::Tls {
+                            host: target.host.clone(),
+                            reason,
+                            hint: "",
+                        },
+                        None => conn_error(e, peer, target, timeout),
+                    });
+                }
                 Ok(Ok(conn)) => (conn, None),
             },
         };
