@@ -50,3 +50,4 @@ mod watch;
 mod wire;
 mod wire_command;
 mod wire_private;
+mod wire_udp;

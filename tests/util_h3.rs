@@ -16,10 +16,15 @@ use crate::util_lab::{Resp, TIMEOUT};
 /// A QUIC client endpoint that trusts `cert_pem`, offers h3 and keeps TLS sessions
 /// (so a second connection resumes, with 0-RTT).
 pub fn client(cert_pem: &str) -> quinn::Endpoint {
+    client_on(cert_pem, "127.0.0.1:0")
+}
+
+/// [`client`] bound to `bind` (`0.0.0.0:0` to reach a lab on the wire).
+pub fn client_on(cert_pem: &str, bind: &str) -> quinn::Endpoint {
     let mut tls = (*crate::util_lab::trusting(cert_pem, &[b"h3"])).clone();
     tls.enable_early_data = true;
     let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).expect("QUIC TLS");
-    let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    let mut endpoint = quinn::Endpoint::client(bind.parse().unwrap()).unwrap();
     endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
     endpoint
 }
