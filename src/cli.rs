@@ -256,6 +256,9 @@ pub struct HttpArgs {
     /// Use HTTP/2 (h2c with prior knowledge on plain http; only h2 in ALPN on https).
     #[arg(long)]
     pub http2: bool,
+    /// Use HTTP/3 over QUIC (https only: UDP to the URL's port, h3 in ALPN).
+    #[arg(long, conflicts_with_all = ["http1_1", "http2"])]
+    pub http3: bool,
     /// Also redact this header's value in stored runs (repeatable; Authorization,
     /// Cookie, X-Api-Key, *-Token, *-Secret, *-Key … always are).
     #[arg(long = "redact-header", value_name = "NAME")]
