@@ -532,6 +532,10 @@ pub struct LabArgs {
     /// Serve HTTP/2 too (h2 in ALPN with --tls, h2c prior knowledge without).
     #[arg(long)]
     pub http2: bool,
+    /// Serve HTTP/3 too, over QUIC on the same port (UDP); needs --tls. TCP responses
+    /// advertise it in Alt-Svc.
+    #[arg(long)]
+    pub http3: bool,
     /// Requests served at once; the rest wait (a saturating worker pool).
     #[arg(long, value_name = "N")]
     pub workers: Option<u32>,
