@@ -195,8 +195,8 @@ fn probe_http3_with_nothing_on_udp_fails_within_the_timeout() {
 }
 
 /// `diagnose` on Caddy: `Alt-Svc: h3=":PORT"` (RFC 7838, section 3) is read from the
-/// TCP responses, h3 probed beside them, h1/h2/h3 shown side by side (text and
-/// JSON); neither `no-http3` (h3 is offered) nor `http3-slower` (it works) fires.
+/// TCP responses, h3 probed beside them, h1/h2/h3 shown side by side (text, JSON
+/// and the HTML report); neither `no-http3` (h3 is offered) nor `http3-slower` (it works) fires.
 #[test]
 fn diagnose_discovers_h3_on_caddy_and_shows_h1_h2_h3() {
     let Some(bin) = caddy_bin("diagnose_discovers_h3_on_caddy") else {
@@ -240,10 +240,33 @@ fn diagnose_discovers_h3_on_caddy_and_shows_h1_h2_h3() {
         !ids.iter().any(|i| i == "no-http3" || i == "http3-slower"),
         "{ids:?}"
     );
-    let out = run_within(&args, crate::util::LIMIT);
+    // The text, and the HTML report of the stored run, show the same table.
+    let db = caddy.dir.join("runs.db").display().to_string();
+    let mut saved = args.to_vec();
+    saved[1] = "--db";
+    saved.insert(2, &db);
+    let out = run_within(&saved, crate::util::LIMIT);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("protocols (Alt-Svc: h3="), "{text}");
     assert!(text.contains("HTTP/3  "), "{text}");
+    let html = caddy.dir.join("report.html");
+    let html_arg = html.display().to_string();
+    let out = run_within(
+        &["report", "last", "--db", &db, "-o", &html_arg],
+        crate::util::LIMIT,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        html.contains("<h4>Protocols (Alt-Svc: h3="),
+        "no protocols section"
+    );
+    assert!(html.contains("<tr><td>HTTP/3</td>"), "no HTTP/3 row");
 }
 
 /// nginx over TLS without HTTP/3: `no-http3` fires (info), priced per first visit at
