@@ -256,6 +256,9 @@ pub struct HttpArgs {
     /// Use HTTP/2 (h2c with prior knowledge on plain http; only h2 in ALPN on https).
     #[arg(long)]
     pub http2: bool,
+    /// Use HTTP/3 over QUIC (https only: UDP to the URL's port, h3 in ALPN).
+    #[arg(long, conflicts_with_all = ["http1_1", "http2"])]
+    pub http3: bool,
     /// Also redact this header's value in stored runs (repeatable; Authorization,
     /// Cookie, X-Api-Key, *-Token, *-Secret, *-Key … always are).
     #[arg(long = "redact-header", value_name = "NAME")]
@@ -554,6 +557,10 @@ pub struct LabArgs {
     /// Serve HTTP/2 too (h2 in ALPN with --tls, h2c prior knowledge without).
     #[arg(long)]
     pub http2: bool,
+    /// Serve HTTP/3 too, over QUIC on the same port (UDP); needs --tls. TCP responses
+    /// advertise it in Alt-Svc.
+    #[arg(long)]
+    pub http3: bool,
     /// Requests served at once; the rest wait (a saturating worker pool).
     #[arg(long, value_name = "N")]
     pub workers: Option<u32>,

@@ -52,6 +52,15 @@ async fn serve(args: LabArgs, options: LabOptions, wire: Option<&Wire>) -> anyho
         None => bind(&args).await?,
     };
     let addr = listener.local_addr()?;
+    // HTTP/3: the UDP port of the same number, on the wire or on the host.
+    let udp = match (options.http3, wire) {
+        (false, _) => None,
+        (true, Some(wire)) => Some(
+            wire.bind_udp(addr.port())
+                .with_context(|| format!("cannot bind UDP {addr} on the wire for --http3"))?,
+        ),
+        (true, None) => Some(lab::bind_udp_twin(addr)?),
+    };
     let shutdown = shutdown_signal()?;
     let url = lab::base_url(addr, options.tls.is_some());
     let mut out = std::io::stdout().lock();
@@ -61,10 +70,11 @@ async fn serve(args: LabArgs, options: LabOptions, wire: Option<&Wire>) -> anyho
     eprintln!(
         "latscope lab: serving {url} ({}{}); GET {url} lists the routes; Ctrl-C stops",
         if options.tls.is_some() { "TLS, " } else { "" },
-        if options.http2 {
-            "HTTP/1.1 and HTTP/2"
-        } else {
-            "HTTP/1.1"
+        match (options.http2, options.http3) {
+            (false, false) => "HTTP/1.1",
+            (true, false) => "HTTP/1.1 and HTTP/2",
+            (false, true) => "HTTP/1.1 and HTTP/3 over UDP",
+            (true, true) => "HTTP/1.1, HTTP/2 and HTTP/3 over UDP",
         },
     );
     if let Some(wire) = wire {
@@ -80,7 +90,7 @@ async fn serve(args: LabArgs, options: LabOptions, wire: Option<&Wire>) -> anyho
     if let Some(path) = &args.cert_out {
         eprintln!("latscope lab: certificate written to {}", path.display());
     }
-    lab::serve(listener, options, shutdown).await?;
+    lab::serve_on(listener, udp, options, shutdown).await?;
     eprintln!("latscope lab: stopped");
     Ok(0)
 }

@@ -36,7 +36,18 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
         .iter()
         .map(|u| Target::parse(u).map_err(|e| usage!("{e}")))
         .collect::<Result<Vec<_>, _>>()?;
-    let offered_h2 = client.version != HttpVersionPref::Http1;
+    if client.http3 {
+        if let Some(t) = targets
+            .iter()
+            .find(|t| t.scheme != crate::net::Scheme::Https)
+        {
+            return Err(usage!(
+                "--http3 needs https:// URLs (HTTP/3 always runs over TLS): {}",
+                t.url
+            ));
+        }
+    }
+    let offered_h2 = client.version != HttpVersionPref::Http1 && !client.http3;
     let started = SystemTime::now();
     let interrupt = Interrupt::install()?;
     let stop = &interrupt.stop;
@@ -110,6 +121,7 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
                 "timeout_s": client.timeout.as_secs_f64(),
                 "insecure": client.insecure,
                 "http_version": format!("{:?}", client.version),
+                "http3": client.http3,
             }),
             summary: doc.clone(),
             timeline: serde_json::Value::Null,

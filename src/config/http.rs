@@ -103,6 +103,8 @@ pub struct ClientOptions {
     pub cacert: Option<PathBuf>,
     pub resolve: Vec<ResolveOverride>,
     pub version: HttpVersionPref,
+    /// HTTP/3 over QUIC (`--http3`; `version` then stays `Auto`): see `net::quic`.
+    pub http3: bool,
 }
 
 impl Default for ClientOptions {
@@ -113,6 +115,7 @@ impl Default for ClientOptions {
             cacert: None,
             resolve: Vec::new(),
             version: HttpVersionPref::Auto,
+            http3: false,
         }
     }
 }
@@ -231,6 +234,7 @@ pub fn from_args(args: &HttpArgs) -> Result<(RequestSpec, ClientOptions), UsageE
             cacert: args.cacert.clone(),
             resolve,
             version,
+            http3: args.http3,
         },
     ))
 }

@@ -90,11 +90,24 @@ pub fn probe_facts(p: &ProbeResult, offered_h2: bool) -> ProbeFacts {
         reused,
         resumed,
         first_total_ms: p.first_request.map(|f| f.total_ms),
-        tcp: p.tcp.map(|t| TcpFacts {
-            rtt_ms: t.rtt_ms,
-            min_rtt_ms: t.min_rtt_ms,
-            total_retrans: u64::from(t.total_retrans),
-        }),
+        // Over HTTP/3 QUIC's RTT estimate stands in for the kernel's (no TCP_INFO),
+        // and its lost packets for retransmissions.
+        tcp: p
+            .tcp
+            .map(|t| TcpFacts {
+                rtt_ms: t.rtt_ms,
+                min_rtt_ms: t.min_rtt_ms,
+                total_retrans: u64::from(t.total_retrans),
+            })
+            .or(p
+                .quic
+                .as_ref()
+                .filter(|q| q.min_rtt_ms > 0.0)
+                .map(|q| TcpFacts {
+                    rtt_ms: q.rtt_ms,
+                    min_rtt_ms: q.min_rtt_ms,
+                    total_retrans: q.lost_packets,
+                })),
         tls,
         offered_h2,
         headers: Headers::from_pairs(&headers),

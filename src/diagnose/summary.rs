@@ -67,7 +67,12 @@ pub fn where_the_time_goes(p: &ProbeFacts, proxied: bool) -> Option<String> {
             kind: Kind::Dns,
         },
         Part {
-            name: "TCP handshake".into(),
+            // Over HTTP/3 the connect phase is QUIC's handshake (transport and TLS).
+            name: if p.http_version == "HTTP/3" {
+                "QUIC handshake (transport + TLS)".into()
+            } else {
+                "TCP handshake".into()
+            },
             ms: ph.connect,
             kind: Kind::Handshake,
         },
@@ -108,6 +113,7 @@ pub fn where_the_time_goes(p: &ProbeFacts, proxied: bool) -> Option<String> {
         "TTFB {} ({}) = {}",
         ms(ttfb),
         match (fresh, p.https) {
+            (true, true) if p.http_version == "HTTP/3" => "fresh QUIC connection, full handshake",
             (true, true) => "fresh connection, full TLS handshake",
             (true, false) => "fresh connection",
             (false, _) => "reused connection",

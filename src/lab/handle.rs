@@ -1,7 +1,7 @@
 //! A lab running on a thread and runtime of its own, for tests, the demo and other
 //! commands: [`spawn`] binds 127.0.0.1:0, [`spawn_on`] takes a listener bound
-//! elsewhere (the wire binds one inside its network namespace). Dropping the
-//! [`RunningLab`] shuts the server down.
+//! elsewhere (the wire binds one inside its network namespace), [`spawn_with`] also
+//! the UDP socket for HTTP/3. Dropping the [`RunningLab`] shuts the server down.
 
 use std::io;
 use std::net::SocketAddr;
@@ -33,8 +33,24 @@ pub fn spawn(options: LabOptions) -> io::Result<RunningLab> {
     spawn_on(listener, options)
 }
 
-/// Starts a lab on an already-bound listener.
+/// Starts a lab on an already-bound listener (with `options.http3`, on the UDP port
+/// of the same address too).
 pub fn spawn_on(listener: std::net::TcpListener, options: LabOptions) -> io::Result<RunningLab> {
+    let udp = if options.http3 {
+        Some(super::bind_udp_twin(listener.local_addr()?)?)
+    } else {
+        None
+    };
+    spawn_with(listener, udp, options)
+}
+
+/// Starts a lab on an already-bound listener and, for `options.http3`, an
+/// already-bound UDP socket.
+pub fn spawn_with(
+    listener: std::net::TcpListener,
+    udp: Option<std::net::UdpSocket>,
+    options: LabOptions,
+) -> io::Result<RunningLab> {
     listener.set_nonblocking(true)?;
     let addr = listener.local_addr()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -53,7 +69,7 @@ pub fn spawn_on(listener: std::net::TcpListener, options: LabOptions) -> io::Res
     let thread = std::thread::Builder::new()
         .name("latscope-lab".into())
         .spawn(move || {
-            runtime.block_on(server::run(listener, options, served, async move {
+            runtime.block_on(server::run(listener, udp, options, served, async move {
                 let _ = stopped.await;
             }))
         })?;

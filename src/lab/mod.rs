@@ -10,7 +10,8 @@
 //!
 //! This module holds the options; `server` accepts connections, `routes` answers
 //! requests, `gate` applies the server-wide overload and stall rules, `cold` the cold
-//! start, `tls` the self-signed certificate, `stats` the request counters.
+//! start, `tls` the self-signed certificate, `stats` the request counters, `h3` HTTP/3
+//! over QUIC on the TCP port's UDP twin (the same routes).
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -25,6 +26,7 @@ mod body;
 mod cache;
 mod cold;
 mod gate;
+mod h3;
 mod handle;
 mod routes;
 mod server;
@@ -32,7 +34,7 @@ mod stats;
 mod tls;
 pub mod wire;
 
-pub use handle::{spawn, spawn_on, RunningLab};
+pub use handle::{spawn, spawn_on, spawn_with, RunningLab};
 pub use stats::LabStats;
 pub use tls::LabTls;
 
@@ -64,6 +66,9 @@ pub struct LabOptions {
     pub tls: Option<LabTls>,
     /// Serve HTTP/2 too: h2 in ALPN over TLS, h2c with prior knowledge without.
     pub http2: bool,
+    /// Serve HTTP/3 too, over QUIC on the UDP port of the same number (needs `tls`),
+    /// and advertise it in `Alt-Svc` on TCP responses.
+    pub http3: bool,
     /// At most this many requests are served at once (`--workers`).
     pub workers: Option<usize>,
     /// At most this many requests complete per second (`--capacity`).
@@ -85,6 +90,7 @@ impl Default for LabOptions {
         LabOptions {
             tls: None,
             http2: false,
+            http3: false,
             workers: None,
             capacity: None,
             overload: OverloadPolicy::Queue,
@@ -151,6 +157,13 @@ impl LabOptions {
             Overload::Queue => OverloadPolicy::Queue,
             Overload::Reject => OverloadPolicy::Reject,
         };
+        if args.http3 && !args.tls {
+            return usage(
+                "--http3 needs --tls: HTTP/3 runs over QUIC, which is always encrypted \
+                 (write --tls --http3)"
+                    .into(),
+            );
+        }
         let tls = if args.tls {
             let extra: Vec<String> = listen_host(&args.listen).into_iter().collect();
             let tls = LabTls::self_signed(&extra)?;
@@ -165,6 +178,7 @@ impl LabOptions {
         Ok(LabOptions {
             tls,
             http2: args.http2,
+            http3: args.http3,
             workers,
             capacity,
             overload,
@@ -205,14 +219,41 @@ pub fn base_url(addr: SocketAddr, tls: bool) -> String {
 ///
 /// Every accepted socket gets `TCP_NODELAY`. HTTP/1.1 always; HTTP/2 when
 /// `options.http2` (h2 through ALPN with TLS, h2c prior knowledge without); TLS when
-/// `options.tls` is set.
+/// `options.tls` is set; HTTP/3 when `options.http3`, on a UDP socket bound to the
+/// listener's address (see [`serve_on`] to give it one bound elsewhere).
 pub async fn serve(
     listener: TcpListener,
     options: LabOptions,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
+    let udp = if options.http3 {
+        Some(bind_udp_twin(listener.local_addr()?)?)
+    } else {
+        None
+    };
+    serve_on(listener, udp, options, shutdown).await
+}
+
+/// [`serve`] with the UDP socket for HTTP/3 given (bound by the caller, e.g. inside
+/// the wire's namespace); `udp` is used only when `options.http3`.
+pub async fn serve_on(
+    listener: TcpListener,
+    udp: Option<std::net::UdpSocket>,
+    options: LabOptions,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
     let counters = Arc::new(stats::Counters::default());
-    server::run(listener, options, counters, shutdown).await
+    server::run(listener, udp, options, counters, shutdown).await
+}
+
+/// Binds the UDP socket HTTP/3 uses: the TCP listener's address and port.
+pub fn bind_udp_twin(addr: SocketAddr) -> std::io::Result<std::net::UdpSocket> {
+    std::net::UdpSocket::bind(addr).map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!("cannot bind UDP {addr} for HTTP/3 (the TCP port's twin): {e}"),
+        )
+    })
 }
 
 #[cfg(test)]

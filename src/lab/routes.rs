@@ -11,7 +11,6 @@ use http::header::{self, HeaderValue};
 use http::request::Parts;
 use http::{Request, Response, StatusCode, Version};
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 use tokio::time::Instant;
 
 use super::body::{random_chunk, text_chunk, LabBody};
@@ -36,12 +35,16 @@ const MAX_REDIRECTS: u32 = 100;
 /// The path of the counters route.
 pub(crate) const STATS_PATH: &str = "/__lab/stats";
 
-/// Answers one request.
-pub(crate) async fn handle(
-    req: Request<Incoming>,
+/// Answers one request. The body type is hyper's over TCP and an already-read one
+/// over HTTP/3: the routes see only the head.
+pub(crate) async fn handle<B>(
+    req: Request<B>,
     app: Arc<App>,
     ctl: Arc<ConnCtl>,
-) -> Result<Resp, Infallible> {
+) -> Result<Resp, Infallible>
+where
+    B: hyper::body::Body + Unpin,
+{
     let (parts, body) = req.into_parts();
     // Read (and drop) any request body, so uploads don't stall the connection.
     let mut body = body;

@@ -3,6 +3,9 @@
 //! plain TCP). Each connection has a control block through which a route can ask for
 //! the connection to be closed after its response (`/close`) or reset (`/reset`).
 //!
+//! With `http3`, the QUIC endpoint (`super::h3`) runs beside the TCP listener on the
+//! same App, and TCP responses carry `Alt-Svc: h3=":PORT"; ma=86400`.
+//!
 //! Shutdown: stop accepting, ask every connection to finish gracefully, wait a short
 //! grace period, then drop whatever is left.
 
@@ -29,7 +32,7 @@ use super::{routes, LabOptions};
 use crate::net::stream::MaybeTls;
 
 /// How long connections get to finish after shutdown before they are dropped.
-const GRACE: Duration = Duration::from_secs(1);
+pub(crate) const GRACE: Duration = Duration::from_secs(1);
 /// A TLS handshake that takes longer than this is abandoned.
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -46,10 +49,12 @@ pub(crate) struct App {
     pub(crate) modified: SystemTime,
     /// A per-start value mixed into ids (CF-Ray, cookies).
     pub(crate) nonce: u64,
+    /// `Alt-Svc` for TCP responses when HTTP/3 is served.
+    alt_svc: Option<http::HeaderValue>,
 }
 
 impl App {
-    fn new(options: LabOptions, counters: Arc<Counters>) -> App {
+    fn new(options: LabOptions, counters: Arc<Counters>, h3_port: Option<u16>) -> App {
         let start = Instant::now();
         let now = SystemTime::now();
         let secs = now
@@ -64,6 +69,8 @@ impl App {
             start,
             modified: SystemTime::UNIX_EPOCH + Duration::from_secs(secs),
             nonce: super::body::splitmix(secs ^ u64::from(std::process::id())),
+            alt_svc: h3_port
+                .and_then(|p| http::HeaderValue::from_str(&format!("h3=\":{p}\"; ma=86400")).ok()),
         }
     }
 }
@@ -71,12 +78,24 @@ impl App {
 /// What a route may ask of its connection.
 #[derive(Debug)]
 pub(crate) struct ConnCtl {
-    reset: Notify,
-    close: Notify,
+    pub(super) reset: Notify,
+    pub(super) close: Notify,
     closed: watch::Receiver<()>,
 }
 
 impl ConnCtl {
+    /// A control block; dropping the sender tells waiting routes the connection is
+    /// gone.
+    pub(super) fn new() -> (Arc<ConnCtl>, watch::Sender<()>) {
+        let (closed_tx, closed_rx) = watch::channel(());
+        let ctl = Arc::new(ConnCtl {
+            reset: Notify::new(),
+            close: Notify::new(),
+            closed: closed_rx,
+        });
+        (ctl, closed_tx)
+    }
+
     /// Asks the connection to reset (RST) as soon as possible.
     pub(crate) fn request_reset(&self) {
         self.reset.notify_one();
@@ -97,6 +116,7 @@ impl ConnCtl {
 /// Accepts and serves until `shutdown` completes.
 pub(crate) async fn run(
     listener: TcpListener,
+    udp: Option<std::net::UdpSocket>,
     options: LabOptions,
     counters: Arc<Counters>,
     shutdown: impl Future<Output = ()>,
@@ -105,8 +125,27 @@ pub(crate) async fn run(
         .tls
         .as_ref()
         .map(|t| TlsAcceptor::from(t.server_config(options.http2)));
-    let app = Arc::new(App::new(options, counters));
+    let udp = if options.http3 { udp } else { None };
+    if options.http3 && (udp.is_none() || options.tls.is_none()) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "HTTP/3 needs TLS and a UDP socket",
+        ));
+    }
+    let h3_port = match &udp {
+        Some(u) => Some(u.local_addr()?.port()),
+        None => None,
+    };
+    let app = Arc::new(App::new(options, counters, h3_port));
     let (stop_tx, stop_rx) = watch::channel(false);
+    let quic = match udp {
+        Some(udp) => Some(tokio::spawn(super::h3::run(
+            super::h3::endpoint(udp, &app)?,
+            app.clone(),
+            stop_rx.clone(),
+        ))),
+        None => None,
+    };
     let mut conns = JoinSet::new();
     tokio::pin!(shutdown);
     loop {
@@ -126,6 +165,10 @@ pub(crate) async fn run(
     let _ = stop_tx.send(true);
     let _ = tokio::time::timeout(GRACE, async { while conns.join_next().await.is_some() {} }).await;
     conns.shutdown().await;
+    if let Some(quic) = quic {
+        // It has its own grace period; this bound only guards against a stuck task.
+        let _ = tokio::time::timeout(2 * GRACE, quic).await;
+    }
     Ok(())
 }
 
@@ -139,12 +182,7 @@ async fn connection(
     let _ = stream.set_nodelay(true);
     app.counters.connection();
     let fd = stream.as_raw_fd();
-    let (closed_tx, closed_rx) = watch::channel(());
-    let ctl = Arc::new(ConnCtl {
-        reset: Notify::new(),
-        close: Notify::new(),
-        closed: closed_rx,
-    });
+    let (ctl, closed_tx) = ConnCtl::new();
 
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder.http1().timer(TokioTimer::new()).keep_alive(true);
@@ -179,7 +217,17 @@ async fn connection(
 
     let svc_app = app.clone();
     let svc_ctl = ctl.clone();
-    let service = service_fn(move |req| routes::handle(req, svc_app.clone(), svc_ctl.clone()));
+    let service = service_fn(move |req| {
+        let (app, ctl) = (svc_app.clone(), svc_ctl.clone());
+        async move {
+            let mut resp = routes::handle(req, app.clone(), ctl).await?;
+            if let Some(alt) = &app.alt_svc {
+                resp.headers_mut()
+                    .insert(http::header::ALT_SVC, alt.clone());
+            }
+            Ok::<_, std::convert::Infallible>(resp)
+        }
+    });
     let conn = builder.serve_connection(TokioIo::new(io), service);
     tokio::pin!(conn);
     let mut shutting_down = false;

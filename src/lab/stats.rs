@@ -89,6 +89,8 @@ pub(crate) struct Counters {
     tls_handshakes: AtomicU64,
     tls_resumed: AtomicU64,
     rejected: AtomicU64,
+    quic_connections: AtomicU64,
+    quic_resumed: AtomicU64,
     routes: [AtomicU64; Family::ALL.len()],
 }
 
@@ -113,6 +115,16 @@ impl Counters {
         }
     }
 
+    /// Counts one accepted QUIC (HTTP/3) connection.
+    pub(crate) fn quic_connection(&self) {
+        self.quic_connections.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts one QUIC handshake that found its session (a resumption, maybe 0-RTT).
+    pub(crate) fn quic_resumed(&self) {
+        self.quic_resumed.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Counts one request turned away with 503 by `--overload 503`.
     pub(crate) fn rejected(&self) {
         self.rejected.fetch_add(1, Ordering::Relaxed);
@@ -132,6 +144,8 @@ impl Counters {
             tls_handshakes: self.tls_handshakes.load(Ordering::Relaxed),
             tls_resumed: self.tls_resumed.load(Ordering::Relaxed),
             overload_rejected: self.rejected.load(Ordering::Relaxed),
+            quic_connections: self.quic_connections.load(Ordering::Relaxed),
+            quic_resumed: self.quic_resumed.load(Ordering::Relaxed),
             routes,
         }
     }
@@ -150,6 +164,12 @@ pub struct LabStats {
     pub tls_resumed: u64,
     /// Requests answered 503 at once because of `--overload 503`.
     pub overload_rejected: u64,
+    /// QUIC (HTTP/3) connections accepted (`--http3`); not in `connections`.
+    #[serde(default)]
+    pub quic_connections: u64,
+    /// Of those, handshakes that resumed a session.
+    #[serde(default)]
+    pub quic_resumed: u64,
     /// Requests per route family (`delay`, `bytes`, `cache`, …, `not-found`); families
     /// with no request are left out.
     pub routes: BTreeMap<String, u64>,

@@ -1,7 +1,8 @@
 //! The lab's TLS: a self-signed certificate made at start (rcgen, ring) that covers
 //! localhost, 127.0.0.1 and any extra names or addresses (the wire adds its
 //! 198.18.x.2), and a rustls server configuration with session resumption (tickets
-//! and a session cache), so clients can measure a resumed handshake.
+//! and a session cache), so clients can measure a resumed handshake. The same
+//! certificate serves QUIC (`--http3`): [`LabTls::quic_config`].
 
 use std::sync::Arc;
 
@@ -17,6 +18,8 @@ pub struct LabTls {
     config: Arc<ServerConfig>,
     cert_pem: String,
     names: Vec<String>,
+    /// Sessions can be resumed (false after [`LabTls::without_resumption`]).
+    resumption: bool,
 }
 
 impl LabTls {
@@ -46,6 +49,7 @@ impl LabTls {
             config: Arc::new(config),
             cert_pem: key.cert.pem(),
             names,
+            resumption: true,
         })
     }
 
@@ -61,6 +65,7 @@ impl LabTls {
             config: Arc::new(config),
             cert_pem: self.cert_pem.clone(),
             names: self.names.clone(),
+            resumption: false,
         }
     }
 
@@ -84,7 +89,28 @@ impl LabTls {
         };
         Arc::new(config)
     }
+
+    /// The configuration for QUIC (HTTP/3): ALPN `h3`, TLS 1.3 only (QUIC's rule).
+    /// With resumption, sessions are kept in `sessions` and 0-RTT is accepted —
+    /// rustls allows early data only with stateful resumption, so QUIC gets no
+    /// stateless tickets; without, no session is kept and no early data accepted.
+    pub(crate) fn quic_config(
+        &self,
+        sessions: Arc<dyn rustls::server::StoresServerSessions>,
+    ) -> ServerConfig {
+        let mut config = (*self.config).clone();
+        config.alpn_protocols = vec![ALPN_H3.to_vec()];
+        if self.resumption {
+            config.ticketer = Arc::new(NoTickets);
+            config.session_storage = sessions;
+            config.max_early_data_size = u32::MAX;
+        }
+        config
+    }
 }
+
+/// HTTP/3's ALPN protocol id (RFC 9114, section 3.1).
+pub(crate) const ALPN_H3: &[u8] = b"h3";
 
 /// A ticketer that issues no tickets.
 #[derive(Debug)]
@@ -117,5 +143,12 @@ mod tests {
         assert!(tls.names().iter().any(|n| n == "localhost"));
         assert_eq!(tls.server_config(true).alpn_protocols[0], b"h2");
         assert_eq!(tls.server_config(false).alpn_protocols.len(), 1);
+        let cache = rustls::server::ServerSessionMemoryCache::new(16);
+        let quic = tls.quic_config(cache.clone());
+        assert_eq!(quic.alpn_protocols, vec![b"h3".to_vec()]);
+        assert_eq!(quic.max_early_data_size, u32::MAX);
+        let quic = tls.without_resumption().quic_config(cache);
+        assert_eq!(quic.max_early_data_size, 0);
+        assert!(!quic.session_storage.can_cache());
     }
 }

@@ -23,6 +23,12 @@ pub enum NetError {
         reason: String,
         hint: &'static str,
     },
+    /// A QUIC connection (HTTP/3) could not be made or was lost.
+    #[error("HTTP/3 (QUIC) to {addr} failed: {reason}")]
+    Quic {
+        addr: std::net::SocketAddr,
+        reason: String,
+    },
     /// No answer within the request timeout.
     #[error("{what} timed out after {}", crate::units::fmt_ms(crate::units::ms(*after)))]
     Timeout { what: &'static str, after: Duration },
@@ -49,7 +55,7 @@ impl NetError {
     /// `tls` or `protocol`.
     pub fn kind(&self) -> &'static str {
         match self {
-            NetError::Dns { .. } | NetError::Connect { .. } => "connect",
+            NetError::Dns { .. } | NetError::Connect { .. } | NetError::Quic { .. } => "connect",
             NetError::Tls { .. } => "tls",
             NetError::Timeout { .. } => "timeout",
             NetError::Closed { .. } => "reset",

@@ -1,11 +1,13 @@
 //! Timed connections: DNS, TCP (with the kernel's `TCP_INFO`), TLS (rustls) and
-//! HTTP/1.1 or HTTP/2 exchanges (hyper), each phase measured on a monotonic clock.
+//! HTTP/1.1 or HTTP/2 exchanges (hyper), HTTP/3 over QUIC (quinn + h3), each phase measured on a monotonic clock.
 //! Nothing here prints.
 
+pub mod alt_svc;
 pub mod conn;
 pub mod dns;
 pub mod error;
 pub mod http;
+pub mod quic;
 pub mod stream;
 pub mod target;
 pub mod tcp;

@@ -55,38 +55,40 @@ pub fn provider() -> Arc<CryptoProvider> {
 /// Builds a client configuration. Session resumption uses rustls' in-memory store,
 /// so connections made with the same `Arc<ClientConfig>` can resume.
 pub fn client_config(opts: &TlsOptions) -> Result<Arc<ClientConfig>, TlsConfigError> {
-    let builder =
-        ClientConfig::builder_with_provider(provider()).with_safe_default_protocol_versions()?;
-    let mut config = if opts.insecure {
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(NoVerify(provider())))
-            .with_no_client_auth()
-    } else {
-        let mut roots = RootCertStore::empty();
-        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-        let mut pinned = Vec::new();
-        if let Some(path) = &opts.cacert {
-            for cert in read_pem_certs(path)? {
-                // A certificate the web PKI cannot take as a root (e.g. a self-signed
-                // leaf without CA:TRUE) may still be the server's own: it stays pinned.
-                let _ = roots.add(cert.clone());
-                pinned.push(cert);
-            }
-        }
-        let verifier = Verifier::new(
-            roots,
-            pinned,
-            opts.cacert.as_ref().map(|p| p.display().to_string()),
-            provider(),
-        )?;
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(verifier))
-            .with_no_client_auth()
-    };
+    let mut config = ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()?
+        .dangerous()
+        .with_custom_certificate_verifier(server_verifier(opts)?)
+        .with_no_client_auth();
     config.alpn_protocols = opts.alpn.clone();
     Ok(Arc::new(config))
+}
+
+/// How the server's certificate is checked: not at all with `-k` (handshake
+/// signatures still are), else the built-in web roots plus `--cacert` (see `verify`).
+/// Shared by TLS over TCP and by QUIC (`net::quic`).
+pub fn server_verifier(opts: &TlsOptions) -> Result<Arc<dyn ServerCertVerifier>, TlsConfigError> {
+    if opts.insecure {
+        return Ok(Arc::new(NoVerify(provider())));
+    }
+    let mut roots = RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    let mut pinned = Vec::new();
+    if let Some(path) = &opts.cacert {
+        for cert in read_pem_certs(path)? {
+            // A certificate the web PKI cannot take as a root (e.g. a self-signed
+            // leaf without CA:TRUE) may still be the server's own: it stays pinned.
+            let _ = roots.add(cert.clone());
+            pinned.push(cert);
+        }
+    }
+    let verifier = Verifier::new(
+        roots,
+        pinned,
+        opts.cacert.as_ref().map(|p| p.display().to_string()),
+        provider(),
+    )?;
+    Ok(Arc::new(verifier))
 }
 
 /// The same configuration with session resumption switched off: every connection

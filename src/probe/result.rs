@@ -35,6 +35,35 @@ pub struct TcpSummary {
     pub snd_cwnd: u32,
 }
 
+/// HTTP/3: QUIC's view of the path (quinn's RTT estimate, in place of the kernel's
+/// `TCP_INFO`, which does not apply to QUIC) and of its handshakes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct QuicSummary {
+    /// Where the RTT numbers come from: "quic" (QUIC's own estimate, not the kernel's).
+    pub rtt_source: String,
+    /// QUIC's smoothed RTT estimate on the reused connection at its end, ms.
+    pub rtt_ms: f64,
+    /// QUIC's minimum RTT sample on that connection, ms.
+    pub min_rtt_ms: f64,
+    /// Congestion window, bytes.
+    pub cwnd: u64,
+    pub sent_packets: u64,
+    pub lost_packets: u64,
+    /// p50 of the fresh series' QUIC handshakes (transport and TLS together), ms.
+    pub handshake_ms: Option<f64>,
+    /// `handshake_ms` / `min_rtt_ms`: the handshake's round trips (absent below a
+    /// 0.5 ms RTT, where a count means nothing).
+    pub handshake_round_trips: Option<f64>,
+    /// Some new connection resumed its TLS session.
+    pub resumed: bool,
+    /// Requests sent as 0-RTT early data, and how many of them the server accepted.
+    pub zero_rtt_tries: u32,
+    pub zero_rtt_accepted: u32,
+    /// Whether 0-RTT was accepted: absent when never tried (no ticket, or a request
+    /// that is not idempotent), else true when the server accepted one.
+    pub zero_rtt: Option<bool>,
+}
+
 /// The first request of the probe on its own (a cold start shows here).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct FirstRequest {
@@ -141,6 +170,9 @@ pub struct ProbeResult {
     /// The physical floor, when `--distance-km` was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub physical_floor: Option<PhysicalFloor>,
+    /// HTTP/3 (`--http3`): QUIC's RTT estimate and handshakes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quic: Option<QuicSummary>,
     /// Response headers of the last response (values of repeated headers joined).
     pub headers: BTreeMap<String, String>,
     pub samples: Vec<Sample>,
@@ -180,20 +212,6 @@ impl ProbeResult {
                 cache: None,
             });
         let is_http = config.target.scheme != Scheme::Tcp;
-        let server_time_ms = tcp.filter(|_| is_http).and_then(|t| {
-            let series = match &reused {
-                Some(r) if r.count > 0 => Series::Reused,
-                _ => Series::Fresh,
-            };
-            let waits: Vec<f64> = samples
-                .iter()
-                .filter(|s| s.series == series && s.error.is_none())
-                .map(|s| (s.phases_ms.wait - t.min_rtt_ms).max(0.0))
-                .collect();
-            (!waits.is_empty()).then(|| P50 {
-                p50: Percentiles::from_samples(&waits).p50,
-            })
-        });
         let reused_ttfb = reused
             .as_ref()
             .filter(|r| r.count > 0 && is_http)
@@ -209,13 +227,6 @@ impl ProbeResult {
             (Some(s), Some(r)) => Some((s.phases_ms.ttfb.p50 - r).max(0.0)),
             _ => None,
         };
-        let round_trips = |cost: Option<f64>| match (cost, tcp) {
-            // Below half a millisecond (loopback) a count of round trips means nothing.
-            (Some(c), Some(t)) if t.min_rtt_ms >= 0.5 => Some(c / t.min_rtt_ms),
-            _ => None,
-        };
-        let handshake_round_trips = round_trips(handshake_cost_ms);
-        let resumed_handshake_round_trips = round_trips(resumed_handshake_cost_ms);
         let download = download(&samples);
         let any_resumed = samples.iter().any(|s| s.tls_resumed == Some(true));
         let mut headers = BTreeMap::new();
@@ -231,7 +242,7 @@ impl ProbeResult {
                     .or_insert_with(|| v.to_string());
             }
         }
-        ProbeResult {
+        let mut result = ProbeResult {
             kind: "probe".into(),
             target: config.target.url.clone(),
             scheme: match config.target.scheme {
@@ -260,18 +271,51 @@ impl ProbeResult {
             resumed,
             first_request,
             tcp,
-            server_time_ms,
+            server_time_ms: None,
             server_time_label: "server".into(),
             handshake_cost_ms,
-            handshake_round_trips,
+            handshake_round_trips: None,
             resumed_handshake_cost_ms,
-            resumed_handshake_round_trips,
+            resumed_handshake_round_trips: None,
             reused_slower_ms,
             download,
             physical_floor: None,
+            quic: None,
             headers,
             samples,
+        };
+        if is_http {
+            result.derive_from_rtt(tcp.map(|t| t.min_rtt_ms));
         }
+        result
+    }
+
+    /// What needs the path's minimum RTT: server time (reused wait − min RTT) and
+    /// the handshake costs in round trips (none below 0.5 ms, e.g. loopback).
+    fn derive_from_rtt(&mut self, min_rtt_ms: Option<f64>) {
+        let Some(rtt) = min_rtt_ms else { return };
+        let series = match &self.reused {
+            Some(r) if r.count > 0 => Series::Reused,
+            _ => Series::Fresh,
+        };
+        let waits: Vec<f64> = self
+            .ok_samples(series)
+            .map(|s| (s.phases_ms.wait - rtt).max(0.0))
+            .collect();
+        self.server_time_ms = (!waits.is_empty()).then(|| P50 {
+            p50: Percentiles::from_samples(&waits).p50,
+        });
+        let trips = |cost: Option<f64>| cost.filter(|_| rtt >= 0.5).map(|c| c / rtt);
+        self.handshake_round_trips = trips(self.handshake_cost_ms);
+        self.resumed_handshake_round_trips = trips(self.resumed_handshake_cost_ms);
+    }
+
+    /// HTTP/3: sets QUIC's view of the path and handshakes, whose minimum RTT then
+    /// stands in for the kernel's (there is no `TCP_INFO` for QUIC).
+    pub(super) fn set_quic(&mut self, quic: QuicSummary) {
+        let rtt = Some(quic.min_rtt_ms).filter(|r| *r > 0.0);
+        self.quic = Some(quic);
+        self.derive_from_rtt(rtt);
     }
 
     /// Sets the physical floor for `--distance-km` (nothing when None).

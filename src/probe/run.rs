@@ -35,6 +35,9 @@ const RESUME_TRIES: u32 = 2;
 /// returned, after at most [`GIVE_UP`] tries); later failures are kept as samples
 /// with an error. Stops early, keeping what was measured, when `stop` is set.
 pub async fn probe(config: &ProbeConfig, stop: &Stop) -> Result<ProbeResult, NetError> {
+    if config.client.http3 {
+        return super::run_h3::probe(config, stop).await;
+    }
     let started = SystemTime::now();
     let clock = Instant::now();
     let opts = connect_options(config)?;
@@ -208,6 +211,8 @@ impl Runner<'_> {
             tls_resumed: Some(http.tls_info.as_ref().is_some_and(|i| i.resumed)),
             tls_client_resumes: http.tls_info.as_ref().map(|_| resume),
             tcp_rtt_ms: info.map(|i| i.rtt_us as f64 / 1000.0),
+            quic_rtt_ms: None,
+            zero_rtt: None,
             closed_by_server: x.closed_after,
             error: None,
             error_kind: None,
@@ -237,6 +242,8 @@ impl Runner<'_> {
             tls_resumed: Some(false),
             tls_client_resumes: None,
             tcp_rtt_ms: None,
+            quic_rtt_ms: None,
+            zero_rtt: None,
             closed_by_server: false,
             error_kind: Some(e.kind().to_string()),
             error: Some(e.to_string()),
@@ -381,6 +388,8 @@ impl Runner<'_> {
                         tls_resumed: Some(false),
                         tls_client_resumes: None,
                         tcp_rtt_ms: info.map(|i| i.rtt_us as f64 / 1000.0),
+                        quic_rtt_ms: None,
+                        zero_rtt: None,
                         closed_by_server: false,
                         error: None,
                         error_kind: None,

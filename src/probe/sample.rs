@@ -111,6 +111,14 @@ pub struct Sample {
     /// Kernel smoothed RTT of this request's connection after it, ms.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tcp_rtt_ms: Option<f64>,
+    /// HTTP/3: QUIC's smoothed RTT estimate of this request's connection after it,
+    /// ms (QUIC's own estimate; there is no kernel `TCP_INFO` for QUIC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quic_rtt_ms: Option<f64>,
+    /// HTTP/3: the request went as 0-RTT early data; whether the server accepted it
+    /// (absent when it did not go early).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zero_rtt: Option<bool>,
     /// The server closed the connection after this response.
     pub closed_by_server: bool,
     /// Why the request failed, if it did.

@@ -126,7 +126,8 @@ fn phase_table(p: &ProbeResult) -> String {
         PHASES.to_vec()
     };
     for phase in phases {
-        if phase == "tls" && p.tls.is_none() {
+        // No tls row without TLS, nor over QUIC (its handshake is the connect phase).
+        if phase == "tls" && (p.tls.is_none() || p.quic.is_some()) {
             continue;
         }
         let mut row = vec![phase.to_string()];
@@ -136,7 +137,13 @@ fn phase_table(p: &ProbeResult) -> String {
         }
         table.row(row);
     }
-    let mut caption = if p.tls.is_some() {
+    let mut caption = if p.quic.is_some() {
+        format!(
+            "  fresh: a new QUIC connection per request, full handshake: transport + TLS 1.3 \
+             in one (×{})",
+            p.fresh.count
+        )
+    } else if p.tls.is_some() {
         format!(
             "  fresh: a new connection per request, full TLS handshake (×{})",
             p.fresh.count
@@ -145,10 +152,18 @@ fn phase_table(p: &ProbeResult) -> String {
         format!("  fresh: a new connection per request (×{})", p.fresh.count)
     };
     match resumed {
-        Some(r) => caption.push_str(&format!(
-            " · resumed: a new connection resuming its TLS session (×{})",
-            r.count
-        )),
+        Some(r) => {
+            caption.push_str(&format!(
+                " · resumed: a new connection resuming its TLS session (×{})",
+                r.count
+            ));
+            if let Some(q) = p.quic.as_ref().filter(|q| q.zero_rtt_tries > 0) {
+                caption.push_str(&format!(
+                    ", the request sent as 0-RTT data (accepted {} of {})",
+                    q.zero_rtt_accepted, q.zero_rtt_tries
+                ));
+            }
+        }
         None => {
             // New connections of the client that keeps sessions, after its first.
             let tries = p
@@ -214,14 +229,22 @@ fn details(p: &ProbeResult) -> Vec<(&'static str, String)> {
             ),
         ));
     }
+    if let Some(q) = &p.quic {
+        d.push(("QUIC", quic_text(q)));
+    }
     if let Some(f) = p.physical_floor {
         d.push(("physical floor", floor_text(&f)));
     }
     if let Some(s) = p.server_time_ms {
+        let rtt = if p.quic.is_some() {
+            "QUIC min RTT"
+        } else {
+            "kernel min RTT"
+        };
         d.push((
             "server time",
             format!(
-                "≈ {} ({}: reused wait − kernel min RTT)",
+                "≈ {} ({}: reused wait − {rtt})",
                 fmt_ms(s.p50),
                 p.server_time_label
             ),
@@ -232,7 +255,9 @@ fn details(p: &ProbeResult) -> Vec<(&'static str, String)> {
             .unwrap_or_default()
     };
     if let Some(c) = p.handshake_cost_ms {
-        let what = if p.tls.is_some() {
+        let what = if p.quic.is_some() {
+            "fresh − reused TTFB p50: a new QUIC connection with a full handshake"
+        } else if p.tls.is_some() {
             "fresh − reused TTFB p50: a new connection with a full TLS handshake"
         } else {
             "fresh − reused TTFB p50: a new connection"
@@ -273,6 +298,36 @@ fn details(p: &ProbeResult) -> Vec<(&'static str, String)> {
         ));
     }
     d
+}
+
+/// "rtt 41.2 ms · min_rtt 40.1 ms (QUIC's estimate, not the kernel's TCP_INFO) ·
+/// handshake 40.6 ms ≈ 1.0 round trips · 0-RTT accepted 5 of 5 · lost 0 of 40 packets".
+pub fn quic_text(q: &crate::probe::QuicSummary) -> String {
+    let mut parts = vec![format!(
+        "rtt {} · min_rtt {} (QUIC's estimate, not the kernel's TCP_INFO)",
+        fmt_ms(q.rtt_ms),
+        fmt_ms(q.min_rtt_ms)
+    )];
+    if let Some(h) = q.handshake_ms {
+        let trips = q
+            .handshake_round_trips
+            .map(|t| format!(" ≈ {t:.1} round trips"))
+            .unwrap_or_default();
+        parts.push(format!("handshake {}{trips}", fmt_ms(h)));
+    }
+    parts.push(match q.zero_rtt {
+        Some(_) => format!(
+            "0-RTT accepted {} of {}",
+            q.zero_rtt_accepted, q.zero_rtt_tries
+        ),
+        None if q.resumed => "resumed, no 0-RTT".to_string(),
+        None => "no 0-RTT".to_string(),
+    });
+    parts.push(format!(
+        "lost {} of {} packets",
+        q.lost_packets, q.sent_packets
+    ));
+    parts.join(" · ")
 }
 
 /// "80.3 ms RTT over 7,500 km: 1.07× the floor (75.0 ms in fibre), nothing to win by
@@ -383,7 +438,12 @@ pub fn side_by_side(explained: &[Explained]) -> String {
         // ACKs and a slow handler's pauses, which are not distance.
         (
             "path rtt (min)",
-            Box::new(move |r| opt(r.tcp.map(|t| t.min_rtt_ms))),
+            Box::new(move |r| {
+                opt(r
+                    .tcp
+                    .map(|t| t.min_rtt_ms)
+                    .or(r.quic.as_ref().map(|q| q.min_rtt_ms)))
+            }),
         ),
         (
             "server time",

@@ -292,6 +292,14 @@ impl Wire {
         netns::bind_in(&self.ns, addr)
     }
 
+    /// Binds a UDP socket inside the wire's namespace on the server address and
+    /// `port` (0 picks a free one): the lab's HTTP/3, or any UDP server. The wire
+    /// carries UDP as it carries TCP, packet by packet.
+    pub fn bind_udp(&self, port: u16) -> io::Result<std::net::UdpSocket> {
+        let addr = SocketAddr::V4(SocketAddrV4::new(self.server_ip(), port));
+        netns::bind_udp_in(&self.ns, addr)
+    }
+
     /// Makes `cmd` start inside the wire's namespace (its network is the server
     /// side: it listens on the server address and reaches the host through the wire).
     pub fn run_inside(&self, cmd: &mut std::process::Command) -> io::Result<()> {

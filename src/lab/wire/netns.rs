@@ -11,7 +11,7 @@
 
 use std::fs::File;
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, UdpSocket};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 
@@ -75,6 +75,20 @@ pub(crate) fn server_side(
 /// Binds a TCP listener to `addr` inside the namespace `ns` (from a thread that
 /// joins it, then ends).
 pub(crate) fn bind_in(ns: &OwnedFd, addr: SocketAddr) -> io::Result<TcpListener> {
+    in_namespace(ns, move || TcpListener::bind(addr))
+}
+
+/// Binds a UDP socket to `addr` inside the namespace `ns`.
+pub(crate) fn bind_udp_in(ns: &OwnedFd, addr: SocketAddr) -> io::Result<UdpSocket> {
+    in_namespace(ns, move || UdpSocket::bind(addr))
+}
+
+/// Runs `make` on a thread that joins the namespace `ns` first (a socket keeps the
+/// namespace it was made in).
+fn in_namespace<T: Send + 'static>(
+    ns: &OwnedFd,
+    make: impl FnOnce() -> io::Result<T> + Send + 'static,
+) -> io::Result<T> {
     let ns = ns.try_clone()?;
     std::thread::Builder::new()
         .name("latscope-bind".into())
@@ -83,7 +97,7 @@ pub(crate) fn bind_in(ns: &OwnedFd, addr: SocketAddr) -> io::Result<TcpListener>
             if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
                 return Err(io::Error::last_os_error());
             }
-            TcpListener::bind(addr)
+            make()
         })?
         .join()
         .map_err(|_| io::Error::other("the bind thread panicked"))?

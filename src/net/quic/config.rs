@@ -1,0 +1,116 @@
+//! The QUIC client's TLS: a rustls configuration from the same [`TlsOptions`] as TLS
+//! over TCP (TLS 1.3 only, ALPN `h3`, sessions kept or not), wrapped so a
+//! [`QuicClient`](super::QuicClient) can tell a resumed handshake (no certificate)
+//! and keep the verifier's worded refusal.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, SignatureScheme};
+
+use super::ALPN_H3;
+use crate::net::tls::{self, TlsConfigError, TlsOptions};
+
+/// A QUIC client configuration for HTTP/3 from the same options as TLS over TCP:
+/// certificate verification unless `-k`, `--cacert` trusted, TLS 1.3 only (QUIC
+/// needs it), ALPN `h3` (whatever `opts.alpn` says). `keep_sessions`: keep session
+/// tickets (in rustls' in-memory store, shared by every connection made with this
+/// configuration) so later connections resume and may send 0-RTT data; without it
+/// every connection pays the full handshake, as a first visit does.
+pub fn client_config(
+    opts: &TlsOptions,
+    keep_sessions: bool,
+) -> Result<quinn::ClientConfig, TlsConfigError> {
+    build_config(opts, keep_sessions, None)
+}
+
+pub(super) fn build_config(
+    opts: &TlsOptions,
+    keep_sessions: bool,
+    watch: Option<(Arc<AtomicU64>, Refused)>,
+) -> Result<quinn::ClientConfig, TlsConfigError> {
+    let mut verifier = tls::server_verifier(opts)?;
+    if let Some((full_handshakes, refused)) = watch {
+        verifier = Arc::new(Counting {
+            inner: verifier,
+            full_handshakes,
+            refused,
+        });
+    }
+    let mut config = rustls::ClientConfig::builder_with_provider(tls::provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])?
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![ALPN_H3.to_vec()];
+    if keep_sessions {
+        config.enable_early_data = true;
+    } else {
+        config.resumption = rustls::client::Resumption::disabled();
+    }
+    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(config)
+        .map_err(|e| TlsConfigError::Rustls(rustls::Error::General(e.to_string())))?;
+    Ok(quinn::ClientConfig::new(Arc::new(crypto)))
+}
+
+/// Where [`Counting`] leaves the worded reason of a refused certificate.
+pub(super) type Refused = Arc<Mutex<Option<String>>>;
+
+/// Counts the server certificates verified: a TLS 1.3 handshake that resumes a
+/// session carries none, so a connection that completed without one more count
+/// resumed (exact when one handshake runs at a time, as in the probe).
+#[derive(Debug)]
+struct Counting {
+    inner: Arc<dyn ServerCertVerifier>,
+    full_handshakes: Arc<AtomicU64>,
+    /// The worded reason of the last certificate refused by `net::verify` (QUIC's
+    /// error keeps only rustls' debug text of it).
+    refused: Refused,
+}
+
+impl ServerCertVerifier for Counting {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        self.full_handshakes.fetch_add(1, Ordering::Relaxed);
+        let verdict =
+            self.inner
+                .verify_server_cert(end_entity, intermediates, server_name, ocsp, now);
+        if let Err(rustls::Error::InvalidCertificate(rustls::CertificateError::Other(o))) = &verdict
+        {
+            if let Some(r) = o.0.downcast_ref::<crate::net::verify::CertRefused>() {
+                *self.refused.lock().unwrap_or_else(|e| e.into_inner()) = Some(r.0.clone());
+            }
+        }
+        verdict
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
