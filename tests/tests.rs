@@ -28,6 +28,7 @@ mod lab_options;
 mod lab_routes;
 mod live;
 mod load;
+mod load_h3;
 mod probe;
 mod probe_tls;
 mod probe_verdicts;

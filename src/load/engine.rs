@@ -82,12 +82,14 @@ pub struct Prepared<'a> {
     pub h2: bool,
     /// HTTP/2 requests, prepared once, per endpoint.
     pub h2_requests: Vec<super::http2::H2Request>,
+    /// `--http3`: QUIC connections shared by `--streams` VUs, instead of TCP.
+    pub h3: Option<super::http3::H3Setup>,
 }
 
 impl Prepared<'_> {
     /// VUs per connection: `--streams` on HTTP/2, 1 on HTTP/1.1.
     pub fn streams(&self) -> usize {
-        if self.h2 {
+        if self.h2 || self.h3.is_some() {
             self.plan.streams.max(1) as usize
         } else {
             1
@@ -193,7 +195,15 @@ impl<'a> Prepared<'a> {
             .timeout
             .min(Duration::from_secs(10))
             .min(plan.run_length().unwrap_or(Duration::MAX));
+        let h3 = if plan.client.http3 {
+            let setup = super::http3::H3Setup::new(plan, addr)?;
+            setup.preflight(limit, stop)?;
+            Some(setup)
+        } else {
+            None
+        };
         let h2 = match (plan.target.scheme, plan.client.version) {
+            _ if h3.is_some() => false,
             (_, HttpVersionPref::Http1) => false,
             (Scheme::Https, v) if plan.keepalive || v == HttpVersionPref::Http2 => {
                 match alpn_says_h2(&connector, limit, stop) {
@@ -250,6 +260,7 @@ impl<'a> Prepared<'a> {
             raw_names: Arc::new(plan.endpoints.iter().map(|e| csv_name(&e.name)).collect()),
             h2,
             h2_requests,
+            h3,
         })
     }
 }
