@@ -193,3 +193,216 @@ fn probe_http3_with_nothing_on_udp_fails_within_the_timeout() {
     );
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `diagnose` on Caddy: `Alt-Svc: h3=":PORT"` (RFC 7838, section 3) is read from the
+/// TCP responses, h3 probed beside them, h1/h2/h3 shown side by side (text, JSON
+/// and the HTML report); neither `no-http3` (h3 is offered) nor `http3-slower` (it works) fires.
+#[test]
+fn diagnose_discovers_h3_on_caddy_and_shows_h1_h2_h3() {
+    let Some(bin) = caddy_bin("diagnose_discovers_h3_on_caddy") else {
+        return;
+    };
+    let caddy = start(&bin, "diagnose", "respond \"hello from caddy\" 200");
+    let [k, ca] = caddy.cacert();
+    let url = caddy.url("/");
+    let args = [
+        "diagnose",
+        "--no-save",
+        "--no-load",
+        "-n",
+        "5",
+        &k,
+        &ca,
+        &url,
+    ];
+    let mut json_args = args.to_vec();
+    json_args.push("--json");
+    let v = run_json(&json_args);
+    let h3 = &v["http3"];
+    assert_eq!(h3["offered"], true, "{h3}");
+    assert_eq!(h3["port"].as_u64(), Some(u64::from(caddy.port)));
+    assert!(h3["alt_svc"].as_str().unwrap().contains("h3="), "{h3}");
+    assert_eq!(h3["probe"]["tls"]["alpn"], "h3", "{h3}");
+    assert!(h3["error"].is_null(), "{h3}");
+    let versions: Vec<&str> = v["protocols"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["http_version"].as_str().unwrap())
+        .collect();
+    assert_eq!(versions, ["HTTP/1.1", "HTTP/2", "HTTP/3"]);
+    let h3_row = &v["protocols"][2];
+    assert_eq!(h3_row["alpn"], "h3");
+    assert_eq!(h3_row["tls_ms"].as_f64(), Some(0.0));
+    assert!(h3_row["fresh_ttfb_ms"].as_f64().unwrap() > 0.0, "{h3_row}");
+    let ids = crate::findings::ids(&v);
+    assert!(
+        !ids.iter().any(|i| i == "no-http3" || i == "http3-slower"),
+        "{ids:?}"
+    );
+    // The text, and the HTML report of the stored run, show the same table.
+    let db = caddy.dir.join("runs.db").display().to_string();
+    let mut saved = args.to_vec();
+    saved[1] = "--db";
+    saved.insert(2, &db);
+    let out = run_within(&saved, crate::util::LIMIT);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("protocols (Alt-Svc: h3="), "{text}");
+    assert!(text.contains("HTTP/3  "), "{text}");
+    let html = caddy.dir.join("report.html");
+    let html_arg = html.display().to_string();
+    let out = run_within(
+        &["report", "last", "--db", &db, "-o", &html_arg],
+        crate::util::LIMIT,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        html.contains("<h4>Protocols (Alt-Svc: h3="),
+        "no protocols section"
+    );
+    assert!(html.contains("<tr><td>HTTP/3</td>"), "no HTTP/3 row");
+}
+
+/// nginx over TLS without HTTP/3: `no-http3` fires (info), priced per first visit at
+/// one round trip against TLS 1.3 (TCP + TLS take two, QUIC one; RFC 9001) or two
+/// against TLS 1.2 (RFC 5246 takes two of its own), and no h3 probe runs.
+#[test]
+fn no_http3_fires_on_nginx_over_tls() {
+    let Some(bin) = crate::util_nginx::nginx_bin("no_http3_fires_on_nginx_over_tls") else {
+        return;
+    };
+    let dir = crate::util_nginx::temp_dir("noh3");
+    let crt = crate::util_nginx::openssl_self_signed(&dir, "server");
+    let port = crate::util_nginx::free_port();
+    let listen = format!("127.0.0.1:{port}");
+    crate::util_nginx::write_conf(&dir, &crate::util_nginx::tls_server(&listen, &crt, ""));
+    let _nginx = crate::util_nginx::start(&bin, &dir, listen.parse().unwrap());
+    let url = format!("https://localhost:{port}/");
+    let crt = crt.display().to_string();
+    let v = run_json(&[
+        "diagnose",
+        "--no-save",
+        "--no-load",
+        "--json",
+        "-n",
+        "3",
+        "--cacert",
+        &crt,
+        &url,
+    ]);
+    let f = crate::findings::finding(&v, "no-http3");
+    assert_eq!(f["severity"], "info");
+    // One round trip against TCP + TLS 1.3, two against TCP + TLS 1.2 (whichever this
+    // nginx negotiated).
+    let want = match f["evidence"]["tls_version"].as_str().unwrap() {
+        "TLSv1.3" => 1.0,
+        "TLSv1.2" => 2.0,
+        other => panic!("TLS version {other}"),
+    };
+    assert_eq!(
+        f["evidence"]["round_trips_saved"].as_f64(),
+        Some(want),
+        "{f}"
+    );
+    assert_eq!(v["probe"]["tls"]["version"], f["evidence"]["tls_version"]);
+    assert_eq!(f["saving_basis"], "fresh", "{f}");
+    assert_eq!(v["http3"]["offered"], false);
+    assert!(v["http3"]["probe"].is_null());
+    assert!(v["protocols"].is_null());
+    assert!(!crate::findings::ids(&v).contains(&"http3-slower".to_string()));
+}
+
+/// nginx advertising `Alt-Svc: h3=":PORT"` for a UDP port nothing listens on (as when
+/// a firewall drops UDP): diagnose tries h3, falls back to the TCP probe and says so
+/// in `http3-slower` (with the fallback it saw) instead of failing; `no-http3` stays
+/// quiet (h3 is offered). The same with `--http3` and no offer.
+#[test]
+fn http3_slower_fires_when_the_offered_udp_port_is_closed() {
+    let Some(bin) = crate::util_nginx::nginx_bin("http3_slower_fires_when_udp_is_closed") else {
+        return;
+    };
+    let dir = crate::util_nginx::temp_dir("h3closed");
+    let crt = crate::util_nginx::openssl_self_signed(&dir, "server");
+    let port = crate::util_nginx::free_port();
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let listen = format!("127.0.0.1:{port}");
+    let alt = format!("add_header Alt-Svc 'h3=\":{udp}\"; ma=60' always;");
+    crate::util_nginx::write_conf(&dir, &crate::util_nginx::tls_server(&listen, &crt, &alt));
+    let _nginx = crate::util_nginx::start(&bin, &dir, listen.parse().unwrap());
+    let url = format!("https://localhost:{port}/");
+    let crt = crt.display().to_string();
+    let start = Instant::now();
+    let v = run_json(&[
+        "diagnose",
+        "--no-save",
+        "--no-load",
+        "--json",
+        "-n",
+        "3",
+        "--cacert",
+        &crt,
+        &url,
+    ]);
+    // Discovery bounds each QUIC attempt (3 s) and gives up after three.
+    assert!(
+        start.elapsed() < Duration::from_secs(40),
+        "{:?}",
+        start.elapsed()
+    );
+    let f = crate::findings::finding(&v, "http3-slower");
+    assert_eq!(f["severity"], "warn");
+    assert_eq!(f["evidence"]["fallback"], "HTTP/1.1", "{f}");
+    assert_eq!(f["evidence"]["port"].as_u64(), Some(u64::from(udp)), "{f}");
+    assert!(
+        f["evidence"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("no answer over UDP"),
+        "{f}"
+    );
+    assert!(!crate::findings::ids(&v).contains(&"no-http3".to_string()));
+    assert_eq!(v["probe"]["http_version"], "HTTP/1.1");
+    assert_eq!(
+        v["protocols"][1]["http_version"], "HTTP/3",
+        "{}",
+        v["protocols"]
+    );
+    assert!(v["protocols"][1]["error"].is_string());
+    // --http3 on a server without any offer: tried on the URL's port, falls back.
+    let _ = udp;
+    let plain = crate::util_nginx::temp_dir("h3asked");
+    let crt2 = crate::util_nginx::openssl_self_signed(&plain, "server");
+    let port2 = crate::util_nginx::free_port();
+    let listen2 = format!("127.0.0.1:{port2}");
+    crate::util_nginx::write_conf(&plain, &crate::util_nginx::tls_server(&listen2, &crt2, ""));
+    let _nginx2 = crate::util_nginx::start(&bin, &plain, listen2.parse().unwrap());
+    let url2 = format!("https://localhost:{port2}/");
+    let crt2 = crt2.display().to_string();
+    let v = run_json(&[
+        "diagnose",
+        "--no-save",
+        "--no-load",
+        "--json",
+        "-n",
+        "2",
+        "--http3",
+        "--timeout",
+        "1s",
+        "--cacert",
+        &crt2,
+        &url2,
+    ]);
+    let f = crate::findings::finding(&v, "http3-slower");
+    assert!(f["title"].as_str().unwrap().contains("--http3"), "{f}");
+    assert_eq!(v["probe"]["status"], 200);
+}

@@ -205,12 +205,15 @@ pub(crate) fn diagnose_url(
     plan: &Plan,
     progress: &mut dyn FnMut(&str),
 ) -> anyhow::Result<Diagnosis> {
-    let config = ProbeConfig {
+    // The main probe and the cache audit go over TCP (HTTP/1.1 or HTTP/2); HTTP/3 is
+    // probed beside them when offered or asked for (`diagnose_h3`).
+    let mut config = ProbeConfig {
         target: target.clone(),
         count: plan.count,
         request: plan.request.clone(),
         client: plan.client.clone(),
     };
+    config.client.http3 = false;
     let stop = &interrupt.stop;
     progress(&format!(
         "{}: probing ({} requests per series)…",
@@ -220,6 +223,8 @@ pub(crate) fn diagnose_url(
         .runtime
         .block_on(probe::probe(&config, stop))
         .map_err(anyhow::Error::new)?;
+    let http3 =
+        super::diagnose_h3::discover(interrupt, &config, &probe, plan.client.http3, progress);
     progress(&format!("{target}: cache audit…"));
     let (cache, cache_error) = match interrupt
         .runtime
@@ -356,6 +361,7 @@ pub(crate) fn diagnose_url(
         load: ramp.as_ref().map(|r| r.facts.clone()),
         disk: None,
         distance_km: plan.distance_km,
+        http3: http3.as_ref().map(super::diagnose_h3::facts),
     };
     let mut facts = facts;
     if let Some(c) = facts.cache.as_mut() {
@@ -386,6 +392,7 @@ pub(crate) fn diagnose_url(
         facts,
         findings,
         summary,
+        http3,
     })
 }
 
@@ -415,6 +422,19 @@ pub(crate) fn diagnosis_json(d: &Diagnosis) -> Value {
     }
     if let Some(o) = &d.origin {
         doc["origin"] = serde_json::to_value(o).unwrap_or_default();
+    }
+    if let Some(h) = &d.http3 {
+        doc["http3"] = json!({
+            "alt_svc": h.alt_svc,
+            "offered": h.port.is_some() && h.alt_svc.is_some(),
+            "port": h.port,
+            "probe": h.h3.as_ref().map(|p| serde_json::to_value(p).unwrap_or_default()),
+            "error": h.error,
+        });
+        let rows = d.protocol_rows();
+        if !rows.is_empty() {
+            doc["protocols"] = serde_json::to_value(rows).unwrap_or_default();
+        }
     }
     doc
 }

@@ -8,6 +8,7 @@ mod capacity;
 mod compare;
 mod demo;
 mod diagnose;
+mod diagnose_h3;
 mod disk;
 mod interrupt;
 mod k8s;

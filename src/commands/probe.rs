@@ -121,6 +121,7 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
                 "timeout_s": client.timeout.as_secs_f64(),
                 "insecure": client.insecure,
                 "http_version": format!("{:?}", client.version),
+                "http3": client.http3,
             }),
             summary: doc.clone(),
             timeline: serde_json::Value::Null,

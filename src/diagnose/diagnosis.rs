@@ -46,4 +46,92 @@ pub struct Diagnosis {
     pub facts: Facts,
     pub findings: Vec<Finding>,
     pub summary: Option<String>,
+    /// HTTP/3 discovery and the other protocols probed beside it (https only).
+    pub http3: Option<Http3Probe>,
+}
+
+/// What diagnose found out about HTTP/3 on an https URL: the `Alt-Svc` offer, the h3
+/// probe (or why it failed: the main probe over TCP is then the fallback), and an
+/// HTTP/1.1 probe when the main one spoke HTTP/2, so h1/h2/h3 stand side by side.
+#[derive(Debug, Clone, Default)]
+pub struct Http3Probe {
+    /// The `Alt-Svc` field the server sent over TCP.
+    pub alt_svc: Option<String>,
+    /// The UDP port h3 was tried on (offered, or the URL's with `--http3`); None:
+    /// not offered, not tried.
+    pub port: Option<u16>,
+    pub h3: Option<ProbeResult>,
+    pub error: Option<String>,
+    pub h1: Option<ProbeResult>,
+}
+
+/// One protocol's headline numbers in the side-by-side table (the `protocols`
+/// array of the diagnose JSON).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ProtocolRow {
+    /// "HTTP/1.1", "HTTP/2" or "HTTP/3".
+    pub http_version: String,
+    pub alpn: Option<String>,
+    pub fresh_ttfb_ms: Option<f64>,
+    pub resumed_ttfb_ms: Option<f64>,
+    pub reused_ttfb_ms: Option<f64>,
+    /// Fresh connect p50 (TCP, or QUIC's whole handshake), ms.
+    pub connect_ms: Option<f64>,
+    /// Fresh TLS p50 (0 over QUIC: inside its handshake), ms.
+    pub tls_ms: Option<f64>,
+    /// The path's min RTT: the kernel's, or QUIC's estimate over h3, ms.
+    pub min_rtt_ms: Option<f64>,
+    /// Why this protocol could not be measured.
+    pub error: Option<String>,
+}
+
+impl ProtocolRow {
+    /// The row of one probe.
+    pub fn of(p: &ProbeResult) -> ProtocolRow {
+        let p50 = |s: Option<&crate::probe::SeriesSummary>| {
+            s.filter(|s| s.count > 0).map(|s| s.phases_ms.ttfb.p50)
+        };
+        let fresh = Some(&p.fresh).filter(|f| f.count > 0);
+        ProtocolRow {
+            http_version: p.http_version.clone().unwrap_or_default(),
+            alpn: p.tls.as_ref().and_then(|t| t.alpn.clone()),
+            fresh_ttfb_ms: p50(Some(&p.fresh)),
+            resumed_ttfb_ms: p50(p.resumed.as_ref()),
+            reused_ttfb_ms: p50(p.reused.as_ref()),
+            connect_ms: fresh.map(|f| f.phases_ms.connect.p50),
+            tls_ms: fresh.map(|f| f.phases_ms.tls.p50),
+            min_rtt_ms: p
+                .tcp
+                .map(|t| t.min_rtt_ms)
+                .or(p.quic.as_ref().map(|q| q.min_rtt_ms)),
+            error: None,
+        }
+    }
+}
+
+impl Diagnosis {
+    /// h1, h2, h3 side by side, when HTTP/3 was tried (else empty): the main probe
+    /// over TCP, the extra HTTP/1.1 one, and h3 (or its error).
+    pub fn protocol_rows(&self) -> Vec<ProtocolRow> {
+        let Some(h) = self.http3.as_ref().filter(|h| h.port.is_some()) else {
+            return Vec::new();
+        };
+        let mut rows: Vec<ProtocolRow> = h.h1.iter().map(ProtocolRow::of).collect();
+        rows.push(ProtocolRow::of(&self.probe));
+        rows.push(match (&h.h3, &h.error) {
+            (Some(p), _) => ProtocolRow::of(p),
+            (None, e) => ProtocolRow {
+                http_version: "HTTP/3".into(),
+                alpn: None,
+                fresh_ttfb_ms: None,
+                resumed_ttfb_ms: None,
+                reused_ttfb_ms: None,
+                connect_ms: None,
+                tls_ms: None,
+                min_rtt_ms: None,
+                error: e.clone(),
+            },
+        });
+        rows
+    }
 }

@@ -321,4 +321,22 @@ pub struct Facts {
     pub disk: Option<DiskFacts>,
     /// `--distance-km`.
     pub distance_km: Option<f64>,
+    /// HTTP/3 discovery (diagnose of an https URL): what `Alt-Svc` offered and how
+    /// the h3 probe went.
+    pub http3: Option<Http3Facts>,
+}
+
+/// HTTP/3 as diagnose found it beside the probe over TCP (`Facts::probe`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Http3Facts {
+    /// The `Alt-Svc` field the server sent over TCP, if any.
+    pub alt_svc: Option<String>,
+    /// The UDP port h3 was offered on (`Alt-Svc: h3=":PORT"`), or the URL's own
+    /// port when `--http3` asked for it without an offer.
+    pub port: Option<u16>,
+    /// The h3 probe: fresh and reused TTFB p50, ms (None when it failed or did not run).
+    pub fresh_ttfb_ms: Option<f64>,
+    pub reused_ttfb_ms: Option<f64>,
+    /// Why the h3 probe failed (then diagnose fell back to the TCP probe).
+    pub error: Option<String>,
 }

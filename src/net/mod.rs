@@ -2,6 +2,7 @@
 //! HTTP/1.1 or HTTP/2 exchanges (hyper), HTTP/3 over QUIC (quinn + h3), each phase measured on a monotonic clock.
 //! Nothing here prints.
 
+pub mod alt_svc;
 pub mod conn;
 pub mod dns;
 pub mod error;

@@ -62,7 +62,7 @@ pub fn client_config(
 fn build_config(
     opts: &TlsOptions,
     keep_sessions: bool,
-    watch: Option<(Arc<AtomicU64>, Arc<Mutex<Option<String>>>)>,
+    watch: Option<(Arc<AtomicU64>, Refused)>,
 ) -> Result<quinn::ClientConfig, TlsConfigError> {
     let mut verifier = tls::server_verifier(opts)?;
     if let Some((full_handshakes, refused)) = watch {
@@ -88,6 +88,9 @@ fn build_config(
     Ok(quinn::ClientConfig::new(Arc::new(crypto)))
 }
 
+/// Where [`Counting`] leaves the worded reason of a refused certificate.
+type Refused = Arc<Mutex<Option<String>>>;
+
 /// Counts the server certificates verified: a TLS 1.3 handshake that resumes a
 /// session carries none, so a connection that completed without one more count
 /// resumed (exact when one handshake runs at a time, as in the probe).
@@ -97,7 +100,7 @@ struct Counting {
     full_handshakes: Arc<AtomicU64>,
     /// The worded reason of the last certificate refused by `net::verify` (QUIC's
     /// error keeps only rustls' debug text of it).
-    refused: Arc<Mutex<Option<String>>>,
+    refused: Refused,
 }
 
 impl ServerCertVerifier for Counting {
@@ -150,7 +153,7 @@ impl ServerCertVerifier for Counting {
 pub struct QuicClient {
     config: quinn::ClientConfig,
     full_handshakes: Arc<AtomicU64>,
-    refused: Arc<Mutex<Option<String>>>,
+    refused: Refused,
     endpoints: Mutex<[Option<quinn::Endpoint>; 2]>,
 }
 

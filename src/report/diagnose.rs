@@ -71,7 +71,56 @@ pub fn details(d: &Diagnosis) -> String {
                 .unwrap_or("-".into()),
         ));
     }
+    out.push_str(&protocols(d));
     out.push_str(&ramp(d));
+    out
+}
+
+/// h1, h2 and h3 side by side, when HTTP/3 was offered or asked for.
+fn protocols(d: &Diagnosis) -> String {
+    let rows = d.protocol_rows();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let opt = |v: Option<f64>| v.map(fmt_ms).unwrap_or_else(|| "-".into());
+    let mut t = Table::new(vec![
+        "protocol",
+        "fresh ttfb p50",
+        "resumed",
+        "reused",
+        "connect",
+        "tls",
+        "min rtt",
+    ]);
+    let mut errors = Vec::new();
+    for r in &rows {
+        if let Some(e) = &r.error {
+            errors.push(format!("    {}: failed: {e}\n", r.http_version));
+        }
+        t.row(vec![
+            r.http_version.clone(),
+            opt(r.fresh_ttfb_ms),
+            opt(r.resumed_ttfb_ms),
+            opt(r.reused_ttfb_ms),
+            opt(r.connect_ms),
+            opt(r.tls_ms),
+            opt(r.min_rtt_ms),
+        ]);
+    }
+    let offer = d
+        .http3
+        .as_ref()
+        .and_then(|h| h.alt_svc.as_deref())
+        .map(|a| format!(" (Alt-Svc: {a})"))
+        .unwrap_or_else(|| " (--http3)".into());
+    let mut out = format!(
+        "  protocols{offer}: fresh = a new connection with a full handshake; over \
+         HTTP/3 connect is QUIC's handshake (transport + TLS) and min rtt QUIC's estimate\n"
+    );
+    out.push_str(&t.render(4));
+    for e in errors {
+        out.push_str(&e);
+    }
     out
 }
 

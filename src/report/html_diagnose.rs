@@ -67,6 +67,9 @@ pub(super) fn sections(
             out.push_str("<h4>Probe</h4>\n");
             super::html_probe::probe(out, p)?;
         }
+        if let Some(rows) = d.get("protocols").and_then(Value::as_array) {
+            protocols(out, d, rows);
+        }
         if let Some(c) = d.get("cache").filter(|c| c.is_object()) {
             cache_audit(out, c);
         }
@@ -94,6 +97,59 @@ pub(super) fn sections(
         out.push_str("</div></section>\n");
     }
     Ok(())
+}
+
+/// h1, h2 and h3 side by side (the `protocols` array of the diagnose JSON), when
+/// HTTP/3 was offered or asked for.
+fn protocols(out: &mut String, d: &Value, rows: &[Value]) {
+    let offer = text_at(d, &["http3", "alt_svc"])
+        .map(|a| format!("Alt-Svc: {a}"))
+        .unwrap_or_else(|| "--http3".into());
+    out.push_str(&format!(
+        "<h4>Protocols ({})</h4>\n<p class=\"note\">fresh: a new connection with a full \
+         handshake; over HTTP/3 connect is QUIC's handshake (transport + TLS) and min rtt \
+         QUIC's own estimate.</p>\n",
+        esc(&offer)
+    ));
+    let ms = |r: &Value, k: &str| {
+        r.get(k)
+            .and_then(Value::as_f64)
+            .map(|v| fmt_value(v, "ms"))
+            .unwrap_or_else(|| "-".into())
+    };
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let mut row = vec![text_at(r, &["http_version"]).unwrap_or_default()];
+            for k in [
+                "fresh_ttfb_ms",
+                "resumed_ttfb_ms",
+                "reused_ttfb_ms",
+                "connect_ms",
+                "tls_ms",
+                "min_rtt_ms",
+            ] {
+                row.push(ms(r, k));
+            }
+            row.push(text_at(r, &["error"]).unwrap_or_default());
+            row
+        })
+        .collect();
+    table(
+        out,
+        "protocols",
+        &[
+            "protocol",
+            "fresh TTFB p50",
+            "resumed",
+            "reused",
+            "connect",
+            "tls",
+            "min rtt",
+            "error",
+        ],
+        &body,
+    );
 }
 
 /// The cache audit of a diagnosis (the `cache` object of the diagnose JSON).

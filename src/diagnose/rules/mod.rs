@@ -10,6 +10,7 @@ pub mod cold;
 pub mod connection;
 pub mod content;
 pub mod disk;
+pub mod http3;
 pub mod load;
 pub mod rate;
 pub mod server;
@@ -43,6 +44,8 @@ pub const IDS: &[&str] = &[
     "no-keepalive",
     "no-tls-resumption",
     "no-http2",
+    "no-http3",
+    "http3-slower",
     "cache-status",
     "cdn-not-caching",
     "cdn-cost",
@@ -91,6 +94,10 @@ pub fn all(facts: &Facts) -> Vec<Finding> {
         }
         if let Some(o) = &facts.origin {
             out.push(cdn::cdn_cost(p, o));
+        }
+        if let Some(h3) = &facts.http3 {
+            out.push(http3::no_http3(p, h3));
+            out.push(http3::http3_slower(p, h3));
         }
     }
     if let Some(c) = &facts.cache {

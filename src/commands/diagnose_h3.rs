@@ -1,0 +1,115 @@
+//! Diagnose's HTTP/3 discovery: read `Alt-Svc` (RFC 7838) from the probe over TCP;
+//! when it offers h3 on the same host (or `--http3` asks), probe h3 too — and
+//! HTTP/1.1 beside an HTTP/2 probe — so h1/h2/h3 stand side by side. An h3 probe
+//! that fails is kept as an error (the TCP probe is the fallback), never a failed
+//! diagnosis. No HTTPS DNS record (RFC 9460) is looked up: only `Alt-Svc`.
+
+use crate::config::http::{HttpVersionPref, ResolveOverride};
+use crate::diagnose::diagnosis::Http3Probe;
+use crate::diagnose::Http3Facts;
+use crate::net::{alt_svc, Scheme, Target};
+use crate::probe::{self, ProbeConfig, ProbeResult};
+
+use super::interrupt::Interrupt;
+
+/// The longest an HTTP/3 request (handshake included) may take during discovery.
+const H3_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Probes what `main` (the probe over TCP) says about HTTP/3; None on plain http.
+/// `asked`: `--http3` was given (h3 is tried on the URL's port without an offer).
+pub(crate) fn discover(
+    interrupt: &Interrupt,
+    config: &ProbeConfig,
+    main: &ProbeResult,
+    asked: bool,
+    progress: &mut dyn FnMut(&str),
+) -> Option<Http3Probe> {
+    let target = &config.target;
+    if target.scheme != Scheme::Https {
+        return None;
+    }
+    let alt_svc = main.headers.get("alt-svc").cloned();
+    let offered = alt_svc
+        .as_deref()
+        .and_then(|v| alt_svc::h3_port(v, &target.host));
+    let port = offered.or(asked.then_some(target.port));
+    let mut found = Http3Probe {
+        alt_svc,
+        port,
+        ..Http3Probe::default()
+    };
+    let Some(port) = port else {
+        return Some(found);
+    };
+    if interrupt.stop.is_stopped() {
+        found.error = Some(format!("not measured: {}", interrupt.reason()));
+        return Some(found);
+    }
+    progress(&format!("{target}: probing HTTP/3 on UDP port {port}…"));
+    let mut h3 = config.clone();
+    h3.client.http3 = true;
+    // A browser gives a QUIC attempt well under a second before it falls back to
+    // TCP; at most 3 s here, so blocked UDP costs the diagnosis ≤ 3 tries × 3 s.
+    h3.client.timeout = h3.client.timeout.min(H3_TIMEOUT);
+    h3.client.version = HttpVersionPref::Auto;
+    if port != target.port {
+        match on_port(target, port) {
+            Some(t) => h3.target = t,
+            None => {
+                found.error = Some(format!("cannot build the URL for port {port}"));
+                return Some(found);
+            }
+        }
+        // A --resolve for the origin's port holds for the alternative port too.
+        let extra: Vec<ResolveOverride> = h3
+            .client
+            .resolve
+            .iter()
+            .filter(|r| r.port == target.port && r.host.eq_ignore_ascii_case(&target.host))
+            .map(|r| ResolveOverride { port, ..r.clone() })
+            .collect();
+        h3.client.resolve.extend(extra);
+    }
+    match interrupt
+        .runtime
+        .block_on(probe::probe(&h3, &interrupt.stop))
+    {
+        Ok(r) => found.h3 = Some(r),
+        Err(e) => found.error = Some(e.to_string()),
+    }
+    if main.http_version.as_deref() == Some("HTTP/2") && !interrupt.stop.is_stopped() {
+        progress(&format!("{target}: probing HTTP/1.1 beside them…"));
+        let mut h1 = config.clone();
+        h1.client.http3 = false;
+        h1.client.version = HttpVersionPref::Http1;
+        found.h1 = interrupt
+            .runtime
+            .block_on(probe::probe(&h1, &interrupt.stop))
+            .ok();
+    }
+    Some(found)
+}
+
+/// The facts the HTTP/3 rules read.
+pub(crate) fn facts(h: &Http3Probe) -> Http3Facts {
+    let p50 =
+        |s: Option<&probe::SeriesSummary>| s.filter(|s| s.count > 0).map(|s| s.phases_ms.ttfb.p50);
+    Http3Facts {
+        alt_svc: h.alt_svc.clone(),
+        port: h.port,
+        fresh_ttfb_ms: h.h3.as_ref().and_then(|r| p50(Some(&r.fresh))),
+        reused_ttfb_ms: h.h3.as_ref().and_then(|r| p50(r.reused.as_ref())),
+        error: h.error.clone(),
+    }
+}
+
+/// `target` with another port (same scheme, host, path).
+fn on_port(target: &Target, port: u16) -> Option<Target> {
+    let host = if target.host.contains(':') {
+        format!("[{}]", target.host)
+    } else {
+        target.host.clone()
+    };
+    let url = format!("https://{host}:{port}{}", target.path_and_query);
+    Target::parse(&url).ok()
+}
