@@ -84,12 +84,14 @@ pub struct Prepared<'a> {
     pub h2_requests: Vec<super::http2::H2Request>,
     /// Run on the io_uring engine (`uring`), not epoll.
     pub uring: bool,
+    /// `--http3`: QUIC connections shared by `--streams` VUs, instead of TCP.
+    pub h3: Option<super::http3::H3Setup>,
 }
 
 impl Prepared<'_> {
     /// VUs per connection: `--streams` on HTTP/2, 1 on HTTP/1.1.
     pub fn streams(&self) -> usize {
-        if self.h2 {
+        if self.h2 || self.h3.is_some() {
             self.plan.streams.max(1) as usize
         } else {
             1
@@ -195,7 +197,15 @@ impl<'a> Prepared<'a> {
             .timeout
             .min(Duration::from_secs(10))
             .min(plan.run_length().unwrap_or(Duration::MAX));
+        let h3 = if plan.client.http3 {
+            let setup = super::http3::H3Setup::new(plan, addr)?;
+            setup.preflight(limit, stop)?;
+            Some(setup)
+        } else {
+            None
+        };
         let h2 = match (plan.target.scheme, plan.client.version) {
+            _ if h3.is_some() => false,
             (_, HttpVersionPref::Http1) => false,
             (Scheme::Https, v) if plan.keepalive || v == HttpVersionPref::Http2 => {
                 match alpn_says_h2(&connector, limit, stop) {
@@ -253,6 +263,7 @@ impl<'a> Prepared<'a> {
             uring: super::uring::choose(plan, h2)?,
             h2,
             h2_requests,
+            h3,
         })
     }
 }

@@ -215,6 +215,9 @@ impl LoadPlan {
 
     /// Whether HTTP/2 with prior knowledge (h2c) or via ALPN may be used.
     pub fn wants_h2(&self) -> bool {
+        if self.client.http3 {
+            return false;
+        }
         match self.client.version {
             HttpVersionPref::Http2 => true,
             HttpVersionPref::Auto => self.target.scheme == Scheme::Https,
@@ -237,7 +240,7 @@ impl LoadPlan {
             "keepalive": self.keepalive,
             "think_time_ms": crate::units::ms(self.think_time),
             "timeout_ms": crate::units::ms(self.client.timeout),
-            "http": match self.client.version { HttpVersionPref::Auto => "auto", HttpVersionPref::Http1 => "1.1", HttpVersionPref::Http2 => "2" },
+            "http": match self.client.version { _ if self.client.http3 => "3", HttpVersionPref::Auto => "auto", HttpVersionPref::Http1 => "1.1", HttpVersionPref::Http2 => "2" },
             "order": match self.order { Order::Sequence => "sequence", Order::Weighted => "weighted" },
             "endpoints": self.endpoints.iter().map(|e| serde_json::json!({
                 "name": e.name, "method": e.method.as_str(), "path": e.path_and_query,
@@ -491,6 +494,9 @@ fn from_parts(
     if (args.no_keepalive || load.no_keepalive) && client.version == HttpVersionPref::Http2 {
         return usage("--no-keepalive is an HTTP/1.1 mode; it does not go with --http2");
     }
+    if client.http3 {
+        check_http3(&target, args.no_keepalive || load.no_keepalive)?;
+    }
     if let Some(t) = load.timeout {
         // A scenario timeout applies unless the flag was changed from its default.
         if args.http.timeout == Duration::from_secs(60) {
@@ -548,6 +554,21 @@ fn from_parts(
     })
 }
 
+/// `--http3` needs an https URL (QUIC is always encrypted) and keeps connections
+/// (a new QUIC connection per request is not a mode latscope offers).
+fn check_http3(target: &Target, no_keepalive: bool) -> Result<(), PlanError> {
+    if target.scheme != Scheme::Https {
+        return usage(format!(
+            "--http3 needs an https:// URL (HTTP/3 runs over QUIC, always encrypted): {}",
+            target.url
+        ));
+    }
+    if no_keepalive {
+        return usage("--no-keepalive is an HTTP/1.1 mode; it does not go with --http3");
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -581,6 +602,24 @@ mod tests {
         );
     }
 
+    /// `--http3` takes `--streams` (concurrent streams per QUIC connection) and
+    /// says "3" in the stored settings.
+    #[test]
+    fn http3_plans() {
+        let p = plan(&[
+            "https://127.0.0.1:1/",
+            "--http3",
+            "--streams",
+            "8",
+            "-c",
+            "2",
+        ])
+        .unwrap();
+        assert!(p.client.http3 && !p.wants_h2());
+        assert_eq!((p.streams, p.connections), (8, 2));
+        assert_eq!(p.to_json()["http"], "3");
+    }
+
     #[test]
     fn refuses_nonsense() {
         for bad in [
@@ -594,6 +633,8 @@ mod tests {
             vec!["http://127.0.0.1:1/", "--threshold", "p99<"],
             vec!["http://127.0.0.1:1/", "--rate", "0"],
             vec!["http://127.0.0.1:1/", "--threshold", "place:p99<1s"],
+            vec!["http://127.0.0.1:1/", "--http3"],
+            vec!["https://127.0.0.1:1/", "--http3", "--no-keepalive"],
         ] {
             assert!(plan(&bad).is_err(), "{bad:?}");
         }

@@ -25,6 +25,7 @@ use super::conn::Phase;
 use super::engine::{Control, Prepared, ABORT};
 use super::http1::{H1Error, H1};
 use super::http2::{self, H2Slot, Slot};
+use super::http3::{self, H3Slot};
 use super::plan::Model;
 use super::raw::RawSink;
 use super::recorder::{ErrorKind, Live, Outcome, Recorder};
@@ -72,6 +73,7 @@ pub fn run_thread(
         prep,
         ctl,
         rec: &rec,
+        quic: prep.h3.as_ref().and_then(|h3| h3.client()),
     };
     rt.block_on(async {
         let ticker = async {
@@ -109,6 +111,8 @@ struct Worker<'a, 'p> {
     prep: &'a Prepared<'p>,
     ctl: &'a Control,
     rec: &'a RefCell<Recorder>,
+    /// `--http3`: this thread's QUIC client (one UDP endpoint).
+    quic: Option<crate::net::quic::QuicClient>,
 }
 
 /// One VU's or one open-model connection's client state: its own HTTP/1.1
@@ -117,6 +121,7 @@ struct Client<'a, 'p> {
     w: &'a Worker<'a, 'p>,
     conn: Option<H1>,
     slot: Option<&'a H2Slot>,
+    h3: Option<&'a H3Slot>,
     phase: Cell<Phase>,
     timer: Pin<Box<tokio::time::Sleep>>,
     /// When `timer` fires.
@@ -124,11 +129,12 @@ struct Client<'a, 'p> {
 }
 
 impl<'a, 'p> Client<'a, 'p> {
-    fn new(w: &'a Worker<'a, 'p>, slot: Option<&'a H2Slot>) -> Self {
+    fn new(w: &'a Worker<'a, 'p>, slot: Option<&'a H2Slot>, h3: Option<&'a H3Slot>) -> Self {
         Client {
             w,
             conn: None,
             slot,
+            h3,
             phase: Cell::new(Phase::Exchange),
             timer: Box::pin(tokio::time::sleep(Duration::ZERO)),
             armed: tokio::time::Instant::now(),
@@ -136,9 +142,10 @@ impl<'a, 'p> Client<'a, 'p> {
     }
 
     fn is_connected(&self) -> bool {
-        match self.slot {
-            Some(s) => s.is_connected(),
-            None => self.conn.is_some(),
+        match (self.slot, self.h3) {
+            (Some(s), _) => s.is_connected(),
+            (None, Some(s)) => s.is_connected(),
+            (None, None) => self.conn.is_some(),
         }
     }
 
@@ -164,8 +171,9 @@ impl<'a, 'p> Client<'a, 'p> {
         let phase = &self.phase;
         let timer = &mut self.timer;
         let armed = &mut self.armed;
-        let result = match self.slot {
-            None => {
+        let result = match (self.slot, self.h3) {
+            (None, Some(h3)) => within(timer, armed, deadline, exchange_h3(w, h3, phase, ep)).await,
+            (None, None) => {
                 within(
                     timer,
                     armed,
@@ -174,7 +182,9 @@ impl<'a, 'p> Client<'a, 'p> {
                 )
                 .await
             }
-            Some(slot) => within(timer, armed, deadline, exchange_h2(w, slot, phase, ep)).await,
+            (Some(slot), _) => {
+                within(timer, armed, deadline, exchange_h2(w, slot, phase, ep)).await
+            }
         };
         match result {
             Some(o) => o,
@@ -255,6 +265,49 @@ async fn exchange_h2(w: &Worker<'_, '_>, slot: &H2Slot, phase: &Cell<Phase>, ep:
     }
     o.connect = paid.0;
     o.tls = paid.1;
+    o
+}
+
+/// Ends an HTTP/3 slot's connect attempt also when it is abandoned (timeout).
+struct Connecting3<'a>(&'a H3Slot, bool);
+
+impl Drop for Connecting3<'_> {
+    fn drop(&mut self) {
+        if !self.1 {
+            self.0.connected(None);
+        }
+    }
+}
+
+/// HTTP/3: takes the slot's QUIC connection (opening it when this VU is the first
+/// to need it: the handshake is the connect time) and sends one stream.
+async fn exchange_h3(w: &Worker<'_, '_>, slot: &H3Slot, phase: &Cell<Phase>, ep: usize) -> Outcome {
+    let (Some(setup), Some(client)) = (&w.prep.h3, &w.quic) else {
+        return Outcome::failed(ErrorKind::Tls);
+    };
+    let mut paid = None;
+    let (generation, sender) = match slot.get().await {
+        http3::Slot::Ready(g, s) => (g, s),
+        http3::Slot::Connect => {
+            let mut guard = Connecting3(slot, false);
+            phase.set(Phase::Connect);
+            let conn = match setup.open(client).await {
+                Ok(c) => c,
+                Err(kind) => return Outcome::failed(kind),
+            };
+            w.rec.borrow_mut().conn_opened(conn.connect, None, 0);
+            paid = Some(conn.connect);
+            let sender = conn.sender();
+            guard.1 = true;
+            (slot.connected(Some(conn)), sender)
+        }
+    };
+    phase.set(Phase::Exchange);
+    let (mut o, failed) = http3::exchange(sender, setup.request(ep), w.prep.raw.is_some()).await;
+    if failed && slot.drop_failed(generation) {
+        w.rec.borrow_mut().conn_closed();
+    }
+    o.connect = paid;
     o
 }
 
@@ -374,6 +427,9 @@ impl<'a, 'p> Worker<'a, 'p> {
             Model::Closed => self.closed().await,
             Model::Open { .. } => self.open().await,
         }
+        if self.quic.is_some() {
+            http3::settle().await;
+        }
     }
 
     fn share(&self, total: usize) -> impl Iterator<Item = usize> {
@@ -383,7 +439,7 @@ impl<'a, 'p> Worker<'a, 'p> {
     /// This thread's workers (global indexes) and, for HTTP/2, their shared
     /// connections: connections are split between threads, and each HTTP/2
     /// connection carries `--streams` workers.
-    fn layout(&self) -> (Vec<usize>, Vec<H2Slot>, usize) {
+    fn layout(&self) -> (Vec<usize>, Vec<H2Slot>, Vec<H3Slot>, usize) {
         let streams = self.prep.streams();
         let conns: Vec<usize> = self.share(self.prep.plan.connections as usize).collect();
         let local: Vec<usize> = conns
@@ -395,12 +451,17 @@ impl<'a, 'p> Worker<'a, 'p> {
         } else {
             Vec::new()
         };
-        (local, slots, streams)
+        let h3 = if self.prep.h3.is_some() {
+            conns.iter().map(|_| H3Slot::default()).collect()
+        } else {
+            Vec::new()
+        };
+        (local, slots, h3, streams)
     }
 
     async fn closed(&self) {
-        let (local, slots, streams) = self.layout();
-        let vu = |li: usize| self.vu(local[li], slots.get(li / streams));
+        let (local, slots, h3, streams) = self.layout();
+        let vu = |li: usize| self.vu(local[li], slots.get(li / streams), h3.get(li / streams));
         if self.prep.plan.stages.is_empty() {
             let mut all: FuturesUnordered<_> = (0..local.len()).map(vu).collect();
             while all.next().await.is_some() {}
@@ -440,11 +501,11 @@ impl<'a, 'p> Worker<'a, 'p> {
         }
     }
 
-    async fn vu(&self, i: usize, slot: Option<&H2Slot>) {
+    async fn vu(&self, i: usize, slot: Option<&H2Slot>, h3: Option<&H3Slot>) {
         let prep = self.prep;
         let staged = !prep.plan.stages.is_empty();
         let think = prep.plan.think_time;
-        let mut client = Client::new(self, slot);
+        let mut client = Client::new(self, slot, h3);
         // The run-wide VU index: what the stages count (shards split the VUs).
         let g = prep.plan.shard.global(i as u64) as f64;
         let mut picker = Picker::new(i as u64);
@@ -509,7 +570,7 @@ impl<'a, 'p> Worker<'a, 'p> {
             spawn: Notify::new(),
             closed: Cell::new(false),
         };
-        let (local, slots, streams) = self.layout();
+        let (local, slots, h3, streams) = self.layout();
         let sched = self.schedule(&d, backlog);
         // Connections are made when an arrival finds none idle, up to this thread's
         // share of `-c`: a large `-c` that the rate never needs takes no memory.
@@ -519,7 +580,12 @@ impl<'a, 'p> Worker<'a, 'p> {
             loop {
                 for _ in 0..d.wanted.replace(0) {
                     if let Some(&i) = local.get(next) {
-                        workers.push(self.open_conn(i, &d, slots.get(next / streams)));
+                        workers.push(self.open_conn(
+                            i,
+                            &d,
+                            slots.get(next / streams),
+                            h3.get(next / streams),
+                        ));
                         next += 1;
                     }
                 }
@@ -595,8 +661,8 @@ impl<'a, 'p> Worker<'a, 'p> {
         }
     }
 
-    async fn open_conn(&self, i: usize, d: &Dispatch, slot: Option<&H2Slot>) {
-        let mut client = Client::new(self, slot);
+    async fn open_conn(&self, i: usize, d: &Dispatch, slot: Option<&H2Slot>, h3: Option<&H3Slot>) {
+        let mut client = Client::new(self, slot, h3);
         let mut picker = Picker::new(i as u64 ^ 0x5eed);
         while let Some(due) = d.take(client.is_connected()).await {
             if !self.ctl.running() {

@@ -1,0 +1,312 @@
+//! HTTP/3 for the load engine (`load --http3`): QUIC connections from `net::quic`
+//! (the probe's client: same TLS options, verification, session tickets), each
+//! shared by `--streams` VUs that send their requests as concurrent streams, as
+//! HTTP/2 connections are. Each worker thread has its own [`QuicClient`] (one UDP
+//! endpoint driven by that thread's runtime); a connection that closes or refuses
+//! new streams (GOAWAY) is replaced on next use.
+//!
+//! A connect is timed as the QUIC handshake (transport and TLS together: recorded as
+//! the connect time, no separate TLS time). Before the run, one connection checks
+//! that something answers over UDP ([`H3Setup::preflight`]): a port with no QUIC
+//! server is a clear error within the timeout, not a run of timeouts.
+
+use std::cell::{Cell, RefCell};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, Bytes};
+use http::header::{HeaderValue, CONNECTION, HOST};
+use http::{Method, Request, Uri};
+use tokio::sync::Notify;
+
+use super::plan::{Endpoint, LoadPlan};
+use super::recorder::{ErrorKind, Outcome};
+use super::LoadError;
+use crate::config::http::ResolveOverride;
+use crate::net::quic::{H3Conn, QuicClient, Sender};
+use crate::net::tls::TlsOptions;
+use crate::net::{NetError, Target};
+
+/// What every worker thread shares to speak HTTP/3: the TLS options its
+/// [`QuicClient`] is made from, the target (pinned to the address resolved before the
+/// run) and the requests.
+pub struct H3Setup {
+    tls: TlsOptions,
+    target: Target,
+    /// The run's address for the target's host: connects skip name resolution.
+    pin: Vec<ResolveOverride>,
+    timeout: Duration,
+    requests: Vec<H3Request>,
+}
+
+/// A request prepared once: its head is cloned per request.
+pub struct H3Request {
+    method: Method,
+    uri: Uri,
+    headers: http::HeaderMap,
+    body: Bytes,
+    head: bool,
+}
+
+impl H3Request {
+    /// Prepares endpoint `e` of `target`.
+    fn new(target: &Target, e: &Endpoint) -> Result<H3Request, String> {
+        let uri: Uri = format!("https://{}{}", target.authority(), e.path_and_query)
+            .parse()
+            .map_err(|err| format!("{}: {err}", e.path_and_query))?;
+        let mut headers = http::HeaderMap::new();
+        for (n, v) in &e.headers {
+            // Connection-specific fields are malformed in HTTP/3 (RFC 9114, 4.2);
+            // the authority goes in :authority.
+            if n == HOST || n == CONNECTION {
+                continue;
+            }
+            headers.append(n.clone(), v.clone());
+        }
+        for (name, value) in crate::config::http::DEFAULT_HEADERS {
+            let name = http::header::HeaderName::from_static(name);
+            if !headers.contains_key(&name) {
+                headers.insert(name, HeaderValue::from_static(value));
+            }
+        }
+        Ok(H3Request {
+            method: e.method.clone(),
+            uri,
+            headers,
+            body: e.body.clone(),
+            head: e.method == Method::HEAD,
+        })
+    }
+
+    fn build(&self) -> Request<()> {
+        let mut r = Request::new(());
+        *r.method_mut() = self.method.clone();
+        *r.uri_mut() = self.uri.clone();
+        *r.headers_mut() = self.headers.clone();
+        r
+    }
+}
+
+impl H3Setup {
+    /// Prepares HTTP/3 for `plan` against `addr` (an https target).
+    pub fn new(plan: &LoadPlan, addr: SocketAddr) -> Result<H3Setup, LoadError> {
+        let requests = plan
+            .endpoints
+            .iter()
+            .map(|e| H3Request::new(&plan.target, e))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(LoadError::Plan)?;
+        let tls = TlsOptions {
+            insecure: plan.client.insecure,
+            cacert: plan.client.cacert.clone(),
+            alpn: Vec::new(),
+        };
+        // Fail on a bad --cacert now, not in every thread.
+        crate::net::quic::client_config(&tls, true).map_err(|e| LoadError::Tls(e.to_string()))?;
+        Ok(H3Setup {
+            tls,
+            pin: vec![ResolveOverride {
+                host: plan.target.host.clone(),
+                port: plan.target.port,
+                addr: addr.ip(),
+            }],
+            target: plan.target.clone(),
+            timeout: plan.client.timeout,
+            requests,
+        })
+    }
+
+    /// A client for one worker thread; its connections share TLS sessions (a
+    /// reconnect resumes, as a returning browser would). Made once per thread.
+    pub fn client(&self) -> Option<QuicClient> {
+        QuicClient::new(&self.tls, true).ok()
+    }
+
+    /// The prepared request of endpoint `ep`.
+    pub fn request(&self, ep: usize) -> &H3Request {
+        &self.requests[ep]
+    }
+
+    /// One QUIC connection before the run (not recorded), bounded by `limit` and
+    /// ended at once by `stop`: nothing answering over UDP, or a refused certificate,
+    /// is the run's error. None when stopped first.
+    pub fn preflight(&self, limit: Duration, stop: &AtomicBool) -> Result<(), LoadError> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| LoadError::Quic(format!("cannot start a runtime: {e}")))?;
+        rt.block_on(async {
+            let client =
+                QuicClient::new(&self.tls, false).map_err(|e| LoadError::Tls(e.to_string()))?;
+            let stopped = async {
+                while !stop.load(Ordering::Relaxed) {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            };
+            tokio::select! {
+                r = client.connect(&self.target, &self.pin, limit, false) => match r {
+                    Ok(_) => Ok(()),
+                    Err(e @ NetError::Tls { .. }) => Err(LoadError::Tls(e.to_string())),
+                    Err(e) => Err(LoadError::Quic(e.to_string())),
+                },
+                _ = stopped => Ok(()),
+            }
+        })
+    }
+
+    /// Opens a connection (QUIC handshake and HTTP/3 setup) with `client`.
+    pub async fn open(&self, client: &QuicClient) -> Result<H3Conn, ErrorKind> {
+        client
+            .connect(&self.target, &self.pin, self.timeout, false)
+            .await
+            .map_err(|e| match e.kind() {
+                "tls" => ErrorKind::Tls,
+                "timeout" => ErrorKind::Timeout,
+                "reset" => ErrorKind::Reset,
+                "protocol" => ErrorKind::Protocol,
+                _ => ErrorKind::Connect,
+            })
+    }
+}
+
+/// One HTTP/3 connection shared by several VUs of a thread.
+#[derive(Default)]
+pub struct H3Slot {
+    conn: RefCell<Option<(u64, H3Conn)>>,
+    /// Bumped at every new connection, so a VU drops only the one it saw fail.
+    generation: Cell<u64>,
+    connecting: Cell<bool>,
+    ready: Notify,
+}
+
+/// What a VU finds in its slot.
+pub enum Slot {
+    /// A live connection to send on (its generation, a sender for one stream).
+    Ready(u64, Sender),
+    /// Nobody is connecting: the caller should.
+    Connect,
+}
+
+impl H3Slot {
+    /// A live connection, waiting while another VU of the slot connects.
+    pub async fn get(&self) -> Slot {
+        loop {
+            if let Some((g, c)) = self.conn.borrow().as_ref() {
+                if c.is_usable() {
+                    return Slot::Ready(*g, c.sender());
+                }
+            }
+            if !self.connecting.get() {
+                self.connecting.set(true);
+                return Slot::Connect;
+            }
+            self.ready.notified().await;
+        }
+    }
+
+    /// Ends a connect attempt (with the new connection on success); returns its
+    /// generation.
+    pub fn connected(&self, conn: Option<H3Conn>) -> u64 {
+        let g = self.generation.get() + 1;
+        self.generation.set(g);
+        *self.conn.borrow_mut() = conn.map(|c| (g, c));
+        self.connecting.set(false);
+        self.ready.notify_waiters();
+        g
+    }
+
+    /// Forgets connection `generation` (it failed); true when it was still held.
+    pub fn drop_failed(&self, generation: u64) -> bool {
+        let mut c = self.conn.borrow_mut();
+        if c.as_ref().is_some_and(|(g, _)| *g == generation) {
+            *c = None;
+            return true;
+        }
+        false
+    }
+
+    /// Whether the slot holds a live connection.
+    pub fn is_connected(&self) -> bool {
+        self.conn
+            .borrow()
+            .as_ref()
+            .is_some_and(|(_, c)| c.is_usable())
+    }
+}
+
+/// Sends one request on a stream of `sender` and reads the body to its end. The
+/// flag says the connection itself failed (no new stream, or it closed): the slot
+/// should replace it.
+pub async fn exchange(
+    mut sender: Sender,
+    req: &H3Request,
+    mark_first_byte: bool,
+) -> (Outcome, bool) {
+    let mut stream = match sender.send_request(req.build()).await {
+        Ok(s) => s,
+        Err(e) => return (Outcome::failed(kind(&e)), true),
+    };
+    if !req.body.is_empty() {
+        if let Err(e) = stream.send_data(req.body.clone()).await {
+            return (Outcome::failed(kind(&e)), is_conn(&e));
+        }
+    }
+    if let Err(e) = stream.finish().await {
+        return (Outcome::failed(kind(&e)), is_conn(&e));
+    }
+    let resp = match stream.recv_response().await {
+        Ok(r) => r,
+        Err(e) => return (Outcome::failed(kind(&e)), is_conn(&e)),
+    };
+    let mut o = Outcome {
+        status: resp.status().as_u16(),
+        first_byte: mark_first_byte.then(Instant::now),
+        ..Default::default()
+    };
+    let mut cache = crate::cache::Detector::default();
+    for (name, v) in resp.headers() {
+        if let Ok(v) = v.to_str() {
+            cache.feed(name.as_str(), v);
+        }
+    }
+    o.cache = cache.seen();
+    // Headers: approximate their size from the QPACK-decoded fields.
+    o.bytes = resp
+        .headers()
+        .iter()
+        .map(|(n, v)| (n.as_str().len() + v.len() + 4) as u64)
+        .sum();
+    if !req.head {
+        loop {
+            match stream.recv_data().await {
+                Ok(Some(chunk)) => o.bytes += chunk.remaining() as u64,
+                Ok(None) => break,
+                Err(e) => {
+                    o.error = Some(kind(&e));
+                    return (o, is_conn(&e));
+                }
+            }
+        }
+    }
+    o.error = ErrorKind::of_status(o.status);
+    (o, false)
+}
+
+/// Lets the thread's endpoint send the close of the connections just dropped
+/// before its runtime goes (else the server waits for its idle timeout).
+pub async fn settle() {
+    tokio::time::sleep(Duration::from_millis(20)).await;
+}
+
+fn is_conn(e: &h3::error::StreamError) -> bool {
+    matches!(e, h3::error::StreamError::ConnectionError { .. })
+}
+
+fn kind(e: &h3::error::StreamError) -> ErrorKind {
+    use h3::error::StreamError as E;
+    match e {
+        E::RemoteTerminate { .. } | E::ConnectionError { .. } => ErrorKind::Reset,
+        _ => ErrorKind::Protocol,
+    }
+}
