@@ -21,12 +21,21 @@ pub use crate::net::conn::Stream;
 static FD_EXHAUSTED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// How long a VU waits after a connect failed for want of a file descriptor.
-const FD_BACKOFF: Duration = Duration::from_millis(50);
+pub(super) const FD_BACKOFF: Duration = Duration::from_millis(50);
 
 /// How many connects failed for want of a file descriptor (EMFILE/ENFILE), so the
 /// command can name the open-file limit instead of a bare "connect" error.
 pub fn fd_exhausted() -> u64 {
     FD_EXHAUSTED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Whether `e` says no file descriptor was left (EMFILE, ENFILE); counts it if so.
+pub(super) fn fd_shortage(e: &std::io::Error) -> bool {
+    let short = matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE));
+    if short {
+        FD_EXHAUSTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    short
 }
 
 /// Why the first TLS handshake that failed failed, in words.
@@ -110,8 +119,7 @@ impl Connector {
         let tcp = match TcpStream::connect(self.addr).await {
             Ok(tcp) => tcp,
             Err(e) => {
-                if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
-                    FD_EXHAUSTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if fd_shortage(&e) {
                     // No descriptor frees up until another connection closes: wait
                     // before the VU tries again instead of failing in a tight loop
                     // (a failed connect is not timed, so this adds to no latency).

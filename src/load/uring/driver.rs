@@ -268,6 +268,14 @@ impl Driver<'_, '_> {
 
     /// VU `i` starts its next request, or is done when no more may start.
     pub(super) fn start(&mut self, i: usize) {
+        if let Some(t) = self.vus[i].hold_until {
+            if self.now < t {
+                // Looked at again next turn (turns wait at most a tick).
+                self.ready.push(i);
+                return;
+            }
+            self.vus[i].hold_until = None;
+        }
         if !self.ctl.claim() {
             self.close(i);
             if !self.vus[i].done {

@@ -56,11 +56,14 @@ pub(super) struct Vu {
     /// that arrived with no request in flight.
     pub(super) carry: Vec<u8>,
     pub(super) picker: Picker,
+    /// Not before this instant: a connect found no file descriptor free.
+    pub(super) hold_until: Option<Instant>,
 }
 
 impl Vu {
     pub(super) fn new(now: Instant, seed: u64) -> Vu {
         Vu {
+            hold_until: None,
             watch: None,
             fd: None,
             gen: 0,
@@ -132,6 +135,11 @@ impl Driver<'_, '_> {
         // SAFETY: plain socket(2); the result is checked.
         let fd = unsafe { libc::socket(self.family, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
         if fd < 0 {
+            if crate::load::conn::fd_shortage(&std::io::Error::last_os_error()) {
+                // No descriptor frees up until a connection closes: the VU waits
+                // instead of failing in a tight loop, as on the epoll engine.
+                self.vus[i].hold_until = Some(self.now + crate::load::conn::FD_BACKOFF);
+            }
             return self.fail(i, ErrorKind::Connect);
         }
         // SAFETY: fd is a new socket this VU owns.
