@@ -22,6 +22,7 @@ pub mod report;
 pub mod stats;
 pub mod store;
 pub mod units;
+pub mod uring;
 pub mod watch;
 
 pub use commands::run;

@@ -42,39 +42,11 @@ pub(crate) fn probe() -> io::Result<()> {
     Ok(())
 }
 
-/// The ring for `iodepth` I/Os, set up as fio sets up its own: a completion queue
-/// as deep as the submission queue, cooperative and deferred task work, one issuer
-/// (no inter-processor interrupts to deliver completions; they are run when the
-/// worker waits). Flags the kernel does not know are dropped one by one. Must be
-/// called on the thread that submits.
+/// The ring for `iodepth` I/Os ([`crate::uring::ring`]), its completion queue as
+/// deep as its submission queue. Must be called on the thread that submits.
 fn ring(iodepth: u32) -> io::Result<IoUring> {
     let entries = iodepth.max(1).next_power_of_two();
-    let attempts: [fn(&mut io_uring::Builder, u32); 4] = [
-        |b, n| {
-            b.setup_cqsize(n)
-                .setup_coop_taskrun()
-                .setup_single_issuer()
-                .setup_defer_taskrun();
-        },
-        |b, n| {
-            b.setup_cqsize(n).setup_coop_taskrun();
-        },
-        |b, n| {
-            b.setup_cqsize(n);
-        },
-        |_, _| {},
-    ];
-    let mut last = None;
-    for setup in attempts {
-        let mut b = IoUring::builder();
-        setup(&mut b, entries);
-        match b.build(entries) {
-            Ok(ring) => return Ok(ring),
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => last = Some(e),
-            Err(e) => return Err(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| io::Error::from_raw_os_error(libc::EINVAL)))
+    crate::uring::ring(entries, entries)
 }
 
 /// What one queue slot is doing.

@@ -14,7 +14,7 @@ use io_uring::{cqueue, squeue, types, IoUring};
 
 use super::exchange::{sockaddr, Vu};
 use super::open::Open;
-use super::ring::{self, BufRing};
+use super::ring::BufRing;
 use crate::load::engine::{Control, Prepared, ABORT};
 use crate::load::recorder::{Live, Outcome, Recorder};
 use crate::load::sys::ThreadTime;
@@ -69,7 +69,7 @@ pub fn run(
     let n = local.len().max(1);
     let entries = (n * 2 + 16).next_power_of_two().min(4096) as u32;
     let cq = (n * 4 + 64).next_power_of_two().min(65_536) as u32;
-    let Ok(ring) = ring::ring(entries, cq) else {
+    let Ok(ring) = crate::uring::ring(entries, cq) else {
         return Err(Box::new(rec));
     };
     let count = (n * 2).next_power_of_two().clamp(64, 512) as u16;

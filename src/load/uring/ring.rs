@@ -1,43 +1,12 @@
-//! The io_uring set-up of one load worker thread: the ring (one issuer, deferred
-//! task work, flags the kernel does not know dropped one by one, as the disk engine
-//! does) and the provided-buffer ring multishot receives take their buffers from.
+//! The io_uring set-up of one load worker thread beyond the ring itself
+//! ([`crate::uring::ring`]): the provided-buffer ring multishot receives take their
+//! buffers from.
 
 use std::io;
 use std::sync::atomic::{AtomicU16, Ordering};
 
 use io_uring::types::BufRingEntry;
 use io_uring::IoUring;
-
-/// The ring for `entries` submissions and `cq` completions. Must be called on the
-/// thread that submits (single issuer).
-pub fn ring(entries: u32, cq: u32) -> io::Result<IoUring> {
-    let attempts: [fn(&mut io_uring::Builder, u32); 4] = [
-        |b, n| {
-            b.setup_cqsize(n)
-                .setup_coop_taskrun()
-                .setup_single_issuer()
-                .setup_defer_taskrun();
-        },
-        |b, n| {
-            b.setup_cqsize(n).setup_coop_taskrun();
-        },
-        |b, n| {
-            b.setup_cqsize(n);
-        },
-        |_, _| {},
-    ];
-    let mut last = None;
-    for setup in attempts {
-        let mut b = IoUring::builder();
-        setup(&mut b, cq);
-        match b.build(entries) {
-            Ok(ring) => return Ok(ring),
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => last = Some(e),
-            Err(e) => return Err(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| io::Error::from_raw_os_error(libc::EINVAL)))
-}
 
 /// A provided-buffer ring: `count` buffers of `size` bytes the kernel picks from for
 /// each receive; the worker hands each back once it has parsed its bytes, and
