@@ -165,7 +165,7 @@ impl Runner<'_> {
         };
         let (http, phases, addrs) = tokio::select! {
             r = opening => r.map_err(Failed)?,
-            _ = self.stop.stopped() => return Err(Failed(interrupted())),
+            _ = self.stop.stopped() => return Err(Failed(NetError::Interrupted)),
         };
         if self.addresses.is_empty() {
             self.addresses = addrs;
@@ -182,7 +182,7 @@ impl Runner<'_> {
         let cfg = self.config;
         tokio::select! {
             r = http.send(&cfg.target, &cfg.request, cfg.client.timeout) => r.map_err(Failed),
-            _ = self.stop.stopped() => Err(Failed(interrupted())),
+            _ = self.stop.stopped() => Err(Failed(NetError::Interrupted)),
         }
     }
 
@@ -231,23 +231,8 @@ impl Runner<'_> {
             self.first_error.get_or_insert(e);
             return;
         }
-        self.samples.push(Sample {
-            series,
-            t_ms: ms(t - self.clock),
-            phases_ms: PhasesMs::default(),
-            new_connection: series == Series::Fresh,
-            status: None,
-            body_bytes: 0,
-            throughput_mib_s: None,
-            tls_resumed: Some(false),
-            tls_client_resumes: None,
-            tcp_rtt_ms: None,
-            quic_rtt_ms: None,
-            zero_rtt: None,
-            closed_by_server: false,
-            error_kind: Some(e.kind().to_string()),
-            error: Some(e.to_string()),
-        });
+        self.samples
+            .push(Sample::failed(series, ms(t - self.clock), &e));
         self.first_error.get_or_insert(e);
     }
 
@@ -403,22 +388,26 @@ impl Runner<'_> {
         }
     }
 
-    /// Nothing has worked in the first [`GIVE_UP`] tries: the rest would fail the same
-    /// way, each after up to a full timeout (a server that never answers would hold a
-    /// 20-request probe for 20 timeouts).
     fn hopeless(&self) -> bool {
-        self.samples.len() >= GIVE_UP && self.samples.iter().all(|s| s.error.is_some())
+        hopeless(&self.samples)
     }
 
-    /// When not one sample succeeded: the first error.
     fn all_failed(&mut self) -> Option<NetError> {
-        if self.samples.iter().any(|s| s.error.is_none()) {
-            return None;
-        }
-        Some(self.first_error.take().unwrap_or_else(interrupted))
+        all_failed(&self.samples, &mut self.first_error)
     }
 }
 
-fn interrupted() -> NetError {
-    NetError::Interrupted
+/// Nothing has worked in the first [`GIVE_UP`] tries: the rest would fail the same
+/// way, each after up to a full timeout (a server that never answers would hold a
+/// 20-request probe for 20 timeouts). Over TCP and over QUIC alike.
+pub(super) fn hopeless(samples: &[Sample]) -> bool {
+    samples.len() >= GIVE_UP && samples.iter().all(|s| s.error.is_some())
+}
+
+/// When not one sample succeeded: the first error (taken).
+pub(super) fn all_failed(samples: &[Sample], first: &mut Option<NetError>) -> Option<NetError> {
+    if samples.iter().any(|s| s.error.is_none()) {
+        return None;
+    }
+    Some(first.take().unwrap_or(NetError::Interrupted))
 }

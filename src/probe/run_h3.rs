@@ -21,9 +21,6 @@ use super::run::ProbeConfig;
 use super::sample::{PhasesMs, Sample, Series};
 use super::stop::Stop;
 
-/// Failed tries, with not one success, after which the probe gives up (as over TCP).
-const GIVE_UP: usize = 3;
-
 /// Resumption attempts, with not one resumed, after which the server is taken not to
 /// resume sessions.
 const RESUME_TRIES: u32 = 2;
@@ -60,8 +57,8 @@ pub(super) async fn probe(config: &ProbeConfig, stop: &Stop) -> Result<ProbeResu
     run.fresh_series().await;
     run.reused_series().await;
     run.resumed_series().await;
-    if !run.samples.iter().any(|s| s.error.is_none()) {
-        return Err(run.first_error.take().unwrap_or(NetError::Interrupted));
+    if let Some(first_error) = super::run::all_failed(&run.samples, &mut run.first_error) {
+        return Err(first_error);
     }
     let mut result = ProbeResult::new(
         config,
@@ -185,29 +182,13 @@ impl Runner<'_> {
             self.first_error.get_or_insert(e);
             return;
         }
-        self.samples.push(Sample {
-            series,
-            t_ms: ms(t - self.clock),
-            phases_ms: PhasesMs::default(),
-            new_connection: series == Series::Fresh,
-            status: None,
-            body_bytes: 0,
-            throughput_mib_s: None,
-            tls_resumed: Some(false),
-            tls_client_resumes: None,
-            tcp_rtt_ms: None,
-            quic_rtt_ms: None,
-            zero_rtt: None,
-            closed_by_server: false,
-            error_kind: Some(e.kind().to_string()),
-            error: Some(e.to_string()),
-        });
+        self.samples
+            .push(Sample::failed(series, ms(t - self.clock), &e));
         self.first_error.get_or_insert(e);
     }
 
     fn done(&self) -> bool {
-        self.stop.is_stopped()
-            || (self.samples.len() >= GIVE_UP && self.samples.iter().all(|s| s.error.is_some()))
+        self.stop.is_stopped() || super::run::hopeless(&self.samples)
     }
 
     /// N requests, each on a new QUIC connection with a full handshake.

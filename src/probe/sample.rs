@@ -129,6 +129,29 @@ pub struct Sample {
     pub error_kind: Option<String>,
 }
 
+impl Sample {
+    /// A request of `series`, started `t_ms` into the probe, that failed with `e`.
+    pub fn failed(series: Series, t_ms: f64, e: &crate::net::NetError) -> Sample {
+        Sample {
+            series,
+            t_ms,
+            phases_ms: PhasesMs::default(),
+            new_connection: series == Series::Fresh,
+            status: None,
+            body_bytes: 0,
+            throughput_mib_s: None,
+            tls_resumed: Some(false),
+            tls_client_resumes: None,
+            tcp_rtt_ms: None,
+            quic_rtt_ms: None,
+            zero_rtt: None,
+            closed_by_server: false,
+            error_kind: Some(e.kind().to_string()),
+            error: Some(e.to_string()),
+        }
+    }
+}
+
 /// min/p50/p90/p99/max/mean of one phase, ms.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct PhaseStats {
