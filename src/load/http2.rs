@@ -171,24 +171,7 @@ pub async fn exchange(
         Ok(r) => r,
         Err(e) => return Outcome::failed(hyper_kind(&e)),
     };
-    let mut o = Outcome {
-        status: resp.status().as_u16(),
-        first_byte: mark_first_byte.then(std::time::Instant::now),
-        ..Default::default()
-    };
-    let mut cache = crate::cache::Detector::default();
-    for (name, v) in resp.headers() {
-        if let Ok(v) = v.to_str() {
-            cache.feed(name.as_str(), v);
-        }
-    }
-    o.cache = cache.seen();
-    // Headers: approximate their size from the HPACK-decoded fields.
-    o.bytes = resp
-        .headers()
-        .iter()
-        .map(|(n, v)| (n.as_str().len() + v.len() + 4) as u64)
-        .sum();
+    let mut o = Outcome::of_head(resp.status(), resp.headers(), mark_first_byte);
     let mut body = resp.into_body();
     if !req.head {
         while let Some(frame) = body.frame().await {

@@ -13,7 +13,7 @@
 use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::{Buf, Bytes};
 use http::header::{HeaderValue, CONNECTION, HOST};
@@ -259,24 +259,7 @@ pub async fn exchange(
         Ok(r) => r,
         Err(e) => return (Outcome::failed(kind(&e)), is_conn(&e)),
     };
-    let mut o = Outcome {
-        status: resp.status().as_u16(),
-        first_byte: mark_first_byte.then(Instant::now),
-        ..Default::default()
-    };
-    let mut cache = crate::cache::Detector::default();
-    for (name, v) in resp.headers() {
-        if let Ok(v) = v.to_str() {
-            cache.feed(name.as_str(), v);
-        }
-    }
-    o.cache = cache.seen();
-    // Headers: approximate their size from the QPACK-decoded fields.
-    o.bytes = resp
-        .headers()
-        .iter()
-        .map(|(n, v)| (n.as_str().len() + v.len() + 4) as u64)
-        .sum();
+    let mut o = Outcome::of_head(resp.status(), resp.headers(), mark_first_byte);
     if !req.head {
         loop {
             match stream.recv_data().await {
