@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::util::{run_json, run_within};
 use crate::util_caddy::{caddy_bin, start};
+use crate::util_wire::ChildGuard;
 
 /// Over HTTP/3 to Caddy: ALPN h3 negotiated (RFC 9114, section 3.1), HTTP/3 200,
 /// `connect` is the QUIC handshake (no separate tls phase: RFC 9001 runs TLS 1.3
@@ -277,14 +278,8 @@ fn no_http3_fires_on_nginx_over_tls() {
     let Some(bin) = crate::util_nginx::nginx_bin("no_http3_fires_on_nginx_over_tls") else {
         return;
     };
-    let dir = crate::util_nginx::temp_dir("noh3");
-    let crt = crate::util_nginx::openssl_self_signed(&dir, "server");
-    let port = crate::util_nginx::free_port();
-    let listen = format!("127.0.0.1:{port}");
-    crate::util_nginx::write_conf(&dir, &crate::util_nginx::tls_server(&listen, &crt, ""));
-    let _nginx = crate::util_nginx::start(&bin, &dir, listen.parse().unwrap());
+    let (_nginx, port, crt) = tls_nginx(&bin, "noh3", "");
     let url = format!("https://localhost:{port}/");
-    let crt = crt.display().to_string();
     let v = run_json(&[
         "diagnose",
         "--no-save",
@@ -327,20 +322,14 @@ fn http3_slower_fires_when_the_offered_udp_port_is_closed() {
     let Some(bin) = crate::util_nginx::nginx_bin("http3_slower_fires_when_udp_is_closed") else {
         return;
     };
-    let dir = crate::util_nginx::temp_dir("h3closed");
-    let crt = crate::util_nginx::openssl_self_signed(&dir, "server");
-    let port = crate::util_nginx::free_port();
     let udp = std::net::UdpSocket::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let listen = format!("127.0.0.1:{port}");
     let alt = format!("add_header Alt-Svc 'h3=\":{udp}\"; ma=60' always;");
-    crate::util_nginx::write_conf(&dir, &crate::util_nginx::tls_server(&listen, &crt, &alt));
-    let _nginx = crate::util_nginx::start(&bin, &dir, listen.parse().unwrap());
+    let (_nginx, port, crt) = tls_nginx(&bin, "h3closed", &alt);
     let url = format!("https://localhost:{port}/");
-    let crt = crt.display().to_string();
     let start = Instant::now();
     let v = run_json(&[
         "diagnose",
@@ -380,14 +369,8 @@ fn http3_slower_fires_when_the_offered_udp_port_is_closed() {
     assert!(v["protocols"][1]["error"].is_string());
     // --http3 on a server without any offer: tried on the URL's port, falls back.
     let _ = udp;
-    let plain = crate::util_nginx::temp_dir("h3asked");
-    let crt2 = crate::util_nginx::openssl_self_signed(&plain, "server");
-    let port2 = crate::util_nginx::free_port();
-    let listen2 = format!("127.0.0.1:{port2}");
-    crate::util_nginx::write_conf(&plain, &crate::util_nginx::tls_server(&listen2, &crt2, ""));
-    let _nginx2 = crate::util_nginx::start(&bin, &plain, listen2.parse().unwrap());
+    let (_nginx2, port2, crt2) = tls_nginx(&bin, "h3asked", "");
     let url2 = format!("https://localhost:{port2}/");
-    let crt2 = crt2.display().to_string();
     let v = run_json(&[
         "diagnose",
         "--no-save",
@@ -405,4 +388,17 @@ fn http3_slower_fires_when_the_offered_udp_port_is_closed() {
     let f = crate::findings::finding(&v, "http3-slower");
     assert!(f["title"].as_str().unwrap().contains("--http3"), "{f}");
     assert_eq!(v["probe"]["status"], 200);
+}
+
+/// nginx over TLS on a free 127.0.0.1 port (a self-signed certificate in a temp
+/// directory named after `tag`), `extra` in its server block: the running server,
+/// its port and the certificate's path.
+fn tls_nginx(bin: &std::path::Path, tag: &str, extra: &str) -> (ChildGuard, u16, String) {
+    let dir = crate::util_nginx::temp_dir(tag);
+    let crt = crate::util_nginx::openssl_self_signed(&dir, "server");
+    let port = crate::util_nginx::free_port();
+    let listen = format!("127.0.0.1:{port}");
+    crate::util_nginx::write_conf(&dir, &crate::util_nginx::tls_server(&listen, &crt, extra));
+    let nginx = crate::util_nginx::start(bin, &dir, listen.parse().unwrap());
+    (nginx, port, crt.display().to_string())
 }
