@@ -237,9 +237,14 @@ fn a_killed_latscope_takes_its_command_along() {
     let (mut wire, ip) = start_wire(&["--rtt", "10ms"], &command);
     let n = instance(&ip);
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    // The child joins the wire's namespace between fork and exec: its namespace is
+    // read once it runs `sleep` (read earlier, it was the host's).
     let sleeper = loop {
-        if let Some(pid) = children(wire.0.id()).first() {
-            break *pid;
+        if let Some(&pid) = children(wire.0.id()).first() {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            if comm.trim() == "sleep" {
+                break pid;
+            }
         }
         assert!(
             std::time::Instant::now() < deadline,
