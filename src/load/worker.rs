@@ -708,8 +708,11 @@ impl Dispatch {
         self.queue.borrow_mut().push_back(due);
         let (warm, cold) = (self.idle_warm.get(), self.idle_cold.get());
         if warm > 0 {
+            // The connection idle the shortest time takes it: a few connections
+            // carry a steady rate (and stay warm), as on the io_uring engine; the
+            // longest-idle one first would spread it over every connection ever opened.
             self.idle_warm.set(warm - 1);
-            self.warm.notify_one();
+            self.warm.notify_last();
         } else if cold > 0 {
             self.idle_cold.set(cold - 1);
             self.cold.notify_one();

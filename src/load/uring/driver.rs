@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use io_uring::{cqueue, squeue, types, IoUring};
 
 use super::exchange::{sockaddr, Vu};
-use super::open::Open;
+use super::open::{Open, EARLY};
 use super::ring::BufRing;
 use crate::load::engine::{Control, Prepared, ABORT};
 use crate::load::recorder::{Live, Outcome, Recorder};
@@ -228,7 +228,9 @@ impl Driver<'_, '_> {
         };
         if self.ctl.running() {
             let rec = &mut self.rec;
-            o.schedule(self.prep, self.ctl.start, self.now, |due| rec.dropped(due));
+            o.schedule(self.prep, self.ctl.start, self.now, EARLY, |due| {
+                rec.dropped(due)
+            });
         } else {
             // Arrivals due before the planned end that the loop had not reached yet
             // (it woke after the end) are queued too; all that were due before the
@@ -236,7 +238,9 @@ impl Driver<'_, '_> {
             if let (false, Some(length)) = (o.arrivals_done, self.prep.plan.run_length()) {
                 let end = (self.ctl.start + length).min(self.now);
                 let rec = &mut self.rec;
-                o.schedule(self.prep, self.ctl.start, end, |due| rec.dropped(due));
+                o.schedule(self.prep, self.ctl.start, end, Duration::ZERO, |due| {
+                    rec.dropped(due)
+                });
             }
             self.rec.incomplete += o.queue.len() as u64;
             o.queue.clear();
