@@ -21,6 +21,7 @@ mod hostile_exit;
 mod hostile_load;
 mod hostile_store;
 mod http3;
+mod http3_dns;
 mod http3_wire;
 mod k8s;
 mod lab;

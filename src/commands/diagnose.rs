@@ -426,7 +426,11 @@ pub(crate) fn diagnosis_json(d: &Diagnosis) -> Value {
     if let Some(h) = &d.http3 {
         doc["http3"] = json!({
             "alt_svc": h.alt_svc,
-            "offered": h.port.is_some() && h.alt_svc.is_some(),
+            "https_rr": h.https_rr,
+            "https_rr_checked": h.https_rr_checked,
+            "https_rr_error": h.https_rr_error,
+            "offered": h.offered_by.is_some(),
+            "offered_by": h.offered_by,
             "port": h.port,
             "probe": h.h3.as_ref().map(|p| serde_json::to_value(p).unwrap_or_default()),
             "error": h.error,

@@ -1,16 +1,21 @@
-//! Diagnose's HTTP/3 discovery: read `Alt-Svc` (RFC 7838) from the probe over TCP;
-//! when it offers h3 on the same host (or `--http3` asks), probe h3 too — and
+//! Diagnose's HTTP/3 discovery, as browsers do it: read `Alt-Svc` (RFC 7838) from the
+//! probe over TCP and, when it offers no h3, the host's HTTPS DNS record (RFC 9460);
+//! when either offers h3 on the same host (or `--http3` asks), probe h3 too — and
 //! HTTP/1.1 beside an HTTP/2 probe — so h1/h2/h3 stand side by side. An h3 probe
 //! that fails is kept as an error (the TCP probe is the fallback), never a failed
-//! diagnosis. No HTTPS DNS record (RFC 9460) is looked up: only `Alt-Svc`.
+//! diagnosis; so is a lookup that fails.
 
 use crate::config::http::{HttpVersionPref, ResolveOverride};
 use crate::diagnose::diagnosis::Http3Probe;
 use crate::diagnose::Http3Facts;
-use crate::net::{alt_svc, Scheme, Target};
+use crate::net::{alt_svc, svcb, Scheme, Target};
 use crate::probe::{self, ProbeConfig, ProbeResult};
 
 use super::interrupt::Interrupt;
+
+/// The longest the HTTPS record lookup may take (a resolver answers in milliseconds;
+/// one that does not costs the diagnosis at most this).
+const HTTPS_RR_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The longest an HTTP/3 request (handshake included) may take during discovery.
 const H3_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
@@ -29,15 +34,38 @@ pub(crate) fn discover(
         return None;
     }
     let alt_svc = main.headers.get("alt-svc").cloned();
-    let offered = alt_svc
-        .as_deref()
-        .and_then(|v| alt_svc::h3_port(v, &target.host));
-    let port = offered.or(asked.then_some(target.port));
     let mut found = Http3Probe {
         alt_svc,
-        port,
         ..Http3Probe::default()
     };
+    let mut offered = found
+        .alt_svc
+        .as_deref()
+        .and_then(|v| alt_svc::h3_port(v, &target.host));
+    if offered.is_some() {
+        found.offered_by = Some("alt-svc");
+    } else if asks_dns(config) && !interrupt.stop.is_stopped() {
+        progress(&format!("{target}: looking up its HTTPS DNS record…"));
+        let lookup = svcb::lookup(&target.host, target.port, HTTPS_RR_TIMEOUT);
+        match interrupt.runtime.block_on(lookup) {
+            Ok(records) => {
+                found.https_rr_checked = true;
+                let mut service: Vec<_> = records.iter().filter(|r| r.priority > 0).collect();
+                service.sort_by_key(|r| r.priority);
+                if let Some((r, port)) = service
+                    .iter()
+                    .find_map(|r| Some((r, r.h3_port(&target.host, target.port)?)))
+                {
+                    found.https_rr = Some(r.presentation());
+                    found.offered_by = Some("https-rr");
+                    offered = Some(port);
+                }
+            }
+            Err(e) => found.https_rr_error = Some(e),
+        }
+    }
+    let port = offered.or(asked.then_some(target.port));
+    found.port = port;
     let Some(port) = port else {
         return Some(found);
     };
@@ -96,11 +124,32 @@ pub(crate) fn facts(h: &Http3Probe) -> Http3Facts {
         |s: Option<&probe::SeriesSummary>| s.filter(|s| s.count > 0).map(|s| s.phases_ms.ttfb.p50);
     Http3Facts {
         alt_svc: h.alt_svc.clone(),
+        https_rr: h.https_rr.clone(),
+        https_rr_checked: h.https_rr_checked,
         port: h.port,
         fresh_ttfb_ms: h.h3.as_ref().and_then(|r| p50(Some(&r.fresh))),
         reused_ttfb_ms: h.h3.as_ref().and_then(|r| p50(r.reused.as_ref())),
         error: h.error.clone(),
     }
+}
+
+/// Whether the HTTPS record is looked up: a name the resolver would be asked about
+/// (not an IP literal, not `localhost` (RFC 6761), not pinned by `--resolve`, which
+/// keeps DNS out of the measurement as in curl).
+fn asks_dns(config: &ProbeConfig) -> bool {
+    let host = config
+        .target
+        .host
+        .trim_end_matches('.')
+        .to_ascii_lowercase();
+    host.parse::<std::net::IpAddr>().is_err()
+        && host != "localhost"
+        && !host.ends_with(".localhost")
+        && !config
+            .client
+            .resolve
+            .iter()
+            .any(|r| r.host.eq_ignore_ascii_case(&config.target.host))
 }
 
 /// `target` with another port (same scheme, host, path).

@@ -57,6 +57,16 @@ pub struct Diagnosis {
 pub struct Http3Probe {
     /// The `Alt-Svc` field the server sent over TCP.
     pub alt_svc: Option<String>,
+    /// The HTTPS DNS record (RFC 9460) that offered h3 (presentation form), looked
+    /// up when `Alt-Svc` offered none.
+    pub https_rr: Option<String>,
+    /// The HTTPS record was looked up (whatever it said).
+    pub https_rr_checked: bool,
+    /// Why the HTTPS record could not be looked up (the resolver failed or timed out).
+    pub https_rr_error: Option<String>,
+    /// What offered h3: "alt-svc" or "https-rr" (None: not offered; `--http3` may
+    /// still have asked for it).
+    pub offered_by: Option<&'static str>,
     /// The UDP port h3 was tried on (offered, or the URL's with `--http3`); None:
     /// not offered, not tried.
     pub port: Option<u16>,

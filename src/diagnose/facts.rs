@@ -331,6 +331,10 @@ pub struct Facts {
 pub struct Http3Facts {
     /// The `Alt-Svc` field the server sent over TCP, if any.
     pub alt_svc: Option<String>,
+    /// The HTTPS DNS record that offered h3 when `Alt-Svc` did not.
+    pub https_rr: Option<String>,
+    /// The HTTPS record was looked up and answered (with or without h3).
+    pub https_rr_checked: bool,
     /// The UDP port h3 was offered on (`Alt-Svc: h3=":PORT"`), or the URL's own
     /// port when `--http3` asked for it without an offer.
     pub port: Option<u16>,

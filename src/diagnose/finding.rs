@@ -190,6 +190,14 @@ impl Finding {
         }
     }
 
+    /// Adds a string only when present.
+    pub fn opt_text(self, key: &str, value: Option<String>) -> Finding {
+        match value {
+            Some(v) => self.text(key, v),
+            None => self,
+        }
+    }
+
     /// Sets the advice.
     pub fn advice(mut self, advice: impl Into<String>) -> Finding {
         self.advice = advice.into();

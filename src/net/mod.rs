@@ -9,6 +9,7 @@ pub mod error;
 pub mod http;
 pub mod quic;
 pub mod stream;
+pub mod svcb;
 pub mod target;
 pub mod tcp;
 pub mod timed_io;

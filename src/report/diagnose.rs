@@ -107,12 +107,18 @@ fn protocols(d: &Diagnosis) -> String {
             opt(r.min_rtt_ms),
         ]);
     }
-    let offer = d
-        .http3
-        .as_ref()
-        .and_then(|h| h.alt_svc.as_deref())
-        .map(|a| format!(" (Alt-Svc: {a})"))
-        .unwrap_or_else(|| " (--http3)".into());
+    let offer = match d.http3.as_ref() {
+        Some(h) if h.https_rr.is_some() => {
+            format!(
+                " (HTTPS record: {})",
+                h.https_rr.as_deref().unwrap_or_default()
+            )
+        }
+        Some(h) if h.alt_svc.is_some() => {
+            format!(" (Alt-Svc: {})", h.alt_svc.as_deref().unwrap_or_default())
+        }
+        _ => " (--http3)".into(),
+    };
     let mut out = format!(
         "  protocols{offer}: fresh = a new connection with a full handshake; over \
          HTTP/3 connect is QUIC's handshake (transport + TLS) and min rtt QUIC's estimate\n"

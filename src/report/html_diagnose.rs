@@ -102,8 +102,9 @@ pub(super) fn sections(
 /// h1, h2 and h3 side by side (the `protocols` array of the diagnose JSON), when
 /// HTTP/3 was offered or asked for.
 fn protocols(out: &mut String, d: &Value, rows: &[Value]) {
-    let offer = text_at(d, &["http3", "alt_svc"])
-        .map(|a| format!("Alt-Svc: {a}"))
+    let offer = text_at(d, &["http3", "https_rr"])
+        .map(|r| format!("HTTPS record: {r}"))
+        .or_else(|| text_at(d, &["http3", "alt_svc"]).map(|a| format!("Alt-Svc: {a}")))
         .unwrap_or_else(|| "--http3".into());
     out.push_str(&format!(
         "<h4>Protocols ({})</h4>\n<p class=\"note\">fresh: a new connection with a full \

@@ -38,13 +38,18 @@ pub fn no_http3(p: &ProbeFacts, h3: &Http3Facts) -> Option<Finding> {
         .map(|r| format!(" (≈{} at the measured {} RTT)", ms(trips * r), ms(r)))
         .unwrap_or_default();
     let s = if trips == 1.0 { "" } else { "s" };
+    let rr = if h3.https_rr_checked {
+        " nor in its HTTPS DNS record"
+    } else {
+        ""
+    };
     let f = Finding::new(
         "no-http3",
         Category::Connection,
         Severity::Info,
         format!(
-            "no HTTP/3 offered (no h3 in Alt-Svc): a first visit over QUIC would save \
-             {trips:.0} round trip{s}{priced} of the {} TCP + {} handshakes",
+            "no HTTP/3 offered (no h3 in Alt-Svc{rr}): a first visit over QUIC would \
+             save {trips:.0} round trip{s}{priced} of the {} TCP + {} handshakes",
             ms(fresh.p50.connect + fresh.p50.tls),
             version.replace("TLSv", "TLS ")
         ),
@@ -60,7 +65,8 @@ pub fn no_http3(p: &ProbeFacts, h3: &Http3Facts) -> Option<Finding> {
     };
     Some(f.advice(
         "serve HTTP/3 (QUIC over UDP on the https port) and advertise it with \
-         `Alt-Svc: h3=\":443\"`: Caddy does by default, nginx ≥ 1.25 with `listen 443 \
+         `Alt-Svc: h3=\":443\"` (and an HTTPS DNS record with alpn=h3, which browsers \
+         read before their first connection): Caddy does by default, nginx ≥ 1.25 with `listen 443 \
          quic` and `add_header Alt-Svc 'h3=\":443\"; ma=86400'`; open UDP 443 in the \
          firewall",
     ))
@@ -78,9 +84,10 @@ pub fn http3_slower(p: &ProbeFacts, h3: &Http3Facts) -> Option<Finding> {
         p.http_version.clone()
     };
     let tcp_fresh = p.fresh.as_ref().filter(|f| f.count > 0).map(|f| f.p50.ttfb);
-    let offer = match &h3.alt_svc {
-        Some(a) => format!("Alt-Svc: {a}"),
-        None => "--http3".to_string(),
+    let offer = match (&h3.https_rr, &h3.alt_svc) {
+        (Some(r), _) => format!("HTTPS record: {r}"),
+        (None, Some(a)) => format!("Alt-Svc: {a}"),
+        (None, None) => "--http3".to_string(),
     };
     if let Some(error) = &h3.error {
         let f = Finding::new(
@@ -96,14 +103,15 @@ pub fn http3_slower(p: &ProbeFacts, h3: &Http3Facts) -> Option<Finding> {
             ),
         )
         .text("alt_svc", h3.alt_svc.clone().unwrap_or_default())
+        .opt_text("https_rr", h3.https_rr.clone())
         .count("port", u64::from(port))
         .text("error", error.clone())
         .text("fallback", fallback)
         .opt_num("fallback_fresh_ttfb_ms", tcp_fresh);
         return Some(f.advice(
             "let UDP through to the https port (firewalls and some networks drop it), or \
-             stop advertising h3 in Alt-Svc where it cannot be reached: browsers try it, \
-             wait, and fall back",
+             stop advertising h3 (Alt-Svc, HTTPS record) where it cannot be reached: \
+             browsers try it, wait, and fall back",
         ));
     }
     let (h3_fresh, tcp_fresh) = (h3.fresh_ttfb_ms?, tcp_fresh?);
@@ -125,6 +133,7 @@ pub fn http3_slower(p: &ProbeFacts, h3: &Http3Facts) -> Option<Finding> {
             ),
         )
         .text("alt_svc", h3.alt_svc.clone().unwrap_or_default())
+        .opt_text("https_rr", h3.https_rr.clone())
         .count("port", u64::from(port))
         .num("h3_fresh_ttfb_ms", h3_fresh)
         .num("fallback_fresh_ttfb_ms", tcp_fresh)
