@@ -89,7 +89,7 @@ fn h2c_on_nginx_counts_exactly() {
         assert_eq!(j["errors"][class], 30, "{j}");
     }
 
-    let body = dir.join("body");
+    let body = dir.join("post-body");
     std::fs::write(&body, vec![b'b'; 200_000]).unwrap();
     let data = format!("@{}", body.display());
     let (code, j) = load(&[
