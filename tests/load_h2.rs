@@ -67,25 +67,65 @@ fn h2c_on_nginx_counts_exactly() {
     let url = format!("{base}/1k");
     let (code, j) = load(&[&url, "--http2", "-n", "1000", "-c", "2", "--streams", "10"]);
     assert_eq!(code, Some(0), "{j}");
-    assert_eq!((j["requests"].as_u64(), j["ok"].as_u64()), (Some(1000), Some(1000)), "{j}");
+    assert_eq!(
+        (j["requests"].as_u64(), j["ok"].as_u64()),
+        (Some(1000), Some(1000)),
+        "{j}"
+    );
     assert_eq!(j["statuses"]["200"], 1000, "{j}");
     let bytes = j["bytes"].as_u64().unwrap();
     assert_eq!(bytes % 1000, 0, "every response the same size: {bytes}");
     let each = bytes / 1000;
-    assert!((1024 + 50..1024 + 400).contains(&each), "{each} bytes a response");
+    assert!(
+        (1024 + 50..1024 + 400).contains(&each),
+        "{each} bytes a response"
+    );
     let opened = j["connections_opened"].as_u64().unwrap();
-    assert!((10..=14).contains(&opened), "100 requests a connection: {opened} opened");
+    assert!(
+        (10..=14).contains(&opened),
+        "100 requests a connection: {opened} opened"
+    );
     assert_eq!(access_lines(&dir), 1000);
 
-    let (code, j) = load(&[&url, "--http2", "-X", "HEAD", "-n", "50", "-c", "1", "--streams", "5"]);
+    let (code, j) = load(&[
+        &url,
+        "--http2",
+        "-X",
+        "HEAD",
+        "-n",
+        "50",
+        "-c",
+        "1",
+        "--streams",
+        "5",
+    ]);
     assert_eq!((code, j["ok"].as_u64()), (Some(0), Some(50)), "{j}");
     let head = j["bytes"].as_u64().unwrap();
-    assert!(head > 0 && head % 50 == 0 && head / 50 == each - 1024, "{head}");
+    assert!(
+        head > 0 && head % 50 == 0 && head / 50 == each - 1024,
+        "{head}"
+    );
 
-    for (path, status, class) in [("/missing", "404", "http_4xx"), ("/broken", "503", "http_5xx")] {
-        let (code, j) = load(&[&format!("{base}{path}"), "--http2", "-n", "30", "-c", "1", "--streams", "4"]);
+    for (path, status, class) in [
+        ("/missing", "404", "http_4xx"),
+        ("/broken", "503", "http_5xx"),
+    ] {
+        let (code, j) = load(&[
+            &format!("{base}{path}"),
+            "--http2",
+            "-n",
+            "30",
+            "-c",
+            "1",
+            "--streams",
+            "4",
+        ]);
         assert_eq!(code, Some(1), "every request failed: {j}");
-        assert_eq!((j["requests"].as_u64(), j["statuses"][status].as_u64()), (Some(30), Some(30)), "{j}");
+        assert_eq!(
+            (j["requests"].as_u64(), j["statuses"][status].as_u64()),
+            (Some(30), Some(30)),
+            "{j}"
+        );
         assert_eq!(j["errors"][class], 30, "{j}");
     }
 
@@ -212,8 +252,19 @@ fn h2_error_classes_from_a_raw_server() {
     };
     let (code, j) = load(&[&url, "--http2", "-n", "40", "-c", "1", "--streams", "1"]);
     assert_eq!(code, Some(0), "{j}");
-    assert_eq!((j["requests"].as_u64(), j["ok"].as_u64()), (Some(40), Some(20)), "{j}");
-    assert_eq!((j["errors"]["reset"].as_u64(), j["errors"]["http_5xx"].as_u64()), (Some(10), Some(10)), "{j}");
+    assert_eq!(
+        (j["requests"].as_u64(), j["ok"].as_u64()),
+        (Some(40), Some(20)),
+        "{j}"
+    );
+    assert_eq!(
+        (
+            j["errors"]["reset"].as_u64(),
+            j["errors"]["http_5xx"].as_u64()
+        ),
+        (Some(10), Some(10)),
+        "{j}"
+    );
     assert_eq!(j["connections_opened"], 8, "{j}");
     assert_eq!(j["bytes"], 20 * (5 + "content-length".len() + 1 + 4), "{j}");
 
@@ -221,11 +272,17 @@ fn h2_error_classes_from_a_raw_server() {
     let (code, j) = load(&[&url, "--http2", "-n", "3", "-c", "1"]);
     assert_eq!(code, Some(1), "{j}");
     assert_eq!(j["errors"]["protocol"], 3, "{j}");
-    assert_eq!(j["connections_opened"], 3, "a new connection after each error: {j}");
+    assert_eq!(
+        j["connections_opened"], 3,
+        "a new connection after each error: {j}"
+    );
 
     let (_server, url) = python_h2("silent", "h2_error_classes_from_a_raw_server").unwrap();
     let (code, j) = load(&[&url, "--http2", "-n", "2", "-c", "1", "--timeout", "300ms"]);
     assert_eq!(code, Some(1), "{j}");
     assert_eq!(j["errors"]["timeout"], 2, "{j}");
-    assert_eq!(j["connections_opened"], 1, "a timed-out stream is reset, the connection kept: {j}");
+    assert_eq!(
+        j["connections_opened"], 1,
+        "a timed-out stream is reset, the connection kept: {j}"
+    );
 }

@@ -31,8 +31,8 @@ pub mod threshold;
 mod window;
 
 mod conn;
-mod http1;
 mod h2;
+mod http1;
 mod http3;
 mod retrans;
 mod spare;

@@ -23,8 +23,8 @@ use tokio::sync::Notify;
 
 use super::conn::Phase;
 use super::engine::{Control, Prepared, ABORT};
-use super::http1::{H1Error, H1};
 use super::h2::{self, H2Slot, Slot};
+use super::http1::{H1Error, H1};
 use super::http3::{self, H3Slot};
 use super::plan::Model;
 use super::raw::RawSink;

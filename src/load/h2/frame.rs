@@ -166,10 +166,19 @@ mod tests {
     #[test]
     fn head_round_trips() {
         let mut out = Vec::new();
-        write_head(&mut out, 0x01_02_03, HEADERS, END_HEADERS | END_STREAM, 0x7fff_ffff);
+        write_head(
+            &mut out,
+            0x01_02_03,
+            HEADERS,
+            END_HEADERS | END_STREAM,
+            0x7fff_ffff,
+        );
         assert_eq!(out, [1, 2, 3, 1, 5, 0x7f, 0xff, 0xff, 0xff]);
         let h = Head::parse(&out).unwrap();
-        assert_eq!((h.len, h.kind, h.flags, h.stream), (0x01_02_03, 1, 5, 0x7fff_ffff));
+        assert_eq!(
+            (h.len, h.kind, h.flags, h.stream),
+            (0x01_02_03, 1, 5, 0x7fff_ffff)
+        );
         out[5] |= 0x80;
         assert_eq!(Head::parse(&out).unwrap().stream, 0x7fff_ffff);
         assert_eq!(Head::parse(&out[..8]), None);
@@ -197,14 +206,22 @@ mod tests {
     /// error (§6.1, §6.2).
     #[test]
     fn unpads() {
-        let h = |kind, flags| Head { len: 0, kind, flags, stream: 1 };
+        let h = |kind, flags| Head {
+            len: 0,
+            kind,
+            flags,
+            stream: 1,
+        };
         assert_eq!(unpad(&h(DATA, 0), b"abc"), Ok(&b"abc"[..]));
         assert_eq!(unpad(&h(DATA, PADDED), b"\x02abcxx"), Ok(&b"abc"[..]));
         assert_eq!(
             unpad(&h(DATA, PADDED), b"\x09abc"),
             Err(FrameError(PROTOCOL_ERROR))
         );
-        assert_eq!(unpad(&h(DATA, PADDED), b""), Err(FrameError(FRAME_SIZE_ERROR)));
+        assert_eq!(
+            unpad(&h(DATA, PADDED), b""),
+            Err(FrameError(FRAME_SIZE_ERROR))
+        );
         let prio = b"\x01\x00\x00\x00\x03\x10block\x00";
         assert_eq!(
             unpad(&h(HEADERS, PADDED | PRIORITY_FLAG), prio),

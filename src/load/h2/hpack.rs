@@ -96,11 +96,14 @@ pub trait Sink {
     fn field(&mut self, name: &[u8], value: &[u8], len: usize);
 }
 
+/// A dynamic table entry: name and value.
+type Entry = (Box<[u8]>, Box<[u8]>);
+
 /// The decoding context of one connection.
 #[derive(Debug)]
 pub struct Decoder {
     /// Newest first.
-    table: VecDeque<(Box<[u8]>, Box<[u8]>)>,
+    table: VecDeque<Entry>,
     /// Sum of the entries' sizes (§4.1: name + value + 32).
     size: usize,
     /// The table's current maximum (set by size updates, ≤ `limit`).
@@ -226,7 +229,10 @@ impl Decoder {
         let name: &[u8] = match name {
             Name::Static(i) => STATIC[i].0.as_bytes(),
             Name::Table(i) => &table[i].0,
-            Name::Literal { huffman: false, raw } => raw,
+            Name::Literal {
+                huffman: false,
+                raw,
+            } => raw,
             Name::Literal { huffman: true, raw } => {
                 nbuf.clear();
                 huffman::decode(raw, Some(&mut *nbuf))?;
@@ -252,7 +258,7 @@ impl Decoder {
 
     /// §4.4: evicts until the entry fits, then adds it; an entry larger than the
     /// table empties it and is not added.
-    fn insert(&mut self, entry: (Box<[u8]>, Box<[u8]>)) {
+    fn insert(&mut self, entry: Entry) {
         let size = entry.0.len() + entry.1.len() + 32;
         if size > self.max {
             self.table.clear();

@@ -29,7 +29,8 @@ impl Sink for Lengths {
         false
     }
     fn field(&mut self, name: &[u8], _: &[u8], len: usize) {
-        self.0.push((String::from_utf8(name.to_vec()).unwrap(), len));
+        self.0
+            .push((String::from_utf8(name.to_vec()).unwrap(), len));
     }
 }
 
@@ -71,7 +72,12 @@ fn rfc7541_c3_c4_requests() {
         ],
     ] {
         let mut d = Decoder::default();
-        let get = [(":method", "GET"), (":scheme", "http"), (":path", "/"), AUTH];
+        let get = [
+            (":method", "GET"),
+            (":scheme", "http"),
+            (":path", "/"),
+            AUTH,
+        ];
         assert_eq!(decode(&mut d, blocks[0]), pairs(&get));
         assert_eq!(d.entries(), pairs(&[AUTH]));
         assert_eq!(d.table_size(), 57);
@@ -89,7 +95,11 @@ fn rfc7541_c3_c4_requests() {
         assert_eq!(decode(&mut d, blocks[2]), pairs(&third));
         assert_eq!(
             d.entries(),
-            pairs(&[("custom-key", "custom-value"), ("cache-control", "no-cache"), AUTH])
+            pairs(&[
+                ("custom-key", "custom-value"),
+                ("cache-control", "no-cache"),
+                AUTH
+            ])
         );
         assert_eq!(d.table_size(), 164);
     }
@@ -191,7 +201,10 @@ fn unwanted_values_keep_the_table_right() {
 fn rfc7541_c2_fields_and_the_encoder() {
     let mut d = Decoder::default();
     assert_eq!(
-        decode(&mut d, "400a637573746f6d2d6b65790d637573746f6d2d686561646572"),
+        decode(
+            &mut d,
+            "400a637573746f6d2d6b65790d637573746f6d2d686561646572"
+        ),
         pairs(&[("custom-key", "custom-header")])
     );
     assert_eq!(d.table_size(), 55);
@@ -232,7 +245,10 @@ fn rfc7541_c2_fields_and_the_encoder() {
 #[test]
 fn size_updates() {
     let mut d = Decoder::default();
-    decode(&mut d, "400a637573746f6d2d6b65790d637573746f6d2d686561646572");
+    decode(
+        &mut d,
+        "400a637573746f6d2d6b65790d637573746f6d2d686561646572",
+    );
     assert_eq!(d.table_size(), 55);
     // 0x20: size 0 empties the table; then 54 would not fit an entry of 55.
     assert_eq!(decode(&mut d, "20"), pairs(&[]));
@@ -245,7 +261,10 @@ fn size_updates() {
     up.clear();
     put_int(&mut up, 5, 0x20, 54);
     up.extend_from_slice(&hex("400a637573746f6d2d6b65790d637573746f6d2d686561646572"));
-    decode(&mut d, &up.iter().map(|b| format!("{b:02x}")).collect::<String>());
+    decode(
+        &mut d,
+        &up.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+    );
     // The entry (55 octets) did not fit a 54-octet table: not added (§4.4).
     assert_eq!(d.table_size(), 0);
 }

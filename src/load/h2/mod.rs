@@ -85,9 +85,17 @@ impl Request {
         }
         let body_method = !matches!(e.method.as_str(), "GET" | "HEAD" | "DELETE" | "OPTIONS");
         if (!e.body.is_empty() || body_method) && !has("content-length") {
-            hpack::put_field(&mut block, "content-length", e.body.len().to_string().as_bytes());
+            hpack::put_field(
+                &mut block,
+                "content-length",
+                e.body.len().to_string().as_bytes(),
+            );
         }
-        Ok(Request::from_block(&block, e.body.clone(), e.method == http::Method::HEAD))
+        Ok(Request::from_block(
+            &block,
+            e.body.clone(),
+            e.method == http::Method::HEAD,
+        ))
     }
 
     /// Frames a header block: HEADERS, then CONTINUATION frames when it passes the
@@ -96,7 +104,11 @@ impl Request {
         let mut frames = Vec::with_capacity(block.len() + frame::HEAD_LEN);
         let mut ids = Vec::new();
         let chunks: Vec<&[u8]> = block.chunks(frame::DEFAULT_MAX_FRAME).collect();
-        let chunks = if chunks.is_empty() { vec![&[][..]] } else { chunks };
+        let chunks = if chunks.is_empty() {
+            vec![&[][..]]
+        } else {
+            chunks
+        };
         for (i, c) in chunks.iter().enumerate() {
             let mut flags = 0;
             if i + 1 == chunks.len() {

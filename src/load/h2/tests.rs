@@ -118,7 +118,16 @@ fn requests_are_encoded_once() {
     let names: Vec<&str> = all.0.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names,
-        [":method", ":scheme", ":path", ":authority", "user-agent", "accept", "accept-encoding", "x-a"]
+        [
+            ":method",
+            ":scheme",
+            ":path",
+            ":authority",
+            "user-agent",
+            "accept",
+            "accept-encoding",
+            "x-a"
+        ]
     );
     assert_eq!(all.0[2].1, "/a?b=1");
     assert_eq!(all.0[3].1, "example.test");
@@ -140,7 +149,9 @@ fn request_bodies_respect_flow_control() {
     assert!(all.0.contains(&("content-length".into(), "40000".into())));
     let sizes: Vec<usize> = f[1..].iter().map(|(h, _)| h.len).collect();
     assert_eq!(sizes, [16_384, 3_616]);
-    assert!(f[1..].iter().all(|(h, _)| h.kind == frame::DATA && h.flags == 0));
+    assert!(f[1..]
+        .iter()
+        .all(|(h, _)| h.kind == frame::DATA && h.flags == 0));
     c.out.clear();
     c.send_body(i, r.body());
     assert!(c.out.is_empty(), "no window left");
@@ -156,9 +167,20 @@ fn request_bodies_respect_flow_control() {
     c.out.clear();
     // A response before the body is done would reset the stream; here it ends.
     let block = head_block("201", &[]);
-    feed(&mut c, &server(frame::HEADERS, frame::END_HEADERS | frame::END_STREAM, 1, &block));
+    feed(
+        &mut c,
+        &server(
+            frame::HEADERS,
+            frame::END_HEADERS | frame::END_STREAM,
+            1,
+            &block,
+        ),
+    );
     let d = c.take(i).unwrap();
-    assert_eq!((d.outcome.status, d.outcome.error, d.retry), (201, None, false));
+    assert_eq!(
+        (d.outcome.status, d.outcome.error, d.retry),
+        (201, None, false)
+    );
     assert!(c.out.is_empty());
 }
 
@@ -212,7 +234,10 @@ fn settings_ping_and_the_stream_limit() {
     feed(&mut c, &s);
     let f = frames(&c.out);
     assert_eq!((f[0].0.kind, f[0].0.flags), (frame::SETTINGS, frame::ACK));
-    assert_eq!((f[1].0.kind, f[1].0.flags, &f[1].1[..]), (frame::PING, frame::ACK, &b"pingpong"[..]));
+    assert_eq!(
+        (f[1].0.kind, f[1].0.flags, &f[1].1[..]),
+        (frame::PING, frame::ACK, &b"pingpong"[..])
+    );
     let r = request(http::Method::GET, b"", &[]);
     c.start(&r);
     assert!(c.has_room());
@@ -233,7 +258,12 @@ fn goaway_and_rst_stream() {
     let mut c = settled(&[]);
     let e: Vec<usize> = (0..4).map(|_| c.start(&r)).collect();
     let mut b = server(frame::RST_STREAM, 0, 1, &2u32.to_be_bytes());
-    b.extend(server(frame::RST_STREAM, 0, 3, &frame::REFUSED_STREAM.to_be_bytes()));
+    b.extend(server(
+        frame::RST_STREAM,
+        0,
+        3,
+        &frame::REFUSED_STREAM.to_be_bytes(),
+    ));
     let mut ga = 5u32.to_be_bytes().to_vec();
     ga.extend(0u32.to_be_bytes());
     b.extend(server(frame::GOAWAY, 0, 0, &ga));
@@ -256,12 +286,18 @@ fn end_of_stream() {
     let mut c = settled(&[]);
     let (i, j) = (c.start(&r), c.start(&r));
     let block = head_block("200", &[]);
-    feed(&mut c, &server(frame::HEADERS, frame::END_HEADERS, 3, &block));
+    feed(
+        &mut c,
+        &server(frame::HEADERS, frame::END_HEADERS, 3, &block),
+    );
     c.closed(None);
     assert_eq!(c.dead(), Some(ErrorKind::Reset));
     assert!(c.take(i).unwrap().retry);
     let d = c.take(j).unwrap();
-    assert_eq!((d.outcome.error, d.retry, d.outcome.status), (Some(ErrorKind::Reset), false, 200));
+    assert_eq!(
+        (d.outcome.error, d.retry, d.outcome.status),
+        (Some(ErrorKind::Reset), false, 200)
+    );
 }
 
 /// Connection errors fail every open stream as `protocol` and send GOAWAY: DATA
@@ -278,7 +314,12 @@ fn protocol_errors() {
         server(frame::DATA, 0, 1, &big),
         server(frame::HEADERS, frame::END_HEADERS, 1, &[0x80]),
         server(frame::CONTINUATION, frame::END_HEADERS, 1, &[0x88]),
-        server(frame::PUSH_PROMISE, frame::END_HEADERS, 1, &[0, 0, 0, 2, 0x88]),
+        server(
+            frame::PUSH_PROMISE,
+            frame::END_HEADERS,
+            1,
+            &[0, 0, 0, 2, 0x88],
+        ),
         server(frame::SETTINGS, 0, 0, &[0, 4, 0xff, 0xff, 0xff, 0xff]),
         server(frame::WINDOW_UPDATE, 0, 0, &[0, 0, 0, 0]),
     ] {
@@ -288,7 +329,10 @@ fn protocol_errors() {
         assert_eq!(c.recv(&bad), bad.len());
         assert_eq!(c.dead(), Some(ErrorKind::Protocol), "{bad:?}");
         let d = c.take(i).unwrap();
-        assert_eq!((d.outcome.error, d.retry), (Some(ErrorKind::Protocol), false));
+        assert_eq!(
+            (d.outcome.error, d.retry),
+            (Some(ErrorKind::Protocol), false)
+        );
         assert_eq!(frames(&c.out)[0].0.kind, frame::GOAWAY);
     }
     // DATA before the response head is a stream error: only that stream fails.
@@ -310,19 +354,37 @@ fn interim_trailers_continuation_and_the_table() {
     let gone = c.start(&r);
     c.cancel(gone);
     let f = frames(&c.out);
-    assert_eq!((f.last().unwrap().0.kind, f.last().unwrap().0.stream), (frame::RST_STREAM, 3));
+    assert_eq!(
+        (f.last().unwrap().0.kind, f.last().unwrap().0.stream),
+        (frame::RST_STREAM, 3)
+    );
     // Stream 3 (cancelled) gets a head that indexes `x-cache: HIT`.
     let mut idx = vec![0x88];
     idx.push(0x40);
     hpack::put_string(&mut idx, b"x-cache");
     hpack::put_string(&mut idx, b"HIT");
-    let mut b = server(frame::HEADERS, frame::END_HEADERS | frame::END_STREAM, 3, &idx);
-    b.extend(server(frame::HEADERS, frame::END_HEADERS, 1, &head_block("100", &[])));
+    let mut b = server(
+        frame::HEADERS,
+        frame::END_HEADERS | frame::END_STREAM,
+        3,
+        &idx,
+    );
+    b.extend(server(
+        frame::HEADERS,
+        frame::END_HEADERS,
+        1,
+        &head_block("100", &[]),
+    ));
     // Stream 1's final head refers to it (index 62), across a CONTINUATION.
     b.extend(server(frame::HEADERS, 0, 1, &[0x88]));
     b.extend(server(frame::CONTINUATION, frame::END_HEADERS, 1, &[0xbe]));
     b.extend(server(frame::DATA, 0, 1, b"abc"));
-    b.extend(server(frame::HEADERS, frame::END_HEADERS | frame::END_STREAM, 1, &head_block_trailer()));
+    b.extend(server(
+        frame::HEADERS,
+        frame::END_HEADERS | frame::END_STREAM,
+        1,
+        &head_block_trailer(),
+    ));
     feed(&mut c, &b);
     let d = c.take(i).unwrap();
     assert_eq!((d.outcome.status, d.outcome.error), (200, None));
@@ -344,7 +406,10 @@ fn window_updates_come_in_batches() {
     let mut c = settled(&[]);
     let i = c.start(&r);
     c.out.clear();
-    feed(&mut c, &server(frame::HEADERS, frame::END_HEADERS, 1, &[0x88]));
+    feed(
+        &mut c,
+        &server(frame::HEADERS, frame::END_HEADERS, 1, &[0x88]),
+    );
     let chunk = vec![0u8; frame::DEFAULT_MAX_FRAME];
     let data = server(frame::DATA, 0, 1, &chunk);
     for _ in 0..1000 {
@@ -355,10 +420,17 @@ fn window_updates_come_in_batches() {
         feed(&mut c, &data);
     }
     let f = frames(&c.out);
-    assert_eq!(f.len(), 2, "one update for the connection, one for the stream");
+    assert_eq!(
+        f.len(),
+        2,
+        "one update for the connection, one for the stream"
+    );
     assert!(f.iter().all(|(h, _)| h.kind == frame::WINDOW_UPDATE));
     feed(&mut c, &server(frame::DATA, frame::END_STREAM, 1, b""));
-    assert_eq!(c.take(i).unwrap().outcome.bytes, 34_000 * frame::DEFAULT_MAX_FRAME as u64);
+    assert_eq!(
+        c.take(i).unwrap().outcome.bytes,
+        34_000 * frame::DEFAULT_MAX_FRAME as u64
+    );
 }
 
 /// Random bytes, and valid traffic with random bytes flipped, never panic: the

@@ -104,7 +104,7 @@ impl Conn {
 
     /// HEADERS and DATA may only come on streams this client opened (§5.1).
     fn check_stream(&self, id: u32) -> Result<(), u32> {
-        if id == 0 || id % 2 == 0 || id >= self.next_id {
+        if id == 0 || id.is_multiple_of(2) || id >= self.next_id {
             Err(frame::PROTOCOL_ERROR)
         } else {
             Ok(())
@@ -211,7 +211,7 @@ impl Conn {
                 Err(frame::FRAME_SIZE_ERROR)
             };
         }
-        if p.len() % 6 != 0 {
+        if !p.len().is_multiple_of(6) {
             return Err(frame::FRAME_SIZE_ERROR);
         }
         for s in p.chunks_exact(6) {
@@ -226,7 +226,11 @@ impl Conn {
                     // §6.9.2: open streams' windows move by the difference.
                     let delta = i64::from(v) - self.peer_window;
                     self.peer_window = i64::from(v);
-                    for e in self.entries.iter_mut().filter(|e| e.used && e.end.is_none()) {
+                    for e in self
+                        .entries
+                        .iter_mut()
+                        .filter(|e| e.used && e.end.is_none())
+                    {
                         e.send_window += delta;
                     }
                     self.wake_senders();
