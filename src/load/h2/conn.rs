@@ -94,6 +94,9 @@ pub struct Conn {
     /// A header block in CONTINUATION frames: (stream, END_STREAM).
     cont: Option<(u32, bool)>,
     block: Vec<u8>,
+    /// The last header block decoded without changing the HPACK table, with the
+    /// table's generation and what it decoded to.
+    last_head: Option<(u64, Vec<u8>, recv::HeadSink)>,
     mark_first_byte: bool,
 }
 
@@ -129,6 +132,7 @@ impl Conn {
             dead: None,
             cont: None,
             block: Vec::new(),
+            last_head: None,
             mark_first_byte,
         }
     }
@@ -261,18 +265,32 @@ impl Conn {
         self.entries[i].waker = None;
     }
 
-    /// Wakes the owner of some stream still open other than `i` (so that one
-    /// reads the socket next). False when none is open.
-    pub fn wake_other(&mut self, i: usize) -> bool {
+    /// Wakes the owner of entry `i` when its stream is open; false otherwise.
+    pub fn wake(&self, i: usize) -> bool {
+        match self.entries.get(i) {
+            Some(e) if e.used && e.end.is_none() => {
+                e.waker.as_ref().map(Waker::wake_by_ref).is_some()
+            }
+            _ => false,
+        }
+    }
+
+    /// Wakes the owner of some stream still open other than `i`; which one.
+    pub fn wake_other(&mut self, i: usize) -> Option<usize> {
         for (j, e) in self.entries.iter().enumerate() {
             if j != i && e.used && e.end.is_none() {
                 if let Some(w) = &e.waker {
                     w.wake_by_ref();
-                    return true;
+                    return Some(j);
                 }
             }
         }
-        false
+        None
+    }
+
+    /// Whether entry `i` is over (its result waits in [`Conn::take`]).
+    pub fn is_done(&self, i: usize) -> bool {
+        self.entries[i].end.is_some()
     }
 
     /// The connection ended: end of stream (`None`) or an I/O error's kind. Streams

@@ -112,6 +112,8 @@ pub struct Decoder {
     limit: usize,
     name: Vec<u8>,
     value: Vec<u8>,
+    /// Changes whenever the dynamic table may have changed.
+    generation: u64,
 }
 
 impl Default for Decoder {
@@ -137,6 +139,7 @@ impl Decoder {
             limit,
             name: Vec::new(),
             value: Vec::new(),
+            generation: 0,
         }
     }
 
@@ -158,6 +161,12 @@ impl Decoder {
                 )
             })
             .collect()
+    }
+
+    /// A number that changes whenever the dynamic table may have changed: a block
+    /// decoded without changing it decodes the same again while it stays.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// Decodes one complete header block into `sink`.
@@ -191,6 +200,7 @@ impl Decoder {
                     return Err(HpackError);
                 }
                 self.max = n;
+                self.generation += 1;
                 self.evict(0);
                 continue;
             } else {
@@ -259,6 +269,7 @@ impl Decoder {
     /// §4.4: evicts until the entry fits, then adds it; an entry larger than the
     /// table empties it and is not added.
     fn insert(&mut self, entry: Entry) {
+        self.generation += 1;
         let size = entry.0.len() + entry.1.len() + 32;
         if size > self.max {
             self.table.clear();

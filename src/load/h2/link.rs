@@ -3,8 +3,9 @@
 //! [`Exchange`] writes what is queued and reads the socket itself while it waits,
 //! so a read that completes many streams wakes their VUs directly. The VU that
 //! last found the socket empty holds its read waker; when it leaves, another VU
-//! with a stream open is woken to take over. A VU that starts a stream yields once
-//! before writing, so the requests of the VUs woken together leave in one write.
+//! with a stream open is woken to take over. A VU that starts a stream only queues
+//! its frames and wakes another stream's owner to write them ([`Io::kick`]), so the
+//! requests of the VUs woken together leave in one write.
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;
@@ -39,6 +40,8 @@ struct Io {
     written: usize,
     /// The entry whose owner holds the socket's read (or write) waker.
     reader: Option<usize>,
+    /// The entry whose owner was woken to write what is queued.
+    flusher: Option<usize>,
     /// VUs waiting for the server's stream limit to leave room.
     waiting: Vec<Waker>,
 }
@@ -69,6 +72,7 @@ impl Io {
         }
         self.conn.out.clear();
         self.written = 0;
+        self.flusher = None;
         match Pin::new(&mut self.stream).poll_flush(cx) {
             Poll::Ready(Err(e)) => {
                 self.conn.closed(Some(io_kind(&e)));
@@ -114,12 +118,33 @@ impl Io {
         }
     }
 
-    /// Entry `i`'s owner leaves: when it held the socket's waker, another owner
-    /// takes over; a freed stream lets a waiting VU start.
+    /// Entry `i` queued the first request since the last write: another stream's
+    /// owner (the reader's, when there is one) is woken to write it. It runs after
+    /// the VUs already woken, whose requests then leave in the same write. Only
+    /// with no other stream open does this VU wake itself (a future that wakes
+    /// itself makes `FuturesUnordered` yield to the runtime, which then polls
+    /// epoll: once per request when every VU did it).
+    fn kick(&mut self, i: usize, cx: &Context<'_>) {
+        let woken = match self.reader {
+            Some(r) if r != i && self.conn.wake(r) => Some(r),
+            _ => self.conn.wake_other(i),
+        };
+        self.flusher = Some(woken.unwrap_or_else(|| {
+            cx.waker().wake_by_ref();
+            i
+        }));
+    }
+
+    /// Entry `i`'s owner leaves: when it held the socket's waker, or was to write
+    /// what is queued, another owner takes over; a freed stream lets a waiting VU
+    /// start.
     fn leave(&mut self, i: usize) {
-        if self.reader == Some(i) || !self.conn.out.is_empty() {
+        if self.reader == Some(i) {
             self.reader = None;
             self.conn.wake_other(i);
+        }
+        if self.flusher == Some(i) {
+            self.flusher = self.conn.wake_other(i);
         }
         if let Some(w) = self.waiting.pop() {
             w.wake();
@@ -196,6 +221,7 @@ pub fn handshake(
                 end: 0,
                 written: 0,
                 reader: None,
+                flusher: None,
                 waiting: Vec::new(),
             }),
         });
@@ -256,15 +282,19 @@ impl Future for Exchange<'_> {
             let i = io.conn.start(this.req);
             io.conn.set_waker(i, cx.waker());
             this.entry = Some(i);
-            // Let the other VUs woken with this one queue their requests: they
-            // leave together at the next poll.
-            cx.waker().wake_by_ref();
+            if io.flusher.is_none() {
+                io.kick(i, cx);
+            }
             return Poll::Pending;
         };
         io.conn.set_waker(i, cx.waker());
         loop {
-            io.conn.send_body(i, this.req.body());
-            let _ = io.flush(cx);
+            // A stream that is over leaves without writing (unless it was woken to
+            // write): the requests the VUs woken with it queue leave together.
+            if !io.conn.is_done(i) || io.flusher == Some(i) {
+                io.conn.send_body(i, this.req.body());
+                let _ = io.flush(cx);
+            }
             if let Some(done) = io.conn.take(i) {
                 this.entry = None;
                 io.leave(i);
