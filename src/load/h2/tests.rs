@@ -472,3 +472,29 @@ fn garbage_never_panics() {
         }
     }
 }
+
+/// A head equal to the last one is decoded again when it changed the HPACK table
+/// (here it adds an entry each time: the third head refers to the older of the
+/// two), and reused when it did not.
+#[test]
+fn repeated_heads_keep_the_table_right() {
+    let r = request(http::Method::GET, b"", &[]);
+    let mut c = settled(&[]);
+    let e: Vec<usize> = (0..4).map(|_| c.start(&r)).collect();
+    let mut idx = vec![0x88, 0x40];
+    hpack::put_string(&mut idx, b"x-cache");
+    hpack::put_string(&mut idx, b"HIT");
+    let end = frame::END_HEADERS | frame::END_STREAM;
+    let mut b = server(frame::HEADERS, end, 1, &idx);
+    b.extend(server(frame::HEADERS, end, 3, &idx));
+    b.extend(server(frame::HEADERS, end, 5, &[0x88, 0xbf]));
+    b.extend(server(frame::HEADERS, end, 7, &[0x88, 0xbf]));
+    feed(&mut c, &b);
+    assert!(c.dead().is_none());
+    for i in e {
+        let d = c.take(i).unwrap();
+        assert_eq!((d.outcome.status, d.outcome.error), (200, None));
+        assert_eq!(d.outcome.cache.tally, crate::cache::Tally::Hit);
+        assert_eq!(d.outcome.bytes, ("x-cache".len() + 3 + 4) as u64);
+    }
+}
