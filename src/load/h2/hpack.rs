@@ -97,7 +97,14 @@ pub trait Sink {
 }
 
 /// A dynamic table entry: name and value.
-type Entry = (Box<[u8]>, Box<[u8]>);
+type Entry = (Vec<u8>, Vec<u8>);
+
+/// Huffman strings remembered with what they decode to: a server sends the same
+/// few values over and over (nginx indexes its Server and Date fields anew in
+/// every response).
+const HUFF_CACHE: usize = 8;
+/// Evicted entries kept for their allocations.
+const SPARE: usize = 16;
 
 /// The decoding context of one connection.
 #[derive(Debug)]
@@ -114,6 +121,10 @@ pub struct Decoder {
     value: Vec<u8>,
     /// Changes whenever the dynamic table may have changed.
     generation: u64,
+    /// (Huffman string, its octets), filled round-robin.
+    huff: Vec<(Vec<u8>, Vec<u8>)>,
+    huff_next: usize,
+    spare: Vec<Entry>,
 }
 
 impl Default for Decoder {
@@ -140,6 +151,9 @@ impl Decoder {
             name: Vec::new(),
             value: Vec::new(),
             generation: 0,
+            huff: Vec::new(),
+            huff_next: 0,
+            spare: Vec::new(),
         }
     }
 
@@ -234,6 +248,9 @@ impl Decoder {
             table,
             name: nbuf,
             value: vbuf,
+            huff,
+            huff_next,
+            spare,
             ..
         } = self;
         let name: &[u8] = match name {
@@ -251,16 +268,32 @@ impl Decoder {
         };
         let (value, len): (&[u8], usize) = if !huffman {
             (raw, raw.len())
+        } else if let Some(k) = huff.iter().position(|(r, _)| r[..] == *raw) {
+            (&huff[k].1, huff[k].1.len())
         } else if index || sink.wants(name) {
             vbuf.clear();
             let n = huffman::decode(raw, Some(&mut *vbuf))?;
+            let slot = *huff_next % HUFF_CACHE;
+            *huff_next += 1;
+            if huff.len() <= slot {
+                huff.push(Default::default());
+            }
+            let (r, d) = &mut huff[slot];
+            r.clear();
+            r.extend_from_slice(raw);
+            d.clear();
+            d.extend_from_slice(vbuf);
             (&vbuf[..], n)
         } else {
             (&[], huffman::decode(raw, None)?)
         };
         sink.field(name, value, len);
         if index {
-            let entry = (Box::<[u8]>::from(name), Box::<[u8]>::from(value));
+            let mut entry = spare.pop().unwrap_or_default();
+            entry.0.clear();
+            entry.0.extend_from_slice(name);
+            entry.1.clear();
+            entry.1.extend_from_slice(value);
             self.insert(entry);
         }
         Ok(())
@@ -284,10 +317,13 @@ impl Decoder {
     /// Evicts the oldest entries until `room` more octets fit.
     fn evict(&mut self, room: usize) {
         while self.size + room > self.max {
-            let Some((n, v)) = self.table.pop_back() else {
+            let Some(e) = self.table.pop_back() else {
                 break;
             };
-            self.size -= n.len() + v.len() + 32;
+            self.size -= e.0.len() + e.1.len() + 32;
+            if self.spare.len() < SPARE {
+                self.spare.push(e);
+            }
         }
     }
 }
