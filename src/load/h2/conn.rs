@@ -96,7 +96,7 @@ pub struct Conn {
     block: Vec<u8>,
     /// The last header block decoded without changing the HPACK table, with the
     /// table's generation and what it decoded to.
-    last_head: Option<(u64, Vec<u8>, recv::HeadSink)>,
+    last_head: Option<recv::LastHead>,
     mark_first_byte: bool,
 }
 

@@ -97,7 +97,7 @@ pub trait Sink {
 }
 
 /// A dynamic table entry: name and value.
-type Entry = (Vec<u8>, Vec<u8>);
+pub type Entry = (Vec<u8>, Vec<u8>);
 
 /// Huffman strings remembered with what they decode to: a server sends the same
 /// few values over and over (nginx indexes its Server and Date fields anew in
@@ -125,6 +125,12 @@ pub struct Decoder {
     huff: Vec<(Vec<u8>, Vec<u8>)>,
     huff_next: usize,
     spare: Vec<Entry>,
+    /// The last block referred to no dynamic-table entry and updated no size: its
+    /// fields, and the entries it added (the first `added` of `log`), depend on
+    /// the block alone.
+    context_free: bool,
+    log: Vec<Entry>,
+    added: usize,
 }
 
 impl Default for Decoder {
@@ -154,6 +160,9 @@ impl Decoder {
             huff: Vec::new(),
             huff_next: 0,
             spare: Vec::new(),
+            context_free: true,
+            log: Vec::new(),
+            added: 0,
         }
     }
 
@@ -183,9 +192,35 @@ impl Decoder {
         self.generation
     }
 
+    /// Whether the last block decoded depended on nothing but itself (no
+    /// reference to the dynamic table, no size update): decoding it again at any
+    /// time gives the same fields and adds [`Decoder::added`] to the table.
+    pub fn context_free(&self) -> bool {
+        self.context_free
+    }
+
+    /// The entries the last block added to the table, oldest first.
+    pub fn added(&self) -> &[Entry] {
+        &self.log[..self.added]
+    }
+
+    /// Adds `entries` to the table as decoding their block again would.
+    pub fn replay(&mut self, entries: &[Entry]) {
+        for (n, v) in entries {
+            let mut e = self.spare.pop().unwrap_or_default();
+            e.0.clear();
+            e.0.extend_from_slice(n);
+            e.1.clear();
+            e.1.extend_from_slice(v);
+            self.insert(e);
+        }
+    }
+
     /// Decodes one complete header block into `sink`.
     pub fn decode(&mut self, mut b: &[u8], sink: &mut impl Sink) -> Result<(), HpackError> {
         let mut fields = false;
+        self.context_free = true;
+        self.added = 0;
         while let Some(&c) = b.first() {
             if c & 0x80 != 0 {
                 // §6.1 Indexed Header Field.
@@ -197,6 +232,7 @@ impl Decoder {
                         sink.field(n.as_bytes(), v.as_bytes(), v.len());
                     }
                     _ => {
+                        self.context_free = false;
                         let (n, v) = self.table.get(idx - 62).ok_or(HpackError)?;
                         sink.field(n, v, v.len());
                     }
@@ -209,6 +245,7 @@ impl Decoder {
                 if fields {
                     return Err(HpackError);
                 }
+                self.context_free = false;
                 let n = int(&mut b, 5)?;
                 if n > self.limit {
                     return Err(HpackError);
@@ -240,7 +277,10 @@ impl Decoder {
                 Name::Literal { huffman, raw }
             }
             1..=61 => Name::Static(idx - 1),
-            _ if idx - 62 < self.table.len() => Name::Table(idx - 62),
+            _ if idx - 62 < self.table.len() => {
+                self.context_free = false;
+                Name::Table(idx - 62)
+            }
             _ => return Err(HpackError),
         };
         let (huffman, raw) = string(b)?;
@@ -251,6 +291,8 @@ impl Decoder {
             huff,
             huff_next,
             spare,
+            log,
+            added,
             ..
         } = self;
         let name: &[u8] = match name {
@@ -289,6 +331,15 @@ impl Decoder {
         };
         sink.field(name, value, len);
         if index {
+            if *added == log.len() {
+                log.push(Entry::default());
+            }
+            let l = &mut log[*added];
+            *added += 1;
+            l.0.clear();
+            l.0.extend_from_slice(name);
+            l.1.clear();
+            l.1.extend_from_slice(value);
             let mut entry = spare.pop().unwrap_or_default();
             entry.0.clear();
             entry.0.extend_from_slice(name);

@@ -154,33 +154,47 @@ impl Conn {
 
     /// A complete header block for stream `sid`.
     fn head(&mut self, sid: u32, end_stream: bool) -> Result<(), u32> {
-        // A server sends the same head again and again (only its Date changes,
-        // once a second): a block equal to the last one, decoded with the table
-        // unchanged and leaving it so, decodes to the same.
-        let sink = match &self.last_head {
-            Some((generation, block, sink))
-                if *generation == self.dec.generation() && *block == self.block =>
-            {
-                *sink
+        // A server sends the same head again and again (nginx's differ once a
+        // second, in Date): a block equal to the last one decodes to the same when
+        // it depends on nothing but itself (its additions to the table are
+        // replayed), or when the table has not changed since.
+        let hit = self.last_head.as_ref().is_some_and(|l| {
+            l.block == self.block && l.generation.is_none_or(|g| g == self.dec.generation())
+        });
+        let sink = if hit {
+            let l = self.last_head.as_ref().expect("checked above");
+            if l.generation.is_none() {
+                self.dec.replay(&l.added);
             }
-            _ => {
-                let before = self.dec.generation();
-                let mut sink = HeadSink::default();
-                self.dec
-                    .decode(&self.block, &mut sink)
-                    .map_err(|_| frame::COMPRESSION_ERROR)?;
-                if self.dec.generation() == before {
-                    let (_, block, last) = self.last_head.get_or_insert_default();
-                    block.clear();
-                    block.extend_from_slice(&self.block);
-                    *last = sink;
-                    self.last_head.as_mut().expect("set above").0 = before;
-                } else {
-                    self.last_head = None;
-                }
-                sink
-            }
+            l.sink
+        } else {
+            let before = self.dec.generation();
+            let mut sink = HeadSink::default();
+            self.dec
+                .decode(&self.block, &mut sink)
+                .map_err(|_| frame::COMPRESSION_ERROR)?;
+            let generation = if self.dec.context_free() {
+                None
+            } else if self.dec.generation() == before {
+                Some(before)
+            } else {
+                self.last_head = None;
+                return self.head_decoded(sid, end_stream, sink);
+            };
+            let l = self.last_head.get_or_insert_default();
+            l.block.clear();
+            l.block.extend_from_slice(&self.block);
+            l.sink = sink;
+            l.generation = generation;
+            l.added.clear();
+            l.added.extend(self.dec.added().iter().cloned());
+            sink
         };
+        self.head_decoded(sid, end_stream, sink)
+    }
+
+    /// What a decoded head means for stream `sid`.
+    fn head_decoded(&mut self, sid: u32, end_stream: bool, sink: HeadSink) -> Result<(), u32> {
         let Some(i) = self.find(sid) else {
             return Ok(());
         };
@@ -325,6 +339,18 @@ impl Conn {
 /// Reads what an outcome needs from a response head: `:status`, the fields the
 /// cache detector reads, and the head's size (names and values, as HTTP/1.1
 /// would count them, without pseudo-fields).
+/// The last header block decoded, kept to skip decoding it again.
+#[derive(Debug, Default)]
+pub(super) struct LastHead {
+    block: Vec<u8>,
+    sink: HeadSink,
+    /// None: the block depends on nothing but itself and adds `added` to the
+    /// table; Some: it adds nothing and is valid while the table's generation is
+    /// this.
+    generation: Option<u64>,
+    added: Vec<hpack::Entry>,
+}
+
 #[derive(Debug, Default, Clone, Copy)]
 pub(super) struct HeadSink {
     status: u16,
