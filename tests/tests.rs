@@ -32,6 +32,7 @@ mod live;
 mod live_disk;
 mod load;
 mod load_engines;
+mod load_h2;
 mod load_h3;
 mod probe;
 mod probe_tls;

@@ -81,7 +81,7 @@ pub struct Prepared<'a> {
     /// server chose it in ALPN on a first connection made before the run.
     pub h2: bool,
     /// HTTP/2 requests, prepared once, per endpoint.
-    pub h2_requests: Vec<super::http2::H2Request>,
+    pub h2_requests: Vec<super::h2::Request>,
     /// Run on the io_uring engine (`uring`), not epoll.
     pub uring: bool,
     /// `--http3`: QUIC connections shared by `--streams` VUs, instead of TCP.
@@ -233,7 +233,7 @@ impl<'a> Prepared<'a> {
         let h2_requests = plan
             .endpoints
             .iter()
-            .map(|e| super::http2::H2Request::new(&plan.target, e))
+            .map(|e| super::h2::Request::new(&plan.target, e))
             .collect::<Result<Vec<_>, _>>()
             .map_err(LoadError::Plan)?;
         Ok(Prepared {

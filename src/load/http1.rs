@@ -2,7 +2,7 @@
 //! as-is; responses are parsed with `httparse` from one reused buffer, the body is
 //! counted and skipped (Content-Length, chunked, or until close). No allocation per
 //! request. hyper's client would allocate a request and response object per request
-//! (DESIGN.md allows this lean path for HTTP/1.1; hyper serves HTTP/2).
+//! (DESIGN.md allows this lean path for HTTP/1.1; `h2` is its HTTP/2 counterpart).
 
 use std::io;
 use std::pin::Pin;

@@ -5,7 +5,7 @@
 //! [`plan`] checks what to do (flags, scenario files), [`run`] does it: `engine`
 //! controls the run and starts one worker thread per core (`worker`, each a
 //! current-thread tokio runtime), `http1` is the pre-encoded HTTP/1.1 hot path,
-//! `http2` hyper's HTTP/2 client, `http3` HTTP/3 over `net::quic`, `recorder` the lock-free per-thread recording,
+//! `h2` its own lean HTTP/2 client, `http3` HTTP/3 over `net::quic`, `recorder` the lock-free per-thread recording,
 //! [`result`] the merged outcome and its JSON. [`steps`] runs and judges one step at
 //! one level (diagnose's ramp and `--find-max`), [`search`] finds the highest level
 //! meeting objectives, [`capacity`] keeps it as one run. Nothing here prints.
@@ -31,8 +31,8 @@ pub mod threshold;
 mod window;
 
 mod conn;
+mod h2;
 mod http1;
-mod http2;
 mod http3;
 mod retrans;
 mod spare;

@@ -23,8 +23,8 @@ use tokio::sync::Notify;
 
 use super::conn::Phase;
 use super::engine::{Control, Prepared, ABORT};
+use super::h2::{self, H2Slot, Slot};
 use super::http1::{H1Error, H1};
-use super::http2::{self, H2Slot, Slot};
 use super::http3::{self, H3Slot};
 use super::plan::Model;
 use super::raw::RawSink;
@@ -232,40 +232,52 @@ impl Drop for Connecting<'_> {
 }
 
 /// HTTP/2: takes the slot's connection (opening it when this VU is the first to
-/// need it) and sends one stream.
+/// need it) and sends one stream. A stream the server did not process (GOAWAY,
+/// REFUSED_STREAM, or a connection closed before any byte of its response) is sent
+/// once more on a new connection, as HTTP/1.1 does with a stale keep-alive one.
 async fn exchange_h2(w: &Worker<'_, '_>, slot: &H2Slot, phase: &Cell<Phase>, ep: usize) -> Outcome {
     let prep = w.prep;
     let mut paid = (None, None);
-    let sender = match slot.get().await {
-        Slot::Ready(s) => s,
-        Slot::Connect => {
-            let mut guard = Connecting(slot, false);
-            let opened = match prep.connector.open(phase).await {
-                Ok(o) => o,
-                Err(kind) => return Outcome::failed(kind),
-            };
-            phase.set(Phase::Exchange);
-            let sender = match http2::handshake(opened.stream).await {
-                Ok(s) => s,
-                Err(kind) => return Outcome::failed(kind),
-            };
-            w.rec
-                .borrow_mut()
-                .conn_opened(opened.connect, opened.tls, opened.syn_retrans);
-            paid = (Some(opened.connect), opened.tls);
-            slot.connected(Some(sender.clone()));
-            guard.1 = true;
-            sender
+    let mut retried = false;
+    loop {
+        let mut dropped = false;
+        let got = slot.get(&mut dropped).await;
+        if dropped {
+            w.rec.borrow_mut().conn_closed();
         }
-    };
-    phase.set(Phase::Exchange);
-    let mut o = http2::exchange(sender, &prep.h2_requests[ep], prep.raw.is_some()).await;
-    if o.error.is_some() && slot.drop_if_closed() {
-        w.rec.borrow_mut().conn_closed();
+        let link = match got {
+            Slot::Ready(l) => l,
+            Slot::Connect => {
+                let mut guard = Connecting(slot, false);
+                let opened = match prep.connector.open(phase).await {
+                    Ok(o) => o,
+                    Err(kind) => return Outcome::failed(kind),
+                };
+                phase.set(Phase::Exchange);
+                let link = match h2::handshake(opened.stream, prep.raw.is_some()).await {
+                    Ok(l) => l,
+                    Err(kind) => return Outcome::failed(kind),
+                };
+                w.rec
+                    .borrow_mut()
+                    .conn_opened(opened.connect, opened.tls, opened.syn_retrans);
+                paid = (Some(opened.connect), opened.tls);
+                slot.connected(Some(link.clone()));
+                guard.1 = true;
+                link
+            }
+        };
+        phase.set(Phase::Exchange);
+        let done = h2::Exchange::new(link, &prep.h2_requests[ep]).await;
+        if done.retry && !retried {
+            retried = true;
+            continue;
+        }
+        let mut o = done.outcome;
+        o.connect = paid.0;
+        o.tls = paid.1;
+        return o;
     }
-    o.connect = paid.0;
-    o.tls = paid.1;
-    o
 }
 
 /// Ends an HTTP/3 slot's connect attempt also when it is abandoned (timeout).
