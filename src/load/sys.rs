@@ -99,6 +99,18 @@ fn parse_run_delay(text: &str) -> Option<u64> {
     fields.next()?.parse().ok()
 }
 
+/// Hands the heap memory freed so far back to the system: glibc keeps what a thread
+/// freed in that thread's arena, so the finished worker threads' connections, futures
+/// and runtimes would stay resident through the run's end (merging, the JSON, the
+/// findings), where its memory peaks (issue 21).
+pub fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks glibc's own arenas; any thread may call it.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,17 +137,5 @@ mod tests {
         assert_eq!(parse_run_delay("535761486 536022 16\n"), Some(536022));
         assert_eq!(parse_run_delay("12"), None);
         assert_eq!(parse_run_delay(""), None);
-    }
-}
-
-/// Hands the heap memory freed so far back to the system: glibc keeps what a thread
-/// freed in that thread's arena, so the finished worker threads' connections, futures
-/// and runtimes would stay resident through the run's end (merging, the JSON, the
-/// findings), where its memory peaks (issue 21).
-pub fn release_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only walks glibc's own arenas; any thread may call it.
-    unsafe {
-        libc::malloc_trim(0);
     }
 }
