@@ -157,31 +157,41 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         doc["tls_error"] = serde_json::json!(reason);
         eprintln!("latscope: {n} TLS handshakes failed: {reason}");
     }
-    let text = format!(
-        "{}{}",
-        report::load::header(&plan),
-        report::load::summary(&result, &findings)
-    );
-    let secret_headers = args.http.redact_headers.clone();
+    // The stored record (text, timeline, every second's histogram) is made only
+    // when something keeps it: `--no-save` without `--export` skips it (issue 21:
+    // a run's peak memory is at its end).
+    let record = if args.output.no_save && args.shard.export.is_none() {
+        None
+    } else {
+        let text = format!(
+            "{}{}",
+            report::load::header(&plan),
+            report::load::summary(&result, &findings)
+        );
+        let mut record = saving::record(
+            &args.output,
+            NewRun {
+                kind: "load",
+                target: plan.target.url.clone(),
+                started: result.started,
+                duration_s: result.elapsed.as_secs_f64(),
+                config: plan.to_json(),
+                timeline: result.timeline_json(),
+                summary: doc.clone(),
+                findings: serde_json::to_value(&findings)?,
+                text,
+                histograms: result.histograms(),
+                secret_headers: args.http.redact_headers.clone(),
+            },
+        );
+        record.id = run_id;
+        Some(record)
+    };
     // Saved before it is printed: a stdout that cannot be written loses nothing.
-    let mut record = saving::record(
-        &args.output,
-        NewRun {
-            kind: "load",
-            target: plan.target.url.clone(),
-            started: result.started,
-            duration_s: result.elapsed.as_secs_f64(),
-            config: plan.to_json(),
-            timeline: result.timeline_json(),
-            summary: doc.clone(),
-            findings: serde_json::to_value(&findings)?,
-            text,
-            histograms: result.histograms(),
-            secret_headers,
-        },
-    );
-    record.id = run_id;
-    let saved = saving::save_record(&args.output, &record);
+    let saved = match &record {
+        Some(r) => saving::save_record(&args.output, r),
+        None => saving::Saved::Skipped,
+    };
     super::output::print(
         args.output.json,
         &doc,
@@ -192,7 +202,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
             super::output::say(&format!("\n  saved as run {id}\n"))?;
         }
     }
-    if let Some(path) = &args.shard.export {
+    if let (Some(path), Some(record)) = (&args.shard.export, record) {
         if let Err(e) = super::runs::write_export(path, record) {
             eprintln!("latscope: error: {e:#}");
             return Ok(exit::RUN_FAILED);

@@ -434,6 +434,7 @@ pub fn run(
             .collect()
     });
     let elapsed = start.elapsed();
+    sys::release_freed_memory();
     progress(&snapshot(&lives, &mut feed, &seconds, elapsed, true));
     let mut r = result::merge(plan, started, elapsed, outputs, &seconds, aborted);
     r.engine = if prepared.uring {

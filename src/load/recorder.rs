@@ -2,7 +2,9 @@
 //! per endpoint, service time, connect, TLS) and in the current second of its
 //! timeline. Nothing here is shared between threads, so the hot path takes no lock;
 //! each second's histogram is compressed (V2 deflate) when the second ends, and the
-//! threads' recorders are merged at the end (`result`).
+//! threads' recorders are merged at the end (`result`). The histograms here start
+//! small and grow to the latencies recorded (`growing_histogram`); what is merged
+//! from them and stored has the full 1 µs .. 1 h range.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -12,7 +14,7 @@ use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 
 use super::raw::RawSink;
-use crate::stats::histogram::{new_histogram, record};
+use crate::stats::histogram::{growing_histogram, record, record_ns};
 
 /// The kinds of failed request (the JSON `errors` keys).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -283,10 +285,10 @@ impl Recorder {
         Recorder {
             start,
             open_model,
-            latency: new_histogram(),
-            service: new_histogram(),
-            connect: new_histogram(),
-            tls: new_histogram(),
+            latency: growing_histogram(),
+            service: growing_histogram(),
+            connect: growing_histogram(),
+            tls: growing_histogram(),
             endpoints: (0..endpoints)
                 .map(|_| EndpointAcc {
                     latency: endpoint_histogram(endpoints),
@@ -313,8 +315,8 @@ impl Recorder {
             data_retrans: (0, 0),
             active: 0,
             timeline: vec![SecondAcc::default()],
-            current: new_histogram(),
-            current_service: new_histogram(),
+            current: growing_histogram(),
+            current_service: growing_histogram(),
             current_ep: if keeps_endpoint_seconds(endpoints) {
                 (0..endpoints)
                     .map(|_| endpoint_histogram(endpoints))
@@ -495,8 +497,8 @@ impl Recorder {
         // error, never mixed into the latency percentiles.
         let timed = o.error != Some(ErrorKind::Connect);
         if timed {
-            self.latency.saturating_record(ns);
-            self.current.saturating_record(ns);
+            record_ns(&mut self.latency, ns);
+            record_ns(&mut self.current, ns);
             if self.open_model {
                 let service = end.saturating_duration_since(sent);
                 record(&mut self.service, service);
@@ -521,21 +523,15 @@ impl Recorder {
         if o.cache.kind.is_some() {
             self.cache_kind = o.cache.kind;
         }
+        // Every histogram here starts small and grows (`growing_histogram`,
+        // `endpoint_histogram`): `record_ns` grows them, `saturating_record` would
+        // clamp every latency to the initial range.
         if let Some(h) = self.current_ep.get_mut(endpoint) {
-            // These start small and grow (`endpoint_histogram`): `record` grows them,
-            // `saturating_record` would clamp every latency to the initial ~2 µs.
-            let v = ns.min(crate::stats::histogram::HIGHEST_NS);
-            if h.record(v).is_err() {
-                h.saturating_record(v);
-            }
+            record_ns(h, ns);
         }
         let e = &mut self.endpoints[endpoint];
         if timed {
-            // `record` grows the histogram (saturating_record would clamp).
-            let v = ns.min(crate::stats::histogram::HIGHEST_NS);
-            if e.latency.record(v).is_err() {
-                e.latency.saturating_record(v);
-            }
+            record_ns(&mut e.latency, ns);
         }
         e.requests += 1;
         e.bytes += o.bytes;
@@ -626,6 +622,55 @@ mod tests {
             .timeline
             .iter()
             .all(|s| !s.v2.is_empty() && s.ep_v2.len() == 2));
+    }
+
+    /// Issue 21 (50 connections in ≤ 8 MB): a worker's histograms take the memory of
+    /// the latencies it saw, not of the full 1 µs .. 1 h range (188 KiB each, all
+    /// written when made: six of them were 1.1 MiB of a 50-connection run's RSS).
+    /// A second of 0.1–5 ms latencies on two endpoints, open model (every histogram
+    /// in use: ten of them), keeps them all under 512 KiB (40 KiB each for up to
+    /// 8 ms); what merges into the run's histograms is what a full-range recorder
+    /// would have given.
+    #[test]
+    fn histograms_take_the_memory_of_the_latencies_seen() {
+        let start = Instant::now();
+        let mut r = Recorder::new(start, 2, true, Arc::new(Live::default()), None);
+        let mut full = crate::stats::histogram::new_histogram();
+        for i in 0..20_000u64 {
+            let sent = start + Duration::from_micros(i * 40);
+            let end = sent + Duration::from_micros(100 + (i * 7919) % 4_900);
+            r.conn_opened(
+                Duration::from_micros(50 + i % 300),
+                Some(Duration::from_micros(900)),
+                0,
+            );
+            let o = Outcome {
+                status: 200,
+                ..Default::default()
+            };
+            r.record((i % 2) as usize, sent, sent, end, &o);
+            record(&mut full, end - sent);
+        }
+        let bytes = |h: &Histogram<u64>| h.distinct_values() * std::mem::size_of::<u64>();
+        let all = [
+            &r.latency,
+            &r.service,
+            &r.connect,
+            &r.tls,
+            &r.current,
+            &r.current_service,
+        ]
+        .into_iter()
+        .chain(r.endpoints.iter().map(|e| &e.latency))
+        .chain(&r.current_ep);
+        let total: usize = all.map(bytes).sum();
+        assert!(total < 512 * 1024, "{total} bytes of histograms");
+        let r = r.finish(start + Duration::from_secs(1));
+        let mut merged = crate::stats::histogram::new_histogram();
+        merged.add(&r.latency).unwrap();
+        assert!(merged.iter_recorded().eq(full.iter_recorded()));
+        assert_eq!(r.service.len(), 20_000);
+        assert_eq!(r.tls.len(), 20_000);
     }
 
     #[test]

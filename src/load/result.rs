@@ -16,7 +16,7 @@ use super::recorder::{ErrorKind, Recorder, SecondAcc, KINDS};
 use super::seconds::{merge_second, v2};
 use super::sys::{SecondSample, ThreadTime};
 use super::threshold::{Metric, MetricSource, Verdict};
-use crate::stats::histogram::new_histogram;
+use crate::stats::histogram::{growing_histogram, new_histogram, HIGHEST_NS};
 use crate::stats::{Percentiles, Unit};
 use crate::store::StoredHistogram;
 
@@ -180,10 +180,12 @@ pub fn merge(
     aborted: bool,
 ) -> LoadResult {
     let open = matches!(plan.model, super::plan::Model::Open { .. });
-    let mut latency = new_histogram();
-    let mut service = new_histogram();
-    let mut connect = new_histogram();
-    let mut tls = new_histogram();
+    // Growing, like the threads' (188 KiB each at full range, at the run's end, when
+    // its memory peaks); stored with the full range (`histograms`).
+    let mut latency = growing_histogram();
+    let mut service = growing_histogram();
+    let mut connect = growing_histogram();
+    let mut tls = growing_histogram();
     let elapsed_s = elapsed.as_secs_f64();
     let mut endpoints: Vec<EndpointResult> = plan
         .endpoints
@@ -481,14 +483,27 @@ impl LoadResult {
 
     /// The histograms to keep with the run (names as `StoredHistogram` documents).
     pub fn histograms(&self) -> Vec<StoredHistogram> {
+        // The run's totals grow to what they hold (`merge`); stored, they have the
+        // full 1 µs .. 1 h range, as they always had, so whatever decodes them can
+        // add any other run's into them.
         let one = |name: String, h: &Histogram<u64>| StoredHistogram {
             name,
             second: None,
-            v2: v2(h),
+            v2: if h.high() >= HIGHEST_NS {
+                v2(h)
+            } else {
+                let mut full = new_histogram();
+                let _ = full.add(h);
+                v2(&full)
+            },
         };
         let mut out = vec![one("latency".into(), &self.latency)];
         for e in &self.endpoints {
-            out.push(one(format!("latency:{}", e.name), &e.latency));
+            out.push(StoredHistogram {
+                name: format!("latency:{}", e.name),
+                second: None,
+                v2: v2(&e.latency),
+            });
         }
         if let Some(s) = &self.service {
             out.push(one("service_time".into(), s));

@@ -2,7 +2,8 @@
 //! whole host (`/proc/net/snmp` `RetransSegs`, less those the receiver reported as
 //! duplicates, from `/proc/net/netstat`) and the CPU time of latscope's own
 //! worker threads (their thread CPU clocks, so a lab running in the same process is
-//! not counted as load-tool CPU).
+//! not counted as load-tool CPU); and, once the workers end, hands the heap memory
+//! they freed back to the system.
 
 /// One second's host samples.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -96,6 +97,18 @@ fn parse_run_delay(text: &str) -> Option<u64> {
     let mut fields = text.split_whitespace();
     fields.next()?;
     fields.next()?.parse().ok()
+}
+
+/// Hands the heap memory freed so far back to the system: glibc keeps what a thread
+/// freed in that thread's arena, so the finished worker threads' connections, futures
+/// and runtimes would stay resident through the run's end (merging, the JSON, the
+/// findings), where its memory peaks (issue 21).
+pub fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks glibc's own arenas; any thread may call it.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 #[cfg(test)]

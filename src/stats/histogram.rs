@@ -18,10 +18,32 @@ pub fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(LOWEST_NS, HIGHEST_NS, SIGFIG).expect("static bounds are valid")
 }
 
+/// A latency histogram in nanoseconds with [`new_histogram`]'s resolution that starts
+/// with the counts up to ~1 ms (16 KiB) and grows to the largest value recorded (by
+/// [`record`] / [`record_ns`], never `saturating_record`, which would clamp). A full
+/// 1 µs .. 1 h histogram is 188 KiB, every byte of it written when it is made, so a
+/// load worker's six of them were over 1 MiB resident (issue 21). Merge it into a
+/// [`new_histogram`] before storing it: a decoded histogram does not grow, so what is
+/// stored keeps the full range.
+pub fn growing_histogram() -> Histogram<u64> {
+    let mut h = Histogram::new_with_bounds(LOWEST_NS, 2 * LOWEST_NS, SIGFIG)
+        .expect("static bounds are valid");
+    h.auto(true);
+    h
+}
+
 /// Records a duration, saturating at one hour.
 pub fn record(h: &mut Histogram<u64>, d: Duration) {
-    let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-    h.saturating_record(ns);
+    record_ns(h, u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+}
+
+/// Records `ns`, saturating at one hour; a [`growing_histogram`] grows to hold it.
+#[inline]
+pub fn record_ns(h: &mut Histogram<u64>, ns: u64) {
+    let v = ns.min(HIGHEST_NS);
+    if h.record(v).is_err() {
+        h.saturating_record(v);
+    }
 }
 
 /// The unit a [`Percentiles`] summary is expressed in.
@@ -126,6 +148,50 @@ mod tests {
         let mut h = new_histogram();
         record(&mut h, Duration::from_secs(10_000));
         assert_eq!(h.len(), 1);
+        let mut g = growing_histogram();
+        record(&mut g, Duration::from_secs(10_000));
+        assert_eq!(g.max(), h.max());
+    }
+
+    /// Issue 21: a growing histogram holds exactly what a full one does (same
+    /// buckets, so merged into a full one it gives the same percentiles), while it
+    /// only takes the memory of the range it saw: 16 KiB up to ~1 ms instead of the
+    /// full range's 188 KiB.
+    #[test]
+    fn a_growing_histogram_records_what_a_full_one_does() {
+        let (mut full, mut grown) = (new_histogram(), growing_histogram());
+        assert!(
+            grown.distinct_values() * 8 <= 16 * 1024,
+            "{}",
+            grown.distinct_values()
+        );
+        assert!(
+            full.distinct_values() * 8 > 180 * 1024,
+            "{}",
+            full.distinct_values()
+        );
+        let mut x = 1u64;
+        for _ in 0..20_000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            // 0 ns .. ~4.4 s, denser at the low end, as latencies are.
+            let ns = (x >> 33) >> ((x >> 7) % 24);
+            record_ns(&mut full, ns);
+            record_ns(&mut grown, ns);
+        }
+        record_ns(&mut full, u64::MAX);
+        record_ns(&mut grown, u64::MAX);
+        let mut merged = new_histogram();
+        merged.add(&grown).unwrap();
+        for h in [&grown, &merged] {
+            assert_eq!(h.len(), full.len());
+            assert_eq!((h.min(), h.max()), (full.min(), full.max()));
+            for q in [0.0, 0.1, 0.5, 0.9, 0.99, 0.999, 0.9999, 1.0] {
+                assert_eq!(h.value_at_quantile(q), full.value_at_quantile(q), "q {q}");
+            }
+        }
+        assert!(merged.iter_recorded().eq(full.iter_recorded()));
     }
 
     #[test]
