@@ -359,7 +359,7 @@ pub fn run(
         }
     };
 
-    let outputs: Vec<(Recorder, sys::ThreadTime)> = std::thread::scope(|s| {
+    let outputs: Vec<Result<(Recorder, sys::ThreadTime, worker::Ran), String>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|j| {
                 let (prep, ctl, live) = (&prepared, &control, lives[j].clone());
@@ -434,12 +434,17 @@ pub fn run(
             .collect()
     });
     let elapsed = start.elapsed();
+    let mut engines = super::uring::Engines::default();
+    let mut threads_out = Vec::with_capacity(outputs.len());
+    for o in outputs {
+        let (rec, time, (name, fallback)) = o.map_err(LoadError::Plan)?;
+        engines.workers.push(name);
+        engines.fallback.extend(fallback);
+        threads_out.push((rec, time));
+    }
     progress(&snapshot(&lives, &mut feed, &seconds, elapsed, true));
-    let mut r = result::merge(plan, started, elapsed, outputs, &seconds, aborted);
-    r.engine = if prepared.uring {
-        super::uring::NAME
-    } else {
-        super::uring::EPOLL
-    };
+    let mut r = result::merge(plan, started, elapsed, threads_out, &seconds, aborted);
+    r.engine = engines.name();
+    r.engines = engines;
     Ok(r)
 }
