@@ -411,21 +411,22 @@ fn latency_does_not_grow_with_batched_wakes() {
     assert!((fast_u - fast_e).abs() < 3.0, "fast p50: epoll {fast_e} vs io_uring {fast_u}");
 }
 
-/// Many connections to a delayed endpoint (no test hook: the engine's own batching):
-/// the median stays at the injected delay on both engines, and the engines agree.
+/// Many connections to a short delay (no test hook: the engine's own batching, which
+/// at this pace waits for a few responses per wake): the median stays near the
+/// injected delay on both engines, and the engines agree.
 #[test]
 fn latency_stays_at_the_delay_with_many_connections() {
     let lab = healthy();
     let mut p50s = Vec::new();
     for e in engines() {
-        let r = count(&lab.url("/delay/20ms"), e, 64, 1280, |p| p.threads = 1);
-        assert_eq!(r.ok, 1280, "{e:?}");
-        assert!(r.latency.min() >= 20_000_000, "{e:?}: min {}", r.latency.min());
+        let r = count(&lab.url("/delay/2ms"), e, 48, 4800, |p| p.threads = 1);
+        assert_eq!(r.ok, 4800, "{e:?}");
+        assert!(r.latency.min() >= 2_000_000, "{e:?}: min {}", r.latency.min());
         let p50 = r.latency_quantile_ms(0.5);
-        assert!((20.0..28.0).contains(&p50), "{e:?}: p50 {p50}");
+        assert!((2.0..6.0).contains(&p50), "{e:?}: p50 {p50}");
         p50s.push(p50);
     }
     if let [a, b] = p50s[..] {
-        assert!((a - b).abs() < 4.0, "p50 epoll {a} vs io_uring {b}");
+        assert!((a - b).abs() < 2.0, "p50 epoll {a} vs io_uring {b}");
     }
 }

@@ -28,12 +28,15 @@ const BUF_SIZE: u32 = 8 * 1024;
 /// wait for completions (request timeouts are checked at least this often).
 const TICK: Duration = Duration::from_millis(10);
 const SECOND_TICK: Duration = Duration::from_millis(100);
-/// With receive timestamps, a wake waits for this share (1/n) of the responses in
-/// flight ...
+/// With receive timestamps, a wake waits for the responses expected within this
+/// window at the recent pace, and no longer than the window once any came (kernel
+/// 6.12+; before, the wait itself ends after it): a response's next request waits
+/// at most about that long, and only when responses come faster than a few per
+/// window (below, a wake per response costs little and the loop waits for one).
+const BATCH_WINDOW: Duration = Duration::from_micros(500);
+/// ... and for at most this share (1/n) of the requests in flight, so that the
+/// connections' concurrency dips by at most about half of it while they wait.
 const BATCH_SHARE: u64 = 4;
-/// ... or, once this long has passed, for any (kernel 6.12+; before, for the share
-/// or the tick).
-const BATCH_WAIT_US: u32 = 50;
 
 pub(super) struct Driver<'a, 'p> {
     // Declared before `bufs`: the ring is gone before the buffers' memory is.
@@ -63,6 +66,9 @@ pub(super) struct Driver<'a, 'p> {
     pub(super) sending: Vec<usize>,
     /// The kernel can end a wait for several completions early (`min_wait_usec`).
     pub(super) min_wait: bool,
+    /// Requests ended, and the pace they ended at over the last tick (per second).
+    pub(super) ended: u64,
+    pace: f64,
     pub(super) running: usize,
     /// Successful sends post no completion (5.17+): a send either completes whole
     /// (MSG_WAITALL) or fails, so only failures need one.
@@ -141,6 +147,8 @@ pub fn run(
         connecting: 0,
         sending: Vec::with_capacity(n),
         min_wait,
+        ended: 0,
+        pace: 0.0,
         running: eager.len(),
         quiet_sends: false,
         open,
@@ -168,6 +176,7 @@ impl Driver<'_, '_> {
             self.start(i);
         }
         let mut next_second = self.now + SECOND_TICK;
+        let mut paced = (self.now, 0u64);
         let mut next_check = self.now + TICK;
         let mut cqes: Vec<cqueue::Entry> = Vec::with_capacity(256);
         loop {
@@ -180,11 +189,14 @@ impl Driver<'_, '_> {
             if let Some(due) = self.open.as_ref().and_then(|o| o.next_due) {
                 wait = wait.min(due.saturating_duration_since(Instant::now()));
             }
+            let (want, window) = self.wanted();
+            if want > 1 && !self.min_wait && !window.is_zero() {
+                wait = wait.min(window);
+            }
             let ts = types::Timespec::new().nsec(wait.as_nanos() as u32);
-            let want = self.wanted();
             let mut args = types::SubmitArgs::new().timespec(&ts);
-            if want > 1 && self.min_wait && !super::batch_all_by_test() {
-                args = args.min_wait_usec(BATCH_WAIT_US);
+            if want > 1 && self.min_wait && !window.is_zero() {
+                args = args.min_wait_usec(window.as_micros() as u32);
             }
             match self.ring.submitter().submit_with_args(want, &args) {
                 Ok(_) => {}
@@ -219,6 +231,9 @@ impl Driver<'_, '_> {
             }
             if self.now >= next_second {
                 next_second = self.now + SECOND_TICK;
+                let span = self.now.saturating_duration_since(paced.0).as_secs_f64();
+                self.pace = (self.ended - paced.1) as f64 / span.max(1e-3);
+                paced = (self.now, self.ended);
                 self.rec.tick(self.now);
                 live.cpu_ns
                     .store(crate::load::sys::thread_cpu_ns(), Ordering::Relaxed);
@@ -229,14 +244,20 @@ impl Driver<'_, '_> {
     /// How many completions the next wait is for: with receive timestamps, a share
     /// of the responses in flight (one wake reaps several; each still ends when
     /// its bytes arrived); one while a connect is pending or without timestamps.
-    fn wanted(&self) -> usize {
+    /// And the window they are expected in (zero: wait for all in flight, the
+    /// test hook).
+    fn wanted(&self) -> (usize, Duration) {
         if !self.stamped || self.connecting > 0 {
-            return 1;
+            return (1, BATCH_WINDOW);
         }
-        if super::batch_all_by_test() {
-            return self.rec.in_flight.max(1) as usize;
-        }
-        (self.rec.in_flight / BATCH_SHARE).max(1) as usize
+        let (window, share) = match super::batch_by_test() {
+            Some((0, _)) => return (self.rec.in_flight.max(1) as usize, Duration::ZERO),
+            Some((us, share)) => (Duration::from_micros(us), share.max(1)),
+            None => (BATCH_WINDOW, BATCH_SHARE),
+        };
+        let expected = (self.pace * window.as_secs_f64()) as u64;
+        let most = self.rec.in_flight / share;
+        (expected.min(most).max(1) as usize, window)
     }
 
     /// Pushes the queued submissions and submits (without waiting) when the
@@ -391,6 +412,7 @@ impl Driver<'_, '_> {
         let v = &mut self.vus[i];
         v.busy = false;
         self.rec.in_flight -= 1;
+        self.ended += 1;
         // Latency counts from the intended time (open model), or from the send.
         self.rec
             .record(v.ep, v.intended.min(v.sent), v.sent, end, &o);

@@ -150,12 +150,21 @@ fn refused_by_test(j: usize) -> bool {
 /// A test hook: with this variable set to `all`, each wake waits for every
 /// response in flight (up to the tick), the worst case of batching, so a test can
 /// show that recorded latencies come from the kernel's receive timestamps and not
-/// from when the thread woke.
+/// from when the thread woke. `WINDOW_US,SHARE` sets the batching's window and share
+/// instead (for measuring them).
 pub const BATCH_ENV: &str = "LATSCOPE_TEST_URING_BATCH";
 
-fn batch_all_by_test() -> bool {
-    static ALL: OnceLock<bool> = OnceLock::new();
-    *ALL.get_or_init(|| std::env::var(BATCH_ENV).is_ok_and(|v| v == "all"))
+/// The test hook's (window µs, share); window 0 is `all`.
+fn batch_by_test() -> Option<(u64, u64)> {
+    static B: OnceLock<Option<(u64, u64)>> = OnceLock::new();
+    *B.get_or_init(|| {
+        let v = std::env::var(BATCH_ENV).ok()?;
+        if v == "all" {
+            return Some((0, 1));
+        }
+        let (w, s) = v.split_once(',')?;
+        Some((w.parse().ok()?, s.parse().ok()?))
+    })
 }
 
 /// What each worker thread ran on, for the JSON: `engine` is the one name when all
