@@ -315,8 +315,18 @@ fn a_worker_whose_ring_fails_is_reported_or_fails_the_run() {
     let url = lab.url("/bytes/100");
     let args = |engine: &str| -> Vec<String> {
         [
-            "load", &url, "-n", "200", "-c", "4", "--threads", "2", "--engine", engine,
-            "--json", "--no-save",
+            "load",
+            &url,
+            "-n",
+            "200",
+            "-c",
+            "4",
+            "--threads",
+            "2",
+            "--engine",
+            engine,
+            "--json",
+            "--no-save",
         ]
         .iter()
         .map(|s| s.to_string())
@@ -329,13 +339,24 @@ fn a_worker_whose_ring_fails_is_reported_or_fails_the_run() {
         util::output_within(cmd, util::LIMIT).0
     };
     let out = run("1", "auto");
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let j = util::json_of(&out);
     assert_eq!(j["engine"], "mixed", "{j}");
-    assert_eq!(j["engine_workers"], serde_json::json!(["io_uring", "epoll"]));
+    assert_eq!(
+        j["engine_workers"],
+        serde_json::json!(["io_uring", "epoll"])
+    );
     let why = j["engine_fallback"][0].as_str().unwrap_or_default();
     assert!(why.contains("worker thread 1"), "{why}");
-    assert_eq!((j["ok"].as_u64(), j["requests"].as_u64()), (Some(200), Some(200)));
+    assert_eq!(
+        (j["ok"].as_u64(), j["requests"].as_u64()),
+        (Some(200), Some(200))
+    );
 
     let j = util::json_of(&run("all", "auto"));
     assert_eq!(j["engine"], "epoll", "{j}");
@@ -349,7 +370,10 @@ fn a_worker_whose_ring_fails_is_reported_or_fails_the_run() {
         err.contains("--engine io_uring") && err.contains("worker thread 1"),
         "{err}"
     );
-    assert!(out.stdout.is_empty(), "no result of an engine that did not run");
+    assert!(
+        out.stdout.is_empty(),
+        "no result of an engine that did not run"
+    );
 
     // Nothing refused: one engine, no fallback.
     let j = util::json_of(&run("", "io_uring"));
@@ -385,12 +409,27 @@ fn latency_does_not_grow_with_batched_wakes() {
     let run = |engine: &str| {
         let mut cmd = util::latscope();
         cmd.args([
-            "load", "-f", &scenario, "-n", "400", "-c", "16", "--threads", "1", "--engine",
-            engine, "--json", "--no-save",
+            "load",
+            "-f",
+            &scenario,
+            "-n",
+            "400",
+            "-c",
+            "16",
+            "--threads",
+            "1",
+            "--engine",
+            engine,
+            "--json",
+            "--no-save",
         ])
         .env("LATSCOPE_TEST_URING_BATCH", "all");
         let j = util::json_of(&util::output_within(cmd, util::LIMIT).0);
-        assert_eq!((j["engine"].as_str(), j["ok"].as_u64()), (Some(engine), Some(400)), "{j}");
+        assert_eq!(
+            (j["engine"].as_str(), j["ok"].as_u64()),
+            (Some(engine), Some(400)),
+            "{j}"
+        );
         let p50 = |name: &str| {
             j["endpoints"]
                 .as_array()
@@ -408,7 +447,10 @@ fn latency_does_not_grow_with_batched_wakes() {
         assert!((2.0..7.0).contains(&fast), "{engine}: fast p50 {fast} ms");
         assert!((40.0..60.0).contains(&slow), "{engine}: slow p50 {slow} ms");
     }
-    assert!((fast_u - fast_e).abs() < 3.0, "fast p50: epoll {fast_e} vs io_uring {fast_u}");
+    assert!(
+        (fast_u - fast_e).abs() < 3.0,
+        "fast p50: epoll {fast_e} vs io_uring {fast_u}"
+    );
 }
 
 /// Many connections to a short delay (no test hook: the engine's own batching, which
@@ -421,7 +463,11 @@ fn latency_stays_at_the_delay_with_many_connections() {
     for e in engines() {
         let r = count(&lab.url("/delay/2ms"), e, 48, 4800, |p| p.threads = 1);
         assert_eq!(r.ok, 4800, "{e:?}");
-        assert!(r.latency.min() >= 2_000_000, "{e:?}: min {}", r.latency.min());
+        assert!(
+            r.latency.min() >= 2_000_000,
+            "{e:?}: min {}",
+            r.latency.min()
+        );
         let p50 = r.latency_quantile_ms(0.5);
         assert!((2.0..6.0).contains(&p50), "{e:?}: p50 {p50}");
         p50s.push(p50);

@@ -73,7 +73,10 @@ pub fn run_thread(
                      --engine auto would run it on epoll"
                 ));
             }
-            Err((rec, why)) => (RefCell::new(*rec), Some(format!("worker thread {j}: {why}"))),
+            Err((rec, why)) => (
+                RefCell::new(*rec),
+                Some(format!("worker thread {j}: {why}")),
+            ),
         },
         false => (RefCell::new(rec), None),
     };
@@ -116,7 +119,11 @@ pub fn run_thread(
     rec.incomplete += rec.in_flight;
     // Every connection closed with the runtime: their retransmissions are counted.
     rec.data_retrans = super::retrans::data_retrans();
-    Ok((rec.finish(Instant::now()), time, (super::uring::EPOLL, fallback)))
+    Ok((
+        rec.finish(Instant::now()),
+        time,
+        (super::uring::EPOLL, fallback),
+    ))
 }
 
 struct Worker<'a, 'p> {

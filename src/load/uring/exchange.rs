@@ -381,7 +381,10 @@ impl Driver<'_, '_> {
         };
         // The response ended when its last bytes arrived (the kernel's timestamp),
         // however long the thread took to read them.
-        let end = v.arrived.take().map_or(self.now, |t| t.max(v.sent).min(self.now));
+        let end = v
+            .arrived
+            .take()
+            .map_or(self.now, |t| t.max(v.sent).min(self.now));
         if resp.close || !self.prep.plan.keepalive {
             self.close(i);
         }

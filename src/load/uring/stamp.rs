@@ -50,6 +50,8 @@ pub fn received_ns(control: &[u8]) -> Option<i128> {
                 .cast::<libc::cmsghdr>()
                 .read_unaligned()
         };
+        // cmsg_len is a size_t with glibc, a u32 with musl.
+        #[allow(clippy::unnecessary_cast)]
         let len = c.cmsg_len as usize;
         if len < head || at + len > control.len() {
             return None;
@@ -143,7 +145,10 @@ mod tests {
         assert!(CONTROL_LEN as usize >= cmsg(libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS, &ts).len());
 
         let c = Clocks::read();
-        assert_eq!(c.instant(c.wall_ns - 5_000_000), c.now - Duration::from_millis(5));
+        assert_eq!(
+            c.instant(c.wall_ns - 5_000_000),
+            c.now - Duration::from_millis(5)
+        );
         assert_eq!(c.instant(c.wall_ns + 5_000_000), c.now);
     }
 }
