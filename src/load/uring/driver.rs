@@ -36,7 +36,7 @@ const SECOND_TICK: Duration = Duration::from_millis(100);
 const BATCH_WINDOW: Duration = Duration::from_micros(500);
 /// ... and for at most this share (1/n) of the requests in flight, so that the
 /// connections' concurrency dips by at most about half of it while they wait.
-const BATCH_SHARE: u64 = 4;
+const BATCH_SHARE: u64 = 2;
 
 pub(super) struct Driver<'a, 'p> {
     // Declared before `bufs`: the ring is gone before the buffers' memory is.
