@@ -299,3 +299,180 @@ fn open_model_accounts_every_arrival_on_both_engines() {
         assert!(r.service.is_some(), "{e:?}");
     }
 }
+
+/// A worker thread whose io_uring set-up fails after the probe passed (forced by the
+/// test hook `LATSCOPE_TEST_URING_REFUSE`, as a kernel out of memory or descriptors
+/// would): under `auto` it runs on epoll and the JSON says so (`engine` "mixed",
+/// `engine_workers` per thread, `engine_fallback` why), with every request counted;
+/// an explicit `--engine io_uring` fails the run naming the thread, never falling
+/// back silently.
+#[test]
+fn a_worker_whose_ring_fails_is_reported_or_fails_the_run() {
+    if engines().len() < 2 {
+        return;
+    }
+    let lab = healthy();
+    let url = lab.url("/bytes/100");
+    let args = |engine: &str| -> Vec<String> {
+        [
+            "load",
+            &url,
+            "-n",
+            "200",
+            "-c",
+            "4",
+            "--threads",
+            "2",
+            "--engine",
+            engine,
+            "--json",
+            "--no-save",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let run = |refuse: &str, engine: &str| {
+        let mut cmd = util::latscope();
+        cmd.args(args(engine))
+            .env("LATSCOPE_TEST_URING_REFUSE", refuse);
+        util::output_within(cmd, util::LIMIT).0
+    };
+    let out = run("1", "auto");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = util::json_of(&out);
+    assert_eq!(j["engine"], "mixed", "{j}");
+    assert_eq!(
+        j["engine_workers"],
+        serde_json::json!(["io_uring", "epoll"])
+    );
+    let why = j["engine_fallback"][0].as_str().unwrap_or_default();
+    assert!(why.contains("worker thread 1"), "{why}");
+    assert_eq!(
+        (j["ok"].as_u64(), j["requests"].as_u64()),
+        (Some(200), Some(200))
+    );
+
+    let j = util::json_of(&run("all", "auto"));
+    assert_eq!(j["engine"], "epoll", "{j}");
+    assert_eq!(j["engine_fallback"].as_array().map(Vec::len), Some(2));
+    assert_eq!(j["ok"].as_u64(), Some(200));
+
+    let out = run("1", "io_uring");
+    assert_ne!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--engine io_uring") && err.contains("worker thread 1"),
+        "{err}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "no result of an engine that did not run"
+    );
+
+    // Nothing refused: one engine, no fallback.
+    let j = util::json_of(&run("", "io_uring"));
+    assert_eq!(j["engine"], "io_uring");
+    assert!(j.get("engine_fallback").is_none(), "{j}");
+}
+
+/// Recorded latency does not grow when the io_uring worker waits for several
+/// completions per wake: each response ends when the kernel received its last bytes
+/// (SO_TIMESTAMPNS through multishot recvmsg), not when the thread woke to read it.
+/// The test hook `LATSCOPE_TEST_URING_BATCH=all` forces the worst batching (wait for
+/// every response in flight, up to the 10 ms tick) with a fast (2 ms) and a slow
+/// (40 ms) endpoint sharing the connections: the fast one's p50 stays near its
+/// delay, as on epoll, instead of near the slow one's or the tick.
+#[test]
+fn latency_does_not_grow_with_batched_wakes() {
+    if engines().len() < 2 {
+        return;
+    }
+    let lab = healthy();
+    let dir = util::scratch();
+    let scenario = dir.join("batched.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "base_url = \"{}\"\n[[request]]\nname = \"fast\"\npath = \"/delay/2ms\"\n\
+             [[request]]\nname = \"slow\"\npath = \"/delay/40ms\"\n",
+            lab.url("").trim_end_matches('/')
+        ),
+    )
+    .unwrap();
+    let scenario = scenario.to_string_lossy().into_owned();
+    let run = |engine: &str| {
+        let mut cmd = util::latscope();
+        cmd.args([
+            "load",
+            "-f",
+            &scenario,
+            "-n",
+            "400",
+            "-c",
+            "16",
+            "--threads",
+            "1",
+            "--engine",
+            engine,
+            "--json",
+            "--no-save",
+        ])
+        .env("LATSCOPE_TEST_URING_BATCH", "all");
+        let j = util::json_of(&util::output_within(cmd, util::LIMIT).0);
+        assert_eq!(
+            (j["engine"].as_str(), j["ok"].as_u64()),
+            (Some(engine), Some(400)),
+            "{j}"
+        );
+        let p50 = |name: &str| {
+            j["endpoints"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["name"] == name)
+                .and_then(|e| e["latency_ms"]["p50"].as_f64())
+                .unwrap()
+        };
+        (p50("fast"), p50("slow"))
+    };
+    let (fast_e, slow_e) = run("epoll");
+    let (fast_u, slow_u) = run("io_uring");
+    for (engine, fast, slow) in [("epoll", fast_e, slow_e), ("io_uring", fast_u, slow_u)] {
+        assert!((2.0..7.0).contains(&fast), "{engine}: fast p50 {fast} ms");
+        assert!((40.0..60.0).contains(&slow), "{engine}: slow p50 {slow} ms");
+    }
+    assert!(
+        (fast_u - fast_e).abs() < 3.0,
+        "fast p50: epoll {fast_e} vs io_uring {fast_u}"
+    );
+}
+
+/// Many connections to a short delay (no test hook: the engine's own batching, which
+/// at this pace waits for a few responses per wake): the median stays near the
+/// injected delay on both engines, and the engines agree.
+#[test]
+fn latency_stays_at_the_delay_with_many_connections() {
+    let lab = healthy();
+    let mut p50s = Vec::new();
+    for e in engines() {
+        let r = count(&lab.url("/delay/2ms"), e, 48, 4800, |p| p.threads = 1);
+        assert_eq!(r.ok, 4800, "{e:?}");
+        assert!(
+            r.latency.min() >= 2_000_000,
+            "{e:?}: min {}",
+            r.latency.min()
+        );
+        let p50 = r.latency_quantile_ms(0.5);
+        assert!((2.0..6.0).contains(&p50), "{e:?}: p50 {p50}");
+        p50s.push(p50);
+    }
+    if let [a, b] = p50s[..] {
+        assert!((a - b).abs() < 2.0, "p50 epoll {a} vs io_uring {b}");
+    }
+}

@@ -359,88 +359,94 @@ pub fn run(
         }
     };
 
-    let outputs: Vec<(Recorder, sys::ThreadTime)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|j| {
-                let (prep, ctl, live) = (&prepared, &control, lives[j].clone());
-                std::thread::Builder::new()
-                    .name(format!("latscope-load-{j}"))
-                    .spawn_scoped(s, move || worker::run_thread(j, threads, prep, ctl, live))
-                    .expect("spawn a load worker thread")
-            })
-            .collect();
-        let mut snmp = sys::retrans_segs();
-        let mut syn = sys::syn_retrans_segs();
-        let mut cpu_prev = 0u64;
-        let mut next_second = start + Duration::from_secs(1);
-        let mut feed_due = next_second + FEED_DELAY;
-        let mut drain_until: Option<Instant> = None;
-        loop {
-            if handles.iter().all(|h| h.is_finished()) {
-                break;
-            }
-            let now = Instant::now();
-            if stop.load(Ordering::Relaxed) && control.phase.load(Ordering::Relaxed) != ABORT {
-                control.phase.store(ABORT, Ordering::Relaxed);
-                aborted = true;
-            }
-            if let Some(d) = deadline {
-                if now >= d && control.phase.load(Ordering::Relaxed) == RUNNING {
-                    control.phase.store(DRAIN, Ordering::Relaxed);
-                    drain_until = Some(now + grace(plan.client.timeout));
+    let outputs: Vec<Result<(Recorder, sys::ThreadTime, worker::Ran), String>> =
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|j| {
+                    let (prep, ctl, live) = (&prepared, &control, lives[j].clone());
+                    std::thread::Builder::new()
+                        .name(format!("latscope-load-{j}"))
+                        .spawn_scoped(s, move || worker::run_thread(j, threads, prep, ctl, live))
+                        .expect("spawn a load worker thread")
+                })
+                .collect();
+            let mut snmp = sys::retrans_segs();
+            let mut syn = sys::syn_retrans_segs();
+            let mut cpu_prev = 0u64;
+            let mut next_second = start + Duration::from_secs(1);
+            let mut feed_due = next_second + FEED_DELAY;
+            let mut drain_until: Option<Instant> = None;
+            loop {
+                if handles.iter().all(|h| h.is_finished()) {
+                    break;
                 }
-            }
-            if drain_until.is_some_and(|u| now >= u) {
-                control.phase.store(ABORT, Ordering::Relaxed);
-            }
-            if now >= next_second {
-                let retrans_now = sys::retrans_segs();
-                let syn_now = sys::syn_retrans_segs();
-                let cpu: u64 = lives.iter().map(|l| l.cpu_ns.load(Ordering::Relaxed)).sum();
-                seconds.push(sys::SecondSample {
-                    retrans: match (snmp, retrans_now) {
-                        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
-                        _ => None,
-                    },
-                    syn_retrans: match (syn, syn_now) {
-                        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
-                        _ => None,
-                    },
-                    cpu_pct: (cpu.saturating_sub(cpu_prev)) as f64 / 1e7,
-                });
-                snmp = retrans_now;
-                syn = syn_now;
-                cpu_prev = cpu;
-                next_second += Duration::from_secs(1);
-            }
-            if now >= feed_due {
-                let p = snapshot(&lives, &mut feed, &seconds, now - start, false);
-                progress(&p);
-                feed_due = next_second + FEED_DELAY;
-            }
-            let mut wake = next_second
-                .min(feed_due)
-                .min(now + Duration::from_millis(20));
-            if let Some(d) = deadline {
-                if d > now {
-                    wake = wake.min(d);
+                let now = Instant::now();
+                if stop.load(Ordering::Relaxed) && control.phase.load(Ordering::Relaxed) != ABORT {
+                    control.phase.store(ABORT, Ordering::Relaxed);
+                    aborted = true;
                 }
+                if let Some(d) = deadline {
+                    if now >= d && control.phase.load(Ordering::Relaxed) == RUNNING {
+                        control.phase.store(DRAIN, Ordering::Relaxed);
+                        drain_until = Some(now + grace(plan.client.timeout));
+                    }
+                }
+                if drain_until.is_some_and(|u| now >= u) {
+                    control.phase.store(ABORT, Ordering::Relaxed);
+                }
+                if now >= next_second {
+                    let retrans_now = sys::retrans_segs();
+                    let syn_now = sys::syn_retrans_segs();
+                    let cpu: u64 = lives.iter().map(|l| l.cpu_ns.load(Ordering::Relaxed)).sum();
+                    seconds.push(sys::SecondSample {
+                        retrans: match (snmp, retrans_now) {
+                            (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+                            _ => None,
+                        },
+                        syn_retrans: match (syn, syn_now) {
+                            (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+                            _ => None,
+                        },
+                        cpu_pct: (cpu.saturating_sub(cpu_prev)) as f64 / 1e7,
+                    });
+                    snmp = retrans_now;
+                    syn = syn_now;
+                    cpu_prev = cpu;
+                    next_second += Duration::from_secs(1);
+                }
+                if now >= feed_due {
+                    let p = snapshot(&lives, &mut feed, &seconds, now - start, false);
+                    progress(&p);
+                    feed_due = next_second + FEED_DELAY;
+                }
+                let mut wake = next_second
+                    .min(feed_due)
+                    .min(now + Duration::from_millis(20));
+                if let Some(d) = deadline {
+                    if d > now {
+                        wake = wake.min(d);
+                    }
+                }
+                std::thread::sleep(wake.saturating_duration_since(Instant::now()));
             }
-            std::thread::sleep(wake.saturating_duration_since(Instant::now()));
-        }
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("a load worker thread panicked"))
-            .collect()
-    });
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a load worker thread panicked"))
+                .collect()
+        });
     let elapsed = start.elapsed();
     sys::release_freed_memory();
+    let mut engines = super::uring::Engines::default();
+    let mut threads_out = Vec::with_capacity(outputs.len());
+    for o in outputs {
+        let (rec, time, (name, fallback)) = o.map_err(LoadError::Plan)?;
+        engines.workers.push(name);
+        engines.fallback.extend(fallback);
+        threads_out.push((rec, time));
+    }
     progress(&snapshot(&lives, &mut feed, &seconds, elapsed, true));
-    let mut r = result::merge(plan, started, elapsed, outputs, &seconds, aborted);
-    r.engine = if prepared.uring {
-        super::uring::NAME
-    } else {
-        super::uring::EPOLL
-    };
+    let mut r = result::merge(plan, started, elapsed, threads_out, &seconds, aborted);
+    r.engine = engines.name();
+    r.engines = engines;
     Ok(r)
 }

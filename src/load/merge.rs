@@ -115,9 +115,20 @@ pub fn from_record(run: &RunRecord) -> Result<LoadResult, String> {
     let service = hist("service_time", None)?;
     Ok(LoadResult {
         target: s["target"].as_str().unwrap_or(&run.target).to_string(),
-        engine: match s["engine"].as_str() {
-            Some(super::uring::NAME) => super::uring::NAME,
-            _ => super::uring::EPOLL,
+        engine: engine_name(s["engine"].as_str()),
+        engines: super::uring::Engines {
+            workers: s["engine_workers"]
+                .as_array()
+                .map(|a| a.iter().map(|w| engine_name(w.as_str())).collect())
+                .unwrap_or_default(),
+            fallback: s["engine_fallback"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|w| w.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default(),
         },
         model,
         target_rps: run.config["rate"].as_f64(),
@@ -215,6 +226,15 @@ pub fn check_plans(configs: &[&Value]) -> Result<(), String> {
     Ok(())
 }
 
+/// An engine's name as stored ("io_uring", "mixed", else "epoll").
+fn engine_name(s: Option<&str>) -> &'static str {
+    match s {
+        Some(super::uring::NAME) => super::uring::NAME,
+        Some(super::uring::MIXED) => super::uring::MIXED,
+        _ => super::uring::EPOLL,
+    }
+}
+
 /// Adds the shards' results: counts summed, histograms added, seconds aligned on the
 /// wall clock (a shard that started 1.4 s after the first puts its second 0 in the
 /// merged second 1). `client_cpu_pct` is the busiest shard's (a client-bound shard
@@ -296,6 +316,11 @@ pub fn merge(parts: Vec<LoadResult>) -> LoadResult {
         m.client_wait_pct = either(m.client_wait_pct, p.client_wait_pct, f64::max);
         m.aborted |= p.aborted;
         m.watch = m.watch.or(p.watch);
+        m.engines.workers.extend(p.engines.workers);
+        m.engines.fallback.extend(p.engines.fallback);
+        if m.engine != p.engine {
+            m.engine = super::uring::MIXED;
+        }
     }
     m.started = started;
     m.elapsed = elapsed;

@@ -81,8 +81,13 @@ pub struct SecondResult {
 #[derive(Debug, Clone)]
 pub struct LoadResult {
     pub target: String,
-    /// The engine that ran it: "io_uring" or "epoll" (`--engine`).
+    /// The engine that ran it: "io_uring" or "epoll" (`--engine`), "mixed" when
+    /// worker threads ran on different ones (a thread whose ring could not be set
+    /// up runs on epoll under `auto`).
     pub engine: &'static str,
+    /// Per worker thread, and why any fell back (`engine_workers`,
+    /// `engine_fallback`).
+    pub engines: super::uring::Engines,
     pub model: &'static str,
     /// Open model: the arrival rate the plan asked for, req/s (the mean over the run
     /// for stages); None for the closed model.
@@ -263,6 +268,7 @@ pub fn merge(
     let mut result = LoadResult {
         target: plan.target.url.clone(),
         engine: super::uring::EPOLL,
+        engines: super::uring::Engines::default(),
         model: plan.model_name(),
         target_rps: match plan.model {
             super::plan::Model::Open { rate } if plan.stages.is_empty() => {
@@ -432,6 +438,12 @@ impl LoadResult {
             "timeline": self.timeline_json(),
             "thresholds": self.thresholds,
         });
+        if !self.engines.workers.is_empty() {
+            doc["engine_workers"] = json!(self.engines.workers);
+        }
+        if !self.engines.fallback.is_empty() {
+            doc["engine_fallback"] = json!(self.engines.fallback);
+        }
         if let Some(s) = &self.service {
             doc["service_time_ms"] = pct(s);
         }

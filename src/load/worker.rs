@@ -35,14 +35,20 @@ use super::sys::ThreadTime;
 /// The timer's granularity.
 const TICK: Duration = Duration::from_millis(1);
 
-/// Runs one worker thread to the end; returns its recorder and its CPU time (ns).
+/// What a worker thread ran on: its engine's name, and why it fell back to epoll
+/// from io_uring (`auto` only).
+pub type Ran = (&'static str, Option<String>);
+
+/// Runs one worker thread to the end; returns its recorder, its CPU time (ns) and
+/// what it ran on. Err: `--engine io_uring` was asked for and this thread's ring
+/// could not be set up (the run is aborted).
 pub fn run_thread(
     j: usize,
     threads: usize,
     prep: &Prepared<'_>,
     ctl: &Control,
     live: Arc<Live>,
-) -> (Recorder, ThreadTime) {
+) -> Result<(Recorder, ThreadTime, Ran), String> {
     let open = matches!(prep.plan.model, Model::Open { .. });
     let raw = prep
         .raw
@@ -55,13 +61,24 @@ pub fn run_thread(
         live.clone(),
         raw,
     );
-    // The io_uring engine, when chosen; a thread whose ring cannot be made runs here.
-    let rec = match prep.uring {
+    // The io_uring engine, when chosen; a thread whose ring cannot be set up runs
+    // here under `auto`, and fails the run when io_uring was asked for.
+    let (rec, fallback) = match prep.uring {
         true => match super::uring::run_thread(j, threads, prep, ctl, &live, rec) {
-            Ok(done) => return done,
-            Err(rec) => RefCell::new(*rec),
+            Ok((rec, time)) => return Ok((rec, time, (super::uring::NAME, None))),
+            Err((_, why)) if prep.plan.engine == crate::cli::LoadEngine::IoUring => {
+                ctl.phase.store(ABORT, Ordering::Relaxed);
+                return Err(format!(
+                    "--engine io_uring: worker thread {j} could not set up io_uring ({why}); \
+                     --engine auto would run it on epoll"
+                ));
+            }
+            Err((rec, why)) => (
+                RefCell::new(*rec),
+                Some(format!("worker thread {j}: {why}")),
+            ),
         },
-        false => RefCell::new(rec),
+        false => (RefCell::new(rec), None),
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -102,7 +119,11 @@ pub fn run_thread(
     rec.incomplete += rec.in_flight;
     // Every connection closed with the runtime: their retransmissions are counted.
     rec.data_retrans = super::retrans::data_retrans();
-    (rec.finish(Instant::now()), time)
+    Ok((
+        rec.finish(Instant::now()),
+        time,
+        (super::uring::EPOLL, fallback),
+    ))
 }
 
 struct Worker<'a, 'p> {

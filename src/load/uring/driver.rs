@@ -15,6 +15,7 @@ use io_uring::{cqueue, squeue, types, IoUring};
 use super::exchange::{sockaddr, Vu};
 use super::open::{Open, EARLY};
 use super::ring::BufRing;
+use super::stamp::{self, Clocks};
 use crate::load::engine::{Control, Prepared, ABORT};
 use crate::load::recorder::{Live, Outcome, Recorder};
 use crate::load::sys::ThreadTime;
@@ -27,6 +28,15 @@ const BUF_SIZE: u32 = 8 * 1024;
 /// wait for completions (request timeouts are checked at least this often).
 const TICK: Duration = Duration::from_millis(10);
 const SECOND_TICK: Duration = Duration::from_millis(100);
+/// With receive timestamps, a wake waits for the responses expected within this
+/// window at the recent pace, and no longer than the window once any came (kernel
+/// 6.12+; before, the wait itself ends after it): a response's next request waits
+/// at most about that long, and only when responses come faster than a few per
+/// window (below, a wake per response costs little and the loop waits for one).
+const BATCH_WINDOW: Duration = Duration::from_micros(500);
+/// ... and for at most this share (1/n) of the requests in flight, so that the
+/// connections' concurrency dips by at most about half of it while they wait.
+const BATCH_SHARE: u64 = 2;
 
 pub(super) struct Driver<'a, 'p> {
     // Declared before `bufs`: the ring is gone before the buffers' memory is.
@@ -41,6 +51,24 @@ pub(super) struct Driver<'a, 'p> {
     pub(super) addr: Box<(libc::sockaddr_storage, libc::socklen_t)>,
     pub(super) family: libc::c_int,
     pub(super) now: Instant,
+    /// `now` and the wall clock read with it (kernel timestamps are wall-clock).
+    pub(super) clocks: Clocks,
+    /// The header multishot recvmsg lays its buffers out by.
+    pub(super) msg: Box<libc::msghdr>,
+    /// The last bytes received came with a kernel timestamp: a wake may wait for
+    /// several completions without delaying any recorded end.
+    pub(super) stamped: bool,
+    /// Connections whose connect has not completed (its time is taken when the
+    /// completion is reaped, so a wake waits for one while any is pending).
+    pub(super) connecting: usize,
+    /// VUs that began a request this turn: their send time is taken just before
+    /// the turn's submission.
+    pub(super) sending: Vec<usize>,
+    /// The kernel can end a wait for several completions early (`min_wait_usec`).
+    pub(super) min_wait: bool,
+    /// Requests ended, and the pace they ended at over the last tick (per second).
+    pub(super) ended: u64,
+    pace: f64,
     pub(super) running: usize,
     /// Successful sends post no completion (5.17+): a send either completes whole
     /// (MSG_WAITALL) or fails, so only failures need one.
@@ -54,7 +82,8 @@ pub(super) struct Driver<'a, 'p> {
     pub(super) ready: Vec<usize>,
 }
 
-/// Runs the thread; gives the recorder back unused when the ring cannot be made.
+/// Runs the thread; gives the recorder back unused, with why, when the ring cannot
+/// be set up.
 pub fn run(
     j: usize,
     threads: usize,
@@ -62,25 +91,38 @@ pub fn run(
     ctl: &Control,
     live: &Arc<Live>,
     rec: Recorder,
-) -> Result<(Recorder, ThreadTime), Box<Recorder>> {
+) -> Result<(Recorder, ThreadTime), (Box<Recorder>, String)> {
     let local: Vec<usize> = (j..prep.plan.connections as usize)
         .step_by(threads)
         .collect();
     let n = local.len().max(1);
     let entries = (n * 2 + 16).next_power_of_two().min(4096) as u32;
     let cq = (n * 4 + 64).next_power_of_two().min(65_536) as u32;
-    let Ok(ring) = crate::uring::ring(entries, cq) else {
-        return Err(Box::new(rec));
+    let refused = |what: &str, e: std::io::Error| format!("{what}: {e}");
+    let set_up = || -> Result<(IoUring, BufRing), String> {
+        if super::refused_by_test(j) {
+            return Err(refused(
+                "the ring",
+                std::io::Error::other(format!("refused by {}", super::REFUSE_ENV)),
+            ));
+        }
+        let ring = crate::uring::ring(entries, cq).map_err(|e| refused("the ring", e))?;
+        let count = (n * 2).next_power_of_two().clamp(64, 512) as u16;
+        let bufs = BufRing::new(&ring, count, BUF_SIZE, BGID)
+            .map_err(|e| refused("the provided buffers", e))?;
+        ring.submitter()
+            .register_files_sparse(n as u32)
+            .map_err(|e| refused("the registered files", e))?;
+        Ok((ring, bufs))
     };
-    let count = (n * 2).next_power_of_two().clamp(64, 512) as u16;
-    let Ok(bufs) = BufRing::new(&ring, count, BUF_SIZE, BGID) else {
-        return Err(Box::new(rec));
+    let (ring, bufs) = match set_up() {
+        Ok(rb) => rb,
+        Err(why) => return Err((Box::new(rec), why)),
     };
-    if ring.submitter().register_files_sparse(n as u32).is_err() {
-        return Err(Box::new(rec));
-    }
     let (addr, family) = sockaddr(prep.connector.addr);
-    let now = Instant::now();
+    let clocks = Clocks::read();
+    let now = clocks.now;
+    let min_wait = ring.params().is_feature_min_timeout();
     let quiet_sends = ring.params().is_feature_skip_cqe_on_success();
     let open = Open::new(prep, j, threads);
     let eager = if open.is_some() {
@@ -99,6 +141,14 @@ pub fn run(
         addr: Box::new(addr),
         family,
         now,
+        clocks,
+        msg: stamp::msghdr(),
+        stamped: false,
+        connecting: 0,
+        sending: Vec::with_capacity(n),
+        min_wait,
+        ended: 0,
+        pace: 0.0,
         running: eager.len(),
         quiet_sends: false,
         open,
@@ -126,6 +176,7 @@ impl Driver<'_, '_> {
             self.start(i);
         }
         let mut next_second = self.now + SECOND_TICK;
+        let mut paced = (self.now, 0u64);
         let mut next_check = self.now + TICK;
         let mut cqes: Vec<cqueue::Entry> = Vec::with_capacity(256);
         loop {
@@ -138,9 +189,16 @@ impl Driver<'_, '_> {
             if let Some(due) = self.open.as_ref().and_then(|o| o.next_due) {
                 wait = wait.min(due.saturating_duration_since(Instant::now()));
             }
+            let (want, window) = self.wanted();
+            if want > 1 && !self.min_wait && !window.is_zero() {
+                wait = wait.min(window);
+            }
             let ts = types::Timespec::new().nsec(wait.as_nanos() as u32);
-            let args = types::SubmitArgs::new().timespec(&ts);
-            match self.ring.submitter().submit_with_args(1, &args) {
+            let mut args = types::SubmitArgs::new().timespec(&ts);
+            if want > 1 && self.min_wait && !window.is_zero() {
+                args = args.min_wait_usec(window.as_micros() as u32);
+            }
+            match self.ring.submitter().submit_with_args(want, &args) {
                 Ok(_) => {}
                 Err(e)
                     if matches!(
@@ -149,7 +207,8 @@ impl Driver<'_, '_> {
                     ) => {}
                 Err(_) => break,
             }
-            self.now = Instant::now();
+            self.clocks = Clocks::read();
+            self.now = self.clocks.now;
             cqes.clear();
             cqes.extend(self.ring.completion());
             for c in &cqes {
@@ -172,6 +231,9 @@ impl Driver<'_, '_> {
             }
             if self.now >= next_second {
                 next_second = self.now + SECOND_TICK;
+                let span = self.now.saturating_duration_since(paced.0).as_secs_f64();
+                self.pace = (self.ended - paced.1) as f64 / span.max(1e-3);
+                paced = (self.now, self.ended);
                 self.rec.tick(self.now);
                 live.cpu_ns
                     .store(crate::load::sys::thread_cpu_ns(), Ordering::Relaxed);
@@ -179,9 +241,45 @@ impl Driver<'_, '_> {
         }
     }
 
+    /// How many completions the next wait is for: with receive timestamps, a share
+    /// of the responses in flight (one wake reaps several; each still ends when
+    /// its bytes arrived); one while a connect is pending or without timestamps.
+    /// And the window they are expected in (zero: wait for all in flight, the
+    /// test hook).
+    fn wanted(&self) -> (usize, Duration) {
+        if !self.stamped || self.connecting > 0 {
+            return (1, BATCH_WINDOW);
+        }
+        let (window, share) = match super::batch_by_test() {
+            Some((0, _)) => return (self.rec.in_flight.max(1) as usize, Duration::ZERO),
+            Some((us, share)) => (Duration::from_micros(us), share.max(1)),
+            None => (BATCH_WINDOW, BATCH_SHARE),
+        };
+        let expected = (self.pace * window.as_secs_f64()) as u64;
+        let most = self.rec.in_flight / share;
+        (expected.min(most).max(1) as usize, window)
+    }
+
     /// Pushes the queued submissions and submits (without waiting) when the
-    /// submission queue fills; the caller's wait submits the rest.
+    /// submission queue fills; the caller's wait submits the rest. The requests
+    /// begun this turn are sent from now on: their send time is now.
     pub(super) fn submit_queued(&mut self) -> std::io::Result<()> {
+        if !self.sending.is_empty() {
+            let t = Instant::now();
+            let closed = self.open.is_none();
+            let timeout = self.prep.plan.client.timeout;
+            for &i in &self.sending {
+                let v = &mut self.vus[i];
+                if v.busy {
+                    if closed {
+                        v.intended = t;
+                    }
+                    v.sent = t;
+                    v.deadline = t + timeout;
+                }
+            }
+            self.sending.clear();
+        }
         let mut at = 0;
         while at < self.queue.len() {
             let mut sq = self.ring.submission();
@@ -305,16 +403,23 @@ impl Driver<'_, '_> {
         v.paid = None;
         v.first_byte = None;
         self.rec.in_flight += 1;
+        self.sending.push(i);
         self.exchange(i);
     }
 
     pub(super) fn record(&mut self, i: usize, o: Outcome) {
+        self.record_at(i, o, self.now);
+    }
+
+    /// Records VU `i`'s request as ended at `end`.
+    pub(super) fn record_at(&mut self, i: usize, o: Outcome, end: Instant) {
         let v = &mut self.vus[i];
         v.busy = false;
         self.rec.in_flight -= 1;
+        self.ended += 1;
         // Latency counts from the intended time (open model), or from the send.
         self.rec
-            .record(v.ep, v.intended.min(v.sent), v.sent, self.now, &o);
+            .record(v.ep, v.intended.min(v.sent), v.sent, end, &o);
         match &mut self.open {
             None => self.ready.push(i),
             Some(open) if v.fd.is_some() => open.warm.push(i),

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use io_uring::{cqueue, opcode, squeue, types};
 
 use super::driver::{Driver, BGID};
+use super::stamp;
 use crate::load::conn::{io_kind, Phase};
 use crate::load::http1::{H1Error, Parser};
 use crate::load::recorder::{ErrorKind, Outcome};
@@ -51,6 +52,8 @@ pub(super) struct Vu {
     pub(super) paid: Option<Duration>,
     pub(super) sent_bytes: usize,
     pub(super) first_byte: Option<Instant>,
+    /// When the bytes fed last arrived, by the kernel's receive timestamp.
+    pub(super) arrived: Option<Instant>,
     pub(super) parser: Parser,
     /// Bytes received but not consumed yet: a partial head or chunk line, or bytes
     /// that arrived with no request in flight.
@@ -82,6 +85,7 @@ impl Vu {
             paid: None,
             sent_bytes: 0,
             first_byte: None,
+            arrived: None,
             parser: Parser::new(false),
             carry: Vec::new(),
             picker: Picker::new(seed),
@@ -155,6 +159,7 @@ impl Driver<'_, '_> {
                 std::mem::size_of::<libc::c_int>() as libc::socklen_t,
             );
         }
+        stamp::enable(fd);
         if self
             .ring
             .submitter()
@@ -164,6 +169,7 @@ impl Driver<'_, '_> {
             return self.fail(i, ErrorKind::Connect);
         }
         v.fd = Some(owned);
+        self.connecting += 1;
         let e = opcode::Connect::new(
             types::Fixed(i as u32),
             &self.addr.0 as *const _ as *const libc::sockaddr,
@@ -180,6 +186,7 @@ impl Driver<'_, '_> {
             return self.fail(i, ErrorKind::Connect);
         }
         let v = &mut self.vus[i];
+        self.connecting -= 1;
         let connect = self.now.saturating_duration_since(v.connect_t0);
         let fd: RawFd = v.fd.as_ref().map_or(-1, |f| f.as_raw_fd());
         let syn = crate::net::tcp::tcp_info(&fd).map_or(0, |t| t.total_retrans);
@@ -197,7 +204,7 @@ impl Driver<'_, '_> {
             return;
         }
         v.recv_armed = true;
-        let e = opcode::RecvMulti::new(types::Fixed(i as u32), BGID)
+        let e = opcode::RecvMsgMulti::new(types::Fixed(i as u32), &*self.msg, BGID)
             .build()
             .user_data(ud(RECV, v.gen, i));
         self.queue.push(e);
@@ -208,6 +215,7 @@ impl Driver<'_, '_> {
         v.phase = Phase::Exchange;
         v.parser = Parser::new(self.prep.is_head[v.ep]);
         v.sent_bytes = 0;
+        v.arrived = None;
         self.queue_send(i);
         if !self.vus[i].carry.is_empty() {
             // Bytes that came before the request are read as its response, as the
@@ -266,11 +274,20 @@ impl Driver<'_, '_> {
                     self.vus[i].recv_armed = false;
                 }
                 if res > 0 {
-                    if let Some(b) = bid {
-                        self.data(i, Some((b, res as usize)));
+                    let Some(b) = bid else {
+                        return self.arm_recv(i);
+                    };
+                    let (n, at) = self.received(b, res as usize);
+                    if n > 0 {
+                        self.vus[i].arrived = at;
+                        self.data(i, Some((b, n)));
                         self.bufs.recycle(b);
+                        self.arm_recv(i);
+                    } else {
+                        // No payload: the server closed (EOF ends the multishot).
+                        self.bufs.recycle(b);
+                        self.eof(i);
                     }
-                    self.arm_recv(i);
                 } else if res == 0 {
                     self.eof(i);
                 } else if res == -libc::ENOBUFS {
@@ -288,10 +305,21 @@ impl Driver<'_, '_> {
         }
     }
 
-    /// Bytes for VU `i` (provided buffer `buf`, or what it carries).
+    /// What multishot recvmsg wrote into buffer `b` (`len` bytes with its header):
+    /// the payload's length, and when it arrived (None: no kernel timestamp).
+    fn received(&mut self, b: u16, len: usize) -> (usize, Option<Instant>) {
+        let Ok(out) = types::RecvMsgOut::parse(self.bufs.get(b, len), &self.msg) else {
+            return (0, None);
+        };
+        let at = stamp::received_ns(out.control_data()).map(|ns| self.clocks.instant(ns));
+        self.stamped = at.is_some();
+        (out.payload_data().len(), at)
+    }
+
+    /// Bytes for VU `i` (the payload in provided buffer `buf`, or what it carries).
     pub(super) fn data(&mut self, i: usize, buf: Option<(u16, usize)>) {
         let v = &mut self.vus[i];
-        let bytes = buf.map_or(&[][..], |(b, n)| self.bufs.get(b, n));
+        let bytes = buf.map_or(&[][..], |(b, n)| self.bufs.payload(b, n));
         if !v.busy {
             v.carry.extend_from_slice(bytes);
             if v.carry.len() > crate::net::http::MAX_RESPONSE_HEAD {
@@ -300,7 +328,7 @@ impl Driver<'_, '_> {
             return;
         }
         if v.first_byte.is_none() && self.prep.raw.is_some() {
-            v.first_byte = Some(self.now);
+            v.first_byte = Some(v.arrived.unwrap_or(self.now));
         }
         let r = if v.carry.is_empty() {
             v.parser.feed(bytes).map(|used| {
@@ -351,10 +379,16 @@ impl Driver<'_, '_> {
             connect: v.paid,
             tls: None,
         };
+        // The response ended when its last bytes arrived (the kernel's timestamp),
+        // however long the thread took to read them.
+        let end = v
+            .arrived
+            .take()
+            .map_or(self.now, |t| t.max(v.sent).min(self.now));
         if resp.close || !self.prep.plan.keepalive {
             self.close(i);
         }
-        self.record(i, o);
+        self.record_at(i, o, end);
     }
 
     /// VU `i`'s exchange failed: a reused connection the server had closed is
@@ -410,6 +444,9 @@ impl Driver<'_, '_> {
             !(mine(e.get_user_data()) && (e.get_user_data() >> 32) & 0xff_ffff == u64::from(gen))
         });
         let v = &mut self.vus[i];
+        if !v.opened {
+            self.connecting -= 1;
+        }
         v.gen = v.gen.wrapping_add(1);
         v.recv_armed = false;
         v.carry.clear();

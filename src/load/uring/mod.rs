@@ -15,6 +15,7 @@ mod driver;
 mod exchange;
 mod open;
 mod ring;
+mod stamp;
 
 use std::io;
 use std::sync::Arc;
@@ -82,6 +83,7 @@ fn try_ring() -> io::Result<()> {
     ring.submitter().register_probe(&mut probe)?;
     for code in [
         opcode::RecvMulti::CODE,
+        opcode::RecvMsgMulti::CODE,
         opcode::Send::CODE,
         opcode::Connect::CODE,
         opcode::AsyncCancel::CODE,
@@ -115,8 +117,9 @@ pub fn choose(plan: &LoadPlan, h2: bool) -> Result<bool, LoadError> {
     }
 }
 
-/// Runs one worker thread on io_uring; None when its ring could not be made (the
-/// caller runs the thread on epoll instead).
+/// Runs one worker thread on io_uring; gives the recorder back with why when the
+/// thread's ring could not be set up (`auto` runs the thread on epoll instead, an
+/// explicit `--engine io_uring` fails the run).
 pub fn run_thread(
     j: usize,
     threads: usize,
@@ -124,6 +127,65 @@ pub fn run_thread(
     ctl: &Control,
     live: &Arc<Live>,
     rec: Recorder,
-) -> Result<(Recorder, ThreadTime), Box<Recorder>> {
+) -> Result<(Recorder, ThreadTime), (Box<Recorder>, String)> {
     driver::run(j, threads, prep, ctl, live, rec)
+}
+
+/// A test hook: worker threads listed in this variable (comma-separated indexes, or
+/// `all`) have their ring set-up refused, as a kernel out of memory or descriptors
+/// would refuse it after the probe passed. It exercises the real fallback and
+/// failure paths; nothing else reads it.
+pub const REFUSE_ENV: &str = "LATSCOPE_TEST_URING_REFUSE";
+
+fn refused_by_test(j: usize) -> bool {
+    static LIST: OnceLock<Option<String>> = OnceLock::new();
+    LIST.get_or_init(|| std::env::var(REFUSE_ENV).ok())
+        .as_deref()
+        .is_some_and(|l| {
+            l.split(',')
+                .any(|w| w.trim() == "all" || w.trim().parse() == Ok(j))
+        })
+}
+
+/// A test hook: with this variable set to `all`, each wake waits for every
+/// response in flight (up to the tick), the worst case of batching, so a test can
+/// show that recorded latencies come from the kernel's receive timestamps and not
+/// from when the thread woke. `WINDOW_US,SHARE` sets the batching's window and share
+/// instead (for measuring them).
+pub const BATCH_ENV: &str = "LATSCOPE_TEST_URING_BATCH";
+
+/// The test hook's (window µs, share); window 0 is `all`.
+fn batch_by_test() -> Option<(u64, u64)> {
+    static B: OnceLock<Option<(u64, u64)>> = OnceLock::new();
+    *B.get_or_init(|| {
+        let v = std::env::var(BATCH_ENV).ok()?;
+        if v == "all" {
+            return Some((0, 1));
+        }
+        let (w, s) = v.split_once(',')?;
+        Some((w.parse().ok()?, s.parse().ok()?))
+    })
+}
+
+/// What each worker thread ran on, for the JSON: `engine` is the one name when all
+/// agree, "mixed" when not; `engine_workers` per thread; `engine_fallback` says why
+/// each thread that fell back did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Engines {
+    pub workers: Vec<&'static str>,
+    pub fallback: Vec<String>,
+}
+
+/// The name when worker threads ran on different engines.
+pub const MIXED: &str = "mixed";
+
+impl Engines {
+    /// The run's engine: the workers' one name, or [`MIXED`].
+    pub fn name(&self) -> &'static str {
+        match self.workers.split_first() {
+            Some((first, rest)) if rest.iter().all(|w| w == first) => first,
+            Some(_) => MIXED,
+            None => EPOLL,
+        }
+    }
 }

@@ -8,6 +8,11 @@ use std::sync::atomic::{AtomicU16, Ordering};
 use io_uring::types::BufRingEntry;
 use io_uring::IoUring;
 
+/// What multishot recvmsg writes ahead of the payload: `io_uring_recvmsg_out` (four
+/// u32: name, control and payload lengths, flags; no address) and the control
+/// messages' room.
+pub const RECVMSG_HEAD: usize = 16 + super::stamp::CONTROL_LEN as usize;
+
 /// A provided-buffer ring: `count` buffers of `size` bytes the kernel picks from for
 /// each receive; the worker hands each back once it has parsed its bytes, and
 /// publishes the returned ones once per loop turn.
@@ -65,6 +70,15 @@ impl BufRing {
     pub fn get(&self, bid: u16, len: usize) -> &[u8] {
         let at = bid as usize * self.size as usize;
         &self.data[at..at + len.min(self.size as usize)]
+    }
+
+    /// The `len` payload bytes of buffer `bid`, after what multishot recvmsg writes
+    /// ahead of them (its header and the control messages).
+    #[inline]
+    pub fn payload(&self, bid: u16, len: usize) -> &[u8] {
+        let skip = RECVMSG_HEAD.min(self.size as usize);
+        let at = bid as usize * self.size as usize + skip;
+        &self.data[at..at + len.min(self.size as usize - skip)]
     }
 
     /// Gives buffer `bid` back (visible to the kernel at the next [`Self::publish`]).
