@@ -35,8 +35,11 @@ const SECOND_TICK: Duration = Duration::from_millis(100);
 /// window (below, a wake per response costs little and the loop waits for one).
 const BATCH_WINDOW: Duration = Duration::from_micros(500);
 /// ... and for at most this share (1/n) of the requests in flight, so that the
-/// connections' concurrency dips by at most about half of it while they wait.
-const BATCH_SHARE: u64 = 2;
+/// connections' concurrency dips by at most about half of it while they wait: with
+/// a quarter, `-c 50` kept ~41 requests outstanding against a saturated nginx (a
+/// half gave more requests per CPU-second but only ~34 outstanding — a lighter load
+/// than the user asked for; bench/RESULTS.md).
+const BATCH_SHARE: u64 = 4;
 
 pub(super) struct Driver<'a, 'p> {
     // Declared before `bufs`: the ring is gone before the buffers' memory is.
