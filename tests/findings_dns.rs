@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::findings::{assert_quiet, finding, num};
+use crate::util_netns::unshared;
 
 const SCRIPT: &str = r#"
 set -e
@@ -29,60 +30,14 @@ echo SETUP-OK >&2
 
 #[test]
 fn slow_dns_fires_with_a_slow_resolver() {
-    let root = unsafe { libc::geteuid() } == 0;
-    let tools = ["unshare", "python3", "ip"].iter().all(|t| {
-        std::process::Command::new("sh")
-            .args(["-c", &format!("command -v {t}")])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    });
-    if !root || !tools {
-        eprintln!(
-            "SKIPPED slow_dns_fires_with_a_slow_resolver: needs root, unshare, python3 and ip"
-        );
-        return;
-    }
     let dir = crate::util::scratch().join(format!("latscope-slow-dns-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let responder = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/slow_dns.py");
-    let mut child = std::process::Command::new("unshare")
-        .args([
-            "--net",
-            "--mount",
-            "--propagation",
-            "private",
-            "--",
-            "bash",
-            "-c",
-            SCRIPT,
-            "script",
-        ])
-        .arg(&dir)
-        .arg(env!("CARGO_BIN_EXE_latscope"))
-        .arg(responder)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(dir.join("err.log")).unwrap())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("the slow-DNS namespace did not finish within 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let err = std::fs::read_to_string(dir.join("err.log")).unwrap_or_default();
-    if !err.contains("SETUP-OK") {
-        eprintln!(
-            "SKIPPED slow_dns_fires_with_a_slow_resolver: the namespace could not be set up: {err}"
-        );
+    let test = "slow_dns_fires_with_a_slow_resolver";
+    let args = [env!("CARGO_BIN_EXE_latscope"), responder];
+    if unshared(test, SCRIPT, &dir, &args, Duration::from_secs(60)).is_none() {
         return;
     }
-    assert!(status.success(), "{err}");
     let read = |name: &str| -> Value {
         serde_json::from_slice(&std::fs::read(dir.join(name)).unwrap()).unwrap()
     };

@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::findings::{assert_quiet, finding};
+use crate::util_netns::unshared;
 
 /// The lab on 8443 serves TLS over TCP only (so no `Alt-Svc`); the one on 9443 serves
 /// HTTP/3 on UDP 9443. h3.test's record offers h3 on 9443, h2only.test's only h2, and
@@ -45,47 +46,14 @@ done
 /// pointing at a dead UDP port makes `http3-slower` fire with the record as evidence.
 #[test]
 fn https_record_offers_http3() {
-    let root = unsafe { libc::geteuid() } == 0;
-    let tools = ["unshare", "python3", "ip"].iter().all(|t| {
-        std::process::Command::new("sh")
-            .args(["-c", &format!("command -v {t}")])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    });
-    if !root || !tools {
-        eprintln!("SKIPPED https_record_offers_http3: needs root, unshare, python3 and ip");
-        return;
-    }
     let dir = crate::util::scratch().join(format!("latscope-https-rr-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let responder = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/https_rr_dns.py");
-    let mut child = std::process::Command::new("unshare")
-        .args(["--net", "--mount", "--propagation", "private", "--"])
-        .args(["bash", "-c", SCRIPT, "script"])
-        .arg(&dir)
-        .arg(env!("CARGO_BIN_EXE_latscope"))
-        .arg(responder)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(dir.join("err.log")).unwrap())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(120);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("the HTTPS-record namespace did not finish within 120 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let err = std::fs::read_to_string(dir.join("err.log")).unwrap_or_default();
-    if !err.contains("SETUP-OK") {
-        eprintln!("SKIPPED https_record_offers_http3: the namespace could not be set up: {err}");
+    let test = "https_record_offers_http3";
+    let args = [env!("CARGO_BIN_EXE_latscope"), responder];
+    if unshared(test, SCRIPT, &dir, &args, Duration::from_secs(120)).is_none() {
         return;
     }
-    assert!(status.success(), "{err}");
     let read = |name: &str| -> Value {
         serde_json::from_slice(&std::fs::read(dir.join(name)).unwrap()).unwrap()
     };

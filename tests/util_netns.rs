@@ -191,3 +191,56 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+/// Runs `script` (bash, `$1` = `dir`, then `args`) in a new network + mount namespace
+/// (`unshare --net --mount`, private propagation), within `limit`. The script writes
+/// `SETUP-OK` to stderr once its namespace is set up. None (after printing why
+/// `test` is skipped) when this host cannot: not root, `unshare`/`python3`/`ip`
+/// missing, or the set-up failed; panics when the script fails after it.
+pub fn unshared(
+    test: &str,
+    script: &str,
+    dir: &std::path::Path,
+    args: &[&str],
+    limit: Duration,
+) -> Option<()> {
+    let root = unsafe { libc::geteuid() } == 0;
+    let tools = ["unshare", "python3", "ip"].iter().all(|t| {
+        Command::new("sh")
+            .args(["-c", &format!("command -v {t}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    if !root || !tools {
+        eprintln!("SKIPPED {test}: needs root, unshare, python3 and ip");
+        return None;
+    }
+    let mut child = Command::new("unshare")
+        .args(["--net", "--mount", "--propagation", "private", "--"])
+        .args(["bash", "-c", script, "script"])
+        .arg(dir)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("err.log")).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{test}: the namespace's script did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let err = std::fs::read_to_string(dir.join("err.log")).unwrap_or_default();
+    if !err.contains("SETUP-OK") {
+        eprintln!("SKIPPED {test}: the namespace could not be set up: {err}");
+        return None;
+    }
+    assert!(status.success(), "{err}");
+    Some(())
+}
