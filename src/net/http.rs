@@ -72,6 +72,28 @@ pub fn head_too_large() -> String {
     )
 }
 
+/// A decoded response head's fields as (name, value) text, refused when larger than
+/// `MAX_RESPONSE_HEAD` (each field counted as on an HTTP/1.1 wire: name, value, 4).
+/// hyper's and h3's own buffer limits let a head through that fits one read.
+pub fn head_fields(headers: &http::HeaderMap) -> Result<Vec<(String, String)>, NetError> {
+    let size: usize = headers
+        .iter()
+        .map(|(k, v)| k.as_str().len() + v.len() + 4)
+        .sum();
+    if size > MAX_RESPONSE_HEAD {
+        return Err(NetError::Protocol(head_too_large()));
+    }
+    Ok(headers
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.as_str().to_string(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect())
+}
+
 impl HttpConn {
     /// Runs the HTTP handshake on a freshly opened connection: HTTP/2 when ALPN chose
     /// h2 or `h2c` asks for prior knowledge on plain http, HTTP/1.1 otherwise.
@@ -179,15 +201,7 @@ impl HttpConn {
             _ => "HTTP/1.1",
         };
         let status = response.status().as_u16();
-        // hyper's own buffer limit lets a head through that fits one read; count it.
-        let head_size: usize = response
-            .headers()
-            .iter()
-            .map(|(k, v)| k.as_str().len() + v.len() + 4)
-            .sum();
-        if head_size > MAX_RESPONSE_HEAD {
-            return Err(NetError::Protocol(head_too_large()));
-        }
+        let headers = head_fields(response.headers())?;
         let says_close = response
             .headers()
             .get_all(CONNECTION)
@@ -199,16 +213,6 @@ impl HttpConn {
                     .get(CONNECTION)
                     .and_then(|v| v.to_str().ok())
                     .is_some_and(|s| s.eq_ignore_ascii_case("keep-alive")));
-        let headers = response
-            .headers()
-            .iter()
-            .map(|(k, v)| {
-                (
-                    k.as_str().to_string(),
-                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                )
-            })
-            .collect();
         let mut body = response.into_body();
         let mut body_bytes = 0u64;
         while let Some(frame) = body.frame().await {

@@ -33,7 +33,7 @@ use http::Request;
 use crate::config::http::{RequestSpec, ResolveOverride};
 
 use super::error::NetError;
-use super::http::{head_too_large, Exchange, MAX_RESPONSE_HEAD};
+use super::http::{head_fields, Exchange, MAX_RESPONSE_HEAD};
 use super::tls::{TlsConfigError, TlsOptions};
 use super::{dns, Target};
 
@@ -418,24 +418,7 @@ async fn exchange(
     let written_at = Instant::now();
     let response = stream.recv_response().await.map_err(stream_error)?;
     let head_at = Instant::now();
-    let head_size: usize = response
-        .headers()
-        .iter()
-        .map(|(k, v)| k.as_str().len() + v.len() + 4)
-        .sum();
-    if head_size > MAX_RESPONSE_HEAD {
-        return Err(NetError::Protocol(head_too_large()));
-    }
-    let headers = response
-        .headers()
-        .iter()
-        .map(|(k, v)| {
-            (
-                k.as_str().to_string(),
-                String::from_utf8_lossy(v.as_bytes()).into_owned(),
-            )
-        })
-        .collect();
+    let headers = head_fields(response.headers())?;
     let mut body_bytes = 0u64;
     while let Some(chunk) = stream.recv_data().await.map_err(stream_error)? {
         body_bytes += chunk.remaining() as u64;
