@@ -55,7 +55,9 @@ fn probe_http3_on_caddy_negotiates_h3_and_times_the_quic_handshake() {
     );
     assert_eq!(q["zero_rtt"], true, "{q}");
     let samples = v["samples"].as_array().unwrap();
-    assert!(samples.iter().all(|s| s["quic_rtt_ms"].as_f64().is_some()));
+    for s in samples {
+        assert!(s["quic_rtt_ms"].as_f64().is_some(), "{s}");
+    }
     let resumed: Vec<_> = samples
         .iter()
         .filter(|s| s["series"] == "resumed")
@@ -117,6 +119,68 @@ fn probe_h2_vs_h3_on_caddy() {
         assert!(v["fresh"]["count"].as_u64().unwrap() >= 5);
         assert!(v["reused"]["count"].as_u64().unwrap() >= 5);
     }
+}
+
+/// A request body Caddy's `respond` never reads: quic-go answers, then stops reading
+/// the request with H3_NO_ERROR while the client is still sending. RFC 9114,
+/// section 4.1: the server may do so, and the client "MUST NOT discard complete
+/// responses as a result of having their request terminated abruptly". The 4 MiB
+/// body exceeds quic-go's stream window, so the stop always comes mid-body.
+#[test]
+fn a_response_before_the_whole_request_is_kept() {
+    let Some(bin) = caddy_bin("a_response_before_the_whole_request_is_kept") else {
+        return;
+    };
+    let caddy = start(&bin, "early", "respond \"early\" 201");
+    let [k, ca] = caddy.cacert();
+    let url = caddy.url("/upload");
+    let body = crate::util::scratch().join("h3-early-response-body.bin");
+    std::fs::write(&body, vec![b'x'; 4 << 20]).unwrap();
+    let data = format!("@{}", body.display());
+    let p = run_json(&[
+        "probe",
+        "--no-save",
+        "--json",
+        "--http3",
+        "-X",
+        "POST",
+        "--data",
+        &data,
+        "-n",
+        "3",
+        &k,
+        &ca,
+        &url,
+    ]);
+    let samples = p["samples"].as_array().unwrap();
+    assert!(samples.len() >= 6, "{p}");
+    for s in samples {
+        assert_eq!(s["status"], 201, "{s}");
+        assert!(s["error"].is_null(), "{s}");
+    }
+    let l = run_json(&[
+        "load",
+        "--no-save",
+        "--json",
+        "--http3",
+        "-X",
+        "POST",
+        "--data",
+        &data,
+        "-n",
+        "20",
+        "-c",
+        "2",
+        &k,
+        &ca,
+        &url,
+    ]);
+    assert_eq!(
+        (l["requests"].as_u64(), l["ok"].as_u64()),
+        (Some(20), Some(20)),
+        "{l}"
+    );
+    assert_eq!(l["statuses"]["201"], 20, "{l}");
 }
 
 /// Caddy's internal CA is not trusted without --cacert: over QUIC too the

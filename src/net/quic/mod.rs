@@ -408,13 +408,14 @@ async fn exchange(
     let request = build_request(target, spec)?;
     let start = Instant::now();
     let mut stream = sender.send_request(request).await.map_err(stream_error)?;
+    let mut stopped = false;
     if !spec.body.is_empty() {
-        stream
-            .send_data(spec.body.clone())
-            .await
-            .map_err(stream_error)?;
+        stopped =
+            stopped_reading(stream.send_data(spec.body.clone()).await).map_err(stream_error)?;
     }
-    stream.finish().await.map_err(stream_error)?;
+    if !stopped {
+        stopped_reading(stream.finish().await).map_err(stream_error)?;
+    }
     let written_at = Instant::now();
     let response = stream.recv_response().await.map_err(stream_error)?;
     let head_at = Instant::now();
@@ -434,6 +435,27 @@ async fn exchange(
         receive: end - head_at,
         closed_after: false,
     })
+}
+
+/// Whether the server stopped reading the request: RFC 9114, section 4.1 lets a
+/// server send a complete response before it has read the whole request, then abort
+/// reading with H3_NO_ERROR, and clients "MUST NOT discard complete responses as a
+/// result of having their request terminated abruptly". quic-go (Caddy) does so as
+/// soon as its handler returns, which can beat the request's FIN. `Ok(true)`: stop
+/// writing (h3 refuses any further write on the stream, and the grease frame of its
+/// `finish` would then fail the whole connection) and read the response.
+pub fn stopped_reading(
+    r: Result<(), h3::error::StreamError>,
+) -> Result<bool, h3::error::StreamError> {
+    match r {
+        Ok(()) => Ok(false),
+        Err(h3::error::StreamError::RemoteTerminate { code, .. })
+            if code == h3::error::Code::H3_NO_ERROR =>
+        {
+            Ok(true)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 fn stream_error(e: h3::error::StreamError) -> NetError {
