@@ -1,7 +1,8 @@
 //! Per-thread recording: every request lands in this thread's HdrHistograms (all,
 //! per endpoint, service time, connect, TLS) and in the current second of its
 //! timeline. Nothing here is shared between threads, so the hot path takes no lock;
-//! each second's histogram is compressed (V2 deflate) when the second ends, and the
+//! each second's histogram is encoded (V2, uncompressed: a deflate compressor is
+//! ~300 KiB allocated and freed again every second) when the second ends, and the
 //! threads' recorders are merged at the end (`result`). The histograms here start
 //! small and grow to the latencies recorded (`growing_histogram`); what is merged
 //! from them and stored has the full 1 µs .. 1 h range.
@@ -10,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
+use hdrhistogram::serialization::{Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 
 use super::raw::RawSink;
@@ -168,8 +169,8 @@ pub struct SecondAcc {
     pub dropped: u64,
     /// Most connections open at once during the second.
     pub active: u64,
-    /// Latency histogram of the requests completed in this second (V2 deflate; empty
-    /// when none completed).
+    /// Latency histogram of the requests completed in this second (V2; empty when
+    /// none completed). The merged second (`seconds`) is stored as V2 deflate.
     pub v2: Vec<u8>,
     /// Requests that started (were due) in this second, whenever they ended.
     pub started: u64,
@@ -184,10 +185,10 @@ pub struct SecondAcc {
     /// Segments resent before the first response, of connections first answered
     /// in this second.
     pub early_retrans: u64,
-    /// This second's latency histogram per endpoint (V2 deflate), with 2 to
+    /// This second's latency histogram per endpoint (V2), with 2 to
     /// [`ENDPOINT_SECONDS_MAX`] endpoints (compare tests each one).
     pub ep_v2: Vec<Vec<u8>>,
-    /// Open model: this second's service-time histogram (V2 deflate; for the live
+    /// Open model: this second's service-time histogram (V2; for the live
     /// feed, not stored).
     pub service_v2: Vec<u8>,
 }
@@ -266,7 +267,7 @@ pub struct Recorder {
     current_service: Histogram<u64>,
     /// This second's latencies per endpoint (empty with a single endpoint).
     current_ep: Vec<Histogram<u64>>,
-    serializer: V2DeflateSerializer,
+    serializer: V2Serializer,
     live: Arc<Live>,
     raw: Option<RawSink>,
     /// Why `--raw` could not be written completely, if it could not.
@@ -324,7 +325,7 @@ impl Recorder {
             } else {
                 Vec::new()
             },
-            serializer: V2DeflateSerializer::new(),
+            serializer: V2Serializer::new(),
             live,
             raw,
             raw_error: None,

@@ -17,7 +17,7 @@ pub(crate) fn v2(h: &Histogram<u64>) -> Vec<u8> {
     buf
 }
 
-/// Adds the histogram in `bytes` (V2 deflate; nothing when empty or unreadable).
+/// Adds the histogram in `bytes` (V2, or V2 deflate; nothing when empty or unreadable).
 fn add_v2(into: &mut Histogram<u64>, bytes: &[u8], de: &mut Deserializer) {
     if bytes.is_empty() {
         return;
