@@ -14,10 +14,7 @@ use crate::util::latscope;
 
 /// A fresh directory for one test.
 pub fn temp_dir(name: &str) -> PathBuf {
-    let d = crate::util::scratch().join(format!("latscope-it-cmp-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    crate::util::temp_dir(&format!("cmp-{name}"))
 }
 
 /// A small seeded generator (xorshift64*) with uniform and normal draws.

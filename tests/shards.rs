@@ -107,6 +107,13 @@ fn open_model_shards_interleave_into_one_schedule() {
         assert!((0.0..100.0).contains(&late), "started {late} ms late");
         assert_eq!(d["start_at"], Value::String(at.clone()));
     }
+    let median = median_start_gap_us(&raws);
+    assert!((1_300..=2_000).contains(&median), "median gap {median} µs");
+}
+
+/// The median gap, µs, between consecutive request starts (each `--raw` CSV's first
+/// column) over all the shards' files: the interleaved schedule's spacing.
+pub fn median_start_gap_us<P: AsRef<std::path::Path>>(raws: &[P]) -> u64 {
     let mut starts: Vec<u64> = raws
         .iter()
         .flat_map(|p| {
@@ -121,8 +128,7 @@ fn open_model_shards_interleave_into_one_schedule() {
     starts.sort_unstable();
     let mut gaps: Vec<u64> = starts.windows(2).map(|w| w[1] - w[0]).collect();
     gaps.sort_unstable();
-    let median = gaps[gaps.len() / 2];
-    assert!((1_300..=2_000).contains(&median), "median gap {median} µs");
+    gaps[gaps.len() / 2]
 }
 
 /// `--shards N` takes the shard from JOB_COMPLETION_INDEX (0-based, as a Kubernetes

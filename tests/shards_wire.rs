@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
-use crate::shards::finish;
+use crate::shards::{finish, median_start_gap_us};
 use crate::util::{json_of, output_within, scratch};
 use crate::util_netns::{link, Netns};
 use crate::util_wire::ChildGuard;
@@ -179,20 +179,8 @@ fn shards_on_three_hosts_merge_into_one_run() {
     for d in &docs {
         assert_eq!(d["errors"].as_object().map_or(0, |e| e.len()), 0, "{d}");
     }
-    let mut starts: Vec<u64> = (0..3)
-        .flat_map(|i| {
-            std::fs::read_to_string(file(&format!("raw{i}.csv")))
-                .unwrap()
-                .lines()
-                .skip(1)
-                .map(|l| l.split(',').next().unwrap().parse::<u64>().unwrap())
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    starts.sort_unstable();
-    let mut gaps: Vec<u64> = starts.windows(2).map(|w| w[1] - w[0]).collect();
-    gaps.sort_unstable();
-    let median = gaps[gaps.len() / 2];
+    let raws: Vec<_> = (0..3).map(|i| file(&format!("raw{i}.csv"))).collect();
+    let median = median_start_gap_us(&raws);
     assert!((1_300..=2_000).contains(&median), "median gap {median} µs");
     let merged_rate = merge(
         &(0..3)

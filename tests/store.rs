@@ -11,10 +11,7 @@ use crate::util::latscope;
 
 /// A fresh temp directory for one test.
 pub(crate) fn temp_dir(name: &str) -> PathBuf {
-    let d = crate::util::scratch().join(format!("latscope-it-store-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    crate::util::temp_dir(&format!("store-{name}"))
 }
 
 /// A run record as an export holds it (a real histogram inside: import decodes it).

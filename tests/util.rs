@@ -147,6 +147,17 @@ pub fn json_of(out: &Output) -> serde_json::Value {
     })
 }
 
+/// A new, empty directory for one test under [`scratch`], unique per call
+/// (`NAME-N`).
+pub fn temp_dir(name: &str) -> std::path::PathBuf {
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let d = scratch().join(format!("{name}-{n}"));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
 /// This test process's scratch directory (`$TMPDIR/latscope-tests-PID`), where every
 /// test's temporary files go. Made on first use, when the scratch directories of
 /// earlier test runs whose process is gone are removed: a run leaves at most its own.

@@ -26,12 +26,7 @@ pub fn installed(program: &str) -> bool {
 
 /// A fresh, world-writable temp dir (the caches' workers may drop to nobody).
 pub fn temp_dir(name: &str) -> PathBuf {
-    let d = crate::util::scratch().join(format!(
-        "latscope-caches-{name}-{}-{:?}",
-        std::process::id(),
-        Instant::now()
-    ));
-    let d = PathBuf::from(d.to_string_lossy().replace([' ', '{', '}', ':'], ""));
+    let d = crate::util::temp_dir(&format!("caches-{name}"));
     std::fs::create_dir_all(d.join("cache")).unwrap();
     for p in [d.clone(), d.join("cache")] {
         use std::os::unix::fs::PermissionsExt;

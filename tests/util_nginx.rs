@@ -26,10 +26,7 @@ pub fn nginx_bin(test: &str) -> Option<PathBuf> {
 
 /// A fresh temp dir for one test.
 pub fn temp_dir(name: &str) -> PathBuf {
-    let d = crate::util::scratch().join(format!("latscope-nginx-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    crate::util::temp_dir(&format!("nginx-{name}"))
 }
 
 /// `openssl req -x509 -newkey rsa:2048 -nodes … -subj /CN=localhost -addext

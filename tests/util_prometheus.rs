@@ -22,16 +22,7 @@ pub struct Prometheus {
 
 /// A fresh temp dir.
 pub fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "latscope-prom-{name}-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    crate::util::temp_dir(&format!("prom-{name}"))
 }
 
 /// A free port on 127.0.0.1 (bound and released).
