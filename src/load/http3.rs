@@ -24,7 +24,7 @@ use super::plan::{Endpoint, LoadPlan};
 use super::recorder::{ErrorKind, Outcome};
 use super::LoadError;
 use crate::config::http::ResolveOverride;
-use crate::net::quic::{stopped_reading, H3Conn, QuicClient, Sender};
+use crate::net::quic::{end_request, H3Conn, QuicClient, Sender};
 use crate::net::tls::TlsOptions;
 use crate::net::{NetError, Target};
 
@@ -247,17 +247,8 @@ pub async fn exchange(
         Ok(s) => s,
         Err(e) => return (Outcome::failed(kind(&e)), true),
     };
-    let mut stopped = false;
-    if !req.body.is_empty() {
-        match stopped_reading(stream.send_data(req.body.clone()).await) {
-            Ok(s) => stopped = s,
-            Err(e) => return (Outcome::failed(kind(&e)), is_conn(&e)),
-        }
-    }
-    if !stopped {
-        if let Err(e) = stopped_reading(stream.finish().await) {
-            return (Outcome::failed(kind(&e)), is_conn(&e));
-        }
+    if let Err(e) = end_request(&mut stream, &req.body).await {
+        return (Outcome::failed(kind(&e)), is_conn(&e));
     }
     let resp = match stream.recv_response().await {
         Ok(r) => r,

@@ -408,14 +408,9 @@ async fn exchange(
     let request = build_request(target, spec)?;
     let start = Instant::now();
     let mut stream = sender.send_request(request).await.map_err(stream_error)?;
-    let mut stopped = false;
-    if !spec.body.is_empty() {
-        stopped =
-            stopped_reading(stream.send_data(spec.body.clone()).await).map_err(stream_error)?;
-    }
-    if !stopped {
-        stopped_reading(stream.finish().await).map_err(stream_error)?;
-    }
+    end_request(&mut stream, &spec.body)
+        .await
+        .map_err(stream_error)?;
     let written_at = Instant::now();
     let response = stream.recv_response().await.map_err(stream_error)?;
     let head_at = Instant::now();
@@ -437,6 +432,18 @@ async fn exchange(
     })
 }
 
+/// Sends the request's `body` (if any) and its end on `stream`, unless the server
+/// stops reading first ([`stopped_reading`]): then the response is read as usual.
+pub async fn end_request(
+    stream: &mut h3::client::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>,
+    body: &Bytes,
+) -> Result<(), h3::error::StreamError> {
+    if !body.is_empty() && stopped_reading(stream.send_data(body.clone()).await)? {
+        return Ok(());
+    }
+    stopped_reading(stream.finish().await).map(|_| ())
+}
+
 /// Whether the server stopped reading the request: RFC 9114, section 4.1 lets a
 /// server send a complete response before it has read the whole request, then abort
 /// reading with H3_NO_ERROR, and clients "MUST NOT discard complete responses as a
@@ -444,9 +451,7 @@ async fn exchange(
 /// soon as its handler returns, which can beat the request's FIN. `Ok(true)`: stop
 /// writing (h3 refuses any further write on the stream, and the grease frame of its
 /// `finish` would then fail the whole connection) and read the response.
-pub fn stopped_reading(
-    r: Result<(), h3::error::StreamError>,
-) -> Result<bool, h3::error::StreamError> {
+fn stopped_reading(r: Result<(), h3::error::StreamError>) -> Result<bool, h3::error::StreamError> {
     match r {
         Ok(()) => Ok(false),
         Err(h3::error::StreamError::RemoteTerminate { code, .. })
