@@ -22,6 +22,7 @@ mod hostile_load;
 mod hostile_store;
 mod http3;
 mod http3_dns;
+mod http3_slower;
 mod http3_wire;
 mod k8s;
 mod lab;

@@ -6,7 +6,26 @@ use std::process::{Command, Output};
 
 /// The latscope binary under test.
 pub fn latscope() -> Command {
+    echo_panics();
     Command::new(env!("CARGO_BIN_EXE_latscope"))
+}
+
+/// Also writes every panic's message straight to the process's stderr, which the
+/// test harness does not capture: a CI log that keeps only the lines around a
+/// `FAILED` still says why (the harness prints captured output only at the end).
+/// Installed once, by the first test that runs latscope.
+pub fn echo_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            use std::io::Write;
+            let thread = std::thread::current();
+            let test = thread.name().unwrap_or("a test thread");
+            let _ = writeln!(std::io::stderr().lock(), "panic in {test}: {info}");
+            default(info);
+        }));
+    });
 }
 
 /// How long one latscope command in a test may take before it counts as a hang.

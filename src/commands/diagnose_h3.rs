@@ -129,6 +129,11 @@ pub(crate) fn facts(h: &Http3Probe) -> Http3Facts {
         port: h.port,
         fresh_ttfb_ms: h.h3.as_ref().and_then(|r| p50(Some(&r.fresh))),
         reused_ttfb_ms: h.h3.as_ref().and_then(|r| p50(r.reused.as_ref())),
+        fresh_ttfb_min_ms: h
+            .h3
+            .as_ref()
+            .filter(|r| r.fresh.count > 0)
+            .map(|r| r.fresh.phases_ms.ttfb.min),
         error: h.error.clone(),
     }
 }

@@ -341,6 +341,8 @@ pub struct Http3Facts {
     /// The h3 probe: fresh and reused TTFB p50, ms (None when it failed or did not run).
     pub fresh_ttfb_ms: Option<f64>,
     pub reused_ttfb_ms: Option<f64>,
+    /// The h3 probe's fastest fresh TTFB, ms.
+    pub fresh_ttfb_min_ms: Option<f64>,
     /// Why the h3 probe failed (then diagnose fell back to the TCP probe).
     pub error: Option<String>,
 }

@@ -74,8 +74,8 @@ pub fn no_http3(p: &ProbeFacts, h3: &Http3Facts) -> Option<Finding> {
 
 /// `http3-slower` (warn): h3 was offered (or asked for with `--http3`) but failed —
 /// nothing answered over UDP, as when a firewall drops it — and diagnose fell back to
-/// TCP; or it answered but its fresh TTFB p50 was above the TCP protocol's by ≥ 5 ms
-/// and ≥ 20 %, where it should be a round trip below.
+/// TCP; or it answered but even its fastest fresh TTFB was above the TCP protocol's
+/// p50 by ≥ 5 ms and ≥ 20 %, where it should be a round trip below.
 pub fn http3_slower(p: &ProbeFacts, h3: &Http3Facts) -> Option<Finding> {
     let port = h3.port?;
     let fallback = if p.http_version.is_empty() {
@@ -115,10 +115,14 @@ pub fn http3_slower(p: &ProbeFacts, h3: &Http3Facts) -> Option<Finding> {
         ));
     }
     let (h3_fresh, tcp_fresh) = (h3.fresh_ttfb_ms?, tcp_fresh?);
-    let extra = h3_fresh - tcp_fresh;
-    if !(extra >= 5.0 && h3_fresh >= 1.2 * tcp_fresh) {
+    let h3_best = h3.fresh_ttfb_min_ms.unwrap_or(h3_fresh).min(h3_fresh);
+    let slower = |t: f64| t - tcp_fresh >= 5.0 && t >= 1.2 * tcp_fresh;
+    // Even QUIC's fastest visit: a busy client (QUIC runs in user space, TCP in the
+    // kernel) or a burst of noise slows some samples, a slow path or server all.
+    if !slower(h3_best) {
         return None;
     }
+    let extra = h3_fresh - tcp_fresh;
     Some(
         Finding::new(
             "http3-slower",
@@ -126,16 +130,18 @@ pub fn http3_slower(p: &ProbeFacts, h3: &Http3Facts) -> Option<Finding> {
             Severity::Warn,
             format!(
                 "HTTP/3 is slower than {fallback} here: fresh TTFB p50 {} over QUIC vs {} \
-                 (+{}), where it should save a round trip",
+                 (+{}; its fastest {}), where it should save a round trip",
                 ms(h3_fresh),
                 ms(tcp_fresh),
-                ms(extra)
+                ms(extra),
+                ms(h3_best)
             ),
         )
         .text("alt_svc", h3.alt_svc.clone().unwrap_or_default())
         .opt_text("https_rr", h3.https_rr.clone())
         .count("port", u64::from(port))
         .num("h3_fresh_ttfb_ms", h3_fresh)
+        .num("h3_fresh_ttfb_min_ms", h3_best)
         .num("fallback_fresh_ttfb_ms", tcp_fresh)
         .opt_num("h3_reused_ttfb_ms", h3.reused_ttfb_ms)
         .text("fallback", fallback)
@@ -188,7 +194,8 @@ mod tests {
     }
 
     /// Offered but failing: fires with the fallback; offered and slower by ≥ 5 ms
-    /// and ≥ 20 %: fires; as fast or a little slower: quiet.
+    /// and ≥ 20 % even at its fastest: fires; slower only at the median, as fast or
+    /// a little slower: quiet.
     #[test]
     fn http3_slower_on_failure_or_a_real_loss() {
         let p = https(far_probe(), "TLSv1.3");
@@ -211,7 +218,21 @@ mod tests {
             error: None,
             ..slow
         };
-        assert!(http3_slower(&p, &slow).is_some());
+        let f = http3_slower(&p, &slow).unwrap();
+        assert_eq!(f.evidence_f64("h3_fresh_ttfb_min_ms"), slow.fresh_ttfb_ms);
+        // Slower at the median, but its fastest visit was not: noise on this side
+        // (a busy client), not the path or the server.
+        let mixed = Http3Facts {
+            fresh_ttfb_min_ms: Some(tcp),
+            ..slow.clone()
+        };
+        assert!(http3_slower(&p, &mixed).is_none());
+        let all_slow = Http3Facts {
+            fresh_ttfb_min_ms: Some(tcp * 1.3 + 5.0),
+            ..slow.clone()
+        };
+        let f = http3_slower(&p, &all_slow).unwrap();
+        assert!(f.title.contains("its fastest"), "{}", f.title);
         let fine = Http3Facts {
             fresh_ttfb_ms: Some(tcp - 40.0),
             ..slow.clone()
