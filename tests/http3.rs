@@ -46,13 +46,12 @@ fn probe_http3_on_caddy_negotiates_h3_and_times_the_quic_handshake() {
     assert!(q["rtt_ms"].as_f64().unwrap() > 0.0, "{q}");
     assert!(q["min_rtt_ms"].as_f64().unwrap() > 0.0, "{q}");
     assert!(q["handshake_ms"].as_f64().unwrap() > 0.0, "{q}");
-    // Sessions kept between samples: resumed, with 0-RTT accepted by Caddy.
+    // Sessions kept between samples: resumed, with 0-RTT accepted by Caddy. Every
+    // returning visit resumes: quic-go's ticket can trail its response, and the
+    // probe lets it in before closing, as a browser keeping the connection would
+    // (RFC 9001, section 4.6.1: 0-RTT needs a ticket).
     assert_eq!(q["resumed"], true, "{q}");
-    assert!(
-        v["resumed"]["count"].as_u64().unwrap() >= 1,
-        "{}",
-        v["resumed"]
-    );
+    assert_eq!(v["resumed"]["count"], 5, "{}", v["resumed"]);
     assert_eq!(q["zero_rtt"], true, "{q}");
     let samples = v["samples"].as_array().unwrap();
     for s in samples {

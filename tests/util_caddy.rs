@@ -48,8 +48,22 @@ impl Caddy {
 
 /// Starts Caddy serving `site` (directives inside the site block, e.g.
 /// `respond "hello" 200`) on `https://localhost:PORT` and `https://127.0.0.1:PORT`,
-/// and waits (≤ 20 s) until it answers over TLS with its internal CA.
+/// and waits (≤ 20 s) until it answers over TLS with its internal CA. A free TCP port
+/// may be taken between its pick and Caddy's bind, and its UDP twin (h3) may be in
+/// use already: then Caddy exits saying so, and it starts again on other ports.
 pub fn start(bin: &Path, name: &str, site: &str) -> Caddy {
+    let mut attempt = 1;
+    loop {
+        match try_start(bin, name, site) {
+            Ok(caddy) => return caddy,
+            Err(log) if attempt < 3 && log.contains("address already in use") => attempt += 1,
+            Err(log) => panic!("caddy exited: {log}"),
+        }
+    }
+}
+
+/// One start on fresh ports; Err(Caddy's log) when it exits before serving.
+fn try_start(bin: &Path, name: &str, site: &str) -> Result<Caddy, String> {
     let dir = crate::util::scratch().join(format!("latscope-caddy-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -76,19 +90,21 @@ pub fn start(bin: &Path, name: &str, site: &str) -> Caddy {
         .expect("caddy starts");
     let guard = ChildGuard(child);
     let ca = dir.join("data/pki/authorities/local/root.crt");
-    let caddy = Caddy {
+    let mut caddy = Caddy {
         guard,
         dir,
         port,
         ca,
     };
-    wait_until_serving(&caddy, Duration::from_secs(20));
-    caddy
+    wait_until_serving(&mut caddy, Duration::from_secs(20))?;
+    Ok(caddy)
 }
 
 /// Polls with curl (its own TLS stack) until Caddy answers over TLS with a
-/// certificate of its internal CA, failing after `limit` with Caddy's log.
-fn wait_until_serving(c: &Caddy, limit: Duration) {
+/// certificate of its internal CA: Err(its log) when it exits first, a panic (with
+/// the log) after `limit`.
+fn wait_until_serving(c: &mut Caddy, limit: Duration) -> Result<(), String> {
+    let log = |c: &Caddy| std::fs::read_to_string(c.dir.join("caddy.log")).unwrap_or_default();
     let deadline = Instant::now() + limit;
     while Instant::now() < deadline {
         if c.ca.exists() {
@@ -107,14 +123,17 @@ fn wait_until_serving(c: &Caddy, limit: Duration) {
                 .arg(c.url("/"))
                 .output();
             if out.is_ok_and(|o| !o.stdout.is_empty() && o.stdout != b"000") {
-                return;
+                return Ok(());
             }
+        }
+        if c.guard.0.try_wait().expect("try_wait").is_some() {
+            return Err(log(c));
         }
         std::thread::sleep(Duration::from_millis(50));
     }
     panic!(
         "caddy does not answer on {} after {limit:?}; log: {}",
         c.url("/"),
-        std::fs::read_to_string(c.dir.join("caddy.log")).unwrap_or_default()
+        log(c)
     );
 }

@@ -250,6 +250,9 @@ impl Runner<'_> {
             first = false;
             conn = Some(c);
         }
+        if let Some(c) = conn {
+            self.keep_ticket(&c).await;
+        }
     }
 
     /// N requests, each on a new connection offering a kept session (0-RTT for an
@@ -279,10 +282,26 @@ impl Runner<'_> {
                             Series::Fresh
                         };
                         self.record(series, t, &mut conn, true, true, x).await;
+                        self.keep_ticket(&conn).await;
                     }
                     Err(Failed(e)) => self.record_error(Series::Fresh, t, e),
                 },
             }
+        }
+    }
+
+    /// Before a connection of the client that keeps sessions closes, lets the
+    /// server's ticket for the next visit come in (it may trail the response), as
+    /// it does for a browser keeping the connection; bounded by a few round trips
+    /// (≥ 100 ms) and the timeout, for servers that send none.
+    async fn keep_ticket(&self, conn: &H3Conn) {
+        let rtt = Duration::from_secs_f64(conn.path().rtt_ms / 1000.0);
+        let limit = (rtt * 4)
+            .max(Duration::from_millis(100))
+            .min(self.config.client.timeout);
+        tokio::select! {
+            _ = conn.await_ticket(limit) => {}
+            _ = self.stop.stopped() => {}
         }
     }
 

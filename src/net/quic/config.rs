@@ -26,18 +26,27 @@ pub fn client_config(
     build_config(opts, keep_sessions, None)
 }
 
+/// What a [`QuicClient`](super::QuicClient) watches in its handshakes.
+pub(super) struct Watch {
+    pub full_handshakes: Arc<AtomicU64>,
+    pub refused: Refused,
+    pub tickets: Arc<Tickets>,
+}
+
 pub(super) fn build_config(
     opts: &TlsOptions,
     keep_sessions: bool,
-    watch: Option<(Arc<AtomicU64>, Refused)>,
+    watch: Option<Watch>,
 ) -> Result<quinn::ClientConfig, TlsConfigError> {
     let mut verifier = tls::server_verifier(opts)?;
-    if let Some((full_handshakes, refused)) = watch {
+    let mut tickets = None;
+    if let Some(w) = watch {
         verifier = Arc::new(Counting {
             inner: verifier,
-            full_handshakes,
-            refused,
+            full_handshakes: w.full_handshakes,
+            refused: w.refused,
         });
+        tickets = Some(w.tickets);
     }
     let mut config = rustls::ClientConfig::builder_with_provider(tls::provider())
         .with_protocol_versions(&[&rustls::version::TLS13])?
@@ -47,12 +56,80 @@ pub(super) fn build_config(
     config.alpn_protocols = vec![ALPN_H3.to_vec()];
     if keep_sessions {
         config.enable_early_data = true;
+        if let Some(tickets) = tickets {
+            config.resumption = rustls::client::Resumption::store(Arc::new(TicketStore {
+                inner: rustls::client::ClientSessionMemoryCache::new(256),
+                tickets,
+            }));
+        }
     } else {
         config.resumption = rustls::client::Resumption::disabled();
     }
     let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(config)
         .map_err(|e| TlsConfigError::Rustls(rustls::Error::General(e.to_string())))?;
     Ok(quinn::ClientConfig::new(Arc::new(crypto)))
+}
+
+/// The session tickets servers sent a client that keeps sessions: how many so far,
+/// and a wake-up for whoever waits for the next.
+#[derive(Debug, Default)]
+pub(super) struct Tickets {
+    pub count: AtomicU64,
+    pub arrived: tokio::sync::Notify,
+}
+
+/// rustls' in-memory session store (the default one, 256 servers), counting the
+/// TLS 1.3 tickets put in.
+#[derive(Debug)]
+struct TicketStore {
+    inner: rustls::client::ClientSessionMemoryCache,
+    tickets: Arc<Tickets>,
+}
+
+impl rustls::client::ClientSessionStore for TicketStore {
+    fn set_kx_hint(&self, server_name: ServerName<'static>, group: rustls::NamedGroup) {
+        self.inner.set_kx_hint(server_name, group);
+    }
+
+    fn kx_hint(&self, server_name: &ServerName<'_>) -> Option<rustls::NamedGroup> {
+        self.inner.kx_hint(server_name)
+    }
+
+    fn set_tls12_session(
+        &self,
+        server_name: ServerName<'static>,
+        value: rustls::client::Tls12ClientSessionValue,
+    ) {
+        self.inner.set_tls12_session(server_name, value);
+    }
+
+    fn tls12_session(
+        &self,
+        server_name: &ServerName<'_>,
+    ) -> Option<rustls::client::Tls12ClientSessionValue> {
+        self.inner.tls12_session(server_name)
+    }
+
+    fn remove_tls12_session(&self, server_name: &ServerName<'static>) {
+        self.inner.remove_tls12_session(server_name);
+    }
+
+    fn insert_tls13_ticket(
+        &self,
+        server_name: ServerName<'static>,
+        value: rustls::client::Tls13ClientSessionValue,
+    ) {
+        self.inner.insert_tls13_ticket(server_name, value);
+        self.tickets.count.fetch_add(1, Ordering::Relaxed);
+        self.tickets.arrived.notify_waiters();
+    }
+
+    fn take_tls13_ticket(
+        &self,
+        server_name: &ServerName<'static>,
+    ) -> Option<rustls::client::Tls13ClientSessionValue> {
+        self.inner.take_tls13_ticket(server_name)
+    }
 }
 
 /// Where [`Counting`] leaves the worded reason of a refused certificate.

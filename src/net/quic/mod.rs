@@ -40,7 +40,7 @@ use super::{dns, Target};
 mod config;
 
 pub use config::client_config;
-use config::{build_config, Refused};
+use config::{build_config, Refused, Tickets, Watch};
 
 /// The ALPN protocol id of HTTP/3 (RFC 9114, section 3.1).
 pub const ALPN_H3: &[u8] = b"h3";
@@ -54,6 +54,8 @@ pub struct QuicClient {
     config: quinn::ClientConfig,
     full_handshakes: Arc<AtomicU64>,
     refused: Refused,
+    /// The session tickets received, when it keeps sessions.
+    tickets: Option<Arc<Tickets>>,
     endpoints: Mutex<[Option<quinn::Endpoint>; 2]>,
 }
 
@@ -94,12 +96,18 @@ impl QuicClient {
     pub fn new(opts: &TlsOptions, keep_sessions: bool) -> Result<QuicClient, TlsConfigError> {
         let full_handshakes = Arc::new(AtomicU64::new(0));
         let refused = Arc::new(Mutex::new(None));
-        let watch = (full_handshakes.clone(), refused.clone());
+        let tickets = Arc::new(Tickets::default());
+        let watch = Watch {
+            full_handshakes: full_handshakes.clone(),
+            refused: refused.clone(),
+            tickets: tickets.clone(),
+        };
         let config = build_config(opts, keep_sessions, Some(watch))?;
         Ok(QuicClient {
             config,
             full_handshakes,
             refused,
+            tickets: keep_sessions.then_some(tickets),
             endpoints: Mutex::new([None, None]),
         })
     }
@@ -138,6 +146,10 @@ impl QuicClient {
         let peer = resolved.addrs[0];
         let endpoint = self.endpoint(peer)?;
         let before = self.full_handshakes.load(Ordering::Relaxed);
+        let tickets = self
+            .tickets
+            .as_ref()
+            .map(|t| (t.clone(), t.count.load(Ordering::Relaxed)));
         let start = Instant::now();
         let connecting = endpoint
             .connect_with(self.config.clone(), peer, &target.host)
@@ -211,6 +223,7 @@ impl QuicClient {
             early_state,
             full_handshakes: self.full_handshakes.clone(),
             before,
+            tickets,
             handshake: QuicHandshake {
                 alpn,
                 ..QuicHandshake::default()
@@ -306,6 +319,9 @@ pub struct H3Conn {
     early_state: Option<EarlyState>,
     full_handshakes: Arc<AtomicU64>,
     before: u64,
+    /// The client's tickets and their count when this connection opened (a client
+    /// that keeps sessions).
+    tickets: Option<(Arc<Tickets>, u64)>,
     handshake: QuicHandshake,
 }
 
@@ -362,6 +378,29 @@ impl H3Conn {
             }
         }
         self.handshake.clone()
+    }
+
+    /// Waits (up to `limit`) until a session ticket has come in since this connection
+    /// opened, or it closes. A server sends its tickets after the handshake, and they
+    /// can trail a fast response: a visitor closing at once would leave the next
+    /// visit nothing to resume with, where a browser, keeping the connection, has
+    /// one. At once for a client that keeps no sessions.
+    pub async fn await_ticket(&self, limit: Duration) {
+        let Some((tickets, before)) = &self.tickets else {
+            return;
+        };
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let arrived = tickets.arrived.notified();
+            if tickets.count.load(Ordering::Relaxed) != *before {
+                return;
+            }
+            tokio::select! {
+                _ = arrived => {}
+                _ = self.conn.closed() => return,
+                _ = tokio::time::sleep_until(deadline) => return,
+            }
+        }
     }
 
     /// Sends one request and reads the whole response, within `timeout`.
