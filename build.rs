@@ -33,7 +33,12 @@ fn main() {
     let script = std::path::Path::new(&std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default())
         .join("link/hot-text.ld");
     if wanted && !flags.contains("gold") && script.is_file() {
-        println!("cargo:rustc-link-arg-bins=-Wl,-T,{}", script.display());
+        // -Xlinker passes its next argument as it is (`-Wl,` would split a path
+        // with a comma in it).
+        for arg in ["-Xlinker", "-T", "-Xlinker"] {
+            println!("cargo:rustc-link-arg-bins={arg}");
+        }
+        println!("cargo:rustc-link-arg-bins={}", script.display());
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::util::{run_json, run_within};
+use crate::util::{diagnose_json, run_json, run_within};
 use crate::util_caddy::{caddy_bin, start};
 use crate::util_wire::ChildGuard;
 
@@ -288,6 +288,8 @@ fn diagnose_discovers_h3_on_caddy_and_shows_h1_h2_h3() {
     assert!(h3["alt_svc"].as_str().unwrap().contains("h3="), "{h3}");
     assert_eq!(h3["probe"]["tls"]["alpn"], "h3", "{h3}");
     assert!(h3["error"].is_null(), "{h3}");
+    // How long latscope waited for a CPU meanwhile (http3-slower discounts it).
+    assert!(h3["client_cpu_wait_ms"].as_f64().is_some(), "{h3}");
     let versions: Vec<&str> = v["protocols"]
         .as_array()
         .unwrap()
@@ -343,17 +345,7 @@ fn no_http3_fires_on_nginx_over_tls() {
     };
     let (_nginx, port, crt) = tls_nginx(&bin, "noh3", "");
     let url = format!("https://localhost:{port}/");
-    let v = run_json(&[
-        "diagnose",
-        "--no-save",
-        "--no-load",
-        "--json",
-        "-n",
-        "3",
-        "--cacert",
-        &crt,
-        &url,
-    ]);
+    let v = diagnose_json(&["-n", "3", "--cacert", &crt, &url]);
     let f = crate::findings::finding(&v, "no-http3");
     assert_eq!(f["severity"], "info");
     // One round trip against TCP + TLS 1.3, two against TCP + TLS 1.2 (whichever this
@@ -394,17 +386,7 @@ fn http3_slower_fires_when_the_offered_udp_port_is_closed() {
     let (_nginx, port, crt) = tls_nginx(&bin, "h3closed", &alt);
     let url = format!("https://localhost:{port}/");
     let start = Instant::now();
-    let v = run_json(&[
-        "diagnose",
-        "--no-save",
-        "--no-load",
-        "--json",
-        "-n",
-        "3",
-        "--cacert",
-        &crt,
-        &url,
-    ]);
+    let v = diagnose_json(&["-n", "3", "--cacert", &crt, &url]);
     // Discovery bounds each QUIC attempt (3 s) and gives up after three.
     assert!(
         start.elapsed() < Duration::from_secs(40),
@@ -434,11 +416,7 @@ fn http3_slower_fires_when_the_offered_udp_port_is_closed() {
     let _ = udp;
     let (_nginx2, port2, crt2) = tls_nginx(&bin, "h3asked", "");
     let url2 = format!("https://localhost:{port2}/");
-    let v = run_json(&[
-        "diagnose",
-        "--no-save",
-        "--no-load",
-        "--json",
+    let v = diagnose_json(&[
         "-n",
         "2",
         "--http3",

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::util::run_json;
+use crate::util::diagnose_json;
 use crate::util_caddy::{caddy_bin, start};
 use crate::util_wire::ChildGuard;
 
@@ -43,17 +43,7 @@ fn http3_slower_fires_when_udp_is_slow_and_tcp_is_not() {
     let _nginx = crate::util_nginx::start(&nginx_bin, &dir, listen.parse().unwrap());
     let [k, ca] = caddy.cacert();
     let url = format!("https://localhost:{port}/");
-    let v = run_json(&[
-        "diagnose",
-        "--no-save",
-        "--no-load",
-        "--json",
-        "-n",
-        "3",
-        &k,
-        &ca,
-        &url,
-    ]);
+    let v = diagnose_json(&["-n", "3", &k, &ca, &url]);
     let h3 = &v["http3"];
     assert_eq!(h3["port"].as_u64(), Some(u64::from(relay_port)), "{h3}");
     assert!(h3["error"].is_null(), "{h3}");
@@ -71,6 +61,10 @@ fn http3_slower_fires_when_udp_is_slow_and_tcp_is_not() {
     // relay twice; allow one.
     let relay_rtt = 2.0 * UDP_DELAY_MS as f64;
     assert!(h3_best - tcp >= relay_rtt * 0.9, "{f}");
+    assert!(
+        e["client_cpu_wait_per_visit_ms"].as_f64().unwrap() < h3_best - tcp,
+        "{f}"
+    );
     assert!(!crate::findings::ids(&v).contains(&"no-http3".to_string()));
 }
 

@@ -42,6 +42,13 @@ pub fn run_json(args: &[&str]) -> serde_json::Value {
     run_json_within(args, LIMIT)
 }
 
+/// `latscope diagnose --no-save --no-load --json ARGS…`: its JSON (exit 0).
+pub fn diagnose_json(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["diagnose", "--no-save", "--no-load", "--json"];
+    all.extend_from_slice(args);
+    run_json(&all)
+}
+
 /// [`run_json`] with a limit of its own.
 pub fn run_json_within(args: &[&str], limit: std::time::Duration) -> serde_json::Value {
     let out = run_within(args, limit);

@@ -433,6 +433,7 @@ pub(crate) fn diagnosis_json(d: &Diagnosis) -> Value {
             "offered_by": h.offered_by,
             "port": h.port,
             "probe": h.h3.as_ref().map(|p| serde_json::to_value(p).unwrap_or_default()),
+            "client_cpu_wait_ms": h.client_cpu_wait_ms.map(|v| (v * 1000.0).round() / 1000.0),
             "error": h.error,
         });
         let rows = d.protocol_rows();

@@ -98,12 +98,16 @@ pub(crate) fn discover(
             .collect();
         h3.client.resolve.extend(extra);
     }
+    let waited = crate::load::sys::process_run_delay_ns();
     match interrupt
         .runtime
         .block_on(probe::probe(&h3, &interrupt.stop))
     {
         Ok(r) => found.h3 = Some(r),
         Err(e) => found.error = Some(e.to_string()),
+    }
+    if let (Some(before), Some(after)) = (waited, crate::load::sys::process_run_delay_ns()) {
+        found.client_cpu_wait_ms = Some(after.saturating_sub(before) as f64 / 1e6);
     }
     if main.http_version.as_deref() == Some("HTTP/2") && !interrupt.stop.is_stopped() {
         progress(&format!("{target}: probing HTTP/1.1 beside them…"));
@@ -129,6 +133,11 @@ pub(crate) fn facts(h: &Http3Probe) -> Http3Facts {
         port: h.port,
         fresh_ttfb_ms: h.h3.as_ref().and_then(|r| p50(Some(&r.fresh))),
         reused_ttfb_ms: h.h3.as_ref().and_then(|r| p50(r.reused.as_ref())),
+        client_cpu_wait_per_visit_ms: h
+            .h3
+            .as_ref()
+            .filter(|r| !r.samples.is_empty())
+            .and_then(|r| Some(h.client_cpu_wait_ms? / r.samples.len() as f64)),
         fresh_ttfb_min_ms: h
             .h3
             .as_ref()

@@ -71,6 +71,10 @@ pub struct Http3Probe {
     /// not offered, not tried.
     pub port: Option<u16>,
     pub h3: Option<ProbeResult>,
+    /// How long latscope's own threads waited for a CPU during the h3 probe, ms
+    /// (None where the kernel does not say): QUIC runs in user space, so a busy
+    /// client slows it where TCP, in the kernel, goes on.
+    pub client_cpu_wait_ms: Option<f64>,
     pub error: Option<String>,
     pub h1: Option<ProbeResult>,
 }

@@ -343,6 +343,9 @@ pub struct Http3Facts {
     pub reused_ttfb_ms: Option<f64>,
     /// The h3 probe's fastest fresh TTFB, ms.
     pub fresh_ttfb_min_ms: Option<f64>,
+    /// How long latscope's threads waited for a CPU during the h3 probe, per
+    /// request, ms: time a busy client added to QUIC's side only.
+    pub client_cpu_wait_per_visit_ms: Option<f64>,
     /// Why the h3 probe failed (then diagnose fell back to the TCP probe).
     pub error: Option<String>,
 }

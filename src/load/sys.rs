@@ -91,6 +91,22 @@ impl ThreadTime {
     }
 }
 
+/// How long this process's threads have waited, runnable, for a CPU so far (the sum
+/// of their schedstat run-queue delays), ns; `None` where the kernel does not say.
+/// Threads that have ended no longer count: take the difference over a stretch in
+/// which the threads that did the work live on.
+pub fn process_run_delay_ns() -> Option<u64> {
+    let tasks = std::fs::read_dir("/proc/self/task").ok()?;
+    let mut total = None;
+    for task in tasks.flatten() {
+        let text = std::fs::read_to_string(task.path().join("schedstat")).ok();
+        if let Some(ns) = text.as_deref().and_then(parse_run_delay) {
+            *total.get_or_insert(0) += ns;
+        }
+    }
+    total
+}
+
 /// The run-queue delay, the second of schedstat's three numbers: on-CPU ns,
 /// waiting-to-run ns, time slices.
 fn parse_run_delay(text: &str) -> Option<u64> {
