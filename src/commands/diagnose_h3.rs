@@ -138,6 +138,10 @@ pub(crate) fn facts(h: &Http3Probe) -> Http3Facts {
             .as_ref()
             .filter(|r| !r.samples.is_empty())
             .and_then(|r| Some(h.client_cpu_wait_ms? / r.samples.len() as f64)),
+        fresh_lost_per_visit: h.h3.as_ref().and_then(|r| {
+            let q = r.quic.as_ref()?;
+            (r.fresh.count > 0).then(|| q.fresh_lost_packets as f64 / r.fresh.count as f64)
+        }),
         fresh_ttfb_min_ms: h
             .h3
             .as_ref()

@@ -346,6 +346,8 @@ pub struct Http3Facts {
     /// How long latscope's threads waited for a CPU during the h3 probe, per
     /// request, ms: time a busy client added to QUIC's side only.
     pub client_cpu_wait_per_visit_ms: Option<f64>,
+    /// QUIC packets declared lost per fresh h3 visit (handshake and request).
+    pub fresh_lost_per_visit: Option<f64>,
     /// Why the h3 probe failed (then diagnose fell back to the TCP probe).
     pub error: Option<String>,
 }

@@ -49,6 +49,12 @@ pub struct QuicSummary {
     pub cwnd: u64,
     pub sent_packets: u64,
     pub lost_packets: u64,
+    /// Packets sent and declared lost over the fresh series' connections, each up to
+    /// its response (handshake included): what a first visit lost.
+    #[serde(default)]
+    pub fresh_sent_packets: u64,
+    #[serde(default)]
+    pub fresh_lost_packets: u64,
     /// p50 of the fresh series' QUIC handshakes (transport and TLS together), ms.
     pub handshake_ms: Option<f64>,
     /// `handshake_ms` / `min_rtt_ms`: the handshake's round trips (absent below a

@@ -52,6 +52,7 @@ pub(super) async fn probe(config: &ProbeConfig, stop: &Stop) -> Result<ProbeResu
         alpn: None,
         handshakes_ms: Vec::new(),
         zero_rtt: (0, 0),
+        fresh_packets: (0, 0),
         first_error: None,
     };
     run.fresh_series().await;
@@ -94,6 +95,8 @@ struct Runner<'a> {
     handshakes_ms: Vec<f64>,
     /// 0-RTT (tries, accepted).
     zero_rtt: (u32, u32),
+    /// Packets (sent, lost) over the fresh series' connections.
+    fresh_packets: (u64, u64),
     first_error: Option<NetError>,
 }
 
@@ -148,6 +151,11 @@ impl Runner<'_> {
         }
         if opened && series == Series::Fresh && !keep {
             self.handshakes_ms.push(hs.handshake_ms);
+        }
+        if opened && series == Series::Fresh {
+            let path = conn.path();
+            self.fresh_packets.0 += path.sent_packets;
+            self.fresh_packets.1 += path.lost_packets;
         }
         if opened {
             if let Some(accepted) = hs.zero_rtt {
@@ -318,6 +326,8 @@ impl Runner<'_> {
             cwnd: path.cwnd,
             sent_packets: path.sent_packets,
             lost_packets: path.lost_packets,
+            fresh_sent_packets: self.fresh_packets.0,
+            fresh_lost_packets: self.fresh_packets.1,
             handshake_ms,
             handshake_round_trips: handshake_ms
                 .filter(|_| path.min_rtt_ms >= 0.5)

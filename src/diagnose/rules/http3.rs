@@ -76,7 +76,8 @@ pub fn no_http3(p: &ProbeFacts, h3: &Http3Facts) -> Option<Finding> {
 /// nothing answered over UDP, as when a firewall drops it — and diagnose fell back to
 /// TCP; or it answered but even its fastest fresh TTFB (less the time latscope's
 /// threads waited for a CPU, per request) was above the TCP protocol's p50 by ≥ 5 ms
-/// and ≥ 20 %, where it should be a round trip below.
+/// and ≥ 20 % — or its median was, with packets lost (≥ one per two fresh visits) —
+/// where it should be a round trip below.
 pub fn http3_slower(p: &ProbeFacts, h3: &Http3Facts) -> Option<Finding> {
     let port = h3.port?;
     let fallback = if p.http_version.is_empty() {
@@ -122,10 +123,20 @@ pub fn http3_slower(p: &ProbeFacts, h3: &Http3Facts) -> Option<Finding> {
     // Even QUIC's fastest visit, less the time latscope itself waited for a CPU:
     // QUIC runs in user space and TCP in the kernel, so a busy client slows the
     // h3 side alone; a burst of noise slows some visits, a slow path or server all.
-    if !slower(h3_best - waited) {
+    // Or its median, when the fresh visits lost packets (at least one per two
+    // visits): each loss waits for a retransmission, so some visits are slow and
+    // some not, and the loss says it is the path.
+    let lost = h3.fresh_lost_per_visit.unwrap_or(0.0);
+    let lossy = lost >= 0.5 && slower(h3_fresh - waited);
+    if !(slower(h3_best - waited) || lossy) {
         return None;
     }
     let extra = h3_fresh - tcp_fresh;
+    let losses = if lost > 0.0 {
+        format!(", {lost:.1} packets lost per visit")
+    } else {
+        String::new()
+    };
     Some(
         Finding::new(
             "http3-slower",
@@ -133,7 +144,7 @@ pub fn http3_slower(p: &ProbeFacts, h3: &Http3Facts) -> Option<Finding> {
             Severity::Warn,
             format!(
                 "HTTP/3 is slower than {fallback} here: fresh TTFB p50 {} over QUIC vs {} \
-                 (+{}; its fastest {}), where it should save a round trip",
+                 (+{}; its fastest {}{losses}), where it should save a round trip",
                 ms(h3_fresh),
                 ms(tcp_fresh),
                 ms(extra),
@@ -149,6 +160,7 @@ pub fn http3_slower(p: &ProbeFacts, h3: &Http3Facts) -> Option<Finding> {
             "client_cpu_wait_per_visit_ms",
             h3.client_cpu_wait_per_visit_ms,
         )
+        .opt_num("fresh_lost_packets_per_visit", h3.fresh_lost_per_visit)
         .num("fallback_fresh_ttfb_ms", tcp_fresh)
         .opt_num("h3_reused_ttfb_ms", h3.reused_ttfb_ms)
         .text("fallback", fallback)
@@ -253,6 +265,22 @@ mod tests {
         };
         let f = http3_slower(&p, &idle).unwrap();
         assert_eq!(f.evidence_f64("client_cpu_wait_per_visit_ms"), Some(0.01));
+        // Slower at the median, not at its fastest, but losing packets: the path.
+        let lossy = Http3Facts {
+            fresh_lost_per_visit: Some(1.5),
+            ..mixed.clone()
+        };
+        let f = http3_slower(&p, &lossy).unwrap();
+        assert!(
+            f.title.contains("1.5 packets lost per visit"),
+            "{}",
+            f.title
+        );
+        let rare = Http3Facts {
+            fresh_lost_per_visit: Some(0.2),
+            ..mixed.clone()
+        };
+        assert!(http3_slower(&p, &rare).is_none());
         let fine = Http3Facts {
             fresh_ttfb_ms: Some(tcp - 40.0),
             ..slow.clone()
