@@ -7,7 +7,6 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use crate::util::diagnose_json;
 use crate::util_caddy::{caddy_bin, start};
@@ -30,7 +29,7 @@ fn http3_slower_fires_when_udp_is_slow_and_tcp_is_not() {
         return;
     };
     let caddy = start(&caddy_bin, "slowudp", "respond \"hello from caddy\" 200");
-    let (_relay, relay_port) = relay(&caddy.dir, caddy.port, UDP_DELAY_MS, "0/1");
+    let (_relay, relay_port) = relay(caddy.port, UDP_DELAY_MS, "0/1");
     let (_nginx, url) = nginx_advertising(&nginx_bin, &caddy, relay_port, "slowudp");
     let [k, ca] = caddy.cacert();
     let v = diagnose_json(&["-n", "3", &k, &ca, &url]);
@@ -74,7 +73,7 @@ fn http3_slower_fires_when_udp_loses_handshakes() {
         return;
     };
     let caddy = start(&caddy_bin, "lossyudp", "respond \"hello from caddy\" 200");
-    let (_relay, relay_port) = relay(&caddy.dir, caddy.port, 0, "2/3");
+    let (_relay, relay_port) = relay(caddy.port, 0, "2/3");
     let (_nginx, url) = nginx_advertising(&nginx_bin, &caddy, relay_port, "lossyudp");
     let [k, ca] = caddy.cacert();
     let v = diagnose_json(&["-n", "3", &k, &ca, &url]);
@@ -125,30 +124,20 @@ fn nginx_advertising(
 
 /// Starts the relay to Caddy's UDP `port`, holding each datagram `delay_ms` and
 /// losing first Initials as `lose` says (`K/N`); the guard and the relay's own port.
-fn relay(dir: &Path, port: u16, delay_ms: u64, lose: &str) -> (ChildGuard, u16) {
+fn relay(port: u16, delay_ms: u64, lose: &str) -> (ChildGuard, u16) {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/udp_delay_relay.py");
-    let ready = dir.join("relay.port");
-    let child = Command::new("python3")
+    let mut child = Command::new("python3")
         .arg(script)
-        .arg(&ready)
         .arg(port.to_string())
         .arg(delay_ms.to_string())
         .arg(lose)
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
         .expect("python3 runs the relay");
-    let mut guard = ChildGuard(child);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Ok(text) = std::fs::read_to_string(&ready) {
-            return (guard, text.trim().parse().expect("the relay's port"));
-        }
-        assert!(
-            guard.wait_for_exit(Duration::from_millis(20)).is_none(),
-            "the relay exited"
-        );
-        assert!(Instant::now() < deadline, "the relay did not start in 10 s");
-    }
+    let stdout = child.stdout.take().unwrap();
+    let guard = ChildGuard(child);
+    let line = crate::util::first_line(stdout, "the relay prints its port");
+    (guard, line.parse().expect("the relay's port"))
 }

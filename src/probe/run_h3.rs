@@ -152,8 +152,8 @@ impl Runner<'_> {
         if opened && series == Series::Fresh && !keep {
             self.handshakes_ms.push(hs.handshake_ms);
         }
+        let path = conn.path();
         if opened && series == Series::Fresh {
-            let path = conn.path();
             self.fresh_packets.0 += path.sent_packets;
             self.fresh_packets.1 += path.lost_packets;
         }
@@ -176,7 +176,7 @@ impl Runner<'_> {
             tls_resumed: Some(hs.resumed),
             tls_client_resumes: Some(keep),
             tcp_rtt_ms: None,
-            quic_rtt_ms: Some(conn.path().rtt_ms),
+            quic_rtt_ms: Some(path.rtt_ms),
             zero_rtt: if opened { hs.zero_rtt } else { None },
             closed_by_server: false,
             error: None,

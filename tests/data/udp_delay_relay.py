@@ -1,7 +1,7 @@
 """A slow or lossy path for UDP only, for tests: every datagram is held DELAY_MS each way.
 
-Usage: python3 udp_delay_relay.py READY_FILE UPSTREAM_PORT DELAY_MS [K/N]
-Listens on 127.0.0.1 (a free port, written to READY_FILE once bound) and relays to
+Usage: python3 udp_delay_relay.py UPSTREAM_PORT DELAY_MS [K/N]
+Listens on 127.0.0.1 (a free port, printed on stdout once bound) and relays to
 127.0.0.1:UPSTREAM_PORT, each client address through an upstream socket of its own
 (so replies find their way back). QUIC through it pays 2 x DELAY_MS per round trip
 while TCP to the same server goes straight (tests/http3_slower.rs).
@@ -13,12 +13,11 @@ relay has not seen: neither an earlier client's nor a Source Connection ID the
 server chose (the client's later packets carry that one).
 """
 import asyncio
-import os
 import sys
 
-ready, upstream_port, delay = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]) / 1000.0
+upstream_port, delay = int(sys.argv[1]), int(sys.argv[2]) / 1000.0
 UPSTREAM = ("127.0.0.1", upstream_port)
-LOSE, OF = (int(x) for x in (sys.argv[4] if len(sys.argv) > 4 else "0/1").split("/"))
+LOSE, OF = (int(x) for x in (sys.argv[3] if len(sys.argv) > 3 else "0/1").split("/"))
 known = set()  # connection IDs seen
 connections = 0
 
@@ -92,9 +91,7 @@ class Front(asyncio.DatagramProtocol):
 async def main():
     loop = asyncio.get_running_loop()
     transport, _ = await loop.create_datagram_endpoint(Front, local_addr=("127.0.0.1", 0))
-    with open(ready + ".tmp", "w") as f:
-        f.write(f"{transport.get_extra_info('sockname')[1]}\n")
-    os.rename(ready + ".tmp", ready)
+    print(transport.get_extra_info("sockname")[1], flush=True)
     await asyncio.Event().wait()
 
 
