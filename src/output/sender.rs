@@ -46,7 +46,7 @@ impl Endpoint {
         if !u.username().is_empty() || u.password().is_some() {
             return Err(format!(
                 "'{}': credentials in the URL are not supported (they would be stored with the run)",
-                crate::store::redact_urls(url)
+                crate::redact::redact_urls(url)
             ));
         }
         let host = u
@@ -66,7 +66,7 @@ impl Endpoint {
             host,
             port,
             path,
-            shown: crate::store::redact_urls(u.as_str()),
+            shown: crate::redact::redact_urls(u.as_str()),
         })
     }
 
