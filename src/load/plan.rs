@@ -17,7 +17,8 @@ use super::shard::{self, Shard};
 use super::stages::{self, Ramp, Stage};
 use super::threshold::{self, Threshold};
 use crate::cli::LoadArgs;
-use crate::config::http::{self as httpcfg, ClientOptions, HttpVersionPref, RequestSpec};
+use crate::config::http as httpcfg;
+use crate::net::{ClientOptions, HttpVersionPref, RequestSpec};
 use crate::net::{Scheme, Target};
 
 /// Default connections (wrk's and ab-with-concurrency's habit).
