@@ -45,7 +45,7 @@ use std::sync::Arc;
 pub use conn::{fd_exhausted, head_too_large, tls_failure};
 pub use engine::Progress;
 pub use live::LiveSecond;
-pub use plan::{Endpoint, LoadPlan, Model, PlanError};
+pub use plan::{Endpoint, LoadEngine, LoadPlan, Model, PlanError};
 pub use result::LoadResult;
 pub use scenario::Order;
 
