@@ -21,5 +21,5 @@ pub mod verify;
 pub use dns::ResolveOverride;
 pub use error::NetError;
 pub use options::{ClientOptions, HttpVersionPref};
-pub use request::{RequestSpec, DEFAULT_HEADERS};
+pub use request::{RequestHead, RequestSpec, DEFAULT_HEADERS};
 pub use target::{Scheme, Target};
