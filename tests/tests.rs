@@ -43,6 +43,7 @@ mod report;
 mod report_verdict;
 mod shards;
 mod shards_wire;
+mod side_tls;
 mod store;
 mod util;
 mod util_caches;

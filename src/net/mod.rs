@@ -3,6 +3,7 @@
 //! Nothing here prints.
 
 pub mod alt_svc;
+pub mod client;
 pub mod conn;
 pub mod dns;
 pub mod error;
