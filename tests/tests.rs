@@ -29,6 +29,7 @@ mod lab;
 mod lab_h3;
 mod lab_options;
 mod lab_routes;
+mod layers;
 mod live;
 mod live_disk;
 mod load;
