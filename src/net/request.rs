@@ -33,6 +33,24 @@ pub struct RequestSpec {
     pub body: Bytes,
 }
 
+impl RequestSpec {
+    /// A request with these fields (latscope's own: lowercase names, fixed values).
+    pub fn with_fields(
+        method: Method,
+        fields: &[(&'static str, &'static str)],
+        body: Bytes,
+    ) -> Self {
+        RequestSpec {
+            method,
+            headers: fields
+                .iter()
+                .map(|(n, v)| (HeaderName::from_static(n), HeaderValue::from_static(v)))
+                .collect(),
+            body,
+        }
+    }
+}
+
 impl Default for RequestSpec {
     fn default() -> Self {
         RequestSpec {

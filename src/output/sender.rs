@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::{HeaderName, HeaderValue, Method};
+use http::Method;
 
 use super::series::{Sample, Series, Snapshot};
 use crate::net::client::Client;
@@ -188,20 +188,17 @@ const ANSWER_LIMIT: usize = 4096;
 
 /// One remote write: POST `body`, success on 2xx; the error says what happened.
 pub fn post(client: &Client, endpoint: &Endpoint, body: Vec<u8>) -> Result<(), String> {
-    let field = |n: &'static str, v: &'static str| {
-        (HeaderName::from_static(n), HeaderValue::from_static(v))
-    };
-    let spec = RequestSpec {
-        method: Method::POST,
-        headers: vec![
-            field("content-type", "application/x-protobuf"),
-            field("content-encoding", "snappy"),
-            field("x-prometheus-remote-write-version", "0.1.0"),
-            field("accept-encoding", "identity"),
-            field("connection", "close"),
+    let spec = RequestSpec::with_fields(
+        Method::POST,
+        &[
+            ("content-type", "application/x-protobuf"),
+            ("content-encoding", "snappy"),
+            ("x-prometheus-remote-write-version", "0.1.0"),
+            ("accept-encoding", "identity"),
+            ("connection", "close"),
         ],
-        body: Bytes::from(body),
-    };
+        Bytes::from(body),
+    );
     let answer = client
         .send(&endpoint.target, &spec, ANSWER_LIMIT, WRITE_TIMEOUT)
         .map_err(|e| e.to_string())?;

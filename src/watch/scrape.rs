@@ -6,7 +6,7 @@
 use std::time::{Instant, SystemTime};
 
 use bytes::Bytes;
-use http::{HeaderName, HeaderValue, Method};
+use http::Method;
 
 use crate::net::client::Client;
 use crate::net::RequestSpec;
@@ -96,18 +96,15 @@ pub fn scrape(
 
 /// GETs the target's path, all of it within [`SCRAPE_TIMEOUT`]: the body of a 200.
 fn fetch(client: &Client, t: &Target) -> Result<String, String> {
-    let field = |n: &'static str, v: &'static str| {
-        (HeaderName::from_static(n), HeaderValue::from_static(v))
-    };
-    let spec = RequestSpec {
-        method: Method::GET,
-        headers: vec![
-            field("accept", "text/plain;version=0.0.4;q=1,*/*;q=0.1"),
-            field("accept-encoding", "identity"),
-            field("connection", "close"),
+    let spec = RequestSpec::with_fields(
+        Method::GET,
+        &[
+            ("accept", "text/plain;version=0.0.4;q=1,*/*;q=0.1"),
+            ("accept-encoding", "identity"),
+            ("connection", "close"),
         ],
-        body: Bytes::new(),
-    };
+        Bytes::new(),
+    );
     let answer = client
         .send(&t.url, &spec, MAX_RESPONSE, SCRAPE_TIMEOUT)
         .map_err(|e| e.to_string())?;

@@ -6,7 +6,8 @@
 
 use bytes::Bytes;
 
-use super::hpack::{Decoder, Sink};
+use super::hpack::Decoder;
+use super::tests::All;
 use super::Request;
 use crate::load::plan::Endpoint;
 use crate::net::{RequestSpec, Target};
@@ -72,21 +73,6 @@ fn from_h1(bytes: &[u8]) -> Sent {
         who: "load h1",
         authority: authority.expect("Host"),
         fields,
-    }
-}
-
-#[derive(Default)]
-struct All(Vec<(String, String)>);
-
-impl Sink for All {
-    fn wants(&self, _: &[u8]) -> bool {
-        true
-    }
-    fn field(&mut self, n: &[u8], v: &[u8], _: usize) {
-        self.0.push((
-            String::from_utf8_lossy(n).into_owned(),
-            String::from_utf8_lossy(v).into_owned(),
-        ));
     }
 }
 
