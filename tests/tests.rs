@@ -19,6 +19,8 @@ mod findings_savings;
 mod findings_wire;
 mod hostile_exit;
 mod hostile_load;
+mod hostile_py;
+mod hostile_redirect;
 mod hostile_store;
 mod http3;
 mod http3_dns;
