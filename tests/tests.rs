@@ -18,6 +18,7 @@ mod findings_real;
 mod findings_savings;
 mod findings_wire;
 mod hostile_exit;
+mod hostile_input;
 mod hostile_load;
 mod hostile_py;
 mod hostile_redirect;
