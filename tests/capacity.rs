@@ -12,7 +12,8 @@ use serde_json::Value;
 use latscope::lab::{self, LabOptions};
 
 use crate::util::{json_of, run_within};
-use crate::util_real::{have, start_python, TempDir};
+use crate::util_real::{python_server, TempDir};
+use crate::util_require::require;
 
 /// A search may take this long before it counts as a hang (its `--max-time` is 35 s).
 const LIMIT: Duration = Duration::from_secs(90);
@@ -331,12 +332,10 @@ s.serve_forever()
 /// capacity found at `p99<100ms` (open model) lands within 15 % of 200 req/s.
 #[test]
 fn find_max_finds_a_python_worker_pools_capacity() {
-    let test = "find_max_finds_a_python_worker_pools_capacity";
-    if !have("python3", test) {
+    if !require("python3") {
         return;
     }
-    let dir = TempDir::new("capacity-pool");
-    let (_server, port) = start_python(&dir, POOL, &["/work:4:0.020"]);
+    let (_server, port) = python_server(POOL, &["/work:4:0.020"]);
     let url = format!("http://127.0.0.1:{port}/work");
     let (code, v, _) = search_fit(
         &[
@@ -373,12 +372,11 @@ fn find_max_finds_a_python_worker_pools_capacity() {
 /// `fast` stays below `slow` at the failing step (and fast at the first).
 #[test]
 fn the_limiting_endpoint_is_named() {
-    let test = "the_limiting_endpoint_is_named";
-    if !have("python3", test) {
+    if !require("python3") {
         return;
     }
     let dir = TempDir::new("capacity-limit");
-    let (_server, port) = start_python(&dir, POOL, &["/slow:2:0.020"]);
+    let (_server, port) = python_server(POOL, &["/slow:2:0.020"]);
     let scenario = dir.write(
         "scenario.toml",
         &format!(
@@ -559,8 +557,7 @@ s = S(("127.0.0.1", 0), H)
 print(s.server_address[1], flush=True)
 s.serve_forever()
 "#;
-    let dir = TempDir::new("capacity-stall");
-    let (_server, port) = start_python(&dir, STALL, &["stall"]);
+    let (_server, port) = python_server(STALL, &["stall"]);
     let url = format!("http://127.0.0.1:{port}/");
     let (code, v, stderr) = search(&[
         &url,

@@ -424,8 +424,8 @@ fn per_connection_state_is_made_lazily() {
         };
         // SAFETY: valid, writable rlimit.
         unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut hard) };
-        if hard.rlim_max < 10_200 {
-            eprintln!("skipped: the open-file hard limit is {}", hard.rlim_max);
+        let why = format!("the open-file hard limit is {}", hard.rlim_max);
+        if !crate::util_require::require_that(hard.rlim_max >= 10_200, &why, "ulimit -Hn 10200") {
             return;
         }
     }
@@ -462,8 +462,9 @@ fn connections_cost_a_few_kilobytes() {
             libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
         }
     }
-    if latscope::load::limits::fd_limit() < 4_400 {
-        eprintln!("skipped: the open-file hard limit is {}", lim.rlim_max);
+    let why = format!("the open-file hard limit is {}", lim.rlim_max);
+    let enough = latscope::load::limits::fd_limit() >= 4_400;
+    if !crate::util_require::require_that(enough, &why, "ulimit -Hn 4400") {
         return;
     }
     let lab = crate::util_lab::healthy();

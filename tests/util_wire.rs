@@ -23,17 +23,6 @@ pub fn lock() -> MutexGuard<'static, ()> {
     WIRE_LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Whether wire tests can run here (root and /dev/net/tun); prints why not.
-pub fn can_run(test: &str) -> bool {
-    // SAFETY: plain getter.
-    let root = unsafe { libc::geteuid() } == 0;
-    let tun = std::path::Path::new("/dev/net/tun").exists();
-    if !(root && tun) {
-        eprintln!("SKIPPED {test}: the wire needs root and /dev/net/tun (CI runs as root)");
-    }
-    root && tun
-}
-
 /// One timed request.
 #[derive(Debug, Clone, Copy)]
 pub struct Sample {
