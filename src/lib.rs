@@ -13,6 +13,7 @@ pub mod config;
 pub mod diagnose;
 pub mod disk;
 pub mod error;
+pub mod input;
 pub mod lab;
 pub mod load;
 pub mod net;

@@ -106,6 +106,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<u8> {
         },
         live: crate::report::live::wanted(args.output.json, args.output.no_tui),
         watch: None,
+        secret_headers: Vec::new(),
     };
     let mut progress = diagnose::progress_printer();
     let mut results: Vec<Diagnosis> = Vec::new();

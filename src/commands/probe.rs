@@ -64,6 +64,10 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
                 count: args.count,
                 request: request.clone(),
                 client: client.clone(),
+                secret_headers: super::diagnose::secret_headers(
+                    &request,
+                    &args.http.redact_headers,
+                ),
             };
             outcomes.push((target.url.clone(), probe::probe(&config, stop).await));
         }
