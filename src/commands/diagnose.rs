@@ -9,11 +9,10 @@ use anyhow::Context;
 use serde_json::{json, Value};
 
 use crate::cli::DiagnoseArgs;
-use crate::config::http::{
-    self as httpcfg, ClientOptions, HttpVersionPref, RequestSpec, ResolveOverride,
-};
+use crate::config::http as httpcfg;
 use crate::diagnose::diagnosis::Diagnosis;
 use crate::diagnose::{self, audit, from_probe, rules, Facts, Finding};
+use crate::net::{ClientOptions, HttpVersionPref, RequestSpec, ResolveOverride};
 use crate::net::{NetError, Target};
 use crate::probe::{self, ProbeConfig};
 use crate::report;
@@ -44,6 +43,19 @@ pub(crate) struct Plan {
     pub watch: Option<crate::watch::WatchSpec>,
     /// `--out`: where the ramp's seconds are streamed.
     pub out: Option<crate::output::OutRun>,
+    /// The request's secret headers ([`secret_headers`]).
+    pub secret_headers: Vec<http::HeaderName>,
+}
+
+/// The headers of `request` that are secret: named as secrets are
+/// (`store::redact`) or marked with `--redact-header`.
+pub(crate) fn secret_headers(request: &RequestSpec, marked: &[String]) -> Vec<http::HeaderName> {
+    request
+        .headers
+        .iter()
+        .map(|(n, _)| n.clone())
+        .filter(|n| crate::store::is_secret_header(n.as_str(), marked))
+        .collect()
 }
 
 /// Runs `latscope diagnose`.
@@ -86,6 +98,7 @@ pub fn run(args: DiagnoseArgs) -> anyhow::Result<u8> {
             label: args.output.label.clone(),
         }),
         count: args.count,
+        secret_headers: secret_headers(&request, &args.http.redact_headers),
         request,
         client,
         origin: args.origin.clone(),
@@ -212,6 +225,7 @@ pub(crate) fn diagnose_url(
         count: plan.count,
         request: plan.request.clone(),
         client: plan.client.clone(),
+        secret_headers: plan.secret_headers.clone(),
     };
     config.client.http3 = false;
     let stop = &interrupt.stop;
@@ -404,6 +418,9 @@ pub(crate) fn diagnosis_json(d: &Diagnosis) -> Value {
             let mut v = serde_json::to_value(audit::audit(facts)).unwrap_or_default();
             v["redirects"] = serde_json::to_value(&obs.redirects).unwrap_or_default();
             v["url"] = json!(obs.url);
+            if !obs.dropped_headers.is_empty() {
+                v["dropped_headers"] = json!(obs.dropped_headers);
+            }
             v
         }
         _ => json!({"error": d.cache_error}),

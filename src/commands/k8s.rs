@@ -118,14 +118,15 @@ pub(crate) fn job_manifests(job: &K8sJobArgs, now: SystemTime) -> anyhow::Result
             None
         };
         if let Some(path) = path {
-            let meta = std::fs::metadata(&path).map_err(|e| usage!("-f {path}: {e}"))?;
-            if meta.len() > MAX_SCENARIO {
-                return Err(usage!(
-                    "-f {path}: over {} KiB, more than a ConfigMap holds",
-                    MAX_SCENARIO / 1024
-                ));
-            }
-            let text = std::fs::read_to_string(&path).map_err(|e| usage!("-f {path}: {e}"))?;
+            let text = crate::input::read_text_capped(path.as_ref(), MAX_SCENARIO).map_err(
+                |e| match e {
+                    crate::input::InputError::TooLarge { .. } => usage!(
+                        "-f {path}: over {} KiB, more than a ConfigMap holds",
+                        MAX_SCENARIO / 1024
+                    ),
+                    e => usage!("-f {path}: {e}"),
+                },
+            )?;
             scenario = Some(("scenario.toml".into(), text));
             pod_args.push(format!("{SCENARIO_DIR}/scenario.toml"));
         }

@@ -26,7 +26,7 @@ pub fn run(args: MergeArgs) -> anyhow::Result<u8> {
     let mut store = None;
     for spec in &args.runs {
         let path = std::path::Path::new(spec);
-        let run = if path.is_file() {
+        let run = if path.exists() && !path.is_dir() {
             let mut file = read_export(path)?;
             crate::store::redact_record(&mut file.run, &[]);
             file.run
