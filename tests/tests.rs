@@ -18,6 +18,7 @@ mod findings_real;
 mod findings_savings;
 mod findings_wire;
 mod hostile_exit;
+mod hostile_h2;
 mod hostile_input;
 mod hostile_load;
 mod hostile_py;

@@ -144,6 +144,17 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
             crate::net::http::MAX_RESPONSE_HEAD / 1024
         );
     }
+    let floods = load::h2_floods();
+    if floods > 0 {
+        // Named, not left as bare "protocol" errors (RFC 9113 §10.5).
+        doc["h2_flood_connections"] = serde_json::json!(floods);
+        eprintln!(
+            "latscope: {floods} HTTP/2 connections ended with GOAWAY ENHANCE_YOUR_CALM: the server flooded control frames \
+             (more than {} PING/SETTINGS answers it did not read, or more than {} CONTINUATION frames in one header block); their requests count as protocol errors",
+            load::H2_MAX_PENDING_ACKS,
+            load::H2_MAX_CONTINUATIONS
+        );
+    }
     let fd_exhausted = load::fd_exhausted();
     if fd_exhausted > 0 {
         // Named, not left as bare "connect" errors.

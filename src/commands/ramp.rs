@@ -178,6 +178,12 @@ pub(crate) fn run(
                 .filter(|(_, n)| **n > 0)
                 .map(|(k, n)| format!("{k} {n}"))
                 .collect();
+            if load::h2_floods() > 0 {
+                kinds.push(format!(
+                    "{} HTTP/2 connections ended for a control-frame flood (GOAWAY ENHANCE_YOUR_CALM)",
+                    load::h2_floods()
+                ));
+            }
             if load::head_too_large() > 0 {
                 kinds.push(format!(
                     "response headers over {} KiB, latscope's limit",
