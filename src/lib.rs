@@ -19,6 +19,8 @@ pub mod load;
 pub mod net;
 pub mod output;
 pub mod probe;
+pub mod record;
+pub mod redact;
 pub mod report;
 pub mod stats;
 pub mod store;

@@ -10,11 +10,11 @@ use anyhow::Context;
 use serde_json::json;
 
 use crate::cli::DemoArgs;
-use crate::config::http::{ClientOptions, RequestSpec};
 use crate::diagnose::diagnosis::Diagnosis;
 use crate::lab::wire::{self, Wire, WireOptions};
 use crate::lab::{self, LabOptions, StallOptions};
 use crate::net::Target;
+use crate::net::{ClientOptions, RequestSpec};
 
 use super::diagnose::{self, diagnosis_json, Plan};
 use super::interrupt::Interrupt;

@@ -9,11 +9,10 @@ use anyhow::Context;
 use serde_json::{json, Value};
 
 use crate::cli::DiagnoseArgs;
-use crate::config::http::{
-    self as httpcfg, ClientOptions, HttpVersionPref, RequestSpec, ResolveOverride,
-};
+use crate::config::http as httpcfg;
 use crate::diagnose::diagnosis::Diagnosis;
 use crate::diagnose::{self, audit, from_probe, rules, Facts, Finding};
+use crate::net::{ClientOptions, HttpVersionPref, RequestSpec, ResolveOverride};
 use crate::net::{NetError, Target};
 use crate::probe::{self, ProbeConfig};
 use crate::report;

@@ -4,8 +4,9 @@
 use std::time::SystemTime;
 
 use crate::cli::ProbeArgs;
-use crate::config::http::{self as httpcfg, HttpVersionPref};
+use crate::config::http as httpcfg;
 use crate::diagnose::{self, from_probe, rules, Facts, Finding};
+use crate::net::HttpVersionPref;
 use crate::net::{NetError, Target};
 use crate::probe::{self, ProbeConfig, ProbeResult};
 use crate::report;

@@ -9,13 +9,13 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::config::http::{ClientOptions, RequestSpec};
 use crate::diagnose::diagnosis::Ramp;
 use crate::diagnose::{LoadFacts, LoadStep};
 use crate::load::capacity::Joined;
 use crate::load::steps::{Level, StepPlan};
 use crate::load::{self, threshold, LoadPlan};
 use crate::net::Target;
+use crate::net::{ClientOptions, RequestSpec};
 use crate::stats::Percentiles;
 use crate::store::StoredHistogram;
 

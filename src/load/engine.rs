@@ -19,8 +19,9 @@ use super::recorder::{Live, Recorder};
 use super::result::{self, LoadResult};
 use super::stages::Ramp;
 use super::{http1, raw, sys, worker, LoadError};
-use crate::config::http::{lookup_override, HttpVersionPref};
+use crate::net::dns::lookup_override;
 use crate::net::tls::{self, TlsOptions};
+use crate::net::HttpVersionPref;
 use crate::net::Scheme;
 
 /// Run phases (the `phase` atomic).

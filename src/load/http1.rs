@@ -43,7 +43,7 @@ pub fn encode(target: &Target, e: &Endpoint, keepalive: bool) -> Bytes {
         out.extend_from_slice(b"\r\n");
     }
     // The same defaults as every other command (`-H` overrides each).
-    for (name, value) in crate::config::http::DEFAULT_HEADERS {
+    for (name, value) in crate::net::DEFAULT_HEADERS {
         if !has(name) {
             out.extend_from_slice(name.as_bytes());
             out.extend_from_slice(b": ");
@@ -508,7 +508,7 @@ mod tests {
             name: "x".into(),
             method: http::Method::POST,
             path_and_query: "/x?y=1".into(),
-            headers: vec![crate::config::http::parse_header("Accept: a/b").unwrap()],
+            headers: vec![crate::net::request::field("Accept: a/b")],
             body: Bytes::from_static(b"hi"),
             weight: 1,
         };
@@ -526,7 +526,7 @@ mod tests {
         assert!(s.contains("accept-encoding: gzip, br\r\n"), "{s}");
         assert!(!s.contains("accept: */*"), "{s}");
         let mut e2 = e.clone();
-        e2.headers = vec![crate::config::http::parse_header("Accept-Encoding: identity").unwrap()];
+        e2.headers = vec![crate::net::request::field("Accept-Encoding: identity")];
         let s = String::from_utf8(encode(&t, &e2, true).to_vec()).unwrap();
         assert_eq!(
             s.to_ascii_lowercase().matches("accept-encoding").count(),

@@ -17,7 +17,8 @@ use super::shard::{self, Shard};
 use super::stages::{self, Ramp, Stage};
 use super::threshold::{self, Threshold};
 use crate::cli::LoadArgs;
-use crate::config::http::{self as httpcfg, ClientOptions, HttpVersionPref, RequestSpec};
+use crate::config::http as httpcfg;
+use crate::net::{ClientOptions, HttpVersionPref, RequestSpec};
 use crate::net::{Scheme, Target};
 
 /// Default connections (wrk's and ab-with-concurrency's habit).
@@ -266,7 +267,7 @@ fn parse_target(url: &str, what: &str) -> Result<Target, PlanError> {
 /// The name of a URL's endpoint: its path and query, secret query values redacted
 /// (the name is shown, stored and written to `--raw`; the request keeps them).
 fn endpoint_name(target: &Target) -> String {
-    crate::store::redact_urls(&target.path_and_query)
+    crate::redact::redact_urls(&target.path_and_query)
 }
 
 fn endpoint_from(name: &str, spec: &RequestSpec, path: Option<String>) -> Endpoint {

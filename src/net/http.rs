@@ -11,16 +11,13 @@ use http_body_util::{BodyExt, Full};
 use hyper::client::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 
-use crate::config::http::RequestSpec;
+use crate::net::RequestSpec;
 
 use super::conn::{Connected, Stream, TlsInfo};
 use super::error::NetError;
 use super::tcp::{self, TcpInfo};
 use super::timed_io::{MarkHandle, TimedIo};
 use super::Target;
-
-/// What latscope says it is.
-pub const USER_AGENT_VALUE: &str = concat!("latscope/", env!("CARGO_PKG_VERSION"));
 
 enum Sender {
     H1(http1::SendRequest<Full<Bytes>>),
@@ -331,7 +328,7 @@ fn build_request(
             .map_err(|e| NetError::Protocol(format!("bad Host header: {e}")))?;
         headers.insert(HOST, host);
     }
-    for (name, value) in crate::config::http::DEFAULT_HEADERS {
+    for (name, value) in crate::net::DEFAULT_HEADERS {
         headers.insert(
             http::header::HeaderName::from_static(name),
             HeaderValue::from_static(value),

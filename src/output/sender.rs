@@ -51,7 +51,7 @@ impl Endpoint {
         if !u.username().is_empty() || u.password().is_some() {
             return Err(format!(
                 "'{}': credentials in the URL are not supported (they would be stored with the run)",
-                crate::store::redact_urls(url)
+                crate::redact::redact_urls(url)
             ));
         }
         let host = u
@@ -71,7 +71,7 @@ impl Endpoint {
             host,
             port,
             path,
-            shown: crate::store::redact_urls(u.as_str()),
+            shown: crate::redact::redact_urls(u.as_str()),
         })
     }
 

@@ -11,8 +11,8 @@
 use http::{HeaderName, HeaderValue, Method};
 use serde::{Deserialize, Serialize};
 
-use crate::config::http::RequestSpec;
 use crate::net::http::{Exchange, HttpConn};
+use crate::net::RequestSpec;
 use crate::net::{conn, NetError, Target};
 use crate::units::ms;
 
@@ -106,7 +106,7 @@ pub async fn audit(config: &ProbeConfig, stop: &Stop) -> Result<CacheObservation
     let mut dropped_headers = Vec::new();
     let mut redirects = Vec::new();
     let opts = connect_options(config)?;
-    let h2c = config.client.version == crate::config::http::HttpVersionPref::Http2;
+    let h2c = config.client.version == crate::net::HttpVersionPref::Http2;
     let timeout = config.client.timeout;
     let bounded = |stop: &Stop| {
         let stop = stop.clone();

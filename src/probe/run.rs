@@ -3,10 +3,10 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::config::http::{ClientOptions, HttpVersionPref, RequestSpec};
 use crate::net::conn::{self, ConnectOptions};
 use crate::net::http::{Exchange, HttpConn};
 use crate::net::tls::{self, TlsOptions, ALPN_H2, ALPN_HTTP11};
+use crate::net::{ClientOptions, HttpVersionPref, RequestSpec};
 use crate::net::{NetError, Scheme, Target};
 use crate::units::ms;
 

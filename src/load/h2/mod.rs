@@ -69,7 +69,7 @@ impl Request {
         hpack::put_field(&mut block, ":scheme", scheme.as_bytes());
         hpack::put_field(&mut block, ":path", e.path_and_query.as_bytes());
         hpack::put_field(&mut block, ":authority", &authority);
-        for (name, value) in crate::config::http::DEFAULT_HEADERS {
+        for (name, value) in crate::net::DEFAULT_HEADERS {
             if !has(name) {
                 hpack::put_field(&mut block, name, value.as_bytes());
             }

@@ -20,7 +20,7 @@ fn endpoint(method: http::Method, path: &str, body: &'static [u8], headers: &[&s
         path_and_query: path.into(),
         headers: headers
             .iter()
-            .map(|h| crate::config::http::parse_header(h).unwrap())
+            .map(|h| crate::net::request::field(h))
             .collect(),
         body: Bytes::from_static(body),
         weight: 1,
