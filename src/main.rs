@@ -21,7 +21,8 @@ fn main() -> ExitCode {
             }
             let _ = std::io::stdout().flush();
             // An error can quote what a server or a file said: no terminal escapes.
-            let shown: String = format!("{err:#}")
+            let text = format!("{err:#}");
+            let shown: String = latscope::redact::for_output(&text)
                 .chars()
                 .map(|c| if c.is_control() && c != '\n' { '?' } else { c })
                 .collect();

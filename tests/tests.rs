@@ -24,6 +24,7 @@ mod hostile_length;
 mod hostile_load;
 mod hostile_py;
 mod hostile_redirect;
+mod hostile_secrets;
 mod hostile_store;
 mod http3;
 mod http3_dns;

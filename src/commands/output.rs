@@ -10,10 +10,14 @@ pub(crate) fn print(json: bool, doc: &impl serde::Serialize, text: &str) -> anyh
     let write = || -> std::io::Result<()> {
         let mut out = std::io::stdout().lock();
         if json {
-            serde_json::to_writer_pretty(&mut out, doc).map_err(std::io::Error::from)?;
+            // URL credentials and token parameters are redacted as the store
+            // redacts them, unless --show-secrets (crate::redact).
+            let mut doc = serde_json::to_value(doc).map_err(std::io::Error::from)?;
+            crate::redact::json_for_output(&mut doc);
+            serde_json::to_writer_pretty(&mut out, &doc).map_err(std::io::Error::from)?;
             writeln!(out)?;
         } else {
-            out.write_all(clean(text).as_bytes())?;
+            out.write_all(clean(&crate::redact::for_output(text)).as_bytes())?;
         }
         out.flush()
     };
