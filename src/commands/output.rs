@@ -27,6 +27,21 @@ pub(crate) fn print(json: bool, doc: &impl serde::Serialize, text: &str) -> anyh
     }
 }
 
+/// Writes `text` to stdout as it is, secrets included: for documents whose
+/// secrets are meant to be there (`k8s job`'s Secret manifest), never for a run's
+/// output.
+pub(crate) fn say_verbatim(text: &str) -> anyhow::Result<()> {
+    let write = || -> std::io::Result<()> {
+        let mut out = std::io::stdout().lock();
+        out.write_all(clean(text).as_bytes())?;
+        out.flush()
+    };
+    match write() {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
 /// Writes `text` to stdout as [`print`] does, for the lines a command adds around
 /// its result ("saved as run …"): never `print!`, which panics on a closed pipe.
 pub(crate) fn say(text: &str) -> anyhow::Result<()> {
