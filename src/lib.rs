@@ -26,6 +26,7 @@ pub mod stats;
 pub mod store;
 pub mod units;
 pub mod uring;
+pub mod visible;
 pub mod watch;
 
 pub use commands::run;

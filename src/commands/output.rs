@@ -53,21 +53,7 @@ pub(crate) fn say(text: &str) -> anyhow::Result<()> {
 /// header, a reason phrase, a run's text) cannot set the title, clear the screen or
 /// rewrite earlier lines. latscope's own stdout text holds no escapes.
 pub(crate) fn clean(text: &str) -> std::borrow::Cow<'_, str> {
-    let bad = |c: char| c.is_control() && c != '\n' && c != '\t';
-    if !text.chars().any(bad) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        if !bad(c) {
-            out.push(c);
-        } else if (c as u32) < 0x100 {
-            out.push_str(&format!("\\x{:02x}", c as u32));
-        } else {
-            out.push_str(&format!("\\u{{{:04x}}}", c as u32));
-        }
-    }
-    std::borrow::Cow::Owned(out)
+    crate::visible::visible(text)
 }
 
 #[cfg(test)]
