@@ -13,6 +13,8 @@ pub mod config;
 pub mod diagnose;
 pub mod disk;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod input;
 pub mod lab;
 pub mod load;
