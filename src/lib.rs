@@ -19,6 +19,7 @@ pub mod net;
 pub mod output;
 pub mod probe;
 pub mod report;
+pub mod schema;
 pub mod stats;
 pub mod store;
 pub mod units;

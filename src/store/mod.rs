@@ -413,72 +413,7 @@ pub fn measured(entry: &serde_json::Value) -> bool {
 
 /// The headline numbers of a run, picked from its summary for `latscope runs`.
 pub fn headline(kind: &str, summary: &serde_json::Value) -> serde_json::Value {
-    let pick = |path: &[&str]| {
-        let mut v = summary;
-        for p in path {
-            v = v.get(p)?;
-        }
-        v.as_f64()
-    };
-    let mut h = serde_json::Map::new();
-    let mut put = |k: &str, v: Option<f64>| {
-        if let Some(v) = v {
-            h.insert(k.to_string(), serde_json::json!(v));
-        }
-    };
-    match kind {
-        "load" => {
-            put("rps", pick(&["rps"]));
-            put("p50_ms", pick(&["latency_ms", "p50"]));
-            put("p99_ms", pick(&["latency_ms", "p99"]));
-            put("requests", pick(&["requests"]));
-            // A --find-max run: its answer.
-            put("capacity", pick(&["capacity", "level"]));
-        }
-        "disk" => {
-            put("read_iops", pick(&["read", "iops"]));
-            put("write_iops", pick(&["write", "iops"]));
-            put("read_p99_us", pick(&["read", "lat_us", "p99"]));
-            put("write_p99_us", pick(&["write", "lat_us", "p99"]));
-        }
-        _ => {
-            // Several URLs: the first that was measured (a failed one is `{url,
-            // error}`); a diagnosis holds its probe under `probe`.
-            fn first_measured(v: &serde_json::Value) -> &serde_json::Value {
-                v.get("results")
-                    .and_then(serde_json::Value::as_array)
-                    .and_then(|r| r.iter().find(|e| measured(e)))
-                    .unwrap_or(v)
-            }
-            let first = first_measured(summary);
-            let first = first_measured(first.get("probe").unwrap_or(first));
-            let get = |path: &[&str]| {
-                let mut v = first;
-                for p in path {
-                    v = v.get(p)?;
-                }
-                v.as_f64()
-            };
-            put(
-                "fresh_ttfb_p50_ms",
-                get(&["fresh", "phases_ms", "ttfb", "p50"]),
-            );
-            put(
-                "reused_ttfb_p50_ms",
-                get(&["reused", "phases_ms", "ttfb", "p50"]),
-            );
-            // The kernel's smoothed RTT on loopback is delayed-ACK noise (8–26 ms),
-            // not distance: the headline shows its min RTT, or else the connect p50.
-            match get(&["tcp", "min_rtt_ms"]).filter(|v| *v > 0.0) {
-                Some(v) => put("min_rtt_ms", Some(v)),
-                None => put(
-                    "connect_p50_ms",
-                    get(&["fresh", "phases_ms", "connect", "p50"]),
-                ),
-            }
-        }
-    }
-    serde_json::Value::Object(h)
+    crate::schema::headline(kind, summary)
 }
 
 /// Serialises bytes as a hex string in JSON exports.

@@ -1,0 +1,1 @@
+//! Golden files of every document kind.
