@@ -85,8 +85,9 @@ pub fn to_value<T: serde::Serialize>(doc: &T) -> Value {
     serde_json::to_value(doc).unwrap_or(Value::Null)
 }
 
-/// A run's summary, typed by its kind.
-#[derive(Debug, Clone, PartialEq)]
+/// A run's summary, typed by its kind (written as the document itself).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(untagged)]
 pub enum Summary {
     Probe(ProbeRun),
     Load(Box<LoadDoc>),
