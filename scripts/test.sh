@@ -27,6 +27,8 @@ command -v prometheus-node-exporter >/dev/null 2>&1 || need+=(prometheus-node-ex
 [ -d /usr/lib/python3/dist-packages/psycopg2 ] || need+=(python3-psycopg2)  # tests/watch.rs: the API's database pool
 # HTTP/3's real peer (tests/http3.rs): Caddy serves h3 over UDP with its internal CA.
 command -v caddy >/dev/null 2>&1 || need+=(caddy)
+# GNU time reports a command's peak memory (tests/schema.rs: import of a large export).
+[ -x /usr/bin/time ] || need+=(time)
 # The live view's tests drive the real binary in tmux.
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 if [ ${#need[@]} -gt 0 ]; then

@@ -29,9 +29,9 @@ pub fn run(args: MergeArgs) -> anyhow::Result<u8> {
     for spec in &args.runs {
         let path = std::path::Path::new(spec);
         let run = if path.is_file() {
-            let mut file = read_export(path)?;
-            crate::store::redact_record(&mut file.run, &[]);
-            file.run
+            let mut run = read_export(path)?;
+            run.redact(&[]);
+            run.into_record()
         } else {
             if store.is_none() {
                 store = Some(open(&args.output.db)?);

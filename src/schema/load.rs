@@ -213,7 +213,7 @@ pub struct TimelineRow {
     pub cpu_pct: Option<f64>,
     /// The watched server's second: absent without `--watch`, null for a gap.
     #[serde(default, skip_serializing_if = "Option::is_none", with = "de::present")]
-    pub server: Option<Option<ServerSecond>>,
+    pub server: Option<Option<Box<ServerSecond>>>,
     /// A joined timeline: the step's level, its index, whether the second is scored.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub level: Option<f64>,
@@ -276,7 +276,7 @@ impl TimelineRow {
             started: s.started,
             started_max_ms: s.started_max_ms,
             cpu_pct: s.cpu_pct,
-            server: watched.then(|| s.server.clone()),
+            server: watched.then(|| s.server.clone().map(Box::new)),
             ..TimelineRow::default()
         }
     }
@@ -304,7 +304,7 @@ impl TimelineRow {
             syn_retrans: self.client_syn_retrans,
             early_retrans: self.client_early_retrans,
             host_syn_retrans: self.syn_retrans,
-            server: self.server.clone().flatten(),
+            server: self.server.clone().flatten().map(|s| *s),
             ..SecondResult::default()
         }
     }

@@ -21,6 +21,7 @@ pub mod load;
 pub mod plan;
 pub mod probe;
 pub mod redact;
+pub mod run;
 pub mod shards;
 pub mod validate;
 
@@ -135,6 +136,30 @@ impl Summary {
         match self {
             Summary::Probe(p) => p.measured().map(|d| &d.result).collect(),
             Summary::Diagnose(d) => d.diagnoses().into_iter().map(|d| &d.probe).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The probe results, to change (as [`Summary::probes`]).
+    pub fn probes_mut(&mut self) -> Vec<&mut crate::probe::ProbeResult> {
+        match self {
+            Summary::Probe(ProbeRun::One(d)) => vec![&mut d.result],
+            Summary::Probe(ProbeRun::Several { results, .. }) => results
+                .iter_mut()
+                .filter_map(|e| match e {
+                    ProbeEntry::Measured(d) => Some(&mut d.result),
+                    ProbeEntry::Failed { .. } => None,
+                })
+                .collect(),
+            Summary::Diagnose(DiagnoseRun::One(d)) => vec![&mut d.probe],
+            Summary::Diagnose(DiagnoseRun::Several(s)) => s
+                .results
+                .iter_mut()
+                .filter_map(|e| match e {
+                    DiagnoseEntry::Diagnosed(d) => Some(&mut d.probe),
+                    DiagnoseEntry::Failed { .. } => None,
+                })
+                .collect(),
             _ => Vec::new(),
         }
     }

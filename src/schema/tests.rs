@@ -23,7 +23,11 @@ const TODAY: &[(&str, &str, &str)] = &[
     ("load", "merge.json", golden!("merge.json")),
     ("disk", "disk.json", golden!("disk.json")),
     ("diagnose", "diagnose.json", golden!("diagnose.json")),
-    ("diagnose", "diagnose_several.json", golden!("diagnose_several.json")),
+    (
+        "diagnose",
+        "diagnose_several.json",
+        golden!("diagnose_several.json"),
+    ),
 ];
 
 /// Exports of runs stored before documents carried a version.
@@ -73,11 +77,11 @@ fn missing(big: &Value, small: &Value, path: &str) -> Option<String> {
 fn todays_documents_read_and_write_back_unchanged() {
     for (kind, name, text) in TODAY {
         let v: Value = serde_json::from_str(text).unwrap();
-        let doc = Summary::parse(kind, &v).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let mut doc = Summary::parse(kind, &v).unwrap_or_else(|e| panic!("{name}: {e}"));
         let back = to_value(&doc);
         assert_eq!(missing(&back, &v, ""), None, "{name}: a field was lost");
         assert_eq!(missing(&v, &back, ""), None, "{name}: a field was added");
-        validate::summary(&doc).unwrap_or_else(|e| panic!("{name}: {e}"));
+        validate::summary(&mut doc).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(
             !doc.headline().as_object().unwrap().is_empty(),
             "{name}: no headline"
@@ -105,10 +109,10 @@ fn runs_stored_before_versions_still_read() {
         assert_eq!(run["kind"], *kind);
         let summary = &run["summary"];
         assert!(summary.get("schema_version").is_none(), "{id}");
-        let doc = Summary::parse(kind, summary).unwrap_or_else(|e| panic!("{id}: {e}"));
+        let mut doc = Summary::parse(kind, summary).unwrap_or_else(|e| panic!("{id}: {e}"));
         // Nothing the old document said is lost or changed.
         assert_eq!(missing(&to_value(&doc), summary, ""), None, "{id}");
-        validate::summary(&doc).unwrap_or_else(|e| panic!("{id}: {e}"));
+        validate::summary(&mut doc).unwrap_or_else(|e| panic!("{id}: {e}"));
         assert!(!doc.headline().as_object().unwrap().is_empty(), "{id}");
         if *kind == "load" {
             let plan: PlanDoc = from_value(&run["config"]).unwrap_or_else(|e| panic!("{id}: {e}"));
@@ -129,14 +133,17 @@ fn the_minimal_old_load_reads_with_defaults() {
     assert_eq!(doc.schema_version, 0);
     assert_eq!(doc.http_version, None);
     assert!(doc.requests > 0 && doc.tls_ms.is_none() && doc.statuses.is_empty());
-    assert!(doc.timeline.iter().all(|r| r.started == 0 && r.cpu_pct.is_none()));
+    assert!(doc
+        .timeline
+        .iter()
+        .all(|r| r.started == 0 && r.cpu_pct.is_none()));
 }
 
 /// A document's number out of its range is refused naming the field.
 fn refused(kind: &str, v: &Value) -> String {
     match Summary::parse(kind, v) {
         Err(e) => e.to_string(),
-        Ok(doc) => match validate::summary(&doc) {
+        Ok(doc) => match validate::summary(&mut doc) {
             Err(e) => e.to_string(),
             Ok(()) => panic!("accepted: {v}"),
         },
@@ -166,8 +173,16 @@ fn load_numbers_out_of_range_are_refused_by_name() {
         (&["rps"][..], json!(-1.5), "rps"),
         (&["statuses", "200"][..], json!(-3), "statuses"),
         (&["ok"][..], json!(u64::MAX / 2), "ok"),
-        (&["timeline", "0", "ok"][..], json!(1_000_000_000u64), "timeline[0].ok"),
-        (&["endpoints", "0", "requests"][..], json!(-1), "endpoints[0].requests"),
+        (
+            &["timeline", "0", "ok"][..],
+            json!(1_000_000_000u64),
+            "timeline[0].ok",
+        ),
+        (
+            &["endpoints", "0", "requests"][..],
+            json!(-1),
+            "endpoints[0].requests",
+        ),
         (&["latency_ms", "p99"][..], json!("slow"), "latency_ms.p99"),
         (&["cache", "hit_ratio"][..], json!(2.0), "cache.hit_ratio"),
     ] {

@@ -86,15 +86,15 @@ pub fn row(r: &TimelineRow, path: &str) -> Result<(), SchemaError> {
 }
 
 /// Checks a load document (with its steps and timeline).
-pub fn load(l: &LoadDoc, path: &str) -> Result<(), SchemaError> {
+pub fn load(l: &mut LoadDoc, path: &str) -> Result<(), SchemaError> {
     for (i, r) in l.timeline.iter().enumerate() {
         row(r, &format!("{path}.timeline[{i}]"))?;
     }
-    let rest = LoadDoc {
-        timeline: Vec::new(),
-        ..l.clone()
-    };
-    numbers(&rest, path)?;
+    // The rest apart from the timeline (checked row by row above).
+    let timeline = std::mem::take(&mut l.timeline);
+    let rest = numbers(&*l, path);
+    l.timeline = timeline;
+    rest?;
     part(path, "ok", l.ok, "requests", l.requests)?;
     part(path, "cache_hits", l.cache_hits, "ok", l.ok)?;
     let errors = l.errors.values().fold(0u64, |a, n| a.saturating_add(*n));
@@ -145,7 +145,7 @@ fn shard_place(s: super::load::ShardDoc, path: &str) -> Result<(), SchemaError> 
 }
 
 /// Checks a run's summary.
-pub fn summary(s: &Summary) -> Result<(), SchemaError> {
+pub fn summary(s: &mut Summary) -> Result<(), SchemaError> {
     const P: &str = "summary";
     match s {
         Summary::Load(l) => load(l, P),
@@ -153,27 +153,22 @@ pub fn summary(s: &Summary) -> Result<(), SchemaError> {
             for (i, r) in d.timeline.iter().enumerate() {
                 numbers(r, &format!("{P}.timeline[{i}]"))?;
             }
-            numbers(
-                &super::DiskDoc {
-                    timeline: Vec::new(),
-                    ..(**d).clone()
-                },
-                P,
-            )
+            let timeline = std::mem::take(&mut d.timeline);
+            let rest = numbers(&**d, P);
+            d.timeline = timeline;
+            rest
         }
         Summary::Probe(_) | Summary::Diagnose(_) => {
-            for (i, p) in s.probes().into_iter().enumerate() {
+            for (i, p) in s.probes_mut().into_iter().enumerate() {
                 let path = format!("{P}.probe[{i}]");
                 for (j, sample) in p.samples.iter().enumerate() {
                     numbers(sample, &format!("{path}.samples[{j}]"))?;
                 }
-                numbers(
-                    &crate::probe::ProbeResult {
-                        samples: Vec::new(),
-                        ..p.clone()
-                    },
-                    &path,
-                )?;
+                // The rest apart from the samples (checked one by one above).
+                let samples = std::mem::take(&mut p.samples);
+                let rest = numbers(&*p, &path);
+                p.samples = samples;
+                rest?;
             }
             if let Summary::Diagnose(d) = s {
                 for (i, doc) in d.diagnoses().into_iter().enumerate() {
