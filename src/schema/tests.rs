@@ -143,7 +143,7 @@ fn the_minimal_old_load_reads_with_defaults() {
 fn refused(kind: &str, v: &Value) -> String {
     match Summary::parse(kind, v) {
         Err(e) => e.to_string(),
-        Ok(doc) => match validate::summary(&mut doc) {
+        Ok(mut doc) => match validate::summary(&mut doc) {
             Err(e) => e.to_string(),
             Ok(()) => panic!("accepted: {v}"),
         },
