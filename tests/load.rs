@@ -571,7 +571,7 @@ fn threshold_on_unknown_endpoint_is_a_usage_error() {
     let latscope::cli::Command::Load(args) = cli.command else {
         panic!("not a load command")
     };
-    let p = LoadPlan::from_args(&args).unwrap_or_else(|e| panic!("README scenario: {e}"));
+    let p = latscope::config::load::plan(&args).unwrap_or_else(|e| panic!("README scenario: {e}"));
     assert_eq!(p.thresholds.len(), 3);
 }
 

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use crate::config::RampPlan;
 use crate::diagnose::diagnosis::Ramp;
 use crate::diagnose::{LoadFacts, LoadStep};
 use crate::load::capacity::Joined;
@@ -17,14 +18,7 @@ use crate::load::{self, threshold, LoadPlan};
 use crate::net::Target;
 use crate::net::{ClientOptions, RequestSpec};
 use crate::stats::Percentiles;
-use crate::store::StoredHistogram;
-
-/// How far and how long the ramp goes.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct RampPlan {
-    pub max_connections: u32,
-    pub step: Duration,
-}
+use crate::stats::StoredHistogram;
 
 /// A step whose error rate passes this ends the ramp.
 const STOP_ERROR_RATE: f64 = 0.2;

@@ -46,7 +46,7 @@ pub use conn::{fd_exhausted, h2_floods, head_too_large, tls_failure};
 pub use engine::Progress;
 pub use h2::{MAX_CONTINUATIONS as H2_MAX_CONTINUATIONS, MAX_PENDING_ACKS as H2_MAX_PENDING_ACKS};
 pub use live::LiveSecond;
-pub use plan::{Endpoint, LoadPlan, Model, PlanError};
+pub use plan::{Endpoint, LoadEngine, LoadPlan, Model, PlanError};
 pub use result::LoadResult;
 pub use scenario::Order;
 
