@@ -20,6 +20,7 @@ mod findings_wire;
 mod hostile_exit;
 mod hostile_h2;
 mod hostile_input;
+mod hostile_length;
 mod hostile_load;
 mod hostile_py;
 mod hostile_redirect;

@@ -589,3 +589,27 @@ fn other_frame_floods_queue_nothing() {
     assert!(c.out.is_empty(), "{} bytes queued", c.out.len());
     assert!(!c.is_done(e));
 }
+
+/// Issue 28 item 10: an invalid `content-length` fails its stream as a protocol
+/// error (the h2 crate's rule in the probe, RFC 9113 §8.1.1); a valid one passes.
+#[test]
+fn invalid_content_length_fails_the_stream() {
+    let r = request(http::Method::GET, b"", &[]);
+    let mut c = settled(&[]);
+    let bad = c.start(&r);
+    let good = c.start(&r);
+    let mut b = Vec::new();
+    let block = head_block("200", &[("content-length", "-1")]);
+    b.extend(server(frame::HEADERS, frame::END_HEADERS, 1, &block));
+    b.extend(server(frame::DATA, frame::END_STREAM, 1, b"hello"));
+    let block = head_block("200", &[("content-length", "5")]);
+    b.extend(server(frame::HEADERS, frame::END_HEADERS, 3, &block));
+    b.extend(server(frame::DATA, frame::END_STREAM, 3, b"hello"));
+    feed(&mut c, &b);
+    assert_eq!(
+        c.take(bad).unwrap().outcome.error,
+        Some(ErrorKind::Protocol)
+    );
+    let ok = c.take(good).unwrap().outcome;
+    assert_eq!((ok.status, ok.error), (200, None));
+}

@@ -213,7 +213,8 @@ impl Conn {
             return self.reset(i, frame::PROTOCOL_ERROR, ErrorKind::Protocol);
         }
         let status = sink.status;
-        if !(100..=999).contains(&status) || sink.bad {
+        let bad_length = sink.length.get(String::new).is_err();
+        if !(100..=999).contains(&status) || sink.bad || bad_length {
             return self.reset(i, frame::PROTOCOL_ERROR, ErrorKind::Protocol);
         }
         if status < 200 {
@@ -360,11 +361,15 @@ pub(super) struct HeadSink {
     bytes: u64,
     size: usize,
     cache: Detector,
+    /// Content-Length, checked as every command checks it.
+    length: crate::net::http::ContentLength,
 }
 
 impl hpack::Sink for HeadSink {
     fn wants(&self, name: &[u8]) -> bool {
-        name == b":status" || std::str::from_utf8(name).is_ok_and(reads)
+        name == b":status"
+            || name == b"content-length"
+            || std::str::from_utf8(name).is_ok_and(reads)
     }
 
     fn field(&mut self, name: &[u8], value: &[u8], len: usize) {
@@ -380,6 +385,9 @@ impl hpack::Sink for HeadSink {
             return;
         }
         self.bytes += (name.len() + len + 4) as u64;
+        if name == b"content-length" {
+            self.length.feed(value);
+        }
         if let (Ok(n), Ok(v)) = (std::str::from_utf8(name), std::str::from_utf8(value)) {
             if !value.is_empty() && reads(n) {
                 self.cache.feed(n, v);
