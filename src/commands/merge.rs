@@ -8,6 +8,7 @@ use serde_json::json;
 use super::runs::{open, read_export, resolve};
 use super::saving::{self, NewRun};
 use crate::cli::MergeArgs;
+use crate::config::OutputConfig;
 use crate::diagnose::{self, Facts};
 use crate::error::exit;
 use crate::load::{merge, threshold};
@@ -28,7 +29,7 @@ pub fn run(args: MergeArgs) -> anyhow::Result<u8> {
     let mut store = None;
     for spec in &args.runs {
         let path = std::path::Path::new(spec);
-        let run = if path.is_file() {
+        let run = if path.exists() && !path.is_dir() {
             let mut run = read_export(path)?;
             run.redact(&[]);
             run.into_record()
@@ -150,7 +151,7 @@ pub fn run(args: MergeArgs) -> anyhow::Result<u8> {
     }
     let summary = report::load::summary(&merged, &findings);
     let saved = saving::save(
-        &args.output,
+        &OutputConfig::from(&args.output),
         NewRun {
             kind: "load",
             target: merged.target.clone(),

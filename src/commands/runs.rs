@@ -168,6 +168,13 @@ pub(crate) fn write_export(path: &std::path::Path, mut run: RunRecord) -> anyhow
 /// naming the field.
 pub(crate) fn read_export(path: &std::path::Path) -> anyhow::Result<store::ImportedRun> {
     let shown = path.display();
+    crate::input::check(path, store::export::MAX_FILE).map_err(|e| match e {
+        crate::input::InputError::TooLarge { .. } => UsageError(format!(
+            "{shown} is larger than an export can be ({} MiB)",
+            store::export::MAX_FILE >> 20
+        )),
+        e => UsageError(format!("cannot read {shown}: {e}")),
+    })?;
     let file =
         std::fs::File::open(path).map_err(|e| UsageError(format!("cannot read {shown}: {e}")))?;
     if file

@@ -4,7 +4,7 @@
 
 use crate::probe::audit::CacheObservation;
 use crate::probe::ProbeResult;
-use crate::store::StoredHistogram;
+use crate::stats::StoredHistogram;
 
 use super::facts::{Facts, LoadFacts, LoadStep};
 use super::finding::Finding;

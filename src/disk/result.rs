@@ -12,8 +12,8 @@ use hdrhistogram::Histogram;
 use crate::disk::options::DiskOptions;
 use crate::disk::recorder::{Hists, SecondHists};
 use crate::disk::Setup;
+use crate::stats::StoredHistogram;
 use crate::stats::{Percentiles, Unit};
-use crate::store::StoredHistogram;
 
 const MIB: f64 = 1024.0 * 1024.0;
 

@@ -6,7 +6,7 @@
 
 use super::result::SecondResult;
 use super::steps::Step;
-use crate::store::StoredHistogram;
+use crate::stats::StoredHistogram;
 
 /// One second of a joined timeline: the step's second (its histograms apart) on the
 /// joined clock, with the step it belongs to.

@@ -11,7 +11,7 @@ use hdrhistogram::Histogram;
 use super::result::{LoadResult, SecondResult};
 use super::seconds::v2;
 use crate::stats::histogram::new_histogram;
-use crate::store::v2 as store_v2;
+use crate::stats::v2 as store_v2;
 
 /// Adds the shards' results: counts summed, histograms added, seconds aligned on the
 /// wall clock (a shard that started 1.4 s after the first puts its second 0 in the

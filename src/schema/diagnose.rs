@@ -54,6 +54,9 @@ pub enum CacheSection {
         audit: Box<CacheDoc>,
         redirects: Vec<Hop>,
         url: String,
+        /// Secret headers not sent again after a redirect to another origin.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        dropped_headers: Vec<String>,
     },
     Failed {
         error: Option<String>,
@@ -379,6 +382,7 @@ impl<'de> Deserialize<'de> for CacheSection {
                 audit: Box::new(audit),
                 redirects: side.redirects.unwrap_or_default(),
                 url,
+                dropped_headers: side.dropped_headers.unwrap_or_default(),
             },
             (_, error) => CacheSection::Failed { error },
         })
@@ -389,19 +393,21 @@ impl<'de> Deserialize<'de> for CacheSection {
 #[derive(Default)]
 struct AuditSide {
     redirects: Option<Vec<Hop>>,
+    dropped_headers: Option<Vec<String>>,
     url: Option<String>,
     error: Option<String>,
 }
 
 impl<'de> Sidecar<'de> for AuditSide {
     fn takes(key: &str) -> bool {
-        matches!(key, "redirects" | "url" | "error")
+        matches!(key, "redirects" | "url" | "error" | "dropped_headers")
     }
 
     fn read<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
         match key {
             "redirects" => self.redirects = map.next_value()?,
             "url" => self.url = map.next_value()?,
+            "dropped_headers" => self.dropped_headers = map.next_value()?,
             _ => self.error = map.next_value()?,
         }
         Ok(())
@@ -460,6 +466,7 @@ impl From<&Diagnosis> for DiagnoseDoc {
                 ),
                 redirects: obs.redirects.clone(),
                 url: obs.url.clone(),
+                dropped_headers: obs.dropped_headers.clone(),
             },
             _ => CacheSection::Failed {
                 error: d.cache_error.clone(),

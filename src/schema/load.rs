@@ -83,6 +83,10 @@ pub struct LoadDoc {
     /// How each `--out` did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outputs: Option<Vec<OutputDoc>>,
+    /// HTTP/2 connections ended with GOAWAY ENHANCE_YOUR_CALM: the server flooded
+    /// control frames.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub h2_flood_connections: Option<u64>,
     /// Connects refused for lack of file descriptors (EMFILE).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub connect_fd_exhausted: Option<u64>,

@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::load::ShardDoc;
-use crate::config::http::HttpVersionPref;
 use crate::load::plan::{LoadPlan, Model};
 use crate::load::scenario::Order;
+use crate::net::HttpVersionPref;
 
 /// A load plan's settings.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
