@@ -187,7 +187,7 @@ impl<'de> Visitor<'de> for RunVisitor {
                             let k: String = map.next_value()?;
                             if !KINDS.contains(&k.as_str()) {
                                 return Err(de::Error::custom(format!(
-                                    "'{}' is not one of {}",
+                                    "run.kind '{}' is not one of {}",
                                     k.escape_default(),
                                     KINDS.join(", ")
                                 )));
