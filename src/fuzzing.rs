@@ -78,9 +78,7 @@ pub fn remote_write(data: &[u8]) {
 
 /// The export file: parsed and checked, or refused with a message; never a panic.
 pub fn export(data: &[u8]) {
-    if let Ok(text) = std::str::from_utf8(data) {
-        let _ = crate::store::export::ExportFile::parse(text);
-    }
+    let _ = crate::store::export::read(data);
 }
 
 /// A stored (V2 deflate) histogram: decoded within its bounds or refused.
