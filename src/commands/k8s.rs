@@ -171,10 +171,10 @@ pub(crate) fn job_manifests(job: &K8sJobArgs, now: SystemTime) -> anyhow::Result
             Some((i + 1, String::new(), pod_args[i + 1].clone()))
         } else if let Some(v) = a.strip_prefix("--header=") {
             Some((i, "--header=".to_string(), v.to_string()))
-        } else if let Some(v) = a.strip_prefix("-H").filter(|v| !v.is_empty()) {
-            Some((i, "-H".to_string(), v.to_string()))
         } else {
-            None
+            a.strip_prefix("-H")
+                .filter(|v| !v.is_empty())
+                .map(|v| (i, "-H".to_string(), v.to_string()))
         };
         let secret = match &value {
             Some((at, prefix, v)) => {
