@@ -111,7 +111,7 @@ fn nginx_advertising(
         .dir
         .join("data/certificates/local/localhost/localhost.crt");
     let dir = crate::util_nginx::temp_dir(tag);
-    let port = crate::util_nginx::free_port();
+    let port = crate::util::free_port();
     let listen = format!("127.0.0.1:{port}");
     let alt = format!("add_header Alt-Svc 'h3=\":{relay_port}\"; ma=60' always;");
     crate::util_nginx::write_conf(&dir, &crate::util_nginx::tls_server(&listen, &crt, &alt));
