@@ -50,6 +50,7 @@ want prometheus-node-exporter prometheus-node-exporter
 [ -x /usr/bin/chromium ] || need+=(chromium)
 # The live view's tests drive the real binary in tmux.
 want tmux tmux
+[ -x /usr/bin/time ] || need+=(time)  # GNU time: peak memory of an import (tests/schema.rs)
 
 missing() {
   echo "scripts/test.sh: $1" >&2

@@ -22,7 +22,7 @@ pub mod recorder;
 pub mod result;
 pub mod scenario;
 pub mod search;
-mod seconds;
+pub(crate) mod seconds;
 pub mod shard;
 pub mod stages;
 pub mod steps;
@@ -36,16 +36,17 @@ mod http1;
 mod http3;
 mod retrans;
 mod spare;
-mod uring;
+pub(crate) mod uring;
 mod worker;
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-pub use conn::{fd_exhausted, head_too_large, tls_failure};
+pub use conn::{fd_exhausted, h2_floods, head_too_large, tls_failure};
 pub use engine::Progress;
+pub use h2::{MAX_CONTINUATIONS as H2_MAX_CONTINUATIONS, MAX_PENDING_ACKS as H2_MAX_PENDING_ACKS};
 pub use live::LiveSecond;
-pub use plan::{Endpoint, LoadPlan, Model, PlanError};
+pub use plan::{Endpoint, LoadEngine, LoadPlan, Model, PlanError};
 pub use result::LoadResult;
 pub use scenario::Order;
 
