@@ -5,43 +5,23 @@
 
 #![allow(dead_code)]
 
-use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// A Python server from tests/data, stopped (killed) when dropped.
 pub struct PyServer {
-    child: Child,
+    _guard: crate::util_wire::ChildGuard,
     pub port: u16,
 }
 
 impl PyServer {
     /// Starts `python3 tests/data/SCRIPT ARGS…`; its first stdout line is its port.
     pub fn start(script: &str, args: &[&str]) -> PyServer {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/data")
-            .join(script);
-        let mut child = Command::new("python3")
-            .arg(&path)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("python3 starts");
-        let out = child.stdout.take().unwrap();
-        let line = crate::util::first_line(out, &format!("{script} prints its port"));
-        let port = line
-            .parse()
-            .unwrap_or_else(|_| panic!("{script}: port line {line:?}"));
-        PyServer { child, port }
-    }
-}
-
-impl Drop for PyServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let (guard, port) = crate::util_real::python_data_server(script, args);
+        PyServer {
+            _guard: guard,
+            port,
+        }
     }
 }
 
@@ -83,6 +63,8 @@ pub fn measure(args: &[&str], limit: Duration) -> Measured {
 pub fn measure_cmd(mut cmd: Command, limit: Duration) -> Measured {
     use std::io::Read;
     let start = Instant::now();
+    // Reaped by wait4 below, which also reads its peak memory.
+    #[allow(clippy::zombie_processes)]
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
