@@ -76,9 +76,12 @@ pub fn remote_write(data: &[u8]) {
     assert_eq!(back, crate::output::remote_write::write_request(&samples));
 }
 
-/// The export file: parsed and checked, or refused with a message; never a panic.
+/// The export file: read (streaming, typed), checked, or refused with a message; never a
+/// panic.
 pub fn export(data: &[u8]) {
-    let _ = crate::store::export::read(data);
+    if let Ok(mut run) = crate::store::export::read(data) {
+        let _ = crate::store::export::check(&mut run);
+    }
 }
 
 /// A stored (V2 deflate) histogram: decoded within its bounds or refused.
