@@ -15,7 +15,8 @@ use serde_json::Value;
 use crate::util::{json_of, run_within};
 use crate::util_lab::healthy;
 use crate::util_netns::{free_port, NODE_EXPORTER};
-use crate::util_real::{have, TempDir};
+use crate::util_real::TempDir;
+use crate::util_require::require;
 use crate::util_wire::ChildGuard;
 
 /// A test CA and a server certificate it signed for 127.0.0.1 (and localhost).
@@ -122,17 +123,6 @@ impl Ca {
     }
 }
 
-/// openssl makes the certificates and curl waits for the servers: both are needed
-/// (apt-get install openssl curl).
-fn tools() {
-    for tool in ["openssl", "curl"] {
-        assert!(
-            crate::util_prometheus::installed(tool),
-            "{tool} is not installed (apt-get install {tool})"
-        );
-    }
-}
-
 /// Waits until `url` answers 200 over https with the test CA (curl), or panics.
 fn wait_https(ca: &Ca, url: &str, what: &str) {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -168,11 +158,10 @@ fn json(args: &[&str]) -> Value {
 /// and the run still succeeds.
 #[test]
 fn watch_scrapes_node_exporter_over_https() {
-    let test = "watch_scrapes_node_exporter_over_https";
-    if !have(NODE_EXPORTER, test) {
+    // openssl makes the certificates, curl waits for the server.
+    if !require(NODE_EXPORTER) || !require("openssl") || !require("curl") {
         return;
     }
-    tools();
     let dir = TempDir::new("side-tls-watch");
     let ca = Ca::new(&dir);
     let port = free_port();
@@ -238,11 +227,9 @@ fn watch_scrapes_node_exporter_over_https() {
 /// certificate (no empty trust store, no silent skip of the check).
 #[test]
 fn out_writes_to_prometheus_over_https() {
-    let test = "out_writes_to_prometheus_over_https";
-    if !have("prometheus", test) {
+    if !require("prometheus") || !require("openssl") || !require("curl") {
         return;
     }
-    tools();
     let dir = TempDir::new("side-tls-out");
     let ca = Ca::new(&dir);
     let config = dir.write("prometheus.yml", "global:\n  scrape_interval: 15s\n");

@@ -42,6 +42,20 @@ pub struct DiagnoseConfig {
     pub watch: Option<WatchSpec>,
     /// `--out`: where the ramp's seconds are streamed.
     pub out: Option<OutRun>,
+    /// The request's secret headers ([`secret_headers`]): the cache audit never
+    /// carries them to another origin.
+    pub secret_headers: Vec<http::HeaderName>,
+}
+
+/// The headers of `request` that are secret: named as secrets are
+/// (`redact::is_secret_header`) or marked with `--redact-header`.
+pub fn secret_headers(request: &RequestSpec, marked: &[String]) -> Vec<http::HeaderName> {
+    request
+        .headers
+        .iter()
+        .map(|(n, _)| n.clone())
+        .filter(|n| crate::redact::is_secret_header(n.as_str(), marked))
+        .collect()
 }
 
 /// Everything `latscope diagnose` runs with.
@@ -105,6 +119,7 @@ impl DiagnoseRun {
                 label: output.label.clone(),
             }),
             count: args.count,
+            secret_headers: secret_headers(&request, &args.http.redact_headers),
             request,
             client,
             origin: args.origin.clone(),

@@ -63,36 +63,21 @@ pub const DEFAULT_MAX_BODY: u64 = 1 << 30;
 /// is refused, as is a file larger than the limit, before anything is read; a pipe
 /// is read until the limit and refused past it.
 pub fn read_body(path: &str, limit: u64) -> Result<Bytes, UsageError> {
-    use std::io::Read;
-    use std::os::unix::fs::FileTypeExt;
-    let err = |why: String| UsageError::new(format!("--data @{path}: {why}"));
-    let too_big = || {
-        err(format!(
-            "larger than the request body limit of {} bytes (raise it with --max-body SIZE)",
-            limit
-        ))
-    };
-    let meta = std::fs::metadata(path).map_err(|e| err(e.to_string()))?;
-    let kind = meta.file_type();
-    if kind.is_char_device() || kind.is_block_device() {
-        return Err(err(
-            "a device, not a file: a request body must end (give a file or a pipe)".into(),
-        ));
-    }
-    if kind.is_dir() {
-        return Err(err("a directory, not a file".into()));
-    }
-    if kind.is_file() && meta.len() > limit {
-        return Err(too_big());
-    }
-    let mut body = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(limit.saturating_add(1)).read_to_end(&mut body))
-        .map_err(|e| err(e.to_string()))?;
-    if body.len() as u64 > limit {
-        return Err(too_big());
-    }
-    Ok(Bytes::from(body))
+    use crate::input::{read_capped, InputError};
+    read_capped(std::path::Path::new(path), limit)
+        .map(Bytes::from)
+        .map_err(|e| {
+            let why = match e {
+                InputError::TooLarge { .. } => format!(
+                    "larger than the request body limit of {limit} bytes (raise it with --max-body SIZE)"
+                ),
+                InputError::Device => {
+                    "a device, not a file: a request body must end (give a file or a pipe)".into()
+                }
+                e => e.to_string(),
+            };
+            UsageError::new(format!("--data @{path}: {why}"))
+        })
 }
 
 /// Builds the request and client settings from the shared flags.

@@ -40,6 +40,11 @@ impl Endpoint {
     /// Parses an http:// or https:// URL; credentials in it are refused (they would
     /// end up in the stored run).
     pub fn parse(url: &str) -> Result<Endpoint, String> {
+        if crate::net::target::has_control(url) {
+            return Err(format!(
+                "{url:?}: a URL cannot hold control characters (CR, LF, TAB…)"
+            ));
+        }
         let u = url::Url::parse(url).map_err(|e| format!("'{url}' is not a URL: {e}"))?;
         if !matches!(u.scheme(), "http" | "https") {
             let s = u.scheme();

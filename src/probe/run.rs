@@ -22,6 +22,9 @@ pub struct ProbeConfig {
     pub count: u32,
     pub request: RequestSpec,
     pub client: ClientOptions,
+    /// The request's headers that are secret (`--redact-header`, or named as
+    /// secrets are): the cache audit never sends them to another origin.
+    pub secret_headers: Vec<http::HeaderName>,
 }
 
 /// Failed tries, with not one success, after which a probe gives up.
