@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::util::{json_of, run_within};
+use crate::util::{free_port, json_of, run_within};
 use crate::util_lab::healthy;
-use crate::util_netns::{free_port, NODE_EXPORTER};
+use crate::util_netns::NODE_EXPORTER;
 use crate::util_real::TempDir;
 use crate::util_require::require;
 use crate::util_wire::ChildGuard;
