@@ -214,5 +214,6 @@ pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
         },
     );
     super::output::print(output.json, &doc, &body)?;
+    super::output::say_saved(output.json, &saved)?;
     Ok(saved.exit_code(0))
 }
