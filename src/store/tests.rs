@@ -3,14 +3,39 @@
 use super::*;
 use serde_json::json;
 
-fn temp_db(name: &str) -> PathBuf {
+/// A database path in a directory of its own, removed with everything in it when
+/// the test ends (passed or failed): the unit tests leave nothing in /tmp.
+struct TempDb(PathBuf);
+
+impl std::ops::Deref for TempDb {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for TempDb {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDb {
+    fn drop(&mut self) {
+        if let Some(dir) = self.0.parent() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+fn temp_db(name: &str) -> TempDb {
     let dir = std::env::temp_dir().join(format!(
         "latscope-store-{}-{}-{}",
         name,
         std::process::id(),
         new_id()
     ));
-    dir.join("runs.db")
+    TempDb(dir.join("runs.db"))
 }
 
 fn run(kind: &str, label: Option<&str>, at: i64) -> RunRecord {
@@ -127,7 +152,7 @@ fn concurrent_writers() {
     drop(Store::open(&path).unwrap());
     let handles: Vec<_> = (0..2)
         .map(|t| {
-            let path = path.clone();
+            let path = path.to_path_buf();
             std::thread::spawn(move || {
                 let mut store = Store::open(&path).unwrap();
                 for i in 0..20 {
