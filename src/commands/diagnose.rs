@@ -2,7 +2,6 @@
 //! ramp where it is allowed, then the findings and "where the time goes", bounded in
 //! time. The demo runs the same steps against the lab.
 
-use std::io::IsTerminal;
 use std::time::SystemTime;
 
 use anyhow::Context;
@@ -91,16 +90,8 @@ pub fn run(args: DiagnoseArgs) -> anyhow::Result<u8> {
 
 /// A progress line on stderr, only on a terminal.
 pub(crate) fn progress_printer() -> impl FnMut(&str) {
-    let tty = std::io::stderr().is_terminal();
-    move |msg: &str| {
-        if tty {
-            let msg = crate::redact::for_output(msg);
-            eprint!("\r\x1b[2K{msg}");
-            if msg.is_empty() {
-                eprint!("\r");
-            }
-        }
-    }
+    let mut line = crate::report::progress::ProgressLine::stderr();
+    move |msg: &str| crate::observe::Observer::<crate::load::Progress>::message(&mut line, msg)
 }
 
 /// Whether a load ramp may run by itself against these addresses: loopback, private,

@@ -15,6 +15,7 @@ mod k8s;
 mod lab;
 mod load;
 mod merge;
+mod observing;
 mod output;
 mod probe;
 mod ramp;
