@@ -201,7 +201,7 @@ pub(crate) fn diagnose_url(
         )
     } else {
         let steps = ramp::levels(plan.ramp.max_connections).len();
-        let view = if plan.live {
+        let mut view = if plan.live {
             progress("");
             let setup = live::Setup::ramp(
                 &target.url,
@@ -214,29 +214,18 @@ pub(crate) fn diagnose_url(
             None
         };
         let mut sink = plan.out.as_ref().map(|o| o.start(target));
-        let mut step = 0;
-        let mut step_progress = |c: u32, p: Option<&crate::load::Progress>| {
-            if let (Some(s), Some(p)) = (&mut sink, p) {
-                s.progress(p);
-            }
-            match (&view, p) {
-                (Some(v), None) => {
-                    step += 1;
-                    v.step(c, step, steps);
-                }
-                (Some(v), Some(p)) => v.feed(p),
-                (None, None) => progress(&format!("{target}: load ramp, {c} connections…")),
-                (None, Some(_)) => {}
-            }
-        };
         let watcher = plan.watch.clone().map(crate::watch::Watcher::start);
+        let mut line = super::observing::RampLine {
+            target,
+            say: &mut *progress,
+        };
         let ran = ramp::run(
             target,
             &plan.request,
             &plan.client,
             &plan.ramp,
             &interrupt.flag,
-            &mut step_progress,
+            &mut super::observing::shown_by(sink.as_mut(), view.as_mut(), &mut line),
         );
         if let Some(v) = view {
             v.finish();

@@ -3,17 +3,18 @@
 //! server rows put into each second before any of them sees it.
 
 use crate::load::Progress;
+use crate::net::Target;
 use crate::observe::{Fanout, Observer, Step, StepDone};
 use crate::output::Live;
 use crate::report::live::LiveView;
-use crate::report::progress::ProgressLine;
 use crate::watch::Watcher;
 
-/// `--out` first, then the view or (without one) the line.
+/// `--out` first, then the view or (without one) the line (the progress line, or
+/// diagnose's [`RampLine`]).
 pub(crate) fn shown_by<'a>(
     out: Option<&'a mut Live>,
     view: Option<&'a mut LiveView>,
-    line: &'a mut ProgressLine,
+    line: &'a mut dyn Observer<Progress>,
 ) -> Fanout<'a, Progress> {
     let mut all: Vec<&'a mut dyn Observer<Progress>> = Vec::new();
     if let Some(o) = out {
@@ -58,5 +59,18 @@ impl Observer<Progress> for Watching<'_> {
 
     fn message(&mut self, text: &str) {
         self.inner.message(text);
+    }
+}
+
+/// Diagnose's ramp on the line its other steps are said on: each step by its
+/// connections ("URL: load ramp, 4 connections…"), its seconds left unsaid.
+pub(crate) struct RampLine<'a> {
+    pub target: &'a Target,
+    pub say: &'a mut dyn FnMut(&str),
+}
+
+impl Observer<Progress> for RampLine<'_> {
+    fn step(&mut self, step: &Step) {
+        (self.say)(&format!("{}: load ramp, {}…", self.target, step.level));
     }
 }
