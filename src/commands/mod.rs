@@ -16,6 +16,7 @@ mod k8s;
 mod lab;
 mod load;
 mod merge;
+mod observing;
 mod output;
 mod probe;
 mod ramp;
