@@ -187,6 +187,13 @@ pub struct ProbeResult {
     /// HTTP/3 (`--http3`): QUIC's RTT estimate and handshakes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quic: Option<QuicSummary>,
+    /// With `-L`: the redirects followed before the page (`target`), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redirects: Vec<super::redirect::Hop>,
+    /// With `-L`: the user's headers not sent once the chain left the first origin
+    /// (names, lowercase).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropped_headers: Vec<String>,
     /// Response headers of the last response (values of repeated headers joined).
     pub headers: BTreeMap<String, String>,
     pub samples: Vec<Sample>,
@@ -295,6 +302,8 @@ impl ProbeResult {
             download,
             physical_floor: None,
             quic: None,
+            redirects: Vec::new(),
+            dropped_headers: Vec::new(),
             headers,
             samples,
         };
