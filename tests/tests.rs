@@ -36,6 +36,7 @@ mod lab;
 mod lab_h3;
 mod lab_options;
 mod lab_routes;
+mod no_cache_invented;
 mod layers;
 mod live;
 mod live_disk;
