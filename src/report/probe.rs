@@ -289,11 +289,11 @@ fn details(p: &ProbeResult) -> Vec<(&'static str, String)> {
     };
     if let Some(c) = p.handshake_cost_ms {
         let what = if p.quic.is_some() {
-            "fresh − reused TTFB p50: a new QUIC connection with a full handshake"
+            "fresh − DNS − reused TTFB p50: a new QUIC connection with a full handshake"
         } else if p.tls.is_some() {
-            "fresh − reused TTFB p50: a new connection with a full TLS handshake"
+            "fresh − DNS − reused TTFB p50: a new connection with a full TLS handshake"
         } else {
-            "fresh − reused TTFB p50: a new connection"
+            "fresh − DNS − reused TTFB p50: a new connection"
         };
         let text = match p.reused_slower_ms {
             Some(slower) => format!(
@@ -311,7 +311,7 @@ fn details(p: &ProbeResult) -> Vec<(&'static str, String)> {
         d.push((
             "resumed handshake",
             format!(
-                "{}{} (resumed − reused TTFB p50: a returning visitor's new connection)",
+                "{}{} (resumed − DNS − reused TTFB p50: a returning visitor's new connection)",
                 fmt_ms(c),
                 trips(p.resumed_handshake_round_trips)
             ),
