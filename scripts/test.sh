@@ -41,6 +41,7 @@ want nginx nginx
 want varnishd varnish
 want apache2 apache2
 want caddy caddy
+want haproxy haproxy                     # a proxy without a cache (tests/no_cache_invented.rs)
 # Prometheus (remote-write receiver, promtool), node_exporter and PostgreSQL for the
 # ecosystem tests (--out prometheus, --watch, export --format openmetrics).
 want prometheus prometheus

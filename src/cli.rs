@@ -300,6 +300,13 @@ pub struct HttpArgs {
     /// Cookie, X-Api-Key, *-Token, *-Secret, *-Key … always are).
     #[arg(long = "redact-header", value_name = "NAME")]
     pub redact_headers: Vec<String>,
+    /// Follow redirects (as curl -L): measure the page the chain ends at and report
+    /// the chain and its cost; credentials are not sent to another origin.
+    #[arg(short = 'L', long)]
+    pub location: bool,
+    /// With -L, follow at most N redirects.
+    #[arg(long, value_name = "N", requires = "location")]
+    pub max_redirs: Option<usize>,
 }
 
 /// Flags about where results go, shared by every measuring command.

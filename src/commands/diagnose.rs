@@ -142,14 +142,27 @@ pub(crate) fn diagnose_url(
     };
     config.client.http3 = false;
     let stop = &interrupt.stop;
+    // With -L everything below measures the page the redirects end at.
+    let (config, chain) = if config.client.follow_redirects.is_some() {
+        progress(&format!("{target}: following redirects…"));
+        interrupt
+            .runtime
+            .block_on(probe::redirect::follow(&config, stop))
+            .map_err(anyhow::Error::new)?
+    } else {
+        (config, probe::redirect::Chain::default())
+    };
+    let target = &config.target;
     progress(&format!(
         "{}: probing ({} requests per series)…",
         target, plan.count
     ));
-    let probe = interrupt
+    let mut probe = interrupt
         .runtime
         .block_on(probe::probe(&config, stop))
         .map_err(anyhow::Error::new)?;
+    probe.redirects = chain.hops;
+    probe.dropped_headers = chain.dropped_headers;
     let http3 =
         super::diagnose_h3::discover(interrupt, &config, &probe, plan.client.http3, progress);
     progress(&format!("{target}: cache audit…"));
@@ -242,7 +255,7 @@ pub(crate) fn diagnose_url(
         let watcher = plan.watch.clone().map(crate::watch::Watcher::start);
         let ran = ramp::run(
             target,
-            &plan.request,
+            &config.request,
             &plan.client,
             &plan.ramp,
             &interrupt.flag,
@@ -268,10 +281,9 @@ pub(crate) fn diagnose_url(
     };
     progress("");
     let offered_h2 = plan.client.version != HttpVersionPref::Http1;
-    let mut probe = probe;
     probe.set_distance(plan.distance_km);
     let mut probe_facts = from_probe::probe_facts(&probe, offered_h2);
-    if let Some(c) = &cache {
+    if let Some(c) = cache.as_ref().filter(|_| probe_facts.redirects.is_empty()) {
         probe_facts.redirects = from_probe::redirect_facts(c);
     }
     let hit_ratio = ramp.as_ref().and_then(|r| r.hit_ratio);

@@ -72,7 +72,16 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
                     &args.http.redact_headers,
                 ),
             };
-            outcomes.push((target.url.clone(), probe::probe(&config, stop).await));
+            // With -L the page the redirects end at is probed, the chain beside it.
+            let outcome = match probe::redirect::follow(&config, stop).await {
+                Ok((config, chain)) => probe::probe(&config, stop).await.map(|mut r| {
+                    r.redirects = chain.hops;
+                    r.dropped_headers = chain.dropped_headers;
+                    r
+                }),
+                Err(e) => Err(e),
+            };
+            outcomes.push((target.url.clone(), outcome));
         }
         outcomes
     });

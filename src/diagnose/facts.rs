@@ -68,6 +68,8 @@ pub struct RedirectHop {
     pub location: String,
     /// What the hop cost (its total time), ms.
     pub time_ms: f64,
+    /// The URL that answered with it (empty when not known).
+    pub from: String,
 }
 
 /// A large body downloaded over a fresh and over a warm connection.
@@ -274,6 +276,10 @@ pub struct LoadFacts {
     pub client_data_retrans: Option<u64>,
     /// Responses that said they came from a cache.
     pub cache_hits: u64,
+    /// Responses that were redirects (3xx other than 304): counted as successes.
+    pub redirects: u64,
+    /// The most frequent of those redirect statuses (0: none).
+    pub redirect_status: u16,
 }
 
 /// How busy latscope's worker threads were, percent of the run per thread: on a CPU

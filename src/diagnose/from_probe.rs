@@ -118,7 +118,7 @@ pub fn probe_facts(p: &ProbeResult, offered_h2: bool) -> ProbeFacts {
             fresh_ms: d.fresh_receive_ms,
             warm_ms: d.warm_receive_ms,
         }),
-        redirects: Vec::new(),
+        redirects: p.redirects.iter().map(hop_fact).collect(),
         closed_by_server: p
             .samples
             .iter()
@@ -171,12 +171,14 @@ pub fn cache_facts(c: &CacheObservation, load_hit_ratio: Option<f64>) -> CacheFa
 
 /// The redirects an audit followed, as the probe facts carry them.
 pub fn redirect_facts(c: &CacheObservation) -> Vec<RedirectHop> {
-    c.redirects
-        .iter()
-        .map(|h| RedirectHop {
-            status: h.status,
-            location: h.location.clone(),
-            time_ms: h.time_ms,
-        })
-        .collect()
+    c.redirects.iter().map(hop_fact).collect()
+}
+
+fn hop_fact(h: &crate::probe::redirect::Hop) -> RedirectHop {
+    RedirectHop {
+        status: h.status,
+        location: h.location.clone(),
+        time_ms: h.time_ms,
+        from: h.url.clone(),
+    }
 }

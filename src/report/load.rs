@@ -92,6 +92,28 @@ fn pct_row(t: &mut Table, name: &str, p: &Percentiles) {
     ]);
 }
 
+/// `-L`: the redirects followed once before the run, and what the run measures.
+pub fn redirects_line(hops: &[crate::probe::audit::Hop]) -> String {
+    let chain: Vec<String> = hops
+        .iter()
+        .map(|h| {
+            format!(
+                "{} {} → {}",
+                h.status,
+                crate::visible::one_line(&h.url),
+                crate::visible::one_line(&h.location)
+            )
+        })
+        .collect();
+    format!(
+        "  followed {} redirect{} first (-L): {}; the load measures the page they end \
+         at, its requests do not pay the chain\n",
+        hops.len(),
+        if hops.len() == 1 { "" } else { "s" },
+        chain.join("; ")
+    )
+}
+
 /// The summary printed at the end of a run.
 pub fn summary(r: &LoadResult, findings: &[Finding]) -> String {
     let mut s = String::new();
@@ -122,6 +144,16 @@ pub fn summary(r: &LoadResult, findings: &[Finding]) -> String {
     );
     kv("Concurrency:", format!("{concurrency:.1}"));
     kv("Successful transactions:", r.ok.to_string());
+    // k6 and wrk count a 3xx as no error; it is not the page either, and says so.
+    let redirects: u64 = r
+        .statuses
+        .iter()
+        .filter(|(s, _)| (300..400).contains(*s) && **s != 304)
+        .map(|(_, n)| n)
+        .sum();
+    if redirects > 0 {
+        kv("Redirects (3xx):", redirects.to_string());
+    }
     kv("Failed transactions:", r.error_count().to_string());
     kv("Longest transaction:", fmt_ms(lat.max));
     kv("Shortest transaction:", fmt_ms(lat.min));

@@ -90,7 +90,11 @@ fn response_line(p: &ProbeResult) -> String {
         parts.push("TCP connect only".into());
     } else {
         if let (Some(v), Some(s)) = (&p.http_version, p.status) {
-            parts.push(format!("{v} {s}"));
+            if (300..400).contains(&s) && s != 304 {
+                parts.push(format!("{v} {s} (a redirect, not the page: -L follows it)"));
+            } else {
+                parts.push(format!("{v} {s}"));
+            }
         }
         parts.push(fmt_bytes(p.body_bytes));
     }
@@ -200,6 +204,35 @@ fn phase_table(p: &ProbeResult) -> String {
 
 fn details(p: &ProbeResult) -> Vec<(&'static str, String)> {
     let mut d = Vec::new();
+    if !p.redirects.is_empty() {
+        let total: f64 = p.redirects.iter().map(|h| h.time_ms).sum();
+        let hops: Vec<String> = p
+            .redirects
+            .iter()
+            .map(|h| {
+                format!(
+                    "{} {} → {} ({})",
+                    h.status,
+                    crate::visible::one_line(&h.url),
+                    crate::visible::one_line(&h.location),
+                    fmt_ms(h.time_ms)
+                )
+            })
+            .collect();
+        d.push((
+            "redirects (-L)",
+            format!("{} in {}: {}", hops.len(), fmt_ms(total), hops.join("; ")),
+        ));
+    }
+    if !p.dropped_headers.is_empty() {
+        d.push((
+            "not sent on",
+            format!(
+                "{} (the chain left the first origin)",
+                p.dropped_headers.join(", ")
+            ),
+        ));
+    }
     if let Some(f) = p.first_request {
         let steady = p.fresh.phases_ms.total.p50;
         let ratio = if steady > 0.0 {
@@ -256,11 +289,11 @@ fn details(p: &ProbeResult) -> Vec<(&'static str, String)> {
     };
     if let Some(c) = p.handshake_cost_ms {
         let what = if p.quic.is_some() {
-            "fresh − reused TTFB p50: a new QUIC connection with a full handshake"
+            "fresh − DNS − reused TTFB p50: a new QUIC connection with a full handshake"
         } else if p.tls.is_some() {
-            "fresh − reused TTFB p50: a new connection with a full TLS handshake"
+            "fresh − DNS − reused TTFB p50: a new connection with a full TLS handshake"
         } else {
-            "fresh − reused TTFB p50: a new connection"
+            "fresh − DNS − reused TTFB p50: a new connection"
         };
         let text = match p.reused_slower_ms {
             Some(slower) => format!(
@@ -278,7 +311,7 @@ fn details(p: &ProbeResult) -> Vec<(&'static str, String)> {
         d.push((
             "resumed handshake",
             format!(
-                "{}{} (resumed − reused TTFB p50: a returning visitor's new connection)",
+                "{}{} (resumed − DNS − reused TTFB p50: a returning visitor's new connection)",
                 fmt_ms(c),
                 trips(p.resumed_handshake_round_trips)
             ),

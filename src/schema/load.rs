@@ -87,6 +87,10 @@ pub struct LoadDoc {
     /// control frames.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub h2_flood_connections: Option<u64>,
+    /// `-L`: the redirects followed once before the run (the load ran against the
+    /// URL they end at; its requests did not pay them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redirects: Vec<crate::probe::audit::Hop>,
     /// Connects refused for lack of file descriptors (EMFILE).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub connect_fd_exhausted: Option<u64>,

@@ -11,7 +11,10 @@ use crate::units::fmt_bytes;
 pub fn handshake_dominates(p: &ProbeFacts) -> Option<Finding> {
     let fresh = p.fresh.as_ref()?.p50.ttfb;
     let reused = p.reused.as_ref().filter(|s| s.count > 0)?.p50.ttfb;
-    let cost = fresh - reused;
+    // DNS is its own phase (`slow-dns`), not a handshake: a reused connection skips
+    // it too, but a slow lookup is not a reason to reuse connections (issue 30 item 1).
+    let dns = p.fresh.as_ref().map_or(0.0, |f| f.p50.dns.max(0.0));
+    let cost = fresh - dns - reused;
     if !(cost >= 20.0 && cost >= 0.4 * fresh) {
         return None;
     }
@@ -36,6 +39,7 @@ pub fn handshake_dominates(p: &ProbeFacts) -> Option<Finding> {
         .num("fresh_ttfb_ms", fresh)
         .num("reused_ttfb_ms", reused)
         .num("handshake_ms", cost)
+        .num("dns_ms", dns)
         .opt_num("round_trips", trips)
         .opt_num("min_rtt_ms", rtt)
         // A new visitor on a reused connection would skip the handshakes.
@@ -249,11 +253,28 @@ mod tests {
     #[test]
     fn handshake_fires_far_quiet_near() {
         let f = handshake_dominates(&far_probe()).expect("fires");
-        assert_eq!(f.evidence_f64("handshake_ms"), Some(112.0));
-        assert!((f.evidence_f64("round_trips").unwrap() - 1.018).abs() < 0.01);
+        assert_eq!(f.evidence_f64("handshake_ms"), Some(110.0));
+        assert_eq!(f.evidence_f64("dns_ms"), Some(2.0));
+        assert!((f.evidence_f64("round_trips").unwrap() - 1.0).abs() < 0.01);
         assert!(f.title.contains("1.0 round trips"), "{}", f.title);
         // Loopback: 0.47 vs 0.3 ms is 36 % but far under the 20 ms floor.
         assert!(handshake_dominates(&healthy_probe()).is_none());
+        // Issue 30 item 1: a 30 ms lookup in front of the same handshake is DNS, not
+        // more round trips of handshake; a near server with a slow lookup is quiet.
+        let mut p = far_probe();
+        if let Some(f) = p.fresh.as_mut() {
+            f.p50.dns = 30.0;
+            f.p50.ttfb += 28.0;
+        }
+        let f = handshake_dominates(&p).expect("fires");
+        assert_eq!(f.evidence_f64("handshake_ms"), Some(110.0));
+        assert!(f.title.contains("1.0 round trips"), "{}", f.title);
+        let mut p = healthy_probe();
+        if let Some(f) = p.fresh.as_mut() {
+            f.p50.dns = 60.0;
+            f.p50.ttfb += 60.0;
+        }
+        assert!(handshake_dominates(&p).is_none());
     }
 
     /// Every response closed: fires (warn when handshakes cost ≥ 5 ms); keep-alive quiet.
@@ -346,8 +367,8 @@ mod tests {
     }
 
     /// Pricing the connection rules from the probe's own phases:
-    /// - handshake-dominates: a new visitor on a reused connection saves fresh − reused
-    ///   TTFB: 230 − 118 = 112 ms of 230 ms;
+    /// - handshake-dominates: a new visitor on a reused connection saves fresh − DNS −
+    ///   reused TTFB: 230 − 2 − 118 = 110 ms of 230 ms;
     /// - no-keepalive: every request after a connection's first saves its connect +
     ///   TLS: 110 + 0 ms of the fresh 230 ms TTFB; with TLS sessions resumed, what a
     ///   resuming connection pays: 40 + 40 = 80 ms of 122 ms;
@@ -358,7 +379,7 @@ mod tests {
     #[test]
     fn pricing_connection_rules() {
         let f = handshake_dominates(&far_probe()).unwrap();
-        assert_eq!(priced(&f), (112.0, Some(230.0), "fresh"));
+        assert_eq!(priced(&f), (110.0, Some(230.0), "fresh"));
 
         let mut p = far_probe();
         p.closed_by_server = vec![true; 10];

@@ -1,11 +1,13 @@
 //! Content rules: `no-compression` (a text body sent uncompressed to a client that
 //! accepts gzip, judged by its latency effect: warn when the body crosses a fresh
 //! connection's initial congestion window, info when compression would still save
-//! ≥ 1.4 KiB — Lighthouse's floor — and nothing below) and `redirect-chain` (each
-//! redirect costs a round trip).
+//! ≥ 1.4 KiB — Lighthouse's floor — and nothing below), `redirect-chain` (each
+//! redirect costs a new visitor a round trip, and a new connection when it changes
+//! origin) and `redirect-not-followed` (the answer measured was a 3xx, not the page:
+//! RFC 9110 §15.4).
 
 use super::ms;
-use crate::diagnose::facts::ProbeFacts;
+use crate::diagnose::facts::{LoadFacts, ProbeFacts};
 use crate::diagnose::finding::{basis, Category, Finding, Severity};
 use crate::units::fmt_bytes;
 
@@ -127,6 +129,26 @@ pub fn no_compression(p: &ProbeFacts) -> Option<Finding> {
     )
 }
 
+/// Round trips a new visitor pays for one redirect from `from` to `location`: the
+/// request itself, and when the hop changes origin (scheme, host or port) a new
+/// connection — TCP's handshake, and on https at least TLS 1.3's one more. An
+/// unknown `from` counts the request only.
+pub fn hop_round_trips(from: &str, location: &str) -> u32 {
+    let Ok(base) = url::Url::parse(from) else {
+        return 1;
+    };
+    let Ok(next) = base.join(location) else {
+        return 1;
+    };
+    if base.origin() == next.origin() {
+        1
+    } else if next.scheme() == "https" {
+        3
+    } else {
+        2
+    }
+}
+
 /// `redirect-chain`: two or more redirects, or one that costs ≥ 20 ms.
 pub fn redirect_chain(p: &ProbeFacts) -> Option<Finding> {
     let hops = p.redirects.len();
@@ -139,6 +161,11 @@ pub fn redirect_chain(p: &ProbeFacts) -> Option<Finding> {
     } else {
         Severity::Info
     };
+    let trips: u32 = p
+        .redirects
+        .iter()
+        .map(|r| hop_round_trips(&r.from, &r.location))
+        .sum();
     // What the final URL takes once reached (a fresh request, as the hops were).
     let final_ms = p
         .fresh
@@ -157,13 +184,16 @@ pub fn redirect_chain(p: &ProbeFacts) -> Option<Finding> {
             Category::Content,
             sev,
             format!(
-                "{hops} redirect{} before the answer, costing {}",
+                "{hops} redirect{} before the answer, costing {} (≥ {trips} round trip{} \
+                 for a new visitor)",
                 if hops == 1 { "" } else { "s" },
-                ms(total)
+                ms(total),
+                if trips == 1 { "" } else { "s" },
             ),
         )
         .count("hops", hops as u64)
         .num("total_ms", total)
+        .count("round_trips", u64::from(trips))
         .text("chain", chain.join("; "))
         // Linking straight to the final URL skips every hop.
         .saving(total, total + final_ms, basis::PER_REQUEST)
@@ -171,6 +201,73 @@ pub fn redirect_chain(p: &ProbeFacts) -> Option<Finding> {
             "link straight to the final URL (scheme, host and trailing slash included) \
              and collapse chains into one redirect; use HSTS so browsers skip the \
              http → https hop",
+        ),
+    )
+}
+
+/// `redirect-not-followed`: the probe's answer was a redirect (a 3xx other than
+/// 304), so its timings are the redirect's, not the page's (RFC 9110 §15.4: the
+/// target is elsewhere). Measuring it as the page would say "nothing to win" about a
+/// page never fetched.
+pub fn redirect_not_followed(p: &ProbeFacts) -> Option<Finding> {
+    if !(300..400).contains(&p.status) || p.status == 304 {
+        return None;
+    }
+    let location = p.headers.get("location");
+    let title = match &location {
+        Some(l) => format!(
+            "the answer is a {} redirect to {l}, not the page: these timings are the \
+             redirect's",
+            p.status
+        ),
+        None => format!(
+            "the answer is a {} (a redirect status, without a Location), not a page",
+            p.status
+        ),
+    };
+    Some(
+        Finding::new(
+            "redirect-not-followed",
+            Category::Content,
+            Severity::Warn,
+            title,
+        )
+        .count("status", u64::from(p.status))
+        .opt_text("location", location)
+        .advice(
+            "measure the page itself: -L follows the redirect (as curl -L does) and \
+             prices the chain, or give the final URL; link to the final URL so visitors \
+             skip the hop",
+        ),
+    )
+}
+
+/// `redirect-not-followed` of a load run: responses that were redirects counted as
+/// successes (as k6's `http_req_failed` and wrk do: a 3xx is not an error) — but the
+/// load measured the redirect, not the page. Fires when ≥ 1 % of the responses were.
+pub fn load_redirects(l: &LoadFacts) -> Option<Finding> {
+    if l.redirects == 0 || l.requests == 0 || l.redirects * 100 < l.requests {
+        return None;
+    }
+    let share = 100.0 * l.redirects as f64 / l.requests as f64;
+    Some(
+        Finding::new(
+            "redirect-not-followed",
+            Category::Content,
+            Severity::Warn,
+            format!(
+                "{} of {} responses ({share:.0} %) were redirects ({}): counted as \
+                 successful — not errors, but not the page either",
+                l.redirects, l.requests, l.redirect_status
+            ),
+        )
+        .count("redirects", l.redirects)
+        .count("requests", l.requests)
+        .count("status", u64::from(l.redirect_status))
+        .num("share_pct", share)
+        .advice(
+            "load the URL the redirect points to (-L resolves it once before the run and \
+             loads the final URL), so the latencies and availability are the page's",
         ),
     )
 }
@@ -229,6 +326,7 @@ mod tests {
             status: 301,
             location: loc.into(),
             time_ms: t,
+            from: "https://example.com/".into(),
         };
         let mut p = healthy_probe();
         p.redirects = vec![hop("/a", 110.0), hop("/b", 111.0), hop("/c", 112.0)];
@@ -240,9 +338,68 @@ mod tests {
             .evidence_str("chain")
             .unwrap()
             .starts_with("301 → /a (110 ms)"));
+        assert_eq!(f.evidence_f64("round_trips"), Some(3.0));
+        assert!(f.title.contains("≥ 3 round trips"), "{}", f.title);
         p.redirects = vec![hop("/a", 0.4)];
         assert!(redirect_chain(&p).is_none());
         assert!(redirect_chain(&healthy_probe()).is_none());
+    }
+
+    /// A same-origin hop costs its request; another origin a new connection too
+    /// (TCP, and TLS on https).
+    #[test]
+    fn round_trips_per_hop() {
+        let from = "http://example.com/blog";
+        assert_eq!(hop_round_trips(from, "/blog/"), 1);
+        assert_eq!(hop_round_trips(from, "http://example.com:80/x"), 1);
+        assert_eq!(hop_round_trips(from, "http://www.example.com/blog"), 2);
+        assert_eq!(hop_round_trips(from, "https://example.com/blog"), 3);
+        assert_eq!(hop_round_trips("", "/x"), 1);
+    }
+
+    /// A load whose answers were 301s fires (counted, not hidden in availability);
+    /// one with none, or a stray 0.5 %, is quiet; 304s are not redirects.
+    #[test]
+    fn load_redirects_both_ways() {
+        let mut l = LoadFacts {
+            requests: 1000,
+            redirects: 1000,
+            redirect_status: 301,
+            ..LoadFacts::default()
+        };
+        let f = load_redirects(&l).expect("fires");
+        assert!(f
+            .title
+            .contains("1000 of 1000 responses (100 %) were redirects (301)"));
+        assert!(f.title.contains("not errors, but not the page either"));
+        l.redirects = 5;
+        assert!(load_redirects(&l).is_none());
+        l.redirects = 0;
+        assert!(load_redirects(&l).is_none());
+    }
+
+    /// RFC 9110 §15.4: a 301/302/303/307/308 answer fires (its Location named); a
+    /// 200, and a 304 (§15.4.5, a cache's answer, not a redirect), are quiet.
+    #[test]
+    fn not_followed_both_ways() {
+        let mut p = healthy_probe();
+        assert!(redirect_not_followed(&p).is_none());
+        for status in [301, 302, 303, 307, 308] {
+            p.status = status;
+            p.headers = Headers::from_pairs(&[("location", "/blog/")]);
+            let f = redirect_not_followed(&p).expect("fires");
+            assert!(f.title.contains(&format!("{status} redirect to /blog/")));
+            assert_eq!(f.evidence_str("location"), Some("/blog/"));
+            assert!(f.advice.contains("-L"));
+        }
+        p.status = 304;
+        assert!(redirect_not_followed(&p).is_none());
+        p.status = 300;
+        p.headers = Headers::default();
+        assert!(redirect_not_followed(&p)
+            .unwrap()
+            .title
+            .contains("without a Location"));
     }
 
     /// Pricing `no-compression` and `redirect-chain`:
@@ -272,6 +429,7 @@ mod tests {
             status: 301,
             location: loc.into(),
             time_ms: t,
+            from: "https://example.com/".into(),
         };
         let mut p = far_probe();
         p.redirects = vec![hop("/a", 110.0), hop("/b", 111.0), hop("/c", 112.0)];

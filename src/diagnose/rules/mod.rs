@@ -19,6 +19,7 @@ pub mod status;
 pub mod tcp;
 pub mod timeline;
 pub mod timing;
+pub mod tls;
 
 use super::cache_status::{proxy_header, CacheState};
 use super::facts::{Facts, ProbeFacts};
@@ -43,6 +44,7 @@ pub const IDS: &[&str] = &[
     "handshake-dominates",
     "no-keepalive",
     "no-tls-resumption",
+    "old-tls-version",
     "no-http2",
     "no-http3",
     "http3-slower",
@@ -56,6 +58,7 @@ pub const IDS: &[&str] = &[
     "no-304",
     "no-compression",
     "redirect-chain",
+    "redirect-not-followed",
     "client-bound",
     "knee",
     "errors-under-load",
@@ -78,6 +81,7 @@ pub fn all(facts: &Facts) -> Vec<Finding> {
         out.push(connection::handshake_dominates(p));
         out.push(connection::no_keepalive(p));
         out.push(connection::no_tls_resumption(p));
+        out.push(tls::old_tls_version(p));
         out.push(connection::no_http2(p));
         out.push(connection::slow_start(p));
         out.push(timing::time_split(p, proxied));
@@ -89,6 +93,7 @@ pub fn all(facts: &Facts) -> Vec<Finding> {
         out.push(load::probe_tail_heavy(p));
         out.push(content::no_compression(p));
         out.push(content::redirect_chain(p));
+        out.push(content::redirect_not_followed(p));
         if let Some(d) = facts.distance_km {
             out.push(timing::above_physical_floor(p, d));
         }
@@ -113,6 +118,7 @@ pub fn all(facts: &Facts) -> Vec<Finding> {
     // error says so; the latencies and CPU of failures judge nothing, and errors from
     // the start are not "under load".
     if let Some(l) = facts.load.as_ref().filter(|l| !load::none_succeeded(l)) {
+        out.push(content::load_redirects(l));
         let bound = load::client_bound(l);
         let trusted = bound.is_none();
         out.push(bound);
