@@ -248,6 +248,7 @@ pub(crate) fn diagnose_url(
         Err(NetError::Interrupted) => (None, Some(interrupt.reason().to_string())),
         Err(e) => (None, Some(e.to_string())),
     };
+    let stack = super::diagnose_stack::gather(interrupt, &config, &probe, cache.as_ref(), progress);
     let origin = match &plan.origin {
         Some(o) if !stop.is_stopped() => {
             progress(&format!("{target}: probing the origin at {o}…"));
@@ -392,7 +393,8 @@ pub(crate) fn diagnose_url(
             .filter(|s| s.count > 0)
             .map(|s| s.p50.ttfb);
     }
-    let findings = diagnose::run_rules(&facts);
+    let mut findings = diagnose::run_rules(&facts);
+    diagnose::stack::attach(&mut findings, &facts, &stack);
     probe.server_time_label = rules::facts_time_label(&facts).to_string();
     let summary = diagnose::summary(&facts);
     Ok(Diagnosis {
@@ -407,6 +409,7 @@ pub(crate) fn diagnose_url(
         findings,
         summary,
         http3,
+        stack: Some(stack),
     })
 }
 
@@ -433,6 +436,9 @@ pub(crate) fn diagnosis_json(d: &Diagnosis) -> Value {
         "summary": d.summary,
         "findings": d.findings,
     });
+    if let Some(s) = &d.stack {
+        doc["stack"] = serde_json::to_value(s).unwrap_or_default();
+    }
     match (&d.ramp, &d.skipped) {
         (Some(r), _) => doc["load"] = r.json.clone(),
         (None, reason) => doc["skipped"] = json!(reason),

@@ -5,6 +5,7 @@
 //! prints; `report::probe` renders a [`ProbeResult`].
 
 pub mod audit;
+pub mod peek;
 mod result;
 mod run;
 mod run_h3;
