@@ -88,7 +88,21 @@ pub fn blockers(c: &CacheFacts, stack: &Stack) -> Vec<Unstorable> {
         Some("nginx") => defaults.nginx.why.clone(),
         Some("varnish") => defaults.varnish.why.clone(),
         Some("apache") => defaults.apache.why.clone(),
-        _ => common_unstorable(req, c.status, &c.headers),
+        _ => {
+            // No cache of those three seen: what any of them (or a CDN with Varnish's
+            // rules) would refuse it for.
+            let mut all = common_unstorable(req, c.status, &c.headers);
+            for (_, _, v) in defaults.each() {
+                if v.verdict.uncached() {
+                    for u in &v.why {
+                        if !all.contains(u) && *u != Unstorable::Credentials {
+                            all.push(*u);
+                        }
+                    }
+                }
+            }
+            all
+        }
     };
     if c.cookie && !why.contains(&Unstorable::Credentials) {
         why.push(Unstorable::Credentials);

@@ -230,6 +230,27 @@ pub fn detect(seen: &[Observed]) -> Stack {
     {
         stack.server = None;
     }
+    // A PHP application runs on PHP, even when nothing says so (expose_php off).
+    const PHP_APPS: [&str; 5] = ["wordpress", "dokuwiki", "mediawiki", "drupal", "joomla"];
+    if stack.framework.is_none() {
+        if let Some(a) = stack
+            .app
+            .as_ref()
+            .filter(|a| PHP_APPS.contains(&a.id.as_str()))
+        {
+            t.evidence.push(Evidence {
+                role: Role::Framework,
+                id: "php".into(),
+                source: "application".into(),
+                value: format!("{} is a PHP application", a.name),
+            });
+            stack.framework = Some(Component {
+                id: "php".into(),
+                name: "PHP".into(),
+                version: None,
+            });
+        }
+    }
     // nginx and Caddy run PHP only through FastCGI: that PHP is PHP-FPM.
     let fastcgi_server = stack
         .server
