@@ -47,6 +47,8 @@ mod report_verdict;
 mod shards;
 mod shards_wire;
 mod skipping;
+mod stack_dokuwiki;
+mod stack_generic;
 mod stack_wordpress;
 mod store;
 mod util;

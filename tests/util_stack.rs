@@ -282,7 +282,7 @@ pub fn apache_fcgi(app: &App) -> Server {
          LoadModule proxy_module {m}/mod_proxy.so\n\
          LoadModule proxy_fcgi_module {m}/mod_proxy_fcgi.so\n\
          TypesConfig /etc/mime.types\n\
-         DocumentRoot {root}\n<Directory {root}>\n Require all granted\n</Directory>\n\
+         DocumentRoot {root}\n<Directory {root}>\n AllowOverride None\n Require all granted\n</Directory>\n\
          DirectoryIndex {index}\n\
          <FilesMatch \"\\.php$\">\n SetHandler \"proxy:fcgi://127.0.0.1:{fpm}\"\n</FilesMatch>\n",
         root = app.root,
