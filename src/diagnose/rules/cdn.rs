@@ -142,7 +142,12 @@ pub fn cdn_not_caching(c: &CacheFacts) -> Option<Finding> {
             )
         }
     } else if !why.is_empty() {
-        let fixes: Vec<_> = why.iter().map(|r| r.fix()).collect();
+        let mut fixes: Vec<&str> = Vec::new();
+        for f in why.iter().map(|r| r.fix()) {
+            if !fixes.contains(&f) {
+                fixes.push(f);
+            }
+        }
         let severity = Severity::Warn;
         (
             severity,

@@ -125,11 +125,12 @@ pub fn no_compression(p: &ProbeFacts) -> Option<Finding> {
             severity,
             format!(
                 "a {} {ct} body is sent uncompressed although the client accepts gzip \
-                 (about {} saved; {now} round trips of slow start on a fresh connection, \
+                 (about {} saved; {now} round trip{} of slow start on a fresh connection, \
                  about {then} compressed): {here}; on a typical mobile path (150 ms RTT, \
                  1.6 Mbit/s) ≈{}",
                 fmt_bytes(p.body_bytes),
                 fmt_bytes(saving),
+                if now == 1 { "" } else { "s" },
                 ms(mobile)
             ),
         )

@@ -7,9 +7,10 @@ use super::{any, Row, Table};
 /// PHP's `session.cache_limiter` headers and a Set-Cookie.
 const PHP_SESSION: Row = any(
     "cache:set-cookie",
-    "a PHP session started for an anonymous reader sets PHPSESSID and, with \
-     `session.cache_limiter = nocache`, `Cache-Control: no-store, no-cache`: call \
-     session_start() only once the visitor logs in",
+    "a PHP session started for an anonymous reader sets its cookie (PHPSESSID unless \
+     the application names it) and, with `session.cache_limiter = nocache`, \
+     `Cache-Control: no-store, no-cache`: call session_start() only once the visitor \
+     logs in",
     "PHP manual: session_cache_limiter, session_start",
 );
 
