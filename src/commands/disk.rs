@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant, SystemTime};
 
 use crate::cli::DiskArgs;
+use crate::config::DiskConfig;
 use crate::diagnose::{self, Facts};
 use crate::disk::{self, DiskOptions, Observer, SecondHists, SecondStats, Setup};
 use crate::report;
@@ -152,15 +153,18 @@ impl Observer for Printer<'_> {
 
 /// Runs `latscope disk`.
 pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
-    let opts = DiskOptions::from_args(&args).map_err(|m| usage!("{m}"))?;
+    let DiskConfig {
+        options: opts,
+        output,
+    } = DiskConfig::from_args(&args)?;
     register_test_file(&opts.path);
     catch_signals();
     let started = SystemTime::now();
     let mut printer = Printer {
         opts: &opts,
-        json: args.output.json,
+        json: output.json,
         tty: std::io::stderr().is_terminal(),
-        live: live::wanted(args.output.json, args.output.no_tui),
+        live: live::wanted(output.json, output.no_tui),
         view: None,
         total_s: opts.duration.as_secs_f64().ceil() as u64,
         header: String::new(),
@@ -190,7 +194,7 @@ pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
     let text = format!("{}{body}", printer.header);
     // Saved before it is printed: a stdout that cannot be written loses nothing.
     let saved = saving::save(
-        &args.output,
+        &output,
         NewRun {
             kind: "disk",
             target: opts.path.display().to_string(),
@@ -218,6 +222,6 @@ pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
             secret_headers: Vec::new(),
         },
     );
-    super::output::print(args.output.json, &doc, &body)?;
+    super::output::print(output.json, &doc, &body)?;
     Ok(saved.exit_code(0))
 }

@@ -12,7 +12,6 @@ use serde_json::{json, Value};
 
 use crate::cli::{Cli, Command, K8sArgs, K8sCommand, K8sJobArgs};
 use crate::error::exit;
-use crate::load::LoadPlan;
 use crate::usage;
 
 /// Where the scenario file is mounted in each pod.
@@ -100,7 +99,7 @@ pub(crate) fn job_manifests(job: &K8sJobArgs, now: SystemTime) -> anyhow::Result
     let Command::Load(load) = cli.command else {
         unreachable!("parsed as load");
     };
-    LoadPlan::from_args(&load).map_err(|e| usage!("the load after --: {e}"))?;
+    crate::config::load::plan(&load).map_err(|e| usage!("the load after --: {e}"))?;
 
     // A scenario file travels in the ConfigMap; the pods read it where it is mounted.
     let mut pod_args: Vec<String> = Vec::new();

@@ -8,6 +8,7 @@ use serde_json::json;
 use super::runs::{open, read_export, resolve};
 use super::saving::{self, NewRun};
 use crate::cli::MergeArgs;
+use crate::config::OutputConfig;
 use crate::diagnose::{self, Facts};
 use crate::error::exit;
 use crate::load::{merge, threshold};
@@ -123,7 +124,7 @@ pub fn run(args: MergeArgs) -> anyhow::Result<u8> {
     }
     let summary = report::load::summary(&merged, &findings);
     let saved = saving::save(
-        &args.output,
+        &OutputConfig::from(&args.output),
         NewRun {
             kind: "load",
             target: merged.target.clone(),

@@ -15,6 +15,7 @@ mod hpack;
 mod huffman;
 mod link;
 
+pub use conn::{MAX_CONTINUATIONS, MAX_PENDING_ACKS};
 pub use link::{handshake, Exchange, H2Slot, Slot};
 
 use bytes::Bytes;
