@@ -159,7 +159,6 @@ pub(crate) fn diagnose_url(
         Err(NetError::Interrupted) => (None, Some(interrupt.reason().to_string())),
         Err(e) => (None, Some(e.to_string())),
     };
-    let stack = super::diagnose_stack::gather(interrupt, &config, &probe, cache.as_ref(), progress);
     let origin = match &plan.origin {
         Some(o) if !stop.is_stopped() => {
             progress(&format!("{target}: probing the origin at {o}…"));
@@ -267,6 +266,8 @@ pub(crate) fn diagnose_url(
             Err(e) => (None, Some(format!("the load ramp failed: {e:#}"))),
         }
     };
+    // After the ramp, so the stack's two requests never shift the ramp's timing.
+    let stack = super::diagnose_stack::gather(interrupt, &config, &probe, cache.as_ref(), progress);
     progress("");
     let offered_h2 = plan.client.version != HttpVersionPref::Http1;
     let mut probe = probe;

@@ -189,10 +189,7 @@ fn io(e: std::io::Error) -> NetError {
 /// The data of a chunked body (as far as it goes: a prefix may end mid-chunk).
 pub fn dechunk(mut b: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
-    loop {
-        let Some(eol) = b.windows(2).position(|w| w == b"\r\n") else {
-            break;
-        };
+    while let Some(eol) = b.windows(2).position(|w| w == b"\r\n") {
         let size_text = String::from_utf8_lossy(&b[..eol]);
         let Ok(size) = usize::from_str_radix(size_text.split(';').next().unwrap_or("").trim(), 16)
         else {

@@ -80,25 +80,33 @@ fn from_kind(k: CacheKind) -> Option<(Role, &'static str, &'static str)> {
     })
 }
 
+/// How much evidence one (role, id) has.
+struct Score {
+    weight: u32,
+    /// Order first seen (ties go to the first).
+    first: usize,
+    name: String,
+    version: Option<String>,
+}
+
 /// Tallies evidence per (role, id).
 #[derive(Default)]
 struct Tally {
     evidence: Vec<Evidence>,
-    /// (role, id) → (weight, first seen, name, version)
-    score: BTreeMap<(Role, String), (u32, usize, String, Option<String>)>,
+    score: BTreeMap<(Role, String), Score>,
 }
 
 impl Tally {
+    /// Counts one clue: `who` is (role, id, name), seen at `source` as `value`.
     fn add(
         &mut self,
-        role: Role,
-        id: &str,
-        name: &str,
+        who: (Role, &str, &str),
         source: String,
         value: &str,
         weight: u8,
         version: Option<String>,
     ) {
+        let (role, id, name) = who;
         let e = Evidence {
             role,
             id: id.to_string(),
@@ -113,23 +121,22 @@ impl Tally {
         let slot = self
             .score
             .entry((role, id.to_string()))
-            .or_insert_with(|| (0, n, name.to_string(), None));
-        slot.0 += u32::from(weight);
-        if slot.3.is_none() {
-            slot.3 = version;
-        }
-        // The most specific name seen wins ("OpenResty" over "nginx" only when told).
-        if weight >= 3 && slot.2 != name && name.len() > slot.2.len() {
-            slot.2 = name.to_string();
+            .or_insert_with(|| Score {
+                weight: 0,
+                first: n,
+                name: name.to_string(),
+                version: None,
+            });
+        slot.weight += u32::from(weight);
+        if slot.version.is_none() {
+            slot.version = version;
         }
     }
 
     fn sig(&mut self, s: &Sig, value: &str) {
         let version = version_after(value, s.needle);
         self.add(
-            s.role,
-            s.id,
-            s.name,
+            (s.role, s.id, s.name),
             s.place.describe(),
             value,
             s.weight,
@@ -175,7 +182,7 @@ pub fn detect(seen: &[Observed]) -> Stack {
             scan(&mut t, Place::HeaderPresent(leak(name)), name);
         }
         if let Some((role, id, name)) = cache_status(&headers).kind.and_then(from_kind) {
-            t.add(role, id, name, "cache status".into(), id, 2, None);
+            t.add((role, id, name), "cache status".into(), id, 2, None);
         }
         for g in generators(&o.body) {
             scan(&mut t, Place::Generator, &g);
@@ -198,9 +205,7 @@ pub fn detect(seen: &[Observed]) -> Stack {
     let envoy = t.score.keys().any(|(_, id)| id == "envoy");
     if lower_case_h1 == Some(true) && !envoy {
         t.add(
-            Role::Proxy,
-            "haproxy",
-            "HAProxy",
+            (Role::Proxy, "haproxy", "HAProxy"),
             "header case".into(),
             "every header name lowercase over HTTP/1.1 (as HAProxy 2 writes them)",
             2,
@@ -213,12 +218,12 @@ pub fn detect(seen: &[Observed]) -> Stack {
             .score
             .iter()
             .filter(|((r, _), _)| *r == role)
-            .max_by(|a, b| a.1 .0.cmp(&b.1 .0).then(b.1 .1.cmp(&a.1 .1)));
-        if let Some(((_, id), (_, _, name, version))) = best {
+            .max_by(|a, b| a.1.weight.cmp(&b.1.weight).then(b.1.first.cmp(&a.1.first)));
+        if let Some(((_, id), score)) = best {
             *stack.slot(role) = Some(Component {
                 id: id.clone(),
-                name: name.clone(),
-                version: version.clone(),
+                name: score.name.clone(),
+                version: score.version.clone(),
             });
         }
     }

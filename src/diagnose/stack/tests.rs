@@ -107,10 +107,11 @@ fn dokuwiki_behind_apache_haproxy_at_the_edge() {
     assert_eq!(s.proxy.as_ref().unwrap().id, "haproxy");
     assert_eq!(s.server.as_ref().unwrap().id, "apache");
     assert_eq!(s.app.as_ref().unwrap().id, "dokuwiki");
-    assert!(s.framework.is_none());
+    // A PHP application runs on PHP (behind Apache: mod_php or FPM, not told apart).
+    assert_eq!(s.framework.as_ref().unwrap().id, "php");
     assert_eq!(
         s.summary,
-        "DokuWiki behind Apache httpd, HAProxy at the edge"
+        "DokuWiki on PHP behind Apache httpd, HAProxy at the edge"
     );
     // The same names in their usual case: no HAProxy.
     let cased = seen(
