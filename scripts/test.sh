@@ -60,6 +60,7 @@ want php php-cli
 want mariadbd mariadb-server
 [ -f /usr/share/wordpress/wp-load.php ] || need+=(wordpress php-mysql)
 [ -f /usr/share/dokuwiki/doku.php ] || need+=(dokuwiki)
+[ -x /usr/bin/time ] || need+=(time)  # GNU time: peak memory of an import (tests/schema.rs)
 
 missing() {
   echo "scripts/test.sh: $1" >&2

@@ -9,13 +9,14 @@ use crate::probe::{ProbeConfig, ProbeResult};
 
 use super::interrupt::Interrupt;
 
-/// Recognises the stack behind `config.target`: at most two extra requests to the
-/// audited origin (`probe::peek`), bounded in time.
+/// Recognises the stack behind `config.target` from the probe's and the audit's
+/// responses and, with `peek`, at most two extra requests to the audited origin
+/// (`probe::peek`), bounded in time.
 pub(crate) fn gather(
     interrupt: &Interrupt,
     config: &ProbeConfig,
-    probe: &ProbeResult,
-    cache: Option<&CacheObservation>,
+    (probe, cache): (&ProbeResult, Option<&CacheObservation>),
+    peek: bool,
     progress: &mut dyn FnMut(&str),
 ) -> Stack {
     let mut seen: Vec<Observed> = Vec::new();
@@ -47,7 +48,7 @@ pub(crate) fn gather(
         cfg.target = t;
     }
     let mut error = None;
-    if !interrupt.stop.is_stopped() {
+    if peek && !interrupt.stop.is_stopped() {
         progress(&format!("{}: recognising the stack…", config.target));
         let (peeked, e) = interrupt
             .runtime

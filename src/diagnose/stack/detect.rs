@@ -201,9 +201,12 @@ pub fn detect(seen: &[Observed]) -> Stack {
         }
     }
     // HAProxy 2 (HTX) writes every header name in lowercase on HTTP/1.1; the servers
-    // behind it (and Envoy's own markers aside) do not.
+    // the table names do not (nginx, Apache, Caddy, PHP, Java, Python, Ruby servers
+    // write `Content-Type`). hyper-based servers (and Envoy) write lowercase too, so
+    // lowercase alone says nothing: only with a server named behind it.
     let envoy = t.score.keys().any(|(_, id)| id == "envoy");
-    if lower_case_h1 == Some(true) && !envoy {
+    let named_server = t.score.keys().any(|(r, _)| *r == Role::Server);
+    if lower_case_h1 == Some(true) && !envoy && named_server {
         t.add(
             (Role::Proxy, "haproxy", "HAProxy"),
             "header case".into(),

@@ -113,6 +113,19 @@ fn dokuwiki_behind_apache_haproxy_at_the_edge() {
         s.summary,
         "DokuWiki on PHP behind Apache httpd, HAProxy at the edge"
     );
+    // Lowercase names with no server named behind them (hyper-based servers write
+    // them so too): no guess.
+    let bare = seen(
+        &[
+            ("content-type", "text/html"),
+            ("date", "x"),
+            ("content-length", "9"),
+        ],
+        "",
+        true,
+        false,
+    );
+    assert!(detect(&[bare]).proxy.is_none());
     // The same names in their usual case: no HAProxy.
     let cased = seen(
         &[
