@@ -94,7 +94,8 @@ pub fn cdn_not_caching(c: &CacheFacts) -> Option<Finding> {
             (
                 Severity::Warn,
                 format!(
-                    "the request carried only analytics cookies ({}), which {rules} pass",
+                    "a request cookie/authorization, here only analytics cookies ({}), \
+                     which {rules} pass",
                     analytics.join(", ")
                 ),
                 format!(
@@ -108,8 +109,8 @@ pub fn cdn_not_caching(c: &CacheFacts) -> Option<Finding> {
             (
                 Severity::Info,
                 format!(
-                    "the request carried {} ({}), which {rules} pass — correct for a \
-                     signed-in or tracked visitor",
+                    "a request cookie/authorization, here {} ({}), which {rules} pass — \
+                     correct for a signed-in or tracked visitor",
                     if session.is_empty() {
                         "cookies"
                     } else {
