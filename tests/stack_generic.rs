@@ -5,7 +5,8 @@
 //! Python origins written in the test, real nginx and Varnish; ≈10 s in all.
 
 use crate::util::diagnose_json;
-use crate::util_caches::{free_port, get, spawn, temp_dir, varnish};
+use crate::util::free_port;
+use crate::util_caches::{get, spawn, temp_dir, varnish};
 use crate::util_real::python_server;
 use crate::util_require::require;
 use crate::util_stack::{finding, role, stack_advice};

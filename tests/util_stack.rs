@@ -18,7 +18,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::util_caches::{free_port, spawn, temp_dir, Server};
+use crate::util::free_port;
+use crate::util_caches::{spawn, temp_dir, Server};
 use crate::util_require::{require, require_root};
 
 /// The PHP-FPM binary of Debian 12's php-fpm.
