@@ -9,37 +9,8 @@ use crate::util::free_port;
 use crate::util_caches::{get, spawn, temp_dir, varnish};
 use crate::util_real::python_server;
 use crate::util_require::require;
-use crate::util_stack::{finding, role, stack_advice};
+use crate::util_stack::{finding, role, stack_advice, BARE};
 
-/// An origin that claims nothing: no Server, no X-Powered-By, no generator; 20 KB of
-/// HTML, no Cache-Control. argv[1] adds a Set-Cookie of that name.
-const BARE: &str = r#"
-import socket, sys, threading
-cookie = sys.argv[1] if len(sys.argv) > 1 else ""
-body = b"<html><body>" + b"<p>plain text that compresses well</p>" * 550 + b"</body></html>"
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", 0)); s.listen(64)
-print(s.getsockname()[1], flush=True)
-def serve(c):
-    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    buf = b""
-    try:
-        while True:
-            while b"\r\n\r\n" not in buf:
-                d = c.recv(65536)
-                if not d:
-                    return
-                buf += d
-            head, buf = buf.split(b"\r\n\r\n", 1)
-            extra = ("Set-Cookie: %s=abc123; path=/\r\n" % cookie) if cookie else ""
-            c.sendall(("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n%s\r\n"
-                       % (len(body), extra)).encode() + body)
-    finally:
-        c.close()
-while True:
-    c, _ = s.accept()
-    threading.Thread(target=serve, args=(c,), daemon=True).start()
-"#;
 
 /// An origin whose page is cacheable (`public, max-age=600`), for the cookie tests.
 const CACHEABLE: &str = r#"

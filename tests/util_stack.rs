@@ -22,6 +22,36 @@ use crate::util::free_port;
 use crate::util_caches::{spawn, temp_dir, Server};
 use crate::util_require::{require, require_root};
 
+/// An origin that claims nothing: no Server, no X-Powered-By, no generator; 20 KB of
+/// HTML, no Cache-Control. argv[1] adds a Set-Cookie of that name.
+pub const BARE: &str = r#"
+import socket, sys, threading
+cookie = sys.argv[1] if len(sys.argv) > 1 else ""
+body = b"<html><body>" + b"<p>plain text that compresses well</p>" * 550 + b"</body></html>"
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 0)); s.listen(64)
+print(s.getsockname()[1], flush=True)
+def serve(c):
+    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    buf = b""
+    try:
+        while True:
+            while b"\r\n\r\n" not in buf:
+                d = c.recv(65536)
+                if not d:
+                    return
+                buf += d
+            head, buf = buf.split(b"\r\n\r\n", 1)
+            extra = ("Set-Cookie: %s=abc123; path=/\r\n" % cookie) if cookie else ""
+            c.sendall(("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n%s\r\n"
+                       % (len(body), extra)).encode() + body)
+    finally:
+        c.close()
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+"#;
+
 /// The PHP-FPM binary of Debian 12's php-fpm.
 pub const PHP_FPM: &str = "php-fpm8.2";
 
@@ -362,4 +392,86 @@ pub fn finding<'a>(doc: &'a serde_json::Value, id: &str) -> &'a serde_json::Valu
 /// The id of the component in `role` of the diagnose JSON's stack ("" when none).
 pub fn role(doc: &serde_json::Value, role: &str) -> String {
     doc["stack"][role]["id"].as_str().unwrap_or("").to_string()
+}
+
+/// nginx as a reverse proxy to `origin` (no gzip, no cache), `extra` in `http {}`.
+pub fn nginx_proxy(origin: u16, extra: &str) -> Server {
+    let dir = temp_dir("stack-nginx-proxy");
+    let port = free_port();
+    let d = dir.display();
+    let conf = format!(
+        "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\n\
+         error_log {d}/error.log;\nevents {{ worker_connections 128; }}\n\
+         http {{\n access_log off;\n client_body_temp_path {d}/body;\n proxy_temp_path {d}/proxy;\n\
+         fastcgi_temp_path {d}/fcgi;\n uwsgi_temp_path {d}/uwsgi;\n scgi_temp_path {d}/scgi;\n\
+         {extra}\n server {{\n  listen 127.0.0.1:{port};\n\
+         location / {{ proxy_pass http://127.0.0.1:{origin}; }}\n }}\n}}\n"
+    );
+    std::fs::write(dir.join("nginx.conf"), conf).unwrap();
+    let mut cmd = Command::new("nginx");
+    cmd.arg("-c")
+        .arg(dir.join("nginx.conf"))
+        .arg("-p")
+        .arg(&dir);
+    spawn(cmd, dir, port)
+}
+
+/// Caddy as a reverse proxy to `origin` on plain http, `extra` in the site block.
+pub fn caddy_proxy(origin: u16, extra: &str) -> Server {
+    let dir = temp_dir("stack-caddy-proxy");
+    let port = free_port();
+    let d = dir.display();
+    let conf = format!(
+        "{{\n\tadmin off\n\tauto_https off\n\tstorage file_system {d}/data\n}}\n\
+         http://127.0.0.1:{port} {{\n\tbind 127.0.0.1\n\t{extra}\n\t\
+         reverse_proxy 127.0.0.1:{origin}\n}}\n"
+    );
+    std::fs::write(dir.join("Caddyfile"), conf).unwrap();
+    let mut cmd = Command::new("caddy");
+    cmd.args(["run", "--adapter", "caddyfile", "--config"])
+        .arg(dir.join("Caddyfile"))
+        .env("HOME", &dir)
+        .env("XDG_DATA_HOME", dir.join("xdg-data"))
+        .env("XDG_CONFIG_HOME", dir.join("xdg-config"));
+    spawn(cmd, dir, port)
+}
+
+/// Varnish in front of `origin` with the built-in VCL plus `backend_response` inside
+/// `vcl_backend_response` (which then falls through to the built-in one).
+pub fn varnish_vcl(origin: u16, backend_response: &str) -> Server {
+    let dir = temp_dir("stack-varnish");
+    let port = free_port();
+    let vcl = dir.join("default.vcl");
+    std::fs::write(
+        &vcl,
+        format!(
+            "vcl 4.1;\nbackend default {{ .host = \"127.0.0.1\"; .port = \"{origin}\"; }}\n\
+             sub vcl_backend_response {{\n  {backend_response}\n}}\n"
+        ),
+    )
+    .unwrap();
+    let mut cmd = Command::new("varnishd");
+    cmd.arg("-F")
+        .args(["-a", &format!("127.0.0.1:{port}")])
+        .arg("-f")
+        .arg(&vcl)
+        .arg("-n")
+        .arg(dir.join("work"))
+        .args(["-s", "malloc,32m"]);
+    spawn(cmd, dir, port)
+}
+
+/// Every `advice_stack` entry of the diagnose JSON comes from a component the stack
+/// names, in the role it plays there (no advice for a stack that is not there).
+pub fn advice_only_for_detected(doc: &serde_json::Value) {
+    for f in doc["findings"].as_array().unwrap() {
+        for a in f["advice_stack"].as_array().into_iter().flatten() {
+            let r = a["role"].as_str().unwrap();
+            assert_eq!(
+                doc["stack"][r]["id"], a["stack"],
+                "{}: advice from a stack not detected in that role: {a}\n{}",
+                f["id"], doc["stack"]
+            );
+        }
+    }
 }

@@ -304,3 +304,34 @@ fn each_server_in_its_own_terms() {
     assert!(fs[0].advice_stack.is_empty());
     assert!(catalogue::covered().contains(&"Varnish (VCL)"));
 }
+
+/// docs/findings.md says what every stack's advice means: its "Advice in your own
+/// stack" section names every catalogue table and has a row for every topic; every
+/// catalogue row names its documentation source, and topics are finding ids or
+/// cache blockers.
+#[test]
+fn catalogue_is_documented() {
+    let doc = include_str!("../../../docs/findings.md");
+    let start = doc.find("## Advice in your own stack").unwrap();
+    let section = &doc[start..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |e| e + 3)];
+    for t in catalogue::TABLES {
+        assert!(section.contains(t.name), "{} is not in docs/findings.md", t.name);
+        for r in t.rows {
+            assert!(
+                section.contains(&format!("| `{}` |", r.topic)),
+                "{}'s topic {} has no row in docs/findings.md",
+                t.id,
+                r.topic
+            );
+            assert!(!r.source.is_empty() && !r.advice.is_empty(), "{}", t.id);
+            assert!(
+                r.topic.starts_with("cache:")
+                    || crate::diagnose::rules::IDS.contains(&r.topic),
+                "{}: {} is neither a finding id nor a cache blocker",
+                t.id,
+                r.topic
+            );
+        }
+    }
+}

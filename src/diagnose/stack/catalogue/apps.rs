@@ -94,7 +94,9 @@ pub const DOKUWIKI: Table = Table {
         any(
             "cache:freshness",
             "DokuWiki renders from its page cache (`$conf['cachetime']`, default 1 day) but \
-             gives the HTTP answer no lifetime",
+             gives the HTTP answer no lifetime and has no setting for one: give anonymous \
+             pages one in the server or cache in front (its row beside this one), and keep \
+             requests with DokuWiki's session cookie out of that cache",
             "DokuWiki docs: config:cachetime",
         ),
         any(
