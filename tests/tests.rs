@@ -53,6 +53,7 @@ mod shards;
 mod shards_wire;
 mod skipping;
 mod stack_dokuwiki;
+mod stack_caches;
 mod stack_generic;
 mod stack_servers;
 mod stack_wordpress;
