@@ -61,6 +61,8 @@ want php php-cli
 want mariadbd mariadb-server
 [ -f /usr/share/wordpress/wp-load.php ] || need+=(wordpress php-mysql)
 [ -f /usr/share/dokuwiki/doku.php ] || need+=(dokuwiki)
+# … and a Django site behind nginx (tests/stack_django.rs, run by /usr/bin/python3).
+[ -d /usr/lib/python3/dist-packages/django ] || need+=(python3-django)
 [ -x /usr/bin/time ] || need+=(time)  # GNU time: peak memory of an import (tests/schema.rs)
 
 missing() {

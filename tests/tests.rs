@@ -54,6 +54,7 @@ mod shards_wire;
 mod skipping;
 mod stack_dokuwiki;
 mod stack_caches;
+mod stack_django;
 mod stack_generic;
 mod stack_servers;
 mod stack_wordpress;
