@@ -77,6 +77,39 @@ fn wordpress_stacks() {
         "{}",
         doc["stack"]
     );
+    // WordPress sets no cookie for an anonymous reader and Varnish keeps the page
+    // its default_ttl: no miss, no cache advice from Varnish.
+    assert!(
+        doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["id"] != "cdn-not-caching"),
+        "{}",
+        doc["findings"]
+    );
+    // A signed-in reader (WordPress' login cookie): Varnish's built-in VCL passes
+    // it, which is right — info, and WordPress' and Varnish's rows both say to keep
+    // passing it, never to strip it. The cookie's value stays out of the output.
+    let doc = diagnose_json(&[
+        &format!("http://127.0.0.1:{}/", v.port),
+        "-n",
+        "3",
+        "-H",
+        "Cookie: wordpress_logged_in_0123abcd=admin%7Cs3cr3t-value",
+    ]);
+    let f = finding(&doc, "cdn-not-caching");
+    assert_eq!(f["severity"], "info", "{f}");
+    let a = stack_advice(&doc, "cdn-not-caching");
+    for stack in ["wordpress", "varnish"] {
+        assert!(
+            a.iter()
+                .any(|(s, t, _)| s == stack && t == "cache:request-cookie-session"),
+            "{stack}: {a:?}"
+        );
+    }
+    assert!(a.iter().all(|(_, _, x)| !x.contains("regsuball")), "{a:?}");
+    assert!(!doc.to_string().contains("s3cr3t"), "cookie values stay out");
     drop(v);
 
     // HAProxy at the edge, closing every connection: it is recognised by its
