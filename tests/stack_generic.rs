@@ -11,7 +11,6 @@ use crate::util_real::python_server;
 use crate::util_require::require;
 use crate::util_stack::{finding, role, stack_advice, BARE};
 
-
 /// An origin whose page is cacheable (`public, max-age=600`), for the cookie tests.
 const CACHEABLE: &str = r#"
 import http.server, socketserver

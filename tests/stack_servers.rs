@@ -11,8 +11,8 @@ use crate::util_caches::{apache_with, Server};
 use crate::util_real::python_server;
 use crate::util_require::require;
 use crate::util_stack::{
-    advice_only_for_detected, caddy_proxy, haproxy, nginx_proxy, role, stack_advice,
-    varnish_vcl, BARE,
+    advice_only_for_detected, caddy_proxy, haproxy, nginx_proxy, role, stack_advice, varnish_vcl,
+    BARE,
 };
 
 fn diagnose(s: &Server) -> serde_json::Value {
@@ -88,7 +88,12 @@ fn apache_advice_fires_and_quiets() {
     let bad = apache_with(origin, false, "KeepAlive Off\n");
     let doc = diagnose(&bad);
     assert_eq!(role(&doc, "server"), "apache", "{}", doc["stack"]);
-    fires(&doc, "no-compression", "apache", "AddOutputFilterByType DEFLATE");
+    fires(
+        &doc,
+        "no-compression",
+        "apache",
+        "AddOutputFilterByType DEFLATE",
+    );
     fires(&doc, "no-keepalive", "apache", "KeepAlive On");
     drop(bad);
     let good = apache_with(origin, false, "AddOutputFilterByType DEFLATE text/html\n");

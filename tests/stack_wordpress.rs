@@ -109,7 +109,10 @@ fn wordpress_stacks() {
         );
     }
     assert!(a.iter().all(|(_, _, x)| !x.contains("regsuball")), "{a:?}");
-    assert!(!doc.to_string().contains("s3cr3t"), "cookie values stay out");
+    assert!(
+        !doc.to_string().contains("s3cr3t"),
+        "cookie values stay out"
+    );
     drop(v);
 
     // HAProxy at the edge, closing every connection: it is recognised by its

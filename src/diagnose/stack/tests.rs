@@ -316,7 +316,11 @@ fn catalogue_is_documented() {
     let section = &doc[start..];
     let section = &section[..section[3..].find("\n## ").map_or(section.len(), |e| e + 3)];
     for t in catalogue::TABLES {
-        assert!(section.contains(t.name), "{} is not in docs/findings.md", t.name);
+        assert!(
+            section.contains(t.name),
+            "{} is not in docs/findings.md",
+            t.name
+        );
         for r in t.rows {
             assert!(
                 section.contains(&format!("| `{}` |", r.topic)),
@@ -326,8 +330,7 @@ fn catalogue_is_documented() {
             );
             assert!(!r.source.is_empty() && !r.advice.is_empty(), "{}", t.id);
             assert!(
-                r.topic.starts_with("cache:")
-                    || crate::diagnose::rules::IDS.contains(&r.topic),
+                r.topic.starts_with("cache:") || crate::diagnose::rules::IDS.contains(&r.topic),
                 "{}: {} is neither a finding id nor a cache blocker",
                 t.id,
                 r.topic
