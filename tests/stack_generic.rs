@@ -179,3 +179,23 @@ fn varnish_cookies_by_name() {
     );
     assert!(a.iter().all(|(_, _, x)| !x.contains("regsuball")), "{a:?}");
 }
+
+/// The stack check's own GET reads the page to its Content-Length (RFC 9112 §6.3),
+/// not to the close: a server that keeps the connection open despite
+/// `Connection: close` still has its page read, and its `<meta name="generator">`
+/// names the application (a check held to its 5 s bound would have lost it).
+#[test]
+fn the_page_is_read_to_its_length_on_a_kept_connection() {
+    if !require("python3") {
+        return;
+    }
+    let (_g, port) = python_server(BARE, &["", "WordPress 6.4.2"]);
+    let doc = diagnose_json(&[&format!("http://127.0.0.1:{port}/"), "-n", "3"]);
+    assert_eq!(role(&doc, "app"), "wordpress", "{}", doc["stack"]);
+    let generator = doc["stack"]["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["id"] == "wordpress" && e["source"] == "meta generator");
+    assert!(generator, "{}", doc["stack"]);
+}

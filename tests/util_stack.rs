@@ -23,11 +23,15 @@ use crate::util_caches::{spawn, temp_dir, Server};
 use crate::util_require::{require, require_root};
 
 /// An origin that claims nothing: no Server, no X-Powered-By, no generator; 20 KB of
-/// HTML, no Cache-Control. argv[1] adds a Set-Cookie of that name.
+/// HTML, no Cache-Control; it keeps every connection open, whatever the request's
+/// `Connection` says. argv[1] adds a Set-Cookie of that name, argv[2] a `<meta
+/// name="generator">` with that content.
 pub const BARE: &str = r#"
 import socket, sys, threading
 cookie = sys.argv[1] if len(sys.argv) > 1 else ""
-body = b"<html><body>" + b"<p>plain text that compresses well</p>" * 550 + b"</body></html>"
+gen = sys.argv[2] if len(sys.argv) > 2 else ""
+head = ('<head><meta name="generator" content="%s"></head>' % gen).encode() if gen else b""
+body = b"<html>" + head + b"<body>" + b"<p>plain text that compresses well</p>" * 550 + b"</body></html>"
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", 0)); s.listen(64)
 print(s.getsockname()[1], flush=True)

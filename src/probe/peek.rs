@@ -145,7 +145,24 @@ async fn one(
             Err(e) => return Err(NetError::Protocol(format!("bad response head: {e}"))),
         }
     };
-    while buf.len() < body_at + KEEP {
+    let chunked = headers.iter().any(|(k, v)| {
+        k.eq_ignore_ascii_case("transfer-encoding") && v.to_ascii_lowercase().contains("chunked")
+    });
+    // The body ends at its length (or the last chunk), not only at the close: a
+    // server that keeps the connection despite `Connection: close` must not hold
+    // the check until its timeout.
+    let want = if matches!(status, 100..=199 | 204 | 304) {
+        0
+    } else if chunked {
+        KEEP
+    } else {
+        headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+            .and_then(|(_, v)| v.trim().parse::<usize>().ok())
+            .map_or(KEEP, |n| n.min(KEEP))
+    };
+    while buf.len() < body_at + want && !(chunked && last_chunk(&buf[body_at..])) {
         let n = stream.read(&mut chunk).await.map_err(io)?;
         if n == 0 {
             break;
@@ -153,9 +170,6 @@ async fn one(
         buf.extend_from_slice(&chunk[..n]);
     }
     let raw = &buf[body_at..buf.len().min(body_at + KEEP)];
-    let chunked = headers.iter().any(|(k, v)| {
-        k.eq_ignore_ascii_case("transfer-encoding") && v.to_ascii_lowercase().contains("chunked")
-    });
     let body = if chunked { dechunk(raw) } else { raw.to_vec() };
     Ok((status, headers, String::from_utf8_lossy(&body).into_owned()))
 }
@@ -180,6 +194,11 @@ fn scheme(t: &Target) -> &'static str {
     } else {
         "http"
     }
+}
+
+/// Whether a chunked body read so far ends with its last chunk (no trailers).
+fn last_chunk(body: &[u8]) -> bool {
+    body == b"0\r\n\r\n" || body.ends_with(b"\r\n0\r\n\r\n")
 }
 
 fn io(e: std::io::Error) -> NetError {
@@ -222,5 +241,14 @@ mod tests {
         );
         assert_eq!(dechunk(b"5\r\nhel"), b"hel");
         assert_eq!(dechunk(b"zz\r\n"), b"");
+    }
+
+    /// A chunked body ends at its last chunk, not before.
+    #[test]
+    fn last_chunk_ends_the_body() {
+        assert!(last_chunk(b"5\r\nhello\r\n0\r\n\r\n"));
+        assert!(last_chunk(b"0\r\n\r\n"));
+        assert!(!last_chunk(b"5\r\nhello\r\n"));
+        assert!(!last_chunk(b"5\r\nhel"));
     }
 }
