@@ -279,6 +279,14 @@ pub(crate) fn diagnose_url(
             Err(e) => (None, Some(format!("the load ramp failed: {e:#}"))),
         }
     };
+    // After the ramp, so the stack's two requests never shift the ramp's timing.
+    let stack = super::diagnose_stack::gather(
+        interrupt,
+        &config,
+        (&probe, cache.as_ref()),
+        plan.peek,
+        progress,
+    );
     progress("");
     let offered_h2 = plan.client.version != HttpVersionPref::Http1;
     probe.set_distance(plan.distance_km);
@@ -315,7 +323,8 @@ pub(crate) fn diagnose_url(
             .filter(|s| s.count > 0)
             .map(|s| s.p50.ttfb);
     }
-    let findings = diagnose::run_rules(&facts);
+    let mut findings = diagnose::run_rules(&facts);
+    diagnose::stack::attach(&mut findings, &facts, &stack);
     probe.server_time_label = rules::facts_time_label(&facts).to_string();
     let summary = diagnose::summary(&facts);
     Ok(Diagnosis {
@@ -330,6 +339,7 @@ pub(crate) fn diagnose_url(
         findings,
         summary,
         http3,
+        stack: Some(stack),
     })
 }
 

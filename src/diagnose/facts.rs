@@ -147,6 +147,8 @@ pub struct CacheFacts {
     pub cookie: bool,
     /// The request carried Authorization.
     pub authorization: bool,
+    /// The names of the cookies the request carried (never their values).
+    pub request_cookies: Vec<String>,
     /// The audited URL has a query string.
     pub query: bool,
     pub status: u16,

@@ -94,8 +94,13 @@ pub struct Finding {
     pub title: String,
     /// The numbers (and a few strings) behind the title, as named fields.
     pub evidence: Map<String, Value>,
-    /// What to do about it.
+    /// What to do about it, in generic HTTP terms.
     pub advice: String,
+    /// The same advice in the detected stack's own terms (diagnose only; empty when
+    /// nothing was recognised or the catalogue has nothing for it): one entry per
+    /// component and topic, each naming its documentation source.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub advice_stack: Vec<crate::diagnose::stack::StackAdvice>,
     /// What fixing it would save, ms, estimated from the measurements the finding
     /// already has (None: not priced — the data does not say).
     #[serde(default)]
@@ -119,6 +124,7 @@ impl Finding {
             title,
             evidence: Map::new(),
             advice: String::new(),
+            advice_stack: Vec::new(),
             saving_ms: None,
             saving_basis: None,
             saving_of_ms: None,

@@ -152,6 +152,7 @@ pub fn cache_facts(c: &CacheObservation, load_hit_ratio: Option<f64>) -> CacheFa
         anonymous: c.anonymous,
         cookie: c.cookie,
         authorization: c.authorization,
+        request_cookies: c.cookie_names.clone(),
         query: c.url.contains('?'),
         status: c.full.status,
         headers: Headers::from_pairs(&c.full.headers),

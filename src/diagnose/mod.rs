@@ -16,6 +16,7 @@ pub mod from_load;
 pub mod from_probe;
 pub mod rules;
 pub mod server_timing;
+pub mod stack;
 pub mod summary;
 
 pub use facts::{

@@ -75,6 +75,9 @@ pub struct CacheObservation {
     /// The request carried Authorization.
     #[serde(default)]
     pub authorization: bool,
+    /// The names of the cookies the request carried (no values).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cookie_names: Vec<String>,
     pub redirects: Vec<Hop>,
     /// The first full response (over a warm connection).
     pub full: Seen,
@@ -204,6 +207,13 @@ pub async fn audit(config: &ProbeConfig, stop: &Stop) -> Result<CacheObservation
         sent(http::header::AUTHORIZATION),
     );
     let anonymous = !cookie && !authorization;
+    let cookie_names = request
+        .headers
+        .iter()
+        .filter(|(k, _)| k == http::header::COOKIE)
+        .filter_map(|(_, v)| v.to_str().ok())
+        .flat_map(crate::cache::cookies::request_names)
+        .collect();
     let mut cond = cond.into_iter();
     Ok(CacheObservation {
         url: target.url.clone(),
@@ -211,6 +221,7 @@ pub async fn audit(config: &ProbeConfig, stop: &Stop) -> Result<CacheObservation
         anonymous,
         cookie,
         authorization,
+        cookie_names,
         redirects,
         full,
         repeats,

@@ -5,6 +5,7 @@
 //! prints; `report::probe` renders a [`ProbeResult`].
 
 pub mod audit;
+pub mod peek;
 pub mod redirect;
 mod result;
 mod run;

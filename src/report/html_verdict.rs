@@ -228,6 +228,20 @@ pub fn findings(out: &mut String, list: &[Value], id: &str) {
                 esc(&phrase)
             ));
         }
+        for a in f
+            .get("advice_stack")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let t = |k: &str| a.get(k).map(value_text).unwrap_or_default();
+            out.push_str(&format!(
+                "<p class=\"advice stack\"><b>{}</b>: {} <span class=\"note\">({})</span></p>\n",
+                esc(&t("name")),
+                esc(&t("advice")),
+                esc(&t("source"))
+            ));
+        }
         let advice = s("advice");
         if !advice.is_empty() {
             out.push_str(&format!("<p class=\"advice\">{}</p>\n", esc(&advice)));

@@ -86,14 +86,70 @@ pub fn cdn_not_caching(c: &CacheFacts) -> Option<Finding> {
                 }
             ),
         )
-    } else if !why.is_empty() {
-        let fixes: Vec<_> = why.iter().map(|r| r.fix()).collect();
-        let severity = if why == [Unstorable::Credentials] {
-            // A logged-in request is passed on purpose.
-            Severity::Info
+    } else if why == [Unstorable::Credentials] {
+        // Told apart by cookie name: a session cookie passed is right (a signed-in user
+        // gets their own page); only analytics cookies are worth stripping.
+        let (analytics, session, other) = crate::cache::cookies::split(&c.request_cookies);
+        if session.is_empty() && other.is_empty() && !analytics.is_empty() {
+            (
+                Severity::Warn,
+                format!(
+                    "a request cookie/authorization, here only analytics cookies ({}), \
+                     which {rules} pass",
+                    analytics.join(", ")
+                ),
+                format!(
+                    "strip the analytics cookies ({}) in the cache before its lookup: no \
+                     server reads them, yet each one sends the reader to the origin",
+                    analytics.join(", ")
+                ),
+            )
         } else {
-            Severity::Warn
-        };
+            let kept: Vec<String> = session.iter().chain(&other).cloned().collect();
+            (
+                Severity::Info,
+                format!(
+                    "a request cookie/authorization, here {} ({}), which {rules} pass — \
+                     correct for a signed-in or tracked visitor",
+                    if session.is_empty() {
+                        "cookies"
+                    } else {
+                        "a session cookie"
+                    },
+                    if kept.is_empty() {
+                        "Authorization".to_string()
+                    } else {
+                        kept.join(", ")
+                    }
+                ),
+                format!(
+                    "nothing to fix for this request: a visitor with a session gets their \
+                     own page, so never strip {} in the cache{}; measure the anonymous \
+                     page without -H Cookie to see what readers get",
+                    if kept.is_empty() {
+                        "credentials".to_string()
+                    } else {
+                        kept.join(", ")
+                    },
+                    if analytics.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            " (only the analytics cookies {} may go)",
+                            analytics.join(", ")
+                        )
+                    }
+                ),
+            )
+        }
+    } else if !why.is_empty() {
+        let mut fixes: Vec<&str> = Vec::new();
+        for f in why.iter().map(|r| r.fix()) {
+            if !fixes.contains(&f) {
+                fixes.push(f);
+            }
+        }
+        let severity = Severity::Warn;
         (
             severity,
             format!(
