@@ -10,6 +10,7 @@ mod compare_real;
 mod diagnose;
 mod disk;
 mod disk_errors;
+mod docs_cli;
 mod findings;
 mod findings_disk;
 mod findings_dns;
