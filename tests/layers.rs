@@ -15,7 +15,7 @@ const FORBIDDEN: &[(&[&str], &[&str])] = &[
     (
         &[
             "net", "probe", "load", "disk", "lab", "watch", "stats", "cache", "diagnose", "report",
-            "output", "record", "redact", "units", "uring", "error",
+            "output", "record", "redact", "units", "uring", "error", "observe", "pipeline",
         ],
         &["cli", "commands", "store"],
     ),
@@ -23,8 +23,18 @@ const FORBIDDEN: &[(&[&str], &[&str])] = &[
     (
         &[
             "net", "probe", "load", "disk", "lab", "watch", "stats", "cache", "record", "redact",
+            "observe",
         ],
-        &["diagnose"],
+        &["diagnose", "pipeline"],
+    ),
+    // What a run tells its watchers is a leaf: measurement and presentation both
+    // name it.
+    (
+        &["observe"],
+        &[
+            "net", "probe", "load", "disk", "lab", "watch", "cache", "report", "output", "config",
+            "diagnose", "pipeline", "schema", "stats",
+        ],
     ),
     // The checked configuration is built before anything runs or is shown.
     (&["config"], &["commands", "store", "report", "diagnose"]),

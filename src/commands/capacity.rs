@@ -1,23 +1,19 @@
-//! `latscope load --find-max OBJECTIVE`: runs the search (`load::search`; its flags
-//! are checked by `config::load`) with a progress line on a terminal, prints the answer and the
-//! steps (or `--json`), saves the search as one load run (its steps, their
+//! `latscope load --find-max OBJECTIVE`: runs the search (`pipeline::capacity`; its
+//! flags are checked by `config::load`) shown on the progress line, prints the answer
+//! and the steps (or `--json`), saves the search as one load run (its steps, their
 //! histograms, one joined timeline), and picks the exit code: 99 when the objectives
 //! fail even at the lowest level, 1 when every request failed there.
-
-use std::io::IsTerminal;
 
 use anyhow::Context;
 
 use super::saving::{self, NewRun};
 use crate::config::OutputConfig;
-use crate::diagnose::{self, Facts};
 use crate::error::exit;
-use crate::load::capacity::{self, Joined};
-use crate::load::search::{self, Event, SearchPlan, Stopped};
+use crate::load::search::{self, SearchPlan, Stopped};
 use crate::load::LoadPlan;
+use crate::pipeline::capacity::{self, CapacityError};
 use crate::report;
-use crate::schema::plan::FindMaxConfig;
-use crate::schema::{CapacityDoc, LoadDoc, PlanDoc, StepDoc};
+use crate::report::progress::ProgressLine;
 
 /// Runs `latscope load --find-max`.
 pub fn run(
@@ -29,125 +25,48 @@ pub fn run(
     let interrupt = super::interrupt::Interrupt::install()?;
     // A step that overruns its budget is cut at the deadline, as Ctrl-C would.
     interrupt.deadline(plan.max_time);
-    let stop = interrupt.flag.clone();
-    let tty = std::io::stderr().is_terminal();
     let header = report::capacity::header(&base, &plan);
     if !output.json {
         let _ = super::output::say(&header);
     }
-    let mut shown = false;
-    let mut current = (0usize, String::new());
-    let result = search::run(&base, &plan, &stop, &mut |e| {
-        if !tty {
-            return;
-        }
-        match e {
-            Event::Start { index, level } => current = (index, level.to_string()),
-            Event::Progress(p) => {
-                eprint!(
-                    "\r\x1b[2K{}",
-                    report::capacity::progress_line(current.0, &current.1, p)
-                );
-                shown = true;
-            }
-            Event::Done(step) => {
-                let verdict = if step.pass() { "pass" } else { "FAIL" };
-                eprint!(
-                    "\r\x1b[2Kstep {}: {} · {:.1} req/s · p99 {} · {verdict}\n",
-                    current.0 + 1,
-                    current.1,
-                    step.achieved_rps(),
-                    crate::units::fmt_ms(step.window.latency.value_at_quantile(0.99) as f64 / 1e6)
-                );
-                shown = false;
-            }
-        }
-    });
-    if shown {
-        eprint!("\r\x1b[2K");
-    }
-    let s = result.context("the load run failed")?;
-    if s.steps.is_empty() {
-        anyhow::bail!(
+    let mut line = ProgressLine::stderr();
+    let ran = capacity::run(&base, &plan, &interrupt.flag, &mut line);
+    line.clear();
+    let c = match ran {
+        Ok(c) => c,
+        Err(CapacityError::NoStep) => anyhow::bail!(
             "{} before the first step ended: nothing to report",
             interrupt.reason()
-        );
-    }
-    let answer = report::capacity::answer(&s);
-    // The run's top-level numbers are the capacity step's (the lowest step's when
-    // none passed), so `compare` sets searches side by side at their capacity.
-    let shown_step = s.capacity().unwrap_or(&s.steps[0]);
-    let r = &shown_step.result;
-    let facts = Facts {
-        load: Some(diagnose::from_load::load_facts(r)),
-        ..Default::default()
+        ),
+        Err(CapacityError::Load(e)) => return Err(e).context("the load run failed"),
     };
-    let findings = diagnose::run_rules(&facts);
-    let mut joined = Joined::default();
-    let mut steps = Vec::new();
-    let mut histograms: Vec<_> = r
-        .histograms()
-        .into_iter()
-        .filter(|h| h.second.is_none())
-        .collect();
-    for (i, st) in s.steps.iter().enumerate() {
-        let t = joined.push(i, st, None, false);
-        steps.push(StepDoc::of(st, t));
-        histograms.extend(capacity::step_histograms(st));
-    }
-    if let Some(st) = &s.interrupted {
-        joined.push(s.steps.len(), st, None, true);
-    }
-    histograms.extend(std::mem::take(&mut joined.histograms));
-    let mut doc = LoadDoc::from(r);
-    doc.findings = findings.clone();
-    doc.timeline = crate::schema::capacity::joined_rows(&joined.timeline);
-    doc.steps = Some(steps);
-    let capacity = CapacityDoc::of(&s, &answer);
-    let model = capacity.model.clone();
-    doc.capacity = Some(capacity);
-    let summary_text = report::capacity::summary(&s, &answer);
-    let findings_text = if findings.is_empty() {
+    let summary_text = report::capacity::summary(&c.search, &c.answer);
+    let findings_text = if c.findings.is_empty() {
         String::new()
     } else {
-        format!("\n{}", report::findings::render(&findings))
+        format!("\n{}", report::findings::render(&c.findings))
     };
-    let text = format!("{header}{summary_text}{findings_text}");
-    let mut config = PlanDoc::from(&base);
-    config.find_max = Some(FindMaxConfig {
-        objectives: plan.objectives.iter().map(|o| o.expr.clone()).collect(),
-        model,
-        min: plan.min,
-        max: plan.max,
-        precision_pct: plan.precision * 100.0,
-        step_s: plan.step.as_secs_f64(),
-        settle_s: plan.settle.as_secs_f64(),
-        max_time_s: plan.max_time.as_secs_f64(),
-        early_stop: plan.early_stop,
-    });
-    let timeline = crate::schema::to_value(&doc.timeline);
-    let doc = crate::schema::to_value(&doc);
-    let started = s.steps[0].result.started;
-    let duration_s = joined.offset as f64;
+    let timeline = crate::schema::to_value(&c.doc.timeline);
+    let doc = crate::schema::to_value(&c.doc);
     let saved = saving::save(
         output,
         NewRun {
             kind: "load",
             target: base.target.url.clone(),
-            started,
-            duration_s,
-            config: crate::schema::to_value(&config),
+            started: c.started,
+            duration_s: c.duration_s,
+            config: crate::schema::to_value(&c.config),
             timeline,
             summary: doc.clone(),
-            findings: serde_json::to_value(&findings)?,
-            text,
-            histograms,
+            findings: serde_json::to_value(&c.findings)?,
+            text: format!("{header}{summary_text}{findings_text}"),
+            histograms: c.histograms,
             secret_headers: redact_headers.to_vec(),
         },
     );
     super::output::print(output.json, &doc, &format!("{summary_text}{findings_text}"))?;
     super::output::say_saved(output.json, &saved)?;
-    Ok(saved.exit_code(verdict(&s, &answer)))
+    Ok(saved.exit_code(verdict(&c.search, &c.answer)))
 }
 
 /// The exit code the search earns: 1 when every request of the lowest step failed,

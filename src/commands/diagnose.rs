@@ -2,7 +2,6 @@
 //! ramp where it is allowed, then the findings and "where the time goes", bounded in
 //! time. The demo runs the same steps against the lab.
 
-use std::io::IsTerminal;
 use std::time::SystemTime;
 
 use anyhow::Context;
@@ -92,16 +91,8 @@ pub fn run(args: DiagnoseArgs) -> anyhow::Result<u8> {
 
 /// A progress line on stderr, only on a terminal.
 pub(crate) fn progress_printer() -> impl FnMut(&str) {
-    let tty = std::io::stderr().is_terminal();
-    move |msg: &str| {
-        if tty {
-            let msg = crate::redact::for_output(msg);
-            eprint!("\r\x1b[2K{msg}");
-            if msg.is_empty() {
-                eprint!("\r");
-            }
-        }
-    }
+    let mut line = crate::report::progress::ProgressLine::stderr();
+    move |msg: &str| crate::observe::Observer::<crate::load::Progress>::message(&mut line, msg)
 }
 
 /// Whether a load ramp may run by itself against these addresses: loopback, private,
@@ -224,7 +215,7 @@ pub(crate) fn diagnose_url(
         )
     } else {
         let steps = ramp::levels(plan.ramp.max_connections).len();
-        let view = if plan.live {
+        let mut view = if plan.live {
             progress("");
             let setup = live::Setup::ramp(
                 &target.url,
@@ -237,29 +228,18 @@ pub(crate) fn diagnose_url(
             None
         };
         let mut sink = plan.out.as_ref().map(|o| o.start(target));
-        let mut step = 0;
-        let mut step_progress = |c: u32, p: Option<&crate::load::Progress>| {
-            if let (Some(s), Some(p)) = (&mut sink, p) {
-                s.progress(p);
-            }
-            match (&view, p) {
-                (Some(v), None) => {
-                    step += 1;
-                    v.step(c, step, steps);
-                }
-                (Some(v), Some(p)) => v.feed(p),
-                (None, None) => progress(&format!("{target}: load ramp, {c} connections…")),
-                (None, Some(_)) => {}
-            }
-        };
         let watcher = plan.watch.clone().map(crate::watch::Watcher::start);
+        let mut line = super::observing::RampLine {
+            target,
+            say: &mut *progress,
+        };
         let ran = ramp::run(
             target,
             &config.request,
             &plan.client,
             &plan.ramp,
             &interrupt.flag,
-            &mut step_progress,
+            &mut super::observing::shown_by(sink.as_mut(), view.as_mut(), &mut line),
         );
         if let Some(v) = view {
             v.finish();

@@ -5,7 +5,7 @@
 //! terminal). Ctrl-C (or `q` in the view) ends the measurement early: what was
 //! measured is still printed and saved, and the test file is removed.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant, SystemTime};
 
@@ -15,6 +15,7 @@ use crate::diagnose::{self, Facts};
 use crate::disk::{self, DiskOptions, Observer, SecondHists, SecondStats, Setup};
 use crate::report;
 use crate::report::live::{self, disk::DiskSecond, DiskSetup, DiskState, LiveView, Stopper};
+use crate::report::progress::ProgressLine;
 use crate::usage;
 
 use super::saving::{self, NewRun};
@@ -82,7 +83,7 @@ fn catch_signals() {
 struct Printer<'a> {
     opts: &'a DiskOptions,
     json: bool,
-    tty: bool,
+    line: ProgressLine,
     live: bool,
     view: Option<LiveView<DiskState>>,
     total_s: u64,
@@ -109,7 +110,7 @@ fn stopper() -> Stopper {
 
 impl Observer for Printer<'_> {
     fn laying_out(&mut self, done: u64, total: u64) {
-        if !self.tty {
+        if !self.line.is_on() {
             return;
         }
         let due = self
@@ -117,15 +118,13 @@ impl Observer for Printer<'_> {
             .is_none_or(|t| t.elapsed().as_millis() >= 100);
         if due || done == total {
             self.last_layout = Some(Instant::now());
-            eprint!("\r\x1b[2K{}", report::disk::layout_progress(done, total));
+            self.line.show(&report::disk::layout_progress(done, total));
         }
     }
 
     fn started(&mut self, setup: &Setup) {
         self.header = report::disk::header(self.opts, setup);
-        if self.tty {
-            eprint!("\r\x1b[2K");
-        }
+        self.line.clear();
         for w in setup.warnings.iter().chain(&setup.engine_note) {
             eprintln!("latscope: warning: {w}");
         }
@@ -145,8 +144,8 @@ impl Observer for Printer<'_> {
         if let Some(view) = &self.view {
             let second = DiskSecond::new(s, hists);
             view.update(move |st| st.push(&second));
-        } else if self.tty {
-            eprint!("\r\x1b[2K{}", report::disk::progress(s, self.total_s));
+        } else {
+            self.line.show(&report::disk::progress(s, self.total_s));
         }
     }
 }
@@ -163,7 +162,7 @@ pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
     let mut printer = Printer {
         opts: &opts,
         json: output.json,
-        tty: std::io::stderr().is_terminal(),
+        line: ProgressLine::stderr(),
         live: live::wanted(output.json, output.no_tui),
         view: None,
         total_s: opts.duration.as_secs_f64().ceil() as u64,
@@ -174,8 +173,8 @@ pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
     if let Some(view) = printer.view.take() {
         // The terminal back before the summary (and any error) is printed.
         view.finish();
-    } else if printer.tty {
-        eprint!("\r\x1b[2K");
+    } else {
+        printer.line.clear();
     }
     let result = match outcome {
         Ok(r) => r,

@@ -4,7 +4,6 @@
 //! every request failed). Ctrl-C or SIGTERM stops the run cleanly; what was measured is printed
 //! and saved.
 
-use std::io::IsTerminal;
 use std::time::SystemTime;
 
 use anyhow::Context;
@@ -15,8 +14,12 @@ use crate::config::LoadConfig;
 use crate::diagnose::{self, Facts};
 use crate::error::exit;
 use crate::load;
+use crate::observe::Observer;
 use crate::report;
 use crate::report::live;
+use crate::report::progress::ProgressLine;
+
+use super::observing;
 
 /// Runs `latscope load`.
 pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
@@ -39,7 +42,6 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         })
     });
     let stop = interrupt.flag.clone();
-    let tty = std::io::stderr().is_terminal();
     if !cfg.output.json {
         // A stdout that cannot be written (`> /dev/full`) must not stop the run
         // before it is measured and saved; the final print reports the error.
@@ -61,8 +63,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         start_late_ms = Some(SystemTime::now().duration_since(at).unwrap_or_default());
     }
     let watcher = super::watching::start(&cfg.watch);
-    let mut shown = false;
-    let live = if live::wanted(cfg.output.json, cfg.output.no_tui) {
+    let mut live = if live::wanted(cfg.output.json, cfg.output.no_tui) {
         // No view (a terminal that cannot take raw mode): the progress line.
         live::LiveView::start(
             live::Setup::from_plan("load", &plan),
@@ -73,29 +74,13 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     } else {
         None
     };
-    let result = load::run_with_progress(&plan, &stop, &mut |p| {
-        if let Some(w) = &watcher {
-            w.align(p.started);
-        }
-        // The server rows scraped so far, for what watches the run live.
-        let watched = match (&watcher, p.seconds.last()) {
-            (Some(w), Some(last)) => Some(super::watching::with_server(
-                p,
-                &w.seconds_so_far(p.started, last.second.t as usize + 1),
-            )),
-            _ => None,
-        };
-        let p = watched.as_ref().unwrap_or(p);
-        if let Some(s) = &mut sink {
-            s.progress(p);
-        }
-        if let Some(view) = &live {
-            view.feed(p);
-        } else if tty {
-            eprint!("\r\x1b[2K{}", report::load::progress_line(p));
-            shown = true;
-        }
-    });
+    let mut line = ProgressLine::stderr();
+    let mut shown = observing::shown_by(sink.as_mut(), live.as_mut(), &mut line);
+    let mut obs = observing::Watching {
+        watcher: watcher.as_ref(),
+        inner: &mut shown,
+    };
+    let result = load::run_with_progress(&plan, &stop, &mut |p| obs.second(p));
     if let Some(view) = live {
         view.finish();
         if stop.load(std::sync::atomic::Ordering::Relaxed) {
@@ -103,9 +88,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
             eprintln!("latscope: {}: kept what was measured", interrupt.reason());
         }
     }
-    if shown {
-        eprint!("\r\x1b[2K");
-    }
+    line.clear();
     let reports = sink.map(|l| l.finish()).unwrap_or_default();
     for note in crate::output::notes(&reports) {
         eprintln!("latscope: {note}");

@@ -17,6 +17,7 @@ mod k8s;
 mod lab;
 mod load;
 mod merge;
+mod observing;
 mod output;
 mod probe;
 mod ramp;

@@ -15,6 +15,7 @@ use crate::load::steps::{Level, StepPlan};
 use crate::load::{self, threshold, LoadPlan};
 use crate::net::Target;
 use crate::net::{ClientOptions, RequestSpec};
+use crate::observe::{Observer, Step};
 use crate::stats::Percentiles;
 use crate::stats::StoredHistogram;
 
@@ -35,16 +36,16 @@ pub(crate) fn levels(max: u32) -> Vec<u32> {
     v
 }
 
-/// Runs the ramp. Fails only when its first step cannot run at all. `progress` hears
-/// `(connections, None)` when a step begins and `(connections, Some(p))` with the
-/// engine's progress once a second during it.
+/// Runs the ramp. Fails only when its first step cannot run at all. `obs` hears each
+/// step begin (its connections, of how many levels) and the engine's progress once a
+/// second during it.
 pub(crate) fn run(
     target: &Target,
     request: &RequestSpec,
     client: &ClientOptions,
     plan: &RampPlan,
     stop: &Arc<AtomicBool>,
-    progress: &mut dyn FnMut(u32, Option<&load::Progress>),
+    obs: &mut dyn Observer<load::Progress>,
 ) -> anyhow::Result<Ramp> {
     let mut steps = Vec::new();
     let mut facts = LoadFacts::default();
@@ -69,7 +70,12 @@ pub(crate) fn run(
             stopped_early = Some("interrupted".to_string());
             break;
         }
-        progress(c, None);
+        obs.step(&Step {
+            index: i,
+            of: Some(levels.len()),
+            level: format!("{c} connections"),
+            connections: Some(c),
+        });
         let step_plan = StepPlan {
             level: Level::Connections(c),
             settle: Duration::ZERO,
@@ -87,9 +93,8 @@ pub(crate) fn run(
             let limit = (STOP_P99_RATIO * first.p99_ms).max(1000.0);
             objectives.push(threshold::parse(&format!("p99<={limit}ms"))?);
         }
-        let judged = load::steps::run(&base, &step_plan, &objectives, stop, &mut |p| {
-            progress(c, Some(p))
-        })?;
+        let judged =
+            load::steps::run(&base, &step_plan, &objectives, stop, &mut |p| obs.second(p))?;
         let failed = |k: usize| {
             judged
                 .checks

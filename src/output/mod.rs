@@ -195,6 +195,13 @@ impl Live {
     }
 }
 
+/// `--out` as a run's observer: every second is written out.
+impl crate::observe::Observer<crate::load::Progress> for Live {
+    fn second(&mut self, p: &crate::load::Progress) {
+        self.progress(p);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -24,5 +24,6 @@ mod html_verdict;
 pub mod live;
 pub mod load;
 pub mod probe;
+pub mod progress;
 pub mod rundata;
 pub mod table;

@@ -282,6 +282,20 @@ impl LiveView<LiveState> {
     }
 }
 
+/// The live view as a run's observer: a step begins on the chart, every second is
+/// drawn; messages are left to the line the command shows before and after the view.
+impl crate::observe::Observer<Progress> for LiveView<LiveState> {
+    fn step(&mut self, step: &crate::observe::Step) {
+        if let (Some(c), Some(of)) = (step.connections, step.of) {
+            LiveView::step(self, c, step.index + 1, of);
+        }
+    }
+
+    fn second(&mut self, p: &Progress) {
+        self.feed(p);
+    }
+}
+
 impl<S: Screen> Drop for LiveView<S> {
     fn drop(&mut self) {
         self.end();
