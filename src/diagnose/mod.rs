@@ -19,9 +19,9 @@ pub mod server_timing;
 pub mod summary;
 
 pub use facts::{
-    CacheFacts, ConditionalFacts, DiskFacts, DownloadFacts, Facts, Headers, Http3Facts, LoadFacts,
-    LoadStep, Phases, ProbeFacts, RedirectHop, RepeatFacts, Second, SeriesFacts, TcpFacts,
-    TlsFacts,
+    CacheFacts, ClientNoise, ConditionalFacts, DiskFacts, DownloadFacts, Facts, Headers,
+    Http3Facts, LoadFacts, LoadStep, Phases, ProbeFacts, RedirectHop, RepeatFacts, Second,
+    SeriesFacts, TcpFacts, TlsFacts,
 };
 pub use finding::{sort_findings, Category, Finding, Severity};
 

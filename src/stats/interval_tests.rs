@@ -147,7 +147,10 @@ fn ratio_of_two_series() {
 #[test]
 fn wilson_share() {
     let iv = share(5, 100).unwrap();
-    assert!((iv.low - 0.0215).abs() < 5e-4 && (iv.high - 0.1118).abs() < 5e-4, "{iv:?}");
+    assert!(
+        (iv.low - 0.0215).abs() < 5e-4 && (iv.high - 0.1118).abs() < 5e-4,
+        "{iv:?}"
+    );
     let none = share(0, 100).unwrap();
     assert_eq!(none.low, 0.0);
     assert!((none.high - 0.037).abs() < 1e-3, "{none:?}");

@@ -194,7 +194,7 @@ pub fn no_http2(p: &ProbeFacts) -> Option<Finding> {
 /// `slow-start`: a large body over a fresh connection is much slower than over a warm
 /// one (TCP's congestion window starts small).
 pub fn slow_start(p: &ProbeFacts) -> Option<Finding> {
-    let d = p.download?;
+    let d = p.download.as_ref()?;
     if d.warm_ms <= 0.0 || d.body_bytes < 256 * 1024 {
         return None;
     }
