@@ -127,6 +127,26 @@ pub(crate) fn not_enough(
         .confidence(c)
 }
 
+/// The interval as a title shows it: " (95 % interval 12.1 ms .. 30.4 ms)", or ""
+/// without bounds.
+pub(crate) fn interval_text(c: Option<&Confidence>, unit: &str) -> String {
+    let Some(c) = c else {
+        return String::new();
+    };
+    let fmt = |v: f64| {
+        if unit == "ms" {
+            crate::units::fmt_ms(v)
+        } else {
+            format!("{v:.2}{unit}")
+        }
+    };
+    match (c.low, c.high) {
+        (Some(l), Some(h)) => format!(" (95 % interval {} .. {})", fmt(l), fmt(h)),
+        (Some(l), None) => format!(" (≥ {} with 95 % confidence)", fmt(l)),
+        _ => String::new(),
+    }
+}
+
 /// The command that re-measures a probed URL with `{n}` samples per series.
 pub(crate) fn rerun_diagnose(url: &str, extra: &str) -> String {
     format!("latscope diagnose {url}{extra} -n {{n}}")
