@@ -46,6 +46,27 @@ pub fn spread(value: f64, spread: f64, n: usize) -> Vec<f64> {
     v
 }
 
+/// Sets one phase of a series to `value` ms: its p50 and, where the series keeps
+/// that phase per request, every sample (within ±1 %).
+pub fn set(s: &mut SeriesFacts, phase: &str, value: f64) {
+    let n = s.ttfb_ms.len().max(s.count).max(1);
+    let v = spread(value, 0.01 * value, n);
+    match phase {
+        "dns" => (s.p50.dns, s.dns_ms) = (value, v),
+        "connect" => s.p50.connect = value,
+        "tls" => {
+            s.p50.tls = value;
+            s.tls_ms = spread(value, 0.01 * value, s.connect_ms.len());
+        }
+        "send" => s.p50.send = value,
+        "wait" => (s.p50.wait, s.wait_ms) = (value, v),
+        "receive" => (s.p50.receive, s.receive_ms) = (value, v),
+        "ttfb" => (s.p50.ttfb, s.ttfb_ms) = (value, v),
+        "total" => (s.p50.total, s.total_ms) = (value, v),
+        other => panic!("no phase {other}"),
+    }
+}
+
 /// Sets a series' TTFB and total to `value` ms: the p50s and every sample (within
 /// ±`jitter` ms), keeping the number of samples.
 pub fn set_ttfb(s: &mut SeriesFacts, value: f64, jitter: f64) {
