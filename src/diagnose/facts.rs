@@ -218,6 +218,9 @@ pub struct LoadStep {
     pub p99_ms: f64,
     pub requests: u64,
     pub errors: u64,
+    /// The 95 % interval of the step's p99 (order statistics of its requests; the
+    /// upper end infinite when too few requests bound it), ms. None: not computed.
+    pub p99_interval: Option<(f64, f64)>,
 }
 
 impl LoadStep {
@@ -284,6 +287,9 @@ pub struct LoadFacts {
     pub errors_by_kind: BTreeMap<String, u64>,
     /// Connect times as (value ms, count) pairs, e.g. from the connect histogram.
     pub connect_ms: Vec<(f64, u64)>,
+    /// Every request's latency as (value ms, count) pairs, from the latency
+    /// histogram (empty: not kept).
+    pub latency_ms: Vec<(f64, u64)>,
     /// latscope's own CPU use, percent of one core (200 = two cores busy).
     pub client_cpu_pct: Option<f64>,
     /// Time latscope's threads were ready to run but waited for a CPU, percent

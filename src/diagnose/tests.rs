@@ -34,6 +34,7 @@ fn healthy_load() -> LoadFacts {
                 p99_ms: 0.3 + i as f64 * 0.4,
                 requests: 10_000,
                 errors: 0,
+                p99_interval: None,
             })
             .collect(),
         timeline: (0..15)

@@ -249,6 +249,41 @@ pub fn quantile(values: &[f64], q: f64) -> Option<Interval> {
     })
 }
 
+/// The interval of quantile `q` of a histogram's values (ns, returned in ms), from
+/// the same binomial ranks as [`quantile`] (their normal approximation past 20,000
+/// values). A side the values cannot bound is infinite.
+pub fn histogram_quantile(h: &hdrhistogram::Histogram<u64>, q: f64) -> Option<Interval> {
+    let n = h.len();
+    if n == 0 || !(0.0..1.0).contains(&q) {
+        return None;
+    }
+    let alpha = (1.0 - LEVEL) / 2.0;
+    let (lower, upper) = if n <= 20_000 {
+        let cdf = binomial_cdf_table(n as usize, q);
+        (
+            (1..=n as usize).rev().find(|&l| cdf[l - 1] <= alpha),
+            (1..=n as usize).find(|&u| cdf[u - 1] >= 1.0 - alpha),
+        )
+    } else {
+        let (nf, z) = (n as f64, normal_quantile(1.0 - alpha));
+        let sd = (nf * q * (1.0 - q)).sqrt();
+        let l = (nf * q - z * sd).floor();
+        let u = (nf * q + z * sd).ceil() + 1.0;
+        (
+            (l >= 1.0).then_some(l as usize),
+            (u <= nf).then_some(u as usize),
+        )
+    };
+    // The value of rank r (1-based) among the n values.
+    let at = |r: usize| h.value_at_quantile(r as f64 / n as f64) as f64 / 1e6;
+    Some(Interval {
+        estimate: h.value_at_quantile(q) as f64 / 1e6,
+        low: lower.map_or(f64::NEG_INFINITY, at),
+        high: upper.map_or(f64::INFINITY, at),
+        n: [n as usize, 0],
+    })
+}
+
 /// The interval of the median (None below [`MIN_MEDIAN_SAMPLES`] values: fewer cannot
 /// bound it on both sides at [`LEVEL`]).
 pub fn median(values: &[f64]) -> Option<Interval> {

@@ -158,3 +158,22 @@ fn wilson_share() {
     assert_eq!(share(3, 20).unwrap().against(0.01), Decision::Above);
     assert!(share(1, 0).is_none());
 }
+
+/// A histogram's p99 interval: 1,000 values 1..1000 ms put it between about the
+/// 980th and the 997th; 50 values bound it only from below.
+#[test]
+fn histogram_quantiles() {
+    let mut h = crate::stats::new_histogram();
+    for v in 1..=1000u64 {
+        h.record(v * 1_000_000).unwrap();
+    }
+    let iv = histogram_quantile(&h, 0.99).unwrap();
+    assert!((980.0..=991.0).contains(&iv.low), "{iv:?}");
+    assert!((990.0..=999.0).contains(&iv.high), "{iv:?}");
+    let mut small = crate::stats::new_histogram();
+    for v in 1..=50u64 {
+        small.record(v * 1_000_000).unwrap();
+    }
+    let iv = histogram_quantile(&small, 0.99).unwrap();
+    assert!(iv.high.is_infinite() && iv.low > 40.0, "{iv:?}");
+}

@@ -95,7 +95,14 @@ fn pair(name: &'static str, a: Option<&SeriesFacts>, b: Option<&SeriesFacts>) ->
     let iv = shift(&b.ttfb_ms, &a.ttfb_ms);
     let n = [a.n(), b.n()];
     let quantity = format!("edge − origin TTFB on {name} connections, ms");
-    let adds = judge(&quantity, iv, via - direct, n, threshold, Method::HodgesLehmann);
+    let adds = judge(
+        &quantity,
+        iv,
+        via - direct,
+        n,
+        threshold,
+        Method::HodgesLehmann,
+    );
     let quantity = format!("origin − edge TTFB on {name} connections, ms");
     let saves = judge(
         &quantity,
@@ -139,7 +146,11 @@ pub fn cdn_cost(cdn: &ProbeFacts, origin: &ProbeFacts) -> Option<Finding> {
             .flat_map(|p| [&p.adds, &p.saves])
             .find(|j| j.undecided())?;
         let addr = origin.addresses.first().cloned().unwrap_or_default();
-        let port = origin.url.split('/').nth(2).and_then(|a| a.rsplit_once(':'));
+        let port = origin
+            .url
+            .split('/')
+            .nth(2)
+            .and_then(|a| a.rsplit_once(':'));
         let origin_arg = match port {
             Some((_, port)) if !addr.is_empty() => format!(" --origin {addr}:{port}"),
             _ if !addr.is_empty() => format!(" --origin {addr}"),
@@ -240,9 +251,17 @@ pub fn cdn_cost(cdn: &ProbeFacts, origin: &ProbeFacts) -> Option<Finding> {
         .num("cost_ms", cost)
         .text("series", name);
     f = num(f, "fresh_cdn_ttfb_ms", series[0].as_ref().map(|p| p.via));
-    f = num(f, "fresh_origin_ttfb_ms", series[0].as_ref().map(|p| p.direct));
+    f = num(
+        f,
+        "fresh_origin_ttfb_ms",
+        series[0].as_ref().map(|p| p.direct),
+    );
     f = num(f, "reused_cdn_ttfb_ms", series[1].as_ref().map(|p| p.via));
-    f = num(f, "reused_origin_ttfb_ms", series[1].as_ref().map(|p| p.direct));
+    f = num(
+        f,
+        "reused_origin_ttfb_ms",
+        series[1].as_ref().map(|p| p.direct),
+    );
     if let Some(c) = judged.confidence.clone() {
         f = f.confidence(c);
     }

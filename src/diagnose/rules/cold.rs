@@ -135,32 +135,34 @@ fn cold(p: &ProbeFacts) -> Option<Result<Finding, Finding>> {
             Severity::Warn
         };
         return Some(Ok(finding(
-                sev,
-                format!(
-                    "first request {}, {} the {baseline} ({})",
-                    ms(first),
-                    times(ratio),
-                    ms(steady_ms)
-                ),
-            )
-            .opt_num("first_client_wait_ms", p.first_client_wait_ms)
-            .confidence(judged_high.confidence?)
-            .advice(
-                "the first request after a start or idle period pays for warming up \
+            sev,
+            format!(
+                "first request {}, {} the {baseline} ({})",
+                ms(first),
+                times(ratio),
+                ms(steady_ms)
+            ),
+        )
+        .opt_num("first_client_wait_ms", p.first_client_wait_ms)
+        .confidence(judged_high.confidence?)
+        .advice(
+            "the first request after a start or idle period pays for warming up \
                  (process start, JIT, connection pools, caches): keep the service warm \
                  (min instances, a health check that exercises the real path, preloading) \
                  or warm it before taking traffic",
-            )));
+        )));
     }
     if warmup >= 3 {
         return Some(Ok(finding(
-                Severity::Info,
-                format!(
-                    "warm-up: the first {warmup} requests were over 2× the {baseline} ({})",
-                    ms(steady_ms)
-                ),
-            )
-            .advice("caches or pools fill over the first requests: warm them at start-up")));
+            Severity::Info,
+            format!(
+                "warm-up: the first {warmup} requests were over 2× the {baseline} ({})",
+                ms(steady_ms)
+            ),
+        )
+        .advice(
+            "caches or pools fill over the first requests: warm them at start-up",
+        )));
     }
     None
 }

@@ -171,7 +171,14 @@ mod tests {
         assert!(j.confidence.is_none());
         let a: Vec<f64> = (0..10).map(|i| 100.0 + i as f64).collect();
         let b: Vec<f64> = a.iter().map(|x| x + 50.0).collect();
-        let j = judge("x, ms", shift(&a, &b), 50.0, [10, 10], 20.0, Method::HodgesLehmann);
+        let j = judge(
+            "x, ms",
+            shift(&a, &b),
+            50.0,
+            [10, 10],
+            20.0,
+            Method::HodgesLehmann,
+        );
         assert!(j.fires());
     }
 
@@ -194,7 +201,14 @@ mod tests {
     fn not_enough_says_what_would_tell() {
         let a: Vec<f64> = (0..8).map(|i| 100.0 + 9.0 * i as f64).collect();
         let b: Vec<f64> = a.iter().map(|x| x + 20.0).collect();
-        let j = judge("d, ms", shift(&a, &b), 20.0, [8, 8], 20.0, Method::HodgesLehmann);
+        let j = judge(
+            "d, ms",
+            shift(&a, &b),
+            20.0,
+            [8, 8],
+            20.0,
+            Method::HodgesLehmann,
+        );
         assert!(j.undecided(), "{j:?}");
         let f = not_enough(
             "cdn-cost",
@@ -205,7 +219,11 @@ mod tests {
             &rerun_diagnose("http://x/", " --origin 10.0.0.1"),
         );
         assert_eq!(f.severity, Severity::Info);
-        assert!(f.title.contains("not enough samples to tell"), "{}", f.title);
+        assert!(
+            f.title.contains("not enough samples to tell"),
+            "{}",
+            f.title
+        );
         assert!(f.title.contains("8 samples"), "{}", f.title);
         let cmd = f.evidence_str("command").unwrap();
         assert!(

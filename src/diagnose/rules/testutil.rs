@@ -20,7 +20,11 @@ pub fn series(p50: Phases, ttfb: &[f64], total: &[f64], connect: &[f64]) -> Seri
         handshake_ms: if connect.is_empty() {
             Vec::new()
         } else {
-            spread(p50.connect + p50.tls, 0.01 * (p50.connect + p50.tls), connect.len())
+            spread(
+                p50.connect + p50.tls,
+                0.01 * (p50.connect + p50.tls),
+                connect.len(),
+            )
         },
         tls_ms: if connect.is_empty() {
             Vec::new()

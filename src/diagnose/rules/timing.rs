@@ -280,7 +280,12 @@ pub fn server_timing_gap(p: &ProbeFacts, proxied: bool) -> Option<Finding> {
 pub fn slow_dns(p: &ProbeFacts) -> Option<Finding> {
     let f = p.fresh.as_ref()?;
     let dns = f.p50.dns;
-    let judged = median_at_least("DNS resolution of a fresh request, ms", &f.dns_ms, dns, 50.0);
+    let judged = median_at_least(
+        "DNS resolution of a fresh request, ms",
+        &f.dns_ms,
+        dns,
+        50.0,
+    );
     if !judged.fires() {
         return None;
     }
