@@ -215,14 +215,21 @@ pub(crate) fn diagnose_url(
     };
     config.client.http3 = false;
     let stop = &interrupt.stop;
+    let origin_config = match &plan.origin {
+        Some(o) => Some(origin_config(target, &config, o)?),
+        None => None,
+    };
     progress(&format!(
-        "{}: probing ({} requests per series)…",
-        target, plan.count
+        "{}: probing ({} rounds or more{})…",
+        target,
+        plan.count,
+        if origin_config.is_some() {
+            ", alternating with the origin"
+        } else {
+            ""
+        }
     ));
-    let probe = interrupt
-        .runtime
-        .block_on(probe::probe(&config, stop))
-        .map_err(anyhow::Error::new)?;
+    let (probe, origin) = sampled(interrupt, plan, &config, origin_config.as_ref())?;
     let http3 =
         super::diagnose_h3::discover(interrupt, &config, &probe, plan.client.http3, progress);
     progress(&format!("{target}: cache audit…"));
@@ -233,42 +240,6 @@ pub(crate) fn diagnose_url(
         Ok(c) => (Some(c), None),
         Err(NetError::Interrupted) => (None, Some(interrupt.reason().to_string())),
         Err(e) => (None, Some(e.to_string())),
-    };
-    let origin = match &plan.origin {
-        Some(o) if !stop.is_stopped() => {
-            progress(&format!("{target}: probing the origin at {o}…"));
-            let (ip, port) = origin_override(o, target.port)?;
-            let mut config = config.clone();
-            config
-                .client
-                .resolve
-                .retain(|r| r.host != target.host.to_ascii_lowercase());
-            config.client.resolve.push(ResolveOverride {
-                host: target.host.to_ascii_lowercase(),
-                port: target.port,
-                addr: ip,
-            });
-            if port != target.port {
-                config.target = Target::parse(&target.url.replacen(
-                    &target.authority(),
-                    &format!("{}:{port}", target.host),
-                    1,
-                ))
-                .map_err(|e| usage!("{e}"))?;
-                config.client.resolve.push(ResolveOverride {
-                    host: target.host.to_ascii_lowercase(),
-                    port,
-                    addr: ip,
-                });
-            }
-            Some(
-                interrupt
-                    .runtime
-                    .block_on(probe::probe(&config, stop))
-                    .with_context(|| format!("probing the origin {o}"))?,
-            )
-        }
-        _ => None,
     };
     let (ramp, skipped) = if let Some(why) = &plan.no_load {
         (None, Some(why.clone()))
@@ -394,6 +365,81 @@ pub(crate) fn diagnose_url(
         summary,
         http3,
     })
+}
+
+/// The probe of `--origin`: the same URL, resolved to the origin's address (and
+/// port, when given).
+fn origin_config(target: &Target, config: &ProbeConfig, o: &str) -> anyhow::Result<ProbeConfig> {
+    let (ip, port) = origin_override(o, target.port)?;
+    let mut config = config.clone();
+    config
+        .client
+        .resolve
+        .retain(|r| r.host != target.host.to_ascii_lowercase());
+    config.client.resolve.push(ResolveOverride {
+        host: target.host.to_ascii_lowercase(),
+        port: target.port,
+        addr: ip,
+    });
+    if port != target.port {
+        config.target = Target::parse(&target.url.replacen(
+            &target.authority(),
+            &format!("{}:{port}", target.host),
+            1,
+        ))
+        .map_err(|e| usage!("{e}"))?;
+        config.client.resolve.push(ResolveOverride {
+            host: target.host.to_ascii_lowercase(),
+            port,
+            addr: ip,
+        });
+    }
+    Ok(config)
+}
+
+/// The probe of the URL and, with `--origin`, of the origin, in interleaved rounds
+/// (`probe::sampler`): at least `-n` rounds, more until every timing-based rule can
+/// decide (bounded in rounds and time; the JSON's `probe.sampling` says how it ended).
+fn sampled(
+    interrupt: &Interrupt,
+    plan: &Plan,
+    config: &ProbeConfig,
+    origin: Option<&ProbeConfig>,
+) -> anyhow::Result<(probe::ProbeResult, Option<probe::ProbeResult>)> {
+    let offered_h2 = plan.client.version != HttpVersionPref::Http1;
+    let mut configs = vec![config.clone()];
+    configs.extend(origin.cloned());
+    let mut decided = |rs: &[probe::ProbeResult]| {
+        diagnose::decided(&Facts {
+            probe: rs.first().map(|p| from_probe::probe_facts(p, offered_h2)),
+            origin: rs.get(1).map(|p| from_probe::probe_facts(p, offered_h2)),
+            distance_km: plan.distance_km,
+            ..Facts::default()
+        })
+    };
+    let mut out = interrupt
+        .runtime
+        .block_on(probe::sample(
+            &configs,
+            &probe::Sampling::adaptive(plan.count),
+            &interrupt.stop,
+            &mut decided,
+        ))
+        .into_iter();
+    let main = out
+        .next()
+        .unwrap_or(Err(NetError::Interrupted))
+        .map_err(anyhow::Error::new)?;
+    let origin = match (origin, out.next()) {
+        (Some(_), Some(r)) => Some(r.with_context(|| {
+            format!(
+                "probing the origin {}",
+                plan.origin.as_deref().unwrap_or_default()
+            )
+        })?),
+        _ => None,
+    };
+    Ok((main, origin))
 }
 
 /// The diagnose JSON of one diagnosis (DESIGN.md).

@@ -64,7 +64,23 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
                 request: request.clone(),
                 client: client.clone(),
             };
-            outcomes.push((target.url.clone(), probe::probe(&config, stop).await));
+            // At least -n rounds, more until every timing-based rule can decide
+            // (`probe::sampler`); a TCP ping takes exactly -n connects.
+            let sampling = if target.scheme == crate::net::Scheme::Tcp {
+                probe::Sampling::fixed(args.count)
+            } else {
+                probe::Sampling::adaptive(args.count)
+            };
+            let mut decided = |rs: &[ProbeResult]| {
+                diagnose::decided(&Facts {
+                    probe: rs.first().map(|p| from_probe::probe_facts(p, offered_h2)),
+                    distance_km: args.distance_km,
+                    ..Facts::default()
+                })
+            };
+            let mut out =
+                probe::sample(std::slice::from_ref(&config), &sampling, stop, &mut decided).await;
+            outcomes.push((target.url.clone(), out.remove(0)));
         }
         outcomes
     });

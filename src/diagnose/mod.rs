@@ -35,6 +35,13 @@ pub fn run_rules(facts: &Facts) -> Vec<Finding> {
     findings
 }
 
+/// Whether every timing-based rule could decide on these facts — no finding says
+/// "not enough samples to tell": what the adaptive sampler (`probe::sampler`) asks
+/// before it takes more rounds.
+pub fn decided(facts: &Facts) -> bool {
+    !rules::all(facts).iter().any(Finding::undecided)
+}
+
 /// The one-paragraph "where the time goes" for the probed URL, if there is a probe.
 pub fn summary(facts: &Facts) -> Option<String> {
     let probe = facts.probe.as_ref()?;
