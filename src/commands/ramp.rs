@@ -167,6 +167,9 @@ pub(crate) fn run(
         facts.p50_ms = p.p50;
         facts.p99_ms = p.p99;
         facts.p999_ms = p.p999;
+        // The same step's latencies, counted (tail-heavy counts them over its
+        // threshold).
+        facts.latency_ms = f.latency_ms;
         if r.aborted {
             stopped_early = Some("interrupted".to_string());
             break;

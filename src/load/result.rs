@@ -410,6 +410,9 @@ impl LoadResult {
             "rps": self.rps(),
             "bytes": self.bytes,
             "latency_ms": pct(&self.latency),
+            // The percentiles of latency_ms its requests support (p99.99 needs
+            // 10,000; an unsupported one is the max).
+            "latency_percentiles_supported": crate::stats::histogram::supported(self.latency.len()),
             "connect_ms": pct(&self.connect),
             "incomplete": self.incomplete,
             "client_cpu_pct": self.client_cpu_pct,

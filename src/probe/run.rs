@@ -32,8 +32,9 @@ pub struct ProbeConfig {
 const GIVE_UP: usize = 3;
 
 /// Resumption attempts, with not one resumed, after which the server is taken not to
-/// resume sessions (the resumed series then stays empty).
-const RESUME_TRIES: u32 = 2;
+/// resume sessions (the resumed series then stays empty); the first of them only
+/// fetches a session.
+const RESUME_TRIES: u32 = 3;
 
 /// Requests over each round's connection after its first (reused samples).
 pub const REUSED_PER_ROUND: u32 = 1;
@@ -367,7 +368,9 @@ impl<'a> Runner<'a> {
     /// resumption the server does not resume, and the series stops.
     pub(super) async fn resumed_series(&mut self) {
         let (mut tried, mut resumed) = (0u32, 0u32);
-        for _ in 0..self.config.count {
+        // The first connection has no session to offer (the rounds' connections keep
+        // none): it fetches one, and counts as a fresh sample.
+        while resumed < self.config.count && tried < self.config.count + RESUME_TRIES {
             if self.stop.is_stopped() || self.hopeless() {
                 return;
             }

@@ -3,8 +3,9 @@
 //! when the whole interval clears the threshold, stays quiet when the whole interval
 //! lies below it, and otherwise says so: a `warn` rule that cannot tell becomes an
 //! `info` "not enough samples to tell" with about how many samples would tell, never a
-//! warning. Too few samples for any interval count as "cannot tell" when the point
-//! estimate would fire, and as quiet when it would not.
+//! warning; an `info` rule shows its finding on the point estimate, its confidence
+//! saying "undecided". Too few samples for any interval count as "cannot tell" when
+//! the point estimate would fire, and as quiet when it would not.
 
 use crate::diagnose::finding::{Category, Finding, Severity};
 use crate::stats::interval::{Confidence, Decision, Interval, Method};
@@ -28,6 +29,13 @@ impl Judged {
     /// and the point would have fired).
     pub fn undecided(&self) -> bool {
         self.decision == Decision::Undecided
+    }
+
+    /// The whole interval lay below the threshold (quiet for sure). An `info` rule
+    /// shows its finding unless this holds: while undecided, on its point estimate,
+    /// its confidence saying "undecided" (so the sampler takes more rounds).
+    pub fn decision_is_below(&self) -> bool {
+        self.decision == Decision::Below
     }
 }
 

@@ -93,9 +93,12 @@ pub fn knee(l: &LoadFacts) -> Option<Finding> {
             continue;
         }
         let worst = rest.iter().max_by(|a, b| a.p99_ms.total_cmp(&b.p99_ms))?;
+        // (A p99 from few requests has no upper bound: the point stands in.)
         let knee_high = s[i]
             .p99_interval
-            .map_or(s[i].p99_ms, |iv| iv.1.max(s[i].p99_ms));
+            .map(|iv| iv.1)
+            .filter(|h| h.is_finite())
+            .map_or(s[i].p99_ms, |h| h.max(s[i].p99_ms));
         let worst_low = worst
             .p99_interval
             .map_or(worst.p99_ms, |iv| iv.0.min(worst.p99_ms));

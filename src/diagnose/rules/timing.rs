@@ -139,7 +139,9 @@ pub fn time_split(p: &ProbeFacts, proxied: bool) -> Option<Finding> {
         rtt / ttfb,
         0.5,
     );
-    if rtt >= 20.0 && network.fires() {
+    // An info: shown on its point estimate while the interval cannot tell yet (its
+    // confidence then says "undecided", and the sampler takes more rounds).
+    if rtt >= 20.0 && !network.decision_is_below() {
         return Some(
             base(
                 "network-dominates",
@@ -244,7 +246,7 @@ pub fn server_timing_gap(p: &ProbeFacts, proxied: bool) -> Option<Finding> {
         server,
         (explained + 20.0).max(2.0 * explained),
     );
-    if !judged.fires() {
+    if judged.decision_is_below() {
         return None;
     }
     let label = time_label(p, proxied);
@@ -286,7 +288,7 @@ pub fn slow_dns(p: &ProbeFacts) -> Option<Finding> {
         dns,
         50.0,
     );
-    if !judged.fires() {
+    if judged.decision_is_below() {
         return None;
     }
     Some(
