@@ -39,6 +39,7 @@ mod probe;
 mod probe_tls;
 mod probe_verdicts;
 mod prometheus;
+mod repeatability;
 mod report;
 mod report_verdict;
 mod shards;
