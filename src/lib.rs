@@ -13,16 +13,23 @@ pub mod config;
 pub mod diagnose;
 pub mod disk;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
+pub mod input;
 pub mod lab;
 pub mod load;
 pub mod net;
 pub mod output;
 pub mod probe;
+pub mod record;
+pub mod redact;
 pub mod report;
+pub mod schema;
 pub mod stats;
 pub mod store;
 pub mod units;
 pub mod uring;
+pub mod visible;
 pub mod watch;
 
 pub use commands::run;

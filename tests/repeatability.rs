@@ -23,7 +23,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::util_real::{have, start_python, TempDir};
+use crate::util_real::{python_server, TempDir};
+use crate::util_require::require;
 use crate::util_wire::ChildGuard;
 
 /// Diagnoses per case (at least 3).
@@ -47,11 +48,11 @@ fn hogs_wanted() -> bool {
 struct Hogs(Option<ChildGuard>);
 
 impl Hogs {
-    fn start(test: &str) -> Option<Hogs> {
+    fn start() -> Option<Hogs> {
         if !hogs_wanted() {
             return Some(Hogs(None));
         }
-        if !have("stress-ng", test) {
+        if !require("stress-ng") {
             return None;
         }
         use std::os::unix::process::CommandExt;
@@ -196,14 +197,13 @@ fn repeat(
 #[test]
 #[ignore = "runs CPU hogs: scripts/test.sh runs it on its own"]
 fn repeatability_nginx_static_is_healthy_every_time() {
-    let test = "repeatability_nginx_static_is_healthy_every_time";
-    let Some(bin) = crate::util_nginx::nginx_bin(test) else {
+    let Some(bin) = crate::util_nginx::nginx_bin() else {
         return;
     };
     let dir = TempDir::new("repeat-static");
     std::fs::create_dir_all(dir.join("html")).unwrap();
     std::fs::write(dir.join("html/index.html"), "<!doctype html><p>hello</p>\n").unwrap();
-    let port = crate::util_nginx::free_port();
+    let port = crate::util::free_port();
     crate::util_nginx::write_conf(
         &dir.0,
         &format!(
@@ -213,7 +213,7 @@ fn repeatability_nginx_static_is_healthy_every_time() {
     );
     let addr = format!("127.0.0.1:{port}").parse().unwrap();
     let _nginx = crate::util_nginx::start(&bin, &dir.0, addr);
-    let Some(_hogs) = Hogs::start(test) else {
+    let Some(_hogs) = Hogs::start() else {
         return;
     };
     let url = format!("http://127.0.0.1:{port}/index.html");
@@ -227,14 +227,12 @@ fn repeatability_nginx_static_is_healthy_every_time() {
 #[test]
 #[ignore = "runs CPU hogs: scripts/test.sh runs it on its own"]
 fn repeatability_miss_only_proxy_has_no_cdn_cost() {
-    let test = "repeatability_miss_only_proxy_has_no_cdn_cost";
-    if !have("python3", test) || crate::util_nginx::nginx_bin(test).is_none() {
+    if !require("python3") || !require("nginx") {
         return;
     }
-    let dir = TempDir::new("repeat-miss");
-    let (_origin, origin) = start_python(&dir, ORIGIN, &["no-store"]);
+    let (_origin, origin) = python_server(ORIGIN, &["no-store"]);
     let proxy = crate::util_caches::nginx(origin);
-    let Some(_hogs) = Hogs::start(test) else {
+    let Some(_hogs) = Hogs::start() else {
         return;
     };
     let url = format!("http://127.0.0.1:{}/page", proxy.port);
@@ -256,18 +254,15 @@ fn repeatability_miss_only_proxy_has_no_cdn_cost() {
 #[test]
 #[ignore = "runs CPU hogs: scripts/test.sh runs it on its own"]
 fn repeatability_varnish_hitting_has_no_cdn_cost_warning() {
-    let test = "repeatability_varnish_hitting_has_no_cdn_cost_warning";
-    if !have("python3", test) || !crate::util_caches::installed("varnishd") {
-        eprintln!("SKIPPED {test}: needs python3 and varnishd");
+    if !require("python3") || !require("varnishd") {
         return;
     }
-    let dir = TempDir::new("repeat-varnish");
-    let (_origin, origin) = start_python(&dir, ORIGIN, &["public, max-age=600"]);
+    let (_origin, origin) = python_server(ORIGIN, &["public, max-age=600"]);
     let varnish = crate::util_caches::varnish(origin);
     let url = format!("http://127.0.0.1:{}/page", varnish.port);
     // Fill the cache before measuring.
     crate::util_caches::get(varnish.port, "/page", &[]);
-    let Some(_hogs) = Hogs::start(test) else {
+    let Some(_hogs) = Hogs::start() else {
         return;
     };
     let origin_addr = format!("127.0.0.1:{origin}");
@@ -289,8 +284,7 @@ fn repeatability_varnish_hitting_has_no_cdn_cost_warning() {
 #[test]
 #[ignore = "runs CPU hogs: scripts/test.sh runs it on its own"]
 fn repeatability_planted_cold_start_is_always_found() {
-    let test = "repeatability_planted_cold_start_is_always_found";
-    let Some(_hogs) = Hogs::start(test) else {
+    let Some(_hogs) = Hogs::start() else {
         return;
     };
     let mut labs = Vec::new();

@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::Value;
 
 use crate::util::{json_of, latscope, output_within, run, wait_output};
+use crate::util_require::{require, require_root};
 
 /// Starts `latscope load URL ARGS… --json --no-save` in the background.
 fn shard(url: &str, args: &[&str]) -> Child {
@@ -354,7 +355,7 @@ fn merge_adds_the_shards_exactly() {
 #[test]
 fn merged_runs_keep_tls_handshakes_and_the_watched_server() {
     use latscope::lab::{self, LabOptions};
-    if !crate::util_netns::can_run("merged_runs_keep_tls_handshakes_and_the_watched_server") {
+    if !require_root() || !require("ip") {
         return;
     }
     let lab = lab::spawn(LabOptions {
@@ -367,7 +368,7 @@ fn merged_runs_keep_tls_handshakes_and_the_watched_server() {
     let ca = dir.join("ca.pem");
     std::fs::write(&ca, lab.cert_pem().unwrap()).unwrap();
     let (_ne, metrics) =
-        crate::util_netns::node_exporter(None, "127.0.0.1", crate::util_netns::free_port());
+        crate::util_netns::node_exporter(None, "127.0.0.1", crate::util::free_port());
     let url = lab.url("/delay/5ms");
     let files: Vec<String> = (1..=2)
         .map(|i| dir.join(format!("w{i}.json")).to_str().unwrap().to_string())

@@ -7,22 +7,15 @@
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::util::free_port;
+
 /// How long a server may take to start listening.
 const START: Duration = Duration::from_secs(20);
-
-/// Whether a program is installed (as the test will call it).
-pub fn installed(program: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {program}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
 
 /// A fresh, world-writable temp dir (the caches' workers may drop to nobody).
 pub fn temp_dir(name: &str) -> PathBuf {
@@ -33,15 +26,6 @@ pub fn temp_dir(name: &str) -> PathBuf {
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o777)).unwrap();
     }
     d
-}
-
-/// A free port on 127.0.0.1 (bound and released: the server binds it next).
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Polls until something accepts on the port, or panics after [`START`] with `log`.

@@ -12,23 +12,8 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::util_require::{require, require_root, require_that};
 use crate::util_wire::ChildGuard;
-
-/// Whether namespaces can be made here (root, `ip`); prints why `test` is skipped.
-pub fn can_run(test: &str) -> bool {
-    // SAFETY: plain getter.
-    let root = unsafe { libc::geteuid() } == 0;
-    let ip = Command::new("ip")
-        .arg("-V")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !(root && ip) {
-        eprintln!("SKIPPED {test}: network namespaces need root and iproute2 (CI runs as root)");
-    }
-    root && ip
-}
 
 /// Runs a command, panicking with its stderr when it fails.
 pub fn sh(args: &[&str]) {
@@ -183,15 +168,6 @@ pub fn node_exporter(ns: Option<&Netns>, ip: &str, port: u16) -> (ChildGuard, St
     (guard, format!("http://{ip}:{port}/metrics"))
 }
 
-/// A free TCP port on 127.0.0.1 (bound and released: good enough for a test).
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// Runs `script` (bash, `$1` = `dir`, then `args`) in a new network + mount namespace
 /// (`unshare --net --mount`, private propagation), within `limit`. The script writes
 /// `SETUP-OK` to stderr once its namespace is set up. None (after printing why
@@ -204,15 +180,7 @@ pub fn unshared(
     args: &[&str],
     limit: Duration,
 ) -> Option<()> {
-    let root = unsafe { libc::geteuid() } == 0;
-    let tools = ["unshare", "python3", "ip"].iter().all(|t| {
-        Command::new("sh")
-            .args(["-c", &format!("command -v {t}")])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    });
-    if !root || !tools {
-        eprintln!("SKIPPED {test}: needs root, unshare, python3 and ip");
+    if !require_root() || !["unshare", "python3", "ip"].iter().all(|t| require(t)) {
         return None;
     }
     let mut child = Command::new("unshare")
@@ -237,8 +205,8 @@ pub fn unshared(
         std::thread::sleep(Duration::from_millis(20));
     };
     let err = std::fs::read_to_string(dir.join("err.log")).unwrap_or_default();
-    if !err.contains("SETUP-OK") {
-        eprintln!("SKIPPED {test}: the namespace could not be set up: {err}");
+    let why = format!("the namespace could not be set up: {err}");
+    if !require_that(err.contains("SETUP-OK"), &why, "root, unshare and mount") {
         return None;
     }
     assert!(status.success(), "{err}");

@@ -6,22 +6,17 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::util_require::{require, which};
 use crate::util_wire::ChildGuard;
 
-/// The nginx binary, or None (with the reason printed) when it is not installed.
-pub fn nginx_bin(test: &str) -> Option<PathBuf> {
-    for p in ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"] {
-        if Path::new(p).exists() {
-            return Some(PathBuf::from(p));
-        }
-    }
-    eprintln!("SKIPPED {test}: nginx is not installed (apt-get install nginx)");
-    None
+/// The nginx binary, or None when it is not installed (see [`require`]).
+pub fn nginx_bin() -> Option<PathBuf> {
+    require("nginx").then(|| which("nginx").unwrap())
 }
 
 /// A fresh temp dir for one test.
@@ -58,15 +53,6 @@ pub fn openssl_self_signed(dir: &Path, name: &str) -> PathBuf {
         String::from_utf8_lossy(&out.stderr)
     );
     crt
-}
-
-/// A free port on 127.0.0.1 (bound, then released for nginx).
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Writes `dir/nginx.conf`: foreground, one worker process, everything under `dir`,

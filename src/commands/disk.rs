@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant, SystemTime};
 
 use crate::cli::DiskArgs;
+use crate::config::DiskConfig;
 use crate::diagnose::{self, Facts};
 use crate::disk::{self, DiskOptions, Observer, SecondHists, SecondStats, Setup};
 use crate::report;
@@ -152,15 +153,18 @@ impl Observer for Printer<'_> {
 
 /// Runs `latscope disk`.
 pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
-    let opts = DiskOptions::from_args(&args).map_err(|m| usage!("{m}"))?;
+    let DiskConfig {
+        options: opts,
+        output,
+    } = DiskConfig::from_args(&args)?;
     register_test_file(&opts.path);
     catch_signals();
     let started = SystemTime::now();
     let mut printer = Printer {
         opts: &opts,
-        json: args.output.json,
+        json: output.json,
         tty: std::io::stderr().is_terminal(),
-        live: live::wanted(args.output.json, args.output.no_tui),
+        live: live::wanted(output.json, output.no_tui),
         view: None,
         total_s: opts.duration.as_secs_f64().ceil() as u64,
         header: String::new(),
@@ -184,40 +188,31 @@ pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
         ..Facts::default()
     };
     let findings = diagnose::run_rules(&facts);
-    let mut doc = result.to_json();
-    doc["findings"] = serde_json::to_value(&findings)?;
+    let mut doc = crate::schema::DiskDoc::from(&result);
+    doc.findings = findings.clone();
+    let doc = crate::schema::to_value(&doc);
     let body = report::disk::render(&result, &findings);
     let text = format!("{}{body}", printer.header);
     // Saved before it is printed: a stdout that cannot be written loses nothing.
     let saved = saving::save(
-        &args.output,
+        &output,
         NewRun {
             kind: "disk",
             target: opts.path.display().to_string(),
             started,
             duration_s: result.elapsed.as_secs_f64(),
-            config: serde_json::json!({
-                "path": opts.path.display().to_string(),
-                "pattern": opts.pattern.name(),
-                "read_pct": opts.read_pct,
-                "bs": opts.bs,
-                "iodepth": opts.iodepth,
-                "size": result.setup.size,
-                "duration_s": opts.duration.as_secs_f64(),
-                "direct": format!("{:?}", opts.direct).to_lowercase(),
-                "fsync": opts.fsync,
-                "precondition": opts.precondition,
-                "write": opts.allow_write,
-                "engine": format!("{:?}", opts.engine).to_lowercase(),
-            }),
+            config: crate::schema::to_value(&crate::schema::DiskConfigDoc::of(
+                &opts,
+                result.setup.size,
+            )),
             summary: doc.clone(),
-            timeline: result.timeline_json(),
+            timeline: crate::schema::to_value(&crate::schema::disk::timeline(&result)),
             findings: serde_json::to_value(&findings)?,
             text,
             histograms: result.histograms(),
             secret_headers: Vec::new(),
         },
     );
-    super::output::print(args.output.json, &doc, &body)?;
+    super::output::print(output.json, &doc, &body)?;
     Ok(saved.exit_code(0))
 }

@@ -7,24 +7,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{json, Value};
-
-use crate::config::http::{ClientOptions, RequestSpec};
-use crate::diagnose::diagnosis::Ramp;
+use crate::config::RampPlan;
+use crate::diagnose::diagnosis::{Ramp, RampCache};
 use crate::diagnose::{LoadFacts, LoadStep};
 use crate::load::capacity::Joined;
 use crate::load::steps::{Level, StepPlan};
 use crate::load::{self, threshold, LoadPlan};
 use crate::net::Target;
+use crate::net::{ClientOptions, RequestSpec};
 use crate::stats::Percentiles;
-use crate::store::StoredHistogram;
-
-/// How far and how long the ramp goes.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct RampPlan {
-    pub max_connections: u32,
-    pub step: Duration,
-}
+use crate::stats::StoredHistogram;
 
 /// A step whose error rate passes this ends the ramp.
 const STOP_ERROR_RATE: f64 = 0.2;
@@ -139,7 +131,7 @@ pub(crate) fn run(
                 _ => facts.timeline.push(s),
             }
         }
-        joined.push(i, &judged, &[("concurrency", json!(c))]);
+        joined.push(i, &judged, Some(c), false);
         for h in r.histograms() {
             if h.second.is_none() {
                 histograms.push(StoredHistogram {
@@ -183,6 +175,12 @@ pub(crate) fn run(
                 .filter(|(_, n)| **n > 0)
                 .map(|(k, n)| format!("{k} {n}"))
                 .collect();
+            if load::h2_floods() > 0 {
+                kinds.push(format!(
+                    "{} HTTP/2 connections ended for a control-frame flood (GOAWAY ENHANCE_YOUR_CALM)",
+                    load::h2_floods()
+                ));
+            }
             if load::head_too_large() > 0 {
                 kinds.push(format!(
                     "response headers over {} KiB, latscope's limit",
@@ -221,35 +219,21 @@ pub(crate) fn run(
     facts.steps = steps.clone();
     // As the load JSON counts it: hits over every answer, once any cache said anything.
     let hit_ratio = (hits + misses > 0 && answered > 0).then(|| hits as f64 / answered as f64);
-    let json = json!({
-        "kind": "load",
-        "model": "closed",
-        "ramp": steps.iter().map(|s| json!({
-            "connections": s.concurrency, "rps": s.rps, "p50_ms": s.p50_ms,
-            "p99_ms": s.p99_ms, "requests": s.requests, "errors": s.errors,
-        })).collect::<Vec<Value>>(),
-        "requests": facts.requests,
-        "errors": facts.errors_by_kind,
-        "client_cpu_pct": facts.client_cpu_pct,
-        "client_cpu_wait_pct": facts.client_wait_pct,
-        "cache_hit_ratio": hit_ratio,
-        "cache": {
-            "hits": hits,
-            "misses": misses,
-            "unknown": answered.saturating_sub(hits + misses),
-            "hit_ratio": hit_ratio,
-            "cache": kind.map(|k: crate::cache::CacheKind| k.as_str()),
-        },
-        "stopped_early": stopped_early,
-        "timeline": joined.timeline,
-    });
     histograms.extend(joined.histograms);
     Ok(Ramp {
         steps,
         stopped_early,
         hit_ratio,
         facts,
-        json,
+        timeline: joined.timeline,
+        cache: RampCache {
+            hits,
+            misses,
+            answered,
+            kind,
+        },
+        outputs: Vec::new(),
+        watch: None,
         histograms,
         spans,
     })

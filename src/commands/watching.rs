@@ -3,19 +3,13 @@
 //! clock start) with the `watch` summary beside it; for diagnose's ramp, into the
 //! joined timeline of its steps.
 
-use serde_json::Value;
-
-use crate::cli::WatchArgs;
 use crate::diagnose::diagnosis::Ramp;
 use crate::load::LoadResult;
-use crate::usage;
 use crate::watch::{ServerSecond, WatchSpec, Watched, Watcher};
 
-/// The scrapers for `--watch`, started now (None without `--watch`); a bad URL or
-/// selector is a usage error naming the flag.
-pub(crate) fn start(args: &WatchArgs) -> anyhow::Result<Option<Watcher>> {
-    let spec = WatchSpec::from_flags(&args.watch, &args.watch_metric).map_err(|e| usage!("{e}"))?;
-    Ok(spec.map(Watcher::start))
+/// The scrapers for `--watch`, started now (None without `--watch`).
+pub(crate) fn start(spec: &Option<WatchSpec>) -> Option<Watcher> {
+    spec.clone().map(Watcher::start)
 }
 
 /// Stops the scrapers and joins what they saw to `result`'s timeline.
@@ -52,15 +46,11 @@ pub(crate) fn join_ramp(watched: &Watched, ramp: &mut Ramp) {
     for s in &mut ramp.facts.timeline {
         s.server = joined.get(s.t as usize).cloned().flatten();
     }
-    if let Some(rows) = ramp.json.get_mut("timeline").and_then(Value::as_array_mut) {
-        for row in rows {
-            let t = row["t"].as_u64().unwrap_or(u64::MAX) as usize;
-            let s = joined.get(t).cloned().flatten();
-            row["server"] = serde_json::to_value(s).unwrap_or(Value::Null);
-        }
+    for row in &mut ramp.timeline {
+        row.watched = true;
+        row.second.server = joined.get(row.second.t as usize).cloned().flatten();
     }
-    let summary = watched.summary(&joined);
-    ramp.json["watch"] = serde_json::to_value(summary).unwrap_or(Value::Null);
+    ramp.watch = Some(watched.summary(&joined));
 }
 
 /// `p` with the `--watch` server rows scraped so far put into its seconds (`rows`

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-pub use options::{DirectMode, DiskError, DiskOptions, EngineChoice};
+pub use options::{DirectMode, DiskEngine, DiskError, DiskOptions};
 pub use recorder::SecondHists;
 pub use result::{DirSummary, DiskResult, SecondStats};
 pub use workload::Pattern;
@@ -181,12 +181,12 @@ pub fn run(
         return Err(DiskError::Interrupted);
     }
     let (engine, engine_note) = match opts.engine {
-        EngineChoice::Threads => (EngineKind::Threads, None),
-        EngineChoice::Uring => {
+        DiskEngine::Threads => (EngineKind::Threads, None),
+        DiskEngine::Uring => {
             engine_uring::probe().map_err(DiskError::Uring)?;
             (EngineKind::Uring, None)
         }
-        EngineChoice::Auto => match engine_uring::probe() {
+        DiskEngine::Auto => match engine_uring::probe() {
             Ok(()) => (EngineKind::Uring, None),
             Err(e) => (
                 EngineKind::Threads,
@@ -322,7 +322,7 @@ mod tests {
             fsync: false,
             precondition: false,
             allow_write: false,
-            engine: EngineChoice::Auto,
+            engine: DiskEngine::Auto,
         };
         let mut seen = Seen::default();
         let r = run(&opts, &AtomicBool::new(false), &mut seen).unwrap();

@@ -22,7 +22,7 @@ pub mod recorder;
 pub mod result;
 pub mod scenario;
 pub mod search;
-mod seconds;
+pub(crate) mod seconds;
 pub mod shard;
 pub mod stages;
 pub mod steps;
@@ -36,16 +36,23 @@ mod http1;
 mod http3;
 mod retrans;
 mod spare;
-mod uring;
+pub(crate) mod uring;
 mod worker;
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-pub use conn::{fd_exhausted, head_too_large, tls_failure};
+pub use conn::{fd_exhausted, h2_floods, head_too_large, tls_failure};
 pub use engine::Progress;
+#[doc(hidden)]
+pub use h2::{
+    fuzz_conn as fuzz_h2_conn, fuzz_hpack as fuzz_h2_hpack, fuzz_huffman as fuzz_h2_huffman,
+};
+pub use h2::{MAX_CONTINUATIONS as H2_MAX_CONTINUATIONS, MAX_PENDING_ACKS as H2_MAX_PENDING_ACKS};
+#[doc(hidden)]
+pub use http1::fuzz_parser as fuzz_h1_parser;
 pub use live::LiveSecond;
-pub use plan::{Endpoint, LoadPlan, Model, PlanError};
+pub use plan::{Endpoint, LoadEngine, LoadPlan, Model, PlanError};
 pub use result::LoadResult;
 pub use scenario::Order;
 

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::series::{self, Counters, Sample, Series};
 use crate::load::result::SecondResult;
-use crate::store::RunRecord;
+use crate::record::RunRecord;
 
 /// The OpenMetrics text of a stored load run; the error says why a run has none.
 pub fn run_text(run: &RunRecord) -> Result<String, String> {
@@ -138,7 +138,9 @@ fn help(name: &str) -> &'static str {
 
 /// Escapes a label value (backslash, double quote, newline).
 fn escape(v: &str) -> String {
-    v.replace('\\', "\\\\")
+    // An imported run's label may carry escape codes: shown, never passed on.
+    crate::visible::visible(v)
+        .replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
 }

@@ -176,19 +176,21 @@ impl Series {
         extra: &[(String, String)],
         endpoints: Vec<String>,
     ) -> Series {
+        // Label values as any output shows text it did not write (`crate::visible`).
+        let shown = |v: &str| crate::visible::one_line(v).into_owned();
         let mut base = vec![
-            ("run".to_string(), run.to_string()),
-            ("target".to_string(), target.to_string()),
+            ("run".to_string(), shown(run)),
+            ("target".to_string(), shown(target)),
         ];
         if let Some(l) = label.filter(|l| !l.is_empty()) {
-            base.push(("label".into(), l.to_string()));
+            base.push(("label".into(), shown(l)));
         }
         base.extend(extra.iter().cloned());
         Series {
             base,
             endpoints: endpoints
                 .iter()
-                .map(|e| crate::store::redact_urls(e))
+                .map(|e| crate::redact::redact_urls(e))
                 .collect(),
         }
     }
@@ -230,7 +232,7 @@ impl Series {
             if v2.is_empty() {
                 continue;
             }
-            if let Some(q) = crate::store::v2::decode(v2)
+            if let Some(q) = crate::stats::v2::decode(v2)
                 .ok()
                 .as_ref()
                 .and_then(quantiles)

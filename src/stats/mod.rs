@@ -10,5 +10,8 @@
 pub mod compare;
 pub mod histogram;
 pub mod interval;
+pub mod stored;
+pub mod v2;
 
 pub use histogram::{new_histogram, Percentiles, Unit};
+pub use stored::StoredHistogram;
