@@ -51,6 +51,8 @@ want prometheus-node-exporter prometheus-node-exporter
 [ -x /usr/bin/chromium ] || need+=(chromium)
 # The live view's tests drive the real binary in tmux.
 want tmux tmux
+# Two CPU hogs for the repeatability suite (tests/repeatability.rs, issue 29).
+want stress-ng stress-ng
 [ -x /usr/bin/time ] || need+=(time)  # GNU time: peak memory of an import (tests/schema.rs)
 
 missing() {

@@ -11,12 +11,25 @@
 //! - the lab's `/cold` route with a planted 1 s cold start (a new lab per run):
 //!   `cold-start` every time.
 //!
-//! The hogs slow every test that runs beside them, so these tests are `#[ignore]`d
-//! in the ordinary run and run on their own after it (`scripts/test.sh`: one at a
-//! time, `--ignored repeatability`; about a minute with N = 3). `LATSCOPE_REPEAT`
-//! sets N (`bench/repeatability.sh` runs 10); `LATSCOPE_HOGS=0` runs them without
-//! hogs; `LATSCOPE_REPEAT_LOG=FILE` appends one JSON line per diagnosis (case, run,
-//! warn/crit ids, every id) for the bench to count.
+//! The hogs would slow every other test running beside them, so this is a test
+//! binary of its own (Cargo.toml), which `cargo test` runs after `tests`, alone; its
+//! cases take turns (one lock), one set of hogs at a time. `LATSCOPE_REPEAT` sets N
+//! (3 by default; `bench/repeatability.sh` runs 10); `LATSCOPE_HOGS=0` runs them
+//! without hogs; `LATSCOPE_BIN` diagnoses with another build; `LATSCOPE_REPEAT_LOG=FILE` appends one JSON line per diagnosis
+//! (case, run, warn/crit ids, every id) for the bench to count.
+
+#[allow(dead_code)]
+mod util;
+#[allow(dead_code)]
+mod util_caches;
+#[allow(dead_code)]
+mod util_nginx;
+#[allow(dead_code)]
+mod util_real;
+#[allow(dead_code)]
+mod util_require;
+#[allow(dead_code)]
+mod util_wire;
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -42,6 +55,15 @@ fn hogs_wanted() -> bool {
     std::env::var("LATSCOPE_HOGS").map_or(true, |v| v != "0")
 }
 
+/// One case at a time: each runs its own hogs.
+static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// This case's turn (a case that failed leaves the lock poisoned: the next one
+/// still runs).
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Two CPU hogs for as long as the guard lives: `stress-ng --cpu 2` in a process
 /// group of its own, stopped (SIGTERM to that group, which stress-ng passes to its
 /// workers, then SIGKILL) on drop; `--timeout` bounds it should the test die.
@@ -64,9 +86,19 @@ impl Hogs {
             .process_group(0)
             .spawn()
             .expect("stress-ng starts");
-        // Let the workers start before the first measurement.
-        std::thread::sleep(Duration::from_millis(500));
-        Some(Hogs(Some(ChildGuard(child))))
+        let pid = child.id();
+        let hogs = Hogs(Some(ChildGuard(child)));
+        // The first measurement starts once both workers run (stress-ng's children).
+        let children = format!("/proc/{pid}/task/{pid}/children");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while std::fs::read_to_string(&children).map_or(0, |c| c.split_whitespace().count()) < 2 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "stress-ng's two workers did not start within 10 s"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(hogs)
     }
 }
 
@@ -111,8 +143,19 @@ s.serve_forever()
 
 /// One diagnosis: `latscope diagnose --no-save --no-load --json ARGS`, its findings
 /// as (id, severity, verdict).
+/// `LATSCOPE_BIN` runs another build instead (the bench compares one with main's).
 fn diagnose(args: &[&str]) -> (Value, Vec<(String, String)>) {
-    let v = crate::util::diagnose_json(args);
+    let v = match std::env::var_os("LATSCOPE_BIN") {
+        Some(bin) => {
+            let mut cmd = Command::new(bin);
+            cmd.args(["diagnose", "--no-save", "--no-load", "--json"])
+                .args(args);
+            let (out, _) = crate::util::output_within(cmd, Duration::from_secs(120));
+            assert_eq!(out.status.code(), Some(0), "{args:?}: {out:?}");
+            crate::util::json_of(&out)
+        }
+        None => crate::util::diagnose_json(args),
+    };
     let found = v["findings"]
         .as_array()
         .unwrap()
@@ -195,8 +238,8 @@ fn repeat(
 /// nginx serving a small static file with `expires 1h` (Cache-Control, ETag and
 /// Last-Modified): nothing to warn about, every time.
 #[test]
-#[ignore = "runs CPU hogs: scripts/test.sh runs it on its own"]
 fn repeatability_nginx_static_is_healthy_every_time() {
+    let _turn = turn();
     let Some(bin) = crate::util_nginx::nginx_bin() else {
         return;
     };
@@ -225,8 +268,8 @@ fn repeatability_nginx_static_is_healthy_every_time() {
 /// host as its Python origin, with `--origin`: the proxy adds well under a
 /// millisecond to the origin's ~20 ms, so `cdn-cost` fires neither way, every time.
 #[test]
-#[ignore = "runs CPU hogs: scripts/test.sh runs it on its own"]
 fn repeatability_miss_only_proxy_has_no_cdn_cost() {
+    let _turn = turn();
     if !require("python3") || !require("nginx") {
         return;
     }
@@ -252,8 +295,8 @@ fn repeatability_miss_only_proxy_has_no_cdn_cost() {
 /// max-age=600`), with `--origin`: a hit answers in well under a millisecond, the
 /// origin in ~20 ms; never a `warn cdn-cost`, and the same warn/crit ids every time.
 #[test]
-#[ignore = "runs CPU hogs: scripts/test.sh runs it on its own"]
 fn repeatability_varnish_hitting_has_no_cdn_cost_warning() {
+    let _turn = turn();
     if !require("python3") || !require("varnishd") {
         return;
     }
@@ -282,8 +325,8 @@ fn repeatability_varnish_hitting_has_no_cdn_cost_warning() {
 /// The lab's `/cold` route with a planted 1 s cold start (a fresh lab for every
 /// run, so every run sees its first request): `cold-start` every time.
 #[test]
-#[ignore = "runs CPU hogs: scripts/test.sh runs it on its own"]
 fn repeatability_planted_cold_start_is_always_found() {
+    let _turn = turn();
     let Some(_hogs) = Hogs::start() else {
         return;
     };

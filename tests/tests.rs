@@ -46,7 +46,6 @@ mod probe;
 mod probe_tls;
 mod probe_verdicts;
 mod prometheus;
-mod repeatability;
 mod report;
 mod report_verdict;
 mod schema;
