@@ -18,17 +18,11 @@
 //! without hogs; `LATSCOPE_BIN` diagnoses with another build; `LATSCOPE_REPEAT_LOG=FILE` appends one JSON line per diagnosis
 //! (case, run, warn/crit ids, every id) for the bench to count.
 
-#[allow(dead_code)]
 mod util;
-#[allow(dead_code)]
 mod util_caches;
-#[allow(dead_code)]
 mod util_nginx;
-#[allow(dead_code)]
 mod util_real;
-#[allow(dead_code)]
 mod util_require;
-#[allow(dead_code)]
 mod util_wire;
 
 use std::process::{Command, Stdio};

@@ -194,7 +194,7 @@ pub async fn sample(
                 min_rounds: sampling.min_rounds,
                 max_rounds: sampling.max_rounds,
                 max_time_s: (sampling.max_time != Duration::MAX)
-                    .then(|| sampling.max_time.as_secs_f64()),
+                    .then_some(sampling.max_time.as_secs_f64()),
                 stopped: stopped.to_string(),
                 interleaved_with: configs
                     .iter()

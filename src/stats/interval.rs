@@ -71,7 +71,7 @@ impl Interval {
     }
 
     /// The interval of `-x` (what saves instead of what costs).
-    pub fn neg(self) -> Interval {
+    pub fn negated(self) -> Interval {
         Interval {
             estimate: -self.estimate,
             low: -self.high,

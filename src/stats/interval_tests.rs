@@ -97,7 +97,7 @@ fn fires_quiet_or_undecided() {
     assert_eq!(fires.against(20.0), Decision::Above, "{fires:?}");
     let same = shift(&base, &around(13, 20, 100.0, 5.0)).unwrap();
     assert_eq!(same.against(20.0), Decision::Below, "{same:?}");
-    assert_eq!(same.neg().against(20.0), Decision::Below, "{same:?}");
+    assert_eq!(same.negated().against(20.0), Decision::Below, "{same:?}");
     let noisy = shift(&around(14, 12, 100.0, 60.0), &around(15, 12, 120.0, 60.0)).unwrap();
     assert_eq!(noisy.against(20.0), Decision::Undecided, "{noisy:?}");
     let c = Confidence::new("shift, ms", &noisy, 20.0, Method::HodgesLehmann);

@@ -106,7 +106,7 @@ fn pair(name: &'static str, a: Option<&SeriesFacts>, b: Option<&SeriesFacts>) ->
     let quantity = format!("origin − edge TTFB on {name} connections, ms");
     let saves = judge(
         &quantity,
-        iv.map(Interval::neg),
+        iv.map(Interval::negated),
         direct - via,
         n,
         threshold,

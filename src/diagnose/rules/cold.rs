@@ -189,7 +189,8 @@ pub fn first_only(p: &ProbeFacts, origin: Option<&ProbeFacts>) -> Option<Finding
     // The first request must stand out even from the upper end of the steady p50's
     // interval (and from the time latscope waited for a CPU during it).
     let high = steady_interval(steady_ms, later).high.max(steady_ms);
-    if !(first - high >= FIRST_ONLY_FLOOR_MS) {
+    // (NaN, from no steady samples, counts as not standing out.)
+    if (first - high).is_nan() || first - high < FIRST_ONLY_FLOOR_MS {
         return None;
     }
     let origin_rtt = origin

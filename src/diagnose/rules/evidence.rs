@@ -119,7 +119,7 @@ pub(crate) fn not_enough(
         fmt(c.estimate),
         fmt(c.threshold)
     );
-    let more = needed.unwrap_or(n as u64 * 4).max(n as u64 + 1);
+    let more = needed.unwrap_or(n * 4).max(n + 1);
     let command = rerun.replace("{n}", &more.to_string());
     let mut f = Finding::new(id, category, Severity::Info, title)
         .text("verdict", "undecided")

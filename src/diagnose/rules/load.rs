@@ -313,7 +313,7 @@ fn tail(
             confidence: None,
         },
     };
-    if !(p50 > 0.0) || requests == 0 {
+    if p50.is_nan() || p50 <= 0.0 || requests == 0 {
         return None;
     }
     let (over, of) = counts.unwrap_or((0, requests));
