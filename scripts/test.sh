@@ -64,6 +64,8 @@ want mariadbd mariadb-server
 [ -f /usr/share/dokuwiki/doku.php ] || need+=(dokuwiki)
 # … and a Django site behind nginx (tests/stack_django.rs, run by /usr/bin/python3).
 [ -d /usr/lib/python3/dist-packages/django ] || need+=(python3-django)
+# Two CPU hogs for the repeatability suite (tests/repeatability.rs, issue 29).
+want stress-ng stress-ng
 [ -x /usr/bin/time ] || need+=(time)  # GNU time: peak memory of an import (tests/schema.rs)
 
 missing() {

@@ -17,6 +17,7 @@ mod findings_dns;
 mod findings_proxy;
 mod findings_real;
 mod findings_savings;
+mod findings_verdicts_real;
 mod findings_wire;
 mod hostile_exit;
 mod hostile_h2;

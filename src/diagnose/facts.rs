@@ -35,6 +35,22 @@ pub struct SeriesFacts {
     pub total_ms: Vec<f64>,
     /// TCP connect time of each request that opened a connection, in order, ms.
     pub connect_ms: Vec<f64>,
+    /// Per request, in order (the same requests as `ttfb_ms`), ms: wait (request
+    /// written → first byte), receive (first → last byte) and DNS.
+    pub wait_ms: Vec<f64>,
+    pub receive_ms: Vec<f64>,
+    pub dns_ms: Vec<f64>,
+    /// Connect + TLS of each request that opened a connection, in order, ms.
+    pub handshake_ms: Vec<f64>,
+    /// TLS handshake of each request that opened a connection, in order, ms.
+    pub tls_ms: Vec<f64>,
+}
+
+impl SeriesFacts {
+    /// Samples of the series, or 0 when none was kept per request.
+    pub fn n(&self) -> usize {
+        self.ttfb_ms.len()
+    }
 }
 
 /// Kernel TCP_INFO of a probe connection.
@@ -73,13 +89,16 @@ pub struct RedirectHop {
 }
 
 /// A large body downloaded over a fresh and over a warm connection.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct DownloadFacts {
     pub body_bytes: u64,
     /// Receive time (first → last byte) over a fresh connection, ms.
     pub fresh_ms: f64,
     /// Receive time over a warm (reused) connection, ms.
     pub warm_ms: f64,
+    /// Each large body's receive time over fresh and over warm connections, ms.
+    pub fresh_samples_ms: Vec<f64>,
+    pub warm_samples_ms: Vec<f64>,
 }
 
 /// What a probe of one URL measured.
@@ -116,6 +135,28 @@ pub struct ProbeFacts {
     pub redirects: Vec<RedirectHop>,
     /// For each response, whether the server closed the connection after it.
     pub closed_by_server: Vec<bool>,
+    /// The addresses the URL resolved to.
+    pub addresses: Vec<String>,
+    /// How long latscope itself waited for a CPU during the very first request, ms
+    /// (None: not measured): time the first request lost on this machine, not on the
+    /// server.
+    pub first_client_wait_ms: Option<f64>,
+    /// How busy this machine was while the probe ran (None: not measured).
+    pub client: Option<ClientNoise>,
+}
+
+/// The client's own noise during a probe: time latscope waited, runnable, for a CPU
+/// (schedstat) and the samples that waited long enough to be left out.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ClientNoise {
+    /// Samples measured (kept and left out).
+    pub samples: u64,
+    /// Samples left out (and re-taken) because latscope waited for a CPU during them.
+    pub disturbed: u64,
+    /// Run-queue wait over all samples, ms.
+    pub wait_ms: f64,
+    /// That wait as a share of the samples' time (0..1).
+    pub wait_share: f64,
 }
 
 /// One conditional GET of the cache audit.
@@ -181,6 +222,9 @@ pub struct LoadStep {
     pub p99_ms: f64,
     pub requests: u64,
     pub errors: u64,
+    /// The 95 % interval of the step's p99 (order statistics of its requests; the
+    /// upper end infinite when too few requests bound it), ms. None: not computed.
+    pub p99_interval: Option<(f64, f64)>,
 }
 
 impl LoadStep {
@@ -247,6 +291,9 @@ pub struct LoadFacts {
     pub errors_by_kind: BTreeMap<String, u64>,
     /// Connect times as (value ms, count) pairs, e.g. from the connect histogram.
     pub connect_ms: Vec<(f64, u64)>,
+    /// Every request's latency as (value ms, count) pairs, from the latency
+    /// histogram (empty: not kept).
+    pub latency_ms: Vec<(f64, u64)>,
     /// latscope's own CPU use, percent of one core (200 = two cores busy).
     pub client_cpu_pct: Option<f64>,
     /// Time latscope's threads were ready to run but waited for a CPU, percent
@@ -351,6 +398,9 @@ pub struct Http3Facts {
     pub reused_ttfb_ms: Option<f64>,
     /// The h3 probe's fastest fresh TTFB, ms.
     pub fresh_ttfb_min_ms: Option<f64>,
+    /// Each fresh h3 visit's TTFB less the time latscope waited for a CPU during it
+    /// (when measured per visit), ms.
+    pub fresh_ttfb_samples_ms: Vec<f64>,
     /// How long latscope's threads waited for a CPU during the h3 probe, per
     /// request, ms: time a busy client added to QUIC's side only.
     pub client_cpu_wait_per_visit_ms: Option<f64>,

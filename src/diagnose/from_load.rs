@@ -42,6 +42,11 @@ pub fn load_facts(r: &LoadResult) -> LoadFacts {
             .iter_recorded()
             .map(|v| (v.value_iterated_to() as f64 / 1e6, v.count_at_value()))
             .collect(),
+        latency_ms: r
+            .latency
+            .iter_recorded()
+            .map(|v| (v.value_iterated_to() as f64 / 1e6, v.count_at_value()))
+            .collect(),
         client_cpu_pct: Some(r.client_cpu_pct),
         client_wait_pct: r.client_wait_pct,
         threads: r.threads as u32,

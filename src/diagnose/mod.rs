@@ -20,9 +20,9 @@ pub mod stack;
 pub mod summary;
 
 pub use facts::{
-    CacheFacts, ConditionalFacts, DiskFacts, DownloadFacts, Facts, Headers, Http3Facts, LoadFacts,
-    LoadStep, Phases, ProbeFacts, RedirectHop, RepeatFacts, Second, SeriesFacts, TcpFacts,
-    TlsFacts,
+    CacheFacts, ClientNoise, ConditionalFacts, DiskFacts, DownloadFacts, Facts, Headers,
+    Http3Facts, LoadFacts, LoadStep, Phases, ProbeFacts, RedirectHop, RepeatFacts, Second,
+    SeriesFacts, TcpFacts, TlsFacts,
 };
 pub use finding::{sort_findings, Category, Finding, Severity};
 
@@ -34,6 +34,13 @@ pub fn run_rules(facts: &Facts) -> Vec<Finding> {
     let mut findings = rules::all(facts);
     sort_findings(&mut findings);
     findings
+}
+
+/// Whether every timing-based rule could decide on these facts — no finding says
+/// "not enough samples to tell": what the adaptive sampler (`probe::sampler`) asks
+/// before it takes more rounds.
+pub fn decided(facts: &Facts) -> bool {
+    !rules::all(facts).iter().any(Finding::undecided)
 }
 
 /// The one-paragraph "where the time goes" for the probed URL, if there is a probe.

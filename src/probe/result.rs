@@ -196,6 +196,14 @@ pub struct ProbeResult {
     pub dropped_headers: Vec<String>,
     /// Response headers of the last response (values of repeated headers joined).
     pub headers: BTreeMap<String, String>,
+    /// How busy this machine was while the probe ran: latscope's wait for a CPU and
+    /// the samples left out for it (absent where the kernel does not say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<super::noise::ClientSummary>,
+    /// How many rounds were taken and why sampling stopped (absent in runs stored
+    /// before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<super::sampler::SamplingReport>,
     pub samples: Vec<Sample>,
 }
 
@@ -308,6 +316,8 @@ impl ProbeResult {
             redirects: Vec::new(),
             dropped_headers: Vec::new(),
             headers,
+            client: None,
+            sampling: None,
             samples,
         };
         if is_http {
@@ -349,11 +359,12 @@ impl ProbeResult {
         self.physical_floor = distance_km.map(|d| PhysicalFloor::new(d, self.tcp.as_ref()));
     }
 
-    /// The successful samples of one series, in order.
+    /// The successful samples of one series, in order (the disturbed ones left out:
+    /// `noise`).
     pub fn ok_samples(&self, series: Series) -> impl Iterator<Item = &Sample> {
         self.samples
             .iter()
-            .filter(move |s| s.series == series && s.error.is_none())
+            .filter(move |s| s.series == series && s.error.is_none() && !s.disturbed)
     }
 }
 

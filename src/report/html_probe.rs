@@ -106,7 +106,8 @@ pub(super) fn probe(out: &mut String, r: &ProbeResult) -> Result<(), ReportError
         out.push_str(
             "<p>fresh: a new connection per request (on TLS a full handshake: what a curl \
                  loop or a first visit pays); resumed: a new connection resuming its TLS \
-                 session (a returning visitor); reused: one kept-alive connection.</p>\n",
+                 session (a returning visitor); reused: the next request over each \
+                 fresh connection (one kept-alive connection over HTTP/3).</p>\n",
         );
     }
     let mut curves = Vec::new();

@@ -275,7 +275,7 @@ pub fn cache_status(c: &CacheFacts) -> Option<Finding> {
 mod tests {
     use super::*;
     use crate::diagnose::facts::{Headers, RepeatFacts};
-    use crate::diagnose::rules::testutil::{far_probe, healthy_probe};
+    use crate::diagnose::rules::testutil::{far_probe, healthy_probe, set_ttfb};
 
     fn repeat(pairs: &[(&str, &str)], ttfb: f64) -> RepeatFacts {
         RepeatFacts {
@@ -304,7 +304,7 @@ mod tests {
     #[test]
     fn cdn_cost_both_ways() {
         let mut via = far_probe();
-        via.fresh.as_mut().unwrap().p50.ttfb = 530.0;
+        set_ttfb(via.fresh.as_mut().unwrap(), 530.0, 1.0);
         via.headers =
             Headers::from_pairs(&[("cf-ray", "8a1b-SJC"), ("cf-cache-status", "DYNAMIC")]);
         let f = cdn_cost(&via, &far_probe()).expect("fires");
@@ -317,7 +317,7 @@ mod tests {
         assert!(cdn_cost(&far_probe(), &far_probe()).is_none());
         // Loopback: 0.47 vs 0.2 ms is 2× but far under 20 ms.
         let mut fast = healthy_probe();
-        fast.fresh.as_mut().unwrap().p50.ttfb = 0.2;
+        set_ttfb(fast.fresh.as_mut().unwrap(), 0.2, 0.02);
         assert!(cdn_cost(&healthy_probe(), &fast).is_none());
     }
 

@@ -10,6 +10,7 @@ pub mod cold;
 pub mod connection;
 pub mod content;
 pub mod disk;
+pub mod evidence;
 pub mod http3;
 pub mod load;
 pub mod rate;
