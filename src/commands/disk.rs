@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant, SystemTime};
 
 use crate::cli::DiskArgs;
-use crate::diagnose::{self, Facts};
+use crate::diagnose::{self, disk_verdict, Facts};
 use crate::disk::{self, DiskOptions, Observer, SecondHists, SecondStats, Setup};
 use crate::report;
 use crate::report::live::{self, disk::DiskSecond, DiskSetup, DiskState, LiveView, Stopper};
@@ -87,6 +87,10 @@ struct Printer<'a> {
     total_s: u64,
     header: String,
     last_layout: Option<Instant>,
+    /// The database suite runs: no live view, the header comes after the verdict.
+    suite: bool,
+    /// The suite's workload under way, for the progress line.
+    current: String,
 }
 
 /// What `q` and Ctrl-C do in the view: what the signals do (raw mode turns Ctrl-C
@@ -128,15 +132,22 @@ impl Observer for Printer<'_> {
         for w in setup.warnings.iter().chain(&setup.engine_note) {
             eprintln!("latscope: warning: {w}");
         }
-        if !self.json {
+        if !self.json && !self.suite {
             let mut out = std::io::stdout().lock();
             let _ = out.write_all(self.header.as_bytes());
             let _ = out.flush();
         }
-        if self.live {
+        if self.live && !self.suite {
             // No view (a terminal that cannot take raw mode): the progress line.
             let state = DiskState::new(DiskSetup::new(self.opts, setup));
             self.view = LiveView::open(state, stopper()).ok();
+        }
+    }
+
+    fn workload(&mut self, i: usize, n: usize, name: &str, what: &str) {
+        self.current = format!("[{}/{n}] {name}", i + 1);
+        if self.tty {
+            eprint!("\r\x1b[2K  {}: {what}", self.current);
         }
     }
 
@@ -144,6 +155,12 @@ impl Observer for Printer<'_> {
         if let Some(view) = &self.view {
             let second = DiskSecond::new(s, hists);
             view.update(move |st| st.push(&second));
+        } else if self.tty && self.suite {
+            eprint!(
+                "\r\x1b[2K  {} {}",
+                self.current,
+                report::disk::progress_rates(s)
+            );
         } else if self.tty {
             eprint!("\r\x1b[2K{}", report::disk::progress(s, self.total_s));
         }
@@ -165,7 +182,12 @@ pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
         total_s: opts.duration.as_secs_f64().ceil() as u64,
         header: String::new(),
         last_layout: None,
+        suite: opts.suite,
+        current: String::new(),
     };
+    if opts.suite {
+        return run_suite(&args, &opts, started, printer);
+    }
     let outcome = disk::run(&opts, &STOP, &mut printer);
     if let Some(view) = printer.view.take() {
         // The terminal back before the summary (and any error) is printed.
@@ -184,9 +206,15 @@ pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
         ..Facts::default()
     };
     let findings = diagnose::run_rules(&facts);
+    let verdict = disk_verdict::verdict(facts.disk.as_ref().expect("disk facts"), &findings);
     let mut doc = result.to_json();
+    doc["verdict"] = serde_json::to_value(&verdict)?;
     doc["findings"] = serde_json::to_value(&findings)?;
-    let body = report::disk::render(&result, &findings);
+    let body = format!(
+        "\n{}{}",
+        report::disk_suite::verdict_text(&verdict),
+        report::disk::render(&result, &findings)
+    );
     let text = format!("{}{body}", printer.header);
     // Saved before it is printed: a stdout that cannot be written loses nothing.
     let saved = saving::save(
@@ -218,6 +246,77 @@ pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
             secret_headers: Vec::new(),
         },
     );
-    super::output::print(args.output.json, &doc, &body)?;
+    super::output::print(args.output.json, &VerdictFirst(&doc), &body)?;
+    Ok(saved.exit_code(0))
+}
+
+/// A disk document printed with `verdict` as its first field (DESIGN.md, fourth
+/// wave), the rest in their usual order.
+struct VerdictFirst<'a>(&'a serde_json::Value);
+
+impl serde::Serialize for VerdictFirst<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0.as_object() {
+            Some(map) => s.collect_map(
+                map.get_key_value("verdict")
+                    .into_iter()
+                    .chain(map.iter().filter(|(k, _)| *k != "verdict")),
+            ),
+            None => self.0.serialize(s),
+        }
+    }
+}
+
+/// Runs the database suite (no workload flags): its workloads and the commit test,
+/// the verdict first, then what was measured.
+fn run_suite(
+    args: &DiskArgs,
+    opts: &DiskOptions,
+    started: SystemTime,
+    mut printer: Printer<'_>,
+) -> anyhow::Result<u8> {
+    let outcome = disk::suite::run(opts, &STOP, &mut printer);
+    if printer.tty {
+        eprint!("\r\x1b[2K");
+    }
+    let result = match outcome {
+        Ok(r) => r,
+        Err(e) if e.is_usage() => return Err(usage!("{e}")),
+        Err(e) => return Err(anyhow::Error::new(e)),
+    };
+    let facts = Facts {
+        disk: Some(diagnose::from_disk::suite_facts(&result)),
+        ..Facts::default()
+    };
+    let findings = diagnose::run_rules(&facts);
+    let verdict = disk_verdict::verdict(facts.disk.as_ref().expect("disk facts"), &findings);
+    let mut doc = result.to_json();
+    doc["verdict"] = serde_json::to_value(&verdict)?;
+    doc["findings"] = serde_json::to_value(&findings)?;
+    let text = report::disk_suite::render_suite(&result, &verdict, &findings);
+    let saved = saving::save(
+        &args.output,
+        NewRun {
+            kind: "disk",
+            target: opts.path.display().to_string(),
+            started,
+            duration_s: result.elapsed.as_secs_f64(),
+            config: serde_json::json!({
+                "path": opts.path.display().to_string(),
+                "pattern": "suite",
+                "size": result.setup.size,
+                "direct": format!("{:?}", opts.direct).to_lowercase(),
+                "write": opts.allow_write,
+                "engine": format!("{:?}", opts.engine).to_lowercase(),
+            }),
+            summary: doc.clone(),
+            timeline: doc["timeline"].clone(),
+            findings: serde_json::to_value(&findings)?,
+            text: text.clone(),
+            histograms: result.histograms(),
+            secret_headers: Vec::new(),
+        },
+    );
+    super::output::print(args.output.json, &VerdictFirst(&doc), &text)?;
     Ok(saved.exit_code(0))
 }

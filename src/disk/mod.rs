@@ -5,12 +5,18 @@
 //! fdatasync after every write (timed on its own). Completion latencies land in
 //! HdrHistograms, per direction and per second.
 //!
+//! Without workload flags `latscope disk` runs the database suite instead
+//! ([`suite`]: several workloads and the commit test of [`commit`]).
+//!
 //! This module measures; it never prints. Progress and the setup reach the caller
 //! through an [`Observer`].
 
+pub mod commit;
 pub mod file;
 pub mod options;
 pub mod result;
+pub mod suite;
+mod suite_json;
 pub mod workload;
 
 mod buf;
@@ -78,6 +84,8 @@ pub trait Observer {
     fn laying_out(&mut self, _done: u64, _total: u64) {}
     /// The file is ready and the measurement starts now.
     fn started(&mut self, _setup: &Setup) {}
+    /// The suite starts workload `i` of `n` (its name, and what it stands for).
+    fn workload(&mut self, _i: usize, _n: usize, _name: &str, _what: &str) {}
     /// One second of the measurement closed: its numbers, and its histograms (for
     /// a view that adds them up while the run goes).
     fn second(&mut self, _s: &SecondStats, _hists: &SecondHists) {}
@@ -180,7 +188,17 @@ pub fn run(
     if stop.load(Ordering::Relaxed) {
         return Err(DiskError::Interrupted);
     }
-    let (engine, engine_note) = match opts.engine {
+    let setup = setup_of(&tf, opts.engine)?;
+    obs.started(&setup);
+    let result = measure(opts, &tf, setup, Duration::ZERO, stop, obs);
+    drop(tf);
+    result
+}
+
+/// The engine to use (io_uring where it works, unless told otherwise) and the setup
+/// a prepared file gives.
+pub(crate) fn setup_of(tf: &file::TestFile, choice: EngineChoice) -> Result<Setup, DiskError> {
+    let (engine, engine_note) = match choice {
         EngineChoice::Threads => (EngineKind::Threads, None),
         EngineChoice::Uring => {
             engine_uring::probe().map_err(DiskError::Uring)?;
@@ -194,7 +212,7 @@ pub fn run(
             ),
         },
     };
-    let setup = Setup {
+    Ok(Setup {
         file: tf.path.clone(),
         created: tf.created,
         size: tf.size,
@@ -204,11 +222,23 @@ pub fn run(
         engine,
         engine_note,
         warnings: tf.warnings.clone(),
-    };
-    obs.started(&setup);
+    })
+}
 
+/// Keeps `opts.iodepth` I/Os of `opts.bs` in flight on a prepared file for
+/// `opts.duration`, after `warmup` whose completions are not recorded (a throttle's
+/// first burst, a device's first I/Os).
+pub(crate) fn measure(
+    opts: &DiskOptions,
+    tf: &file::TestFile,
+    setup: Setup,
+    warmup: Duration,
+    stop: &AtomicBool,
+    obs: &mut dyn Observer,
+) -> Result<DiskResult, DiskError> {
+    let engine = setup.engine;
     let halted = AtomicBool::new(false);
-    let t0 = Instant::now();
+    let t0 = Instant::now() + warmup;
     let ctx = Ctx {
         file: &tf.file,
         bs: opts.bs,
@@ -270,7 +300,7 @@ pub fn run(
         .unwrap_or(Duration::ZERO)
         .min(opts.duration);
     let interrupted = stop.load(Ordering::Relaxed) && elapsed < opts.duration;
-    let result = DiskResult::new(
+    Ok(DiskResult::new(
         opts.clone(),
         setup,
         elapsed,
@@ -278,9 +308,7 @@ pub fn run(
         collected.totals,
         timeline,
         per_second,
-    );
-    drop(tf);
-    Ok(result)
+    ))
 }
 
 #[cfg(test)]
@@ -323,6 +351,8 @@ mod tests {
             precondition: false,
             allow_write: false,
             engine: EngineChoice::Auto,
+            suite: false,
+            layout_budget: None,
         };
         let mut seen = Seen::default();
         let r = run(&opts, &AtomicBool::new(false), &mut seen).unwrap();

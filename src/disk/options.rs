@@ -13,6 +13,11 @@ use crate::units::fmt_bytes;
 
 /// Test file size when `--size` is not given and a file is created.
 pub const DEFAULT_SIZE: u64 = 256 * 1024 * 1024;
+/// How long the suite lays out its test file at most (it keeps what was written by
+/// then, at least [`MIN_LAYOUT`]).
+pub const SUITE_LAYOUT_BUDGET: Duration = Duration::from_secs(4);
+/// The least the suite lays out, however slow the volume.
+pub const MIN_LAYOUT: u64 = 8 * 1024 * 1024;
 /// Largest block size (io_uring lengths are 32-bit; larger blocks say nothing more).
 pub const MAX_BS: u64 = 64 * 1024 * 1024;
 
@@ -63,31 +68,42 @@ pub struct DiskOptions {
     /// Writing to an existing file is allowed (`--write`).
     pub allow_write: bool,
     pub engine: EngineChoice,
+    /// No workload flag was given: run the database suite ([`crate::disk::suite`]).
+    pub suite: bool,
+    /// Stop laying out after this long (keeping at least [`MIN_LAYOUT`]).
+    pub layout_budget: Option<Duration>,
 }
 
 impl DiskOptions {
     /// Checks the flags; the error is a usage message naming the flag.
     pub fn from_args(a: &DiskArgs) -> Result<DiskOptions, String> {
-        let pattern = Pattern::from(a.pattern);
-        if a.bs == 0 {
+        let suite = a.pattern.is_none()
+            && a.bs.is_none()
+            && a.iodepth.is_none()
+            && a.duration.is_none()
+            && !a.fsync;
+        let pattern = Pattern::from(a.pattern.unwrap_or(crate::cli::DiskPattern::Randrw));
+        let bs = a.bs.unwrap_or(4096);
+        let duration = a.duration.unwrap_or(Duration::from_secs(30));
+        if bs == 0 {
             return Err("--bs must be at least 1 byte".into());
         }
-        if a.bs > MAX_BS {
+        if bs > MAX_BS {
             return Err(format!(
                 "--bs {} is too large (at most {})",
-                fmt_bytes(a.bs),
+                fmt_bytes(bs),
                 fmt_bytes(MAX_BS)
             ));
         }
-        if a.duration.is_zero() {
+        if duration.is_zero() {
             return Err("--duration must be longer than 0".into());
         }
         if let Some(size) = a.size {
-            if size < a.bs {
+            if size < bs {
                 return Err(format!(
                     "--size {} is smaller than one block (--bs {})",
                     fmt_bytes(size),
-                    fmt_bytes(a.bs)
+                    fmt_bytes(bs)
                 ));
             }
         }
@@ -113,10 +129,10 @@ impl DiskOptions {
             path: a.path.clone(),
             pattern,
             read_pct,
-            bs: a.bs,
-            iodepth: a.iodepth.max(1),
+            bs,
+            iodepth: a.iodepth.unwrap_or(1).max(1),
             size: a.size,
-            duration: a.duration,
+            duration,
             direct,
             fsync: a.fsync,
             precondition: a.precondition,
@@ -126,6 +142,8 @@ impl DiskOptions {
                 DiskEngine::Uring => EngineChoice::Uring,
                 DiskEngine::Threads => EngineChoice::Threads,
             },
+            suite,
+            layout_budget: None,
         })
     }
 }

@@ -15,6 +15,7 @@ use crate::disk::options::DiskOptions;
 use crate::disk::recorder::{Hists, SecondHists};
 use crate::disk::workload::Pattern;
 use crate::disk::Setup;
+use crate::stats::counts::supports;
 use crate::stats::{Percentiles, Unit};
 use crate::store::StoredHistogram;
 
@@ -191,14 +192,7 @@ impl DiskResult {
     /// Without `findings`, which the command adds beside it.
     pub fn to_json(&self) -> Value {
         let o = &self.options;
-        let dir = |d: DirSummary| {
-            json!({
-                "ios": d.ios,
-                "iops": r1(d.iops),
-                "bw_mib_s": r2(d.bw_mib_s),
-                "lat_us": lat_json(&d.lat_us),
-            })
-        };
+        let dir = dir_json;
         let mut doc = json!({
             "kind": "disk",
             "path": o.path.display().to_string(),
@@ -221,7 +215,7 @@ impl DiskResult {
             "warnings": self.warnings(),
         });
         if let Some((count, lat)) = self.fsync() {
-            doc["fsync"] = json!({ "count": count, "lat_us": lat_json(&lat) });
+            doc["fsync"] = json!({ "count": count, "lat_us": lat_json(&lat, count) });
         }
         doc
     }
@@ -272,14 +266,34 @@ pub(crate) fn stored(h: &Hists, second: Option<u32>) -> Vec<StoredHistogram> {
     out
 }
 
-fn lat_json(p: &Percentiles) -> Value {
+/// One direction as JSON: `{ios, iops, bw_mib_s, lat_us}`.
+pub(crate) fn dir_json(d: DirSummary) -> Value {
     json!({
-        "min": r1(p.min), "mean": r1(p.mean), "p50": r1(p.p50), "p90": r1(p.p90),
-        "p99": r1(p.p99), "p999": r1(p.p999), "p9999": r1(p.p9999), "max": r1(p.max),
+        "ios": d.ios,
+        "iops": r1(d.iops),
+        "bw_mib_s": r2(d.bw_mib_s),
+        "lat_us": lat_json(&d.lat_us, d.ios),
     })
 }
 
-fn rate(n: u64, secs: f64) -> f64 {
+/// Latency percentiles as JSON, each only where `n` values support it (p99.9 from
+/// 1,000, p99.99 from 10,000; null below: that "percentile" would be the maximum).
+pub(crate) fn lat_json(p: &Percentiles, n: u64) -> Value {
+    let q = |v: f64, q: f64| {
+        if supports(n, q) {
+            json!(r1(v))
+        } else {
+            Value::Null
+        }
+    };
+    json!({
+        "min": r1(p.min), "mean": r1(p.mean), "p50": r1(p.p50), "p90": q(p.p90, 0.9),
+        "p99": q(p.p99, 0.99), "p999": q(p.p999, 0.999), "p9999": q(p.p9999, 0.9999),
+        "max": r1(p.max),
+    })
+}
+
+pub(crate) fn rate(n: u64, secs: f64) -> f64 {
     if secs > 0.0 {
         n as f64 / secs
     } else {
@@ -287,11 +301,11 @@ fn rate(n: u64, secs: f64) -> f64 {
     }
 }
 
-fn r1(x: f64) -> f64 {
+pub(crate) fn r1(x: f64) -> f64 {
     (x * 10.0).round() / 10.0
 }
 
-fn r2(x: f64) -> f64 {
+pub(crate) fn r2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }
 

@@ -178,7 +178,12 @@ fn timeline(r: &DiskResult) -> String {
 
 /// The progress line while measuring (stderr, on a terminal only).
 pub fn progress(s: &SecondStats, total_s: u64) -> String {
-    let mut line = format!("  {}/{} s", s.t + 1, total_s);
+    format!("  {}/{} s{}", s.t + 1, total_s, progress_rates(s))
+}
+
+/// The rates and p99s of one second, for a progress line.
+pub fn progress_rates(s: &SecondStats) -> String {
+    let mut line = String::new();
     if s.read_ios > 0 {
         line.push_str(&format!(
             "  read {} IOPS p99 {}",

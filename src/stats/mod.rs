@@ -6,6 +6,7 @@
 //! prints.
 
 pub mod compare;
+pub mod counts;
 pub mod histogram;
 
 pub use histogram::{new_histogram, Percentiles, Unit};
