@@ -83,7 +83,7 @@ const COMMIT_P99_MS: f64 = 10.0;
 const COMMIT_P50_NO_MS: f64 = 20.0;
 /// A new WAL segment within this is fit; past the second, unfit, ms.
 const SEGMENT_MS: f64 = 1000.0;
-const SEGMENT_NO_MS: f64 = 5000.0;
+const SEGMENT_NO_MS: f64 = 2000.0;
 /// For bulk writes: within this is fit, past the second unfit, ms.
 const SEGMENT_BULK_MS: f64 = 500.0;
 const SEGMENT_BULK_NO_MS: f64 = 2000.0;
@@ -96,6 +96,15 @@ const READ_IOPS_NO: f64 = 200.0;
 /// Sustained writes: fit from the first, unfit under the second, MiB/s.
 const WRITE_MIB_S: f64 = 100.0;
 const WRITE_NO_MIB_S: f64 = 20.0;
+
+/// MiB/s as read: "5.0", "48.2", "1,284".
+fn mib(v: f64) -> String {
+    if v >= 100.0 {
+        thousands(v.round() as u64)
+    } else {
+        format!("{v:.1}")
+    }
+}
 
 /// The grade stalls give: crit `disk-tail` → no, warn → at best limited.
 fn stall_cap(findings: &[Finding]) -> Fit {
@@ -193,11 +202,12 @@ fn for_text(profiles: &[Profile]) -> String {
             .map(|p| p.profile)
             .collect()
     };
-    let join = |v: Vec<&str>| match v.len() {
+    let join_with = |v: Vec<&str>, and: &str| match v.len() {
         0 => String::new(),
         1 => v[0].to_string(),
-        _ => format!("{} and {}", v[..v.len() - 1].join(", "), v[v.len() - 1]),
+        _ => format!("{} {and} {}", v[..v.len() - 1].join(", "), v[v.len() - 1]),
     };
+    let join = |v: Vec<&str>| join_with(v, "and");
     let (yes, limited, no) = (names(Fit::Yes), names(Fit::Limited), names(Fit::No));
     let db = |v: &[&str]| {
         if v.iter().all(|p| *p == "this workload") {
@@ -217,7 +227,7 @@ fn for_text(profiles: &[Profile]) -> String {
     }
     if !no.is_empty() {
         let d = db(&no);
-        parts.push(format!("not {}{d}", join(no)));
+        parts.push(format!("not {}{d}", join_with(no, "or")));
     }
     parts.join("; ")
 }
@@ -301,8 +311,8 @@ fn suite(d: &DiskFacts, stalls: Fit, v: &mut DiskVerdict) {
             profile: "write-heavy",
             fit: bw.min(seg).min(stalls),
             because: format!(
-                "sustained writes {:.1} MiB/s (1 MiB blocks, 8 in flight){}",
-                w.mib_s,
+                "sustained writes {} MiB/s (1 MiB blocks, 8 in flight){}",
+                mib(w.mib_s),
                 d.commit
                     .as_ref()
                     .map(|c| format!("; {}", seg_text(c.segment_ms, c.segment_extrapolated)))

@@ -329,6 +329,8 @@ pub struct CommitFacts {
     pub mean_ms: f64,
     pub p50_ms: f64,
     pub p99_ms: f64,
+    pub p999_ms: f64,
+    pub p9999_ms: f64,
     pub max_ms: f64,
     /// The two halves of a commit, p50.
     pub write_p50_ms: f64,
@@ -361,7 +363,8 @@ pub struct DiskDirFacts {
     pub over_100ms: u64,
     pub over_1s: u64,
     /// Seconds measured, and those in which some I/O stalled — took longer than
-    /// 100 ms and 4× the median — or took longer than 1 s: the I/Os caught in one
+    /// 100 ms and 4× the median — or longer than 1 s (and 4× the median): the I/Os
+    /// caught in one
     /// stall are not independent events, the seconds nearly are.
     pub seconds: u64,
     pub stall_seconds: u64,

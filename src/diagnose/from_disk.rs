@@ -96,6 +96,8 @@ fn commit_facts(c: &CommitResult) -> CommitFacts {
         mean_ms: if h.is_empty() { 0.0 } else { h.mean() / 1e6 },
         p50_ms: ms(h, 0.5),
         p99_ms: ms(h, 0.99),
+        p999_ms: ms(h, 0.999),
+        p9999_ms: ms(h, 0.9999),
         max_ms: ms(h, 1.0),
         write_p50_ms: ms(&c.steady.write, 0.5),
         fsync_p50_ms: ms(&c.steady.fsync, 0.5),
@@ -136,7 +138,7 @@ fn dir_facts(h: &Histogram<u64>, per_second_iops: Vec<f64>, max_us: &[f64]) -> D
         over_1s: over(h, 1_000_000_000),
         seconds: max_us.len() as u64,
         stall_seconds: stall_seconds(STALL_MS.max(STALL_X_P50 * p50)) as u64,
-        stall_seconds_1s: stall_seconds(1000.0) as u64,
+        stall_seconds_1s: stall_seconds(1000f64.max(STALL_X_P50 * p50)) as u64,
         per_second_iops,
     }
 }

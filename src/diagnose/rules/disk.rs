@@ -292,6 +292,8 @@ fn tail_series(d: &DiskFacts) -> Vec<(String, DiskDirFacts, bool)> {
                 mean_ms: c.mean_ms,
                 p50_ms: c.p50_ms,
                 p99_ms: c.p99_ms,
+                p999_ms: c.p999_ms,
+                p9999_ms: c.p9999_ms,
                 max_ms: c.max_ms,
                 over_100ms: c.over_100ms,
                 over_1s: c.over_1s,
@@ -312,9 +314,27 @@ fn tail_series(d: &DiskFacts) -> Vec<(String, DiskDirFacts, bool)> {
 pub fn disk_tail(d: &DiskFacts) -> Option<Finding> {
     let series = tail_series(d);
     let capped = caps(d);
+    // A cap releases I/Os in slices (blkio every 100 ms): waits of a slice are its
+    // queue, named by the cap's finding; only stalls over 1 s still count here.
+    let cap_id = if !capped.is_empty() {
+        None
+    } else if super::disk_cause::iops_cap(d).is_some() {
+        Some("disk-iops-cap")
+    } else if super::disk_cause::bandwidth_cap(d).is_some() {
+        Some("disk-bandwidth-cap")
+    } else {
+        None
+    };
+    let judge = |f: &DiskDirFacts, m: bool| {
+        let s = tail_severity(f, m)?;
+        match cap_id {
+            Some(_) if f.stall_seconds_1s == 0 => Some(s.min(Severity::Info)),
+            _ => Some(s),
+        }
+    };
     let (which, f, severity) = series
         .iter()
-        .filter_map(|(n, f, m)| Some((n.as_str(), f, tail_severity(f, *m)?)))
+        .filter_map(|(n, f, m)| Some((n.as_str(), f, judge(f, *m)?)))
         .max_by(|a, b| {
             a.2.cmp(&b.2)
                 .then(a.1.stall_seconds_1s.cmp(&b.1.stall_seconds_1s))
@@ -333,7 +353,10 @@ pub fn disk_tail(d: &DiskFacts) -> Option<Finding> {
         seconds: all_secs,
         ..DiskDirFacts::default()
     };
-    let severity = tail_severity(&together, false).map_or(severity, |s| s.max(severity));
+    let severity = match cap_id {
+        Some(_) if all_1s == 0 => severity,
+        _ => tail_severity(&together, false).map_or(severity, |s| s.max(severity)),
+    };
     let slow_median = f.p50_ms >= SLOW_P50_MS && series.iter().any(|(n, _, m)| n == which && *m);
     let title = if slow_median {
         let why = if capped.iter().any(|(n, _, _)| *n == which) {
@@ -348,17 +371,22 @@ pub fn disk_tail(d: &DiskFacts) -> Option<Finding> {
             tail_text(f),
         )
     } else {
-        let suite = if series.len() > 2 && all_secs > f.seconds {
+        let suite = if series.len() > 2 && (all_1s > f.stall_seconds_1s || all_short > f.stall_seconds) {
             format!(
-                " (the whole suite: {} s of {} held a stall over 1 s, {} a stall over 100 ms)",
-                all_1s, all_secs, all_short
+                " (the whole suite: {all_1s} of {all_secs} s held a stall over 1 s, \
+                 {all_short} a stall over 100 ms)"
             )
         } else {
             String::new()
         };
+        let tail = match cap_id {
+            Some(id) if f.stall_seconds_1s == 0 => format!(
+                " — waits of the cap's slices ({id}), not stalls of the device"
+            ),
+            _ => ", each one a stalled query for a database on this volume".to_string(),
+        };
         format!(
-            "{which} stalls: {} ({}; p50 {}){suite}, each one a stalled query for a database \
-             on this volume",
+            "{which} stalls: {} ({}; p50 {}){suite}{tail}",
             stall_counts(f),
             tail_text(f),
             ms(f.p50_ms),

@@ -2,10 +2,11 @@
 //! workloads (random reads of 4 KiB at queue depth 1 and 32, of 64 KiB at 32; an
 //! O_DIRECT log with fdatasync):
 //!
-//! - `disk-iops-cap`: IOPS the same at 4 KiB and 64 KiB while latency rises with
-//!   queue depth — a token bucket on I/Os (a provisioned volume, a cgroup limit);
-//! - `disk-bandwidth-cap`: MiB/s the same at 4 KiB and 64 KiB, IOPS falling as blocks
-//!   grow — a limit on bytes;
+//! - `disk-iops-cap`: IOPS the same at 4 KiB and 64 KiB, at a round number, while
+//!   latency rises with queue depth — a token bucket on I/Os (a provisioned volume,
+//!   a cgroup limit); a device at its own limit wanders off round numbers;
+//! - `disk-bandwidth-cap`: MiB/s the same at 4 KiB and 64 KiB (a round number of MiB/s
+//!   or MB/s), IOPS falling as blocks grow — a limit on bytes;
 //! - `disk-added-latency`: a latency floor that does not move with queue depth or
 //!   block size, IOPS growing with queue depth (IOPS ≈ depth / latency) — every I/O
 //!   pays a fixed delay (a network volume's round trip), no queue;
@@ -20,8 +21,11 @@ use super::ms;
 use crate::diagnose::facts::{DiskFacts, WorkloadFacts};
 use crate::diagnose::finding::{Category, Finding, Severity};
 
-/// Two rates within this share of the larger are "the same".
-const FLAT: f64 = 0.15;
+const MIB: f64 = 1024.0 * 1024.0;
+/// Two rates within this share of the larger are "the same": a cap holds its rate to
+/// a few percent at any block size (a CPU-bound device's IOPS at 4 and 64 KiB were
+/// 15 % apart).
+const FLAT: f64 = 0.07;
 /// Latency at queue depth 32 at least this many times that at depth 1: I/Os queue.
 const QUEUES: f64 = 3.0;
 /// A cap matters once I/Os wait this long behind it (mean at depth 32), ms.
@@ -77,10 +81,11 @@ fn queues(r: &Reads<'_>) -> bool {
 /// latency rises with queue depth.
 pub fn iops_cap(d: &DiskFacts) -> Option<Finding> {
     let r = reads(d)?;
-    if !(same(r.qd32.iops, r.big.iops) && queues(&r)) {
+    let cap = 0.5 * (r.qd32.iops + r.big.iops);
+    // A token bucket is set at a round number; a device at its own limit wanders.
+    if !(same(r.qd32.iops, r.big.iops) && queues(&r) && round_rate(cap).is_some()) {
         return None;
     }
-    let cap = 0.5 * (r.qd32.iops + r.big.iops);
     Some(
         Finding::new(
             "disk-iops-cap",
@@ -121,10 +126,12 @@ pub fn iops_cap(d: &DiskFacts) -> Option<Finding> {
 pub fn bandwidth_cap(d: &DiskFacts) -> Option<Finding> {
     let r = reads(d)?;
     let falls = r.big.iops <= r.qd32.iops / 4.0;
-    if !(same(r.qd32.mib_s, r.big.mib_s) && falls && queues(&r)) {
+    let cap = 0.5 * (r.qd32.mib_s + r.big.mib_s);
+    // Round in MiB/s (5 MiB/s) or in MB/s (a cloud's 240 MB/s).
+    let round = round_rate(cap).is_some() || round_rate(cap * MIB / 1e6).is_some();
+    if !(same(r.qd32.mib_s, r.big.mib_s) && falls && queues(&r) && round) {
         return None;
     }
-    let cap = 0.5 * (r.qd32.mib_s + r.big.mib_s);
     let writes = d
         .workload("write-1m-qd8")
         .map(|w| format!("; sequential 1 MiB writes {:.1} MiB/s", w.mib_s))
