@@ -27,6 +27,11 @@ command -v prometheus-node-exporter >/dev/null 2>&1 || need+=(prometheus-node-ex
 [ -d /usr/lib/python3/dist-packages/psycopg2 ] || need+=(python3-psycopg2)  # tests/watch.rs: the API's database pool
 # HTTP/3's real peer (tests/http3.rs): Caddy serves h3 over UDP with its internal CA.
 command -v caddy >/dev/null 2>&1 || need+=(caddy)
+# The disk suite's volumes (tests/disk_suite.rs): a FUSE filesystem that adds latency
+# (tests/data/slowfs.c, built against libfuse3) under a loop device.
+command -v fusermount3 >/dev/null 2>&1 || need+=(fuse3)
+[ -f /usr/include/fuse3/fuse.h ] || need+=(libfuse3-dev)
+command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 # The live view's tests drive the real binary in tmux.
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 if [ ${#need[@]} -gt 0 ]; then
