@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::findings::{assert_quiet, finding, num};
 use crate::util_disk::{disk_json_in, or_skip, sh_json_in, Capped, LoopDev};
-use crate::util_slowfs::{Slowness, SlowVolume};
+use crate::util_slowfs::{SlowVolume, Slowness};
 
 /// The suite's arguments: a 64 MiB test file keeps the layout short.
 const SUITE: &str = "--size 64MB";
@@ -64,10 +64,20 @@ fn check_suite_doc(v: &Value) {
         .collect();
     assert_eq!(
         names,
-        ["read-4k-qd1", "read-4k-qd32", "read-64k-qd32", "write-1m-qd8", "wal-direct"]
+        [
+            "read-4k-qd1",
+            "read-4k-qd32",
+            "read-64k-qd32",
+            "write-1m-qd8",
+            "wal-direct"
+        ]
     );
     for w in v["workloads"].as_array().unwrap() {
-        let dir = if w["pattern"] == "write" { "write" } else { "read" };
+        let dir = if w["pattern"] == "write" {
+            "write"
+        } else {
+            "read"
+        };
         let ios = w[dir]["ios"].as_u64().unwrap();
         assert!(ios > 0, "{w}");
         let lat = &w[dir]["lat_us"];
@@ -79,7 +89,11 @@ fn check_suite_doc(v: &Value) {
     assert!(c["append"]["commits"].as_u64().unwrap() > 0, "{c}");
     assert_eq!(c["segment"]["bytes"], 16 * 1024 * 1024);
     assert!(c["segment"]["ms"].as_f64().unwrap() > 0.0, "{c}");
-    assert!(["yes", "limited", "no"].contains(&fit(v)), "{}", v["verdict"]);
+    assert!(
+        ["yes", "limited", "no"].contains(&fit(v)),
+        "{}",
+        v["verdict"]
+    );
     assert!(!v["verdict"]["for"].as_str().unwrap().is_empty());
     assert!(v["verdict"]["because"].as_array().unwrap().len() >= 3);
     for p in ["transactional", "read-heavy", "write-heavy"] {
@@ -98,12 +112,27 @@ fn suite_on_an_unthrottled_volume_is_fit_every_time() {
         return;
     };
     let out = crate::util::latscope()
-        .args(["disk", lo.mnt.path(), "--size", "64MB", "--json", "--no-save"])
+        .args([
+            "disk",
+            lo.mnt.path(),
+            "--size",
+            "64MB",
+            "--json",
+            "--no-save",
+        ])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let raw = String::from_utf8_lossy(&out.stdout);
-    assert!(raw.starts_with("{\n  \"verdict\": {"), "{}", &raw[..raw.len().min(200)]);
+    assert!(
+        raw.starts_with("{\n  \"verdict\": {"),
+        "{}",
+        &raw[..raw.len().min(200)]
+    );
     let mut runs = vec![serde_json::from_str::<Value>(&raw).unwrap()];
     for _ in 0..2 {
         runs.push(disk_json_in(None, &format!("{} {SUITE}", lo.mnt.path())));
@@ -112,7 +141,11 @@ fn suite_on_an_unthrottled_volume_is_fit_every_time() {
         check_suite_doc(v);
         assert_eq!(fit(v), "yes", "{}", v["verdict"]);
         assert!(loud(v).is_empty(), "{:?}: {}", loud(v), v["findings"]);
-        assert!(lo.mnt.entries().iter().all(|e| e == "lost+found"), "{:?}", lo.mnt.entries());
+        assert!(
+            lo.mnt.entries().iter().all(|e| e == "lost+found"),
+            "{:?}",
+            lo.mnt.entries()
+        );
     }
 }
 
@@ -156,8 +189,10 @@ fn suite_names_a_bandwidth_cap() {
     let Some(lo) = or_skip(LoopDev::new("suite-bw", 160), "suite, bandwidth cap") else {
         return;
     };
-    let Some(capped) = or_skip(Capped::bandwidth(lo.rdev(), 5 << 20), "suite, bandwidth cap")
-    else {
+    let Some(capped) = or_skip(
+        Capped::bandwidth(lo.rdev(), 5 << 20),
+        "suite, bandwidth cap",
+    ) else {
         return;
     };
     let v = disk_json_in(Some(&capped), &format!("{} {SUITE}", lo.mnt.path()));
@@ -167,7 +202,10 @@ fn suite_names_a_bandwidth_cap() {
     assert_quiet(&v, "disk-iops-cap", "a bandwidth cap");
     assert_quiet(&v, "disk-added-latency", "a bandwidth cap");
     let seg = v["commit"]["segment"]["ms"].as_f64().unwrap();
-    assert!((2_500.0..6_000.0).contains(&seg), "16 MiB at 5 MiB/s: {seg} ms");
+    assert!(
+        (2_500.0..6_000.0).contains(&seg),
+        "16 MiB at 5 MiB/s: {seg} ms"
+    );
     assert_eq!(profile(&v, "write-heavy"), "no", "{}", v["verdict"]);
     assert_eq!(profile(&v, "transactional"), "no", "{}", v["verdict"]);
     assert_eq!(fit(&v), "limited", "{}", v["verdict"]);

@@ -292,7 +292,13 @@ impl Drop for Capped {
 /// Runs `latscope disk ARGS --json --no-save` (inside `cgroup` when given) under a
 /// 60 s `timeout`; expects success and returns the JSON.
 pub fn disk_json_in(cgroup: Option<&Capped>, args: &str) -> Value {
-    sh_json_in(cgroup, &format!("{} disk {args} --json --no-save", env!("CARGO_BIN_EXE_latscope")))
+    sh_json_in(
+        cgroup,
+        &format!(
+            "{} disk {args} --json --no-save",
+            env!("CARGO_BIN_EXE_latscope")
+        ),
+    )
 }
 
 /// Runs the shell command `cmd` (inside `cgroup` when given) under a 60 s `timeout`;

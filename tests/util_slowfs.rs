@@ -38,7 +38,10 @@ fn slowfs() -> Result<PathBuf, String> {
             .output()
             .map_err(|e| format!("cc: {e}"))?;
         if !out.status.success() {
-            return Err(format!("cc slowfs.c: {}", String::from_utf8_lossy(&out.stderr)));
+            return Err(format!(
+                "cc slowfs.c: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
         }
         Ok(bin)
     })

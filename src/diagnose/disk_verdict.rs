@@ -90,8 +90,10 @@ const SEGMENT_BULK_NO_MS: f64 = 2000.0;
 /// Random reads one at a time: fit within the first, unfit past the second, ms.
 const READ_P50_MS: f64 = 1.0;
 const READ_P50_NO_MS: f64 = 10.0;
-/// Random reads 32 at once: fit when p99 is within this, ms; unfit under the IOPS.
-const READ_QD32_P99_MS: f64 = 10.0;
+/// Random reads 32 at once: fit when p99 is within this, ms (a RAM-backed device on
+/// a 2-core machine under 4 CPU hogs reached 16 ms; a volume capped at 3,000 IOPS
+/// queues ~11 ms); unfit under the IOPS.
+const READ_QD32_P99_MS: f64 = 20.0;
 const READ_IOPS_NO: f64 = 200.0;
 /// Sustained writes: fit from the first, unfit under the second, MiB/s.
 const WRITE_MIB_S: f64 = 100.0;
@@ -325,11 +327,12 @@ fn suite(d: &DiskFacts, stalls: Fit, v: &mut DiskVerdict) {
 /// The verdict of one workload (workload flags): what it measured, graded as the
 /// matching kind of database would, and how to get the full verdict.
 fn one_workload(d: &DiskFacts, stalls: Fit, v: &mut DiskVerdict) {
-    let dirs: Vec<(&str, &DiskDirFacts)> = [("reads", d.read.as_ref()), ("writes", d.write.as_ref())]
-        .into_iter()
-        .filter_map(|(n, f)| Some((n, f?)))
-        .filter(|(_, f)| f.ios > 0)
-        .collect();
+    let dirs: Vec<(&str, &DiskDirFacts)> =
+        [("reads", d.read.as_ref()), ("writes", d.write.as_ref())]
+            .into_iter()
+            .filter_map(|(n, f)| Some((n, f?)))
+            .filter(|(_, f)| f.ios > 0)
+            .collect();
     let mut fit = stalls;
     let mut parts = Vec::new();
     for (name, f) in &dirs {

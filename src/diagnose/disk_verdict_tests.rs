@@ -51,9 +51,16 @@ fn fast_volume_is_fit() {
     let d = facts((0.03, 0.08, 82.0), 0.013, (3.45, 113_168.0), 5384.0);
     let v = verdict(&d, &[]);
     assert_eq!(v.fit, Fit::Yes);
-    assert_eq!(v.for_, "transactional, read-heavy and write-heavy databases");
+    assert_eq!(
+        v.for_,
+        "transactional, read-heavy and write-heavy databases"
+    );
     assert_eq!(v.because.len(), 3);
-    assert!(v.because[0].starts_with("transactional yes: a commit"), "{:?}", v.because);
+    assert!(
+        v.because[0].starts_with("transactional yes: a commit"),
+        "{:?}",
+        v.because
+    );
     assert!(v.commits_per_s.unwrap() > 10_000.0);
 }
 
@@ -106,5 +113,9 @@ fn one_workload_verdict() {
     let v = verdict(&d, &[]);
     assert_eq!(v.fit, Fit::No);
     assert!(v.for_.contains("without workload flags"), "{}", v.for_);
-    assert!(v.because[0].contains("reads 96.0 ms p50"), "{:?}", v.because);
+    assert!(
+        v.because[0].contains("reads 96.0 ms p50"),
+        "{:?}",
+        v.because
+    );
 }

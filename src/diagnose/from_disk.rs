@@ -21,14 +21,13 @@ pub fn disk_facts(r: &DiskResult) -> DiskFacts {
     let [read, write, fsync] = r.latencies();
     // Full seconds only: a last second cut short is no measure of a rate.
     let full: Vec<&SecondStats> = r.timeline.iter().filter(|s| s.length_s >= 0.999).collect();
-    let dir = |h: &Histogram<u64>,
-               iops: fn(&SecondStats) -> f64,
-               max_us: fn(&SecondStats) -> f64| {
-        (!h.is_empty()).then(|| {
-            let maxes: Vec<f64> = r.timeline.iter().map(max_us).collect();
-            dir_facts(h, full.iter().map(|s| iops(s)).collect(), &maxes)
-        })
-    };
+    let dir =
+        |h: &Histogram<u64>, iops: fn(&SecondStats) -> f64, max_us: fn(&SecondStats) -> f64| {
+            (!h.is_empty()).then(|| {
+                let maxes: Vec<f64> = r.timeline.iter().map(max_us).collect();
+                dir_facts(h, full.iter().map(|s| iops(s)).collect(), &maxes)
+            })
+        };
     DiskFacts {
         read: dir(read, SecondStats::read_iops, |s| s.read_max_us),
         write: dir(write, SecondStats::write_iops, |s| s.write_max_us),

@@ -143,10 +143,12 @@ impl LogFile {
     }
 
     fn write(&self, buf: &[u8], off: u64) -> Result<(), DiskError> {
-        self.file.write_all_at(buf, off).map_err(|e| match e.raw_os_error() {
-            Some(libc::ENOSPC | libc::EDQUOT) => DiskError::NoSpaceWriting(self.path.clone()),
-            _ => DiskError::io(format!("writing {}", self.path.display()), e),
-        })
+        self.file
+            .write_all_at(buf, off)
+            .map_err(|e| match e.raw_os_error() {
+                Some(libc::ENOSPC | libc::EDQUOT) => DiskError::NoSpaceWriting(self.path.clone()),
+                _ => DiskError::io(format!("writing {}", self.path.display()), e),
+            })
     }
 
     fn sync(&self) -> Result<(), DiskError> {
@@ -284,11 +286,7 @@ mod tests {
         assert_eq!(r.steady.write.len(), r.steady.fsync.len());
         assert!(r.segment_complete());
         assert_eq!(r.segment_estimate(), r.segment_time);
-        assert!(
-            (1..=2).contains(&r.per_second.len()),
-            "{:?}",
-            r.per_second
-        );
+        assert!((1..=2).contains(&r.per_second.len()), "{:?}", r.per_second);
         assert!(r.per_second.iter().sum::<u64>() <= r.steady.count());
         assert!(r.steady_elapsed <= Duration::from_millis(1300));
         // A commit is its write and its sync.

@@ -39,11 +39,7 @@ fn at(h: &hdrhistogram::Histogram<u64>, q: f64) -> String {
 pub fn render_suite(r: &SuiteResult, v: &DiskVerdict, found: &[Finding]) -> String {
     let mut out = verdict_text(v);
     let layout = match r.layout {
-        Some((bytes, t)) => format!(
-            "{} laid out in {:.1} s",
-            fmt_bytes(bytes),
-            t.as_secs_f64()
-        ),
+        Some((bytes, t)) => format!("{} laid out in {:.1} s", fmt_bytes(bytes), t.as_secs_f64()),
         None => format!("existing file, {}, read-only", fmt_bytes(r.setup.size)),
     };
     out.push_str(&format!(
@@ -163,7 +159,12 @@ pub fn render_suite(r: &SuiteResult, v: &DiskVerdict, found: &[Finding]) -> Stri
     out.push_str(
         "  percentiles only where the I/Os support them (p99 from 100, p99.9 from 1,000)\n",
     );
-    for w in r.runs.first().map(|r| r.result.warnings()).unwrap_or_default() {
+    for w in r
+        .runs
+        .first()
+        .map(|r| r.result.warnings())
+        .unwrap_or_default()
+    {
         out.push_str(&format!("\n  warning: {w}\n"));
     }
     for n in &r.notes {

@@ -71,8 +71,16 @@ mod tests {
             (3, 0.8177, 7.754),
             (10, 5.425, 16.96),
         ] {
-            assert!((poisson_lower(k) - lo).abs() < 2e-3, "{k}: {}", poisson_lower(k));
-            assert!((poisson_upper(k) - hi).abs() < 2e-2, "{k}: {}", poisson_upper(k));
+            assert!(
+                (poisson_lower(k) - lo).abs() < 2e-3,
+                "{k}: {}",
+                poisson_lower(k)
+            );
+            assert!(
+                (poisson_upper(k) - hi).abs() < 2e-2,
+                "{k}: {}",
+                poisson_upper(k)
+            );
         }
         assert!((poisson_upper(0) - 2.996).abs() < 2e-3);
     }

@@ -6,8 +6,8 @@
 
 use super::ms;
 use crate::diagnose::facts::{DiskDirFacts, DiskFacts};
-use crate::stats::counts::{poisson_lower, supports};
 use crate::diagnose::finding::{Category, Finding, Severity};
+use crate::stats::counts::{poisson_lower, supports};
 
 /// A database stalls when a single I/O takes longer than this, ms.
 const STALL_MS: f64 = 100.0;
@@ -276,7 +276,9 @@ fn stall_counts(f: &DiskDirFacts) -> String {
 /// device's and not a queue's) and the commits.
 fn tail_series(d: &DiskFacts) -> Vec<(String, DiskDirFacts, bool)> {
     if d.workloads.is_empty() {
-        return dirs(d).map(|(n, f)| (n.to_string(), f.clone(), true)).collect();
+        return dirs(d)
+            .map(|(n, f)| (n.to_string(), f.clone(), true))
+            .collect();
     }
     let mut out: Vec<(String, DiskDirFacts, bool)> = d
         .workloads
@@ -342,9 +344,8 @@ pub fn disk_tail(d: &DiskFacts) -> Option<Finding> {
                 .then(a.1.p50_ms.total_cmp(&b.1.p50_ms))
         })?;
     // The suite's stalls together: a volume that pauses hits whichever workload runs.
-    let (all_1s, all_short, all_secs): (u64, u64, u64) = series
-        .iter()
-        .fold((0, 0, 0), |(a, b, c), (_, f, _)| {
+    let (all_1s, all_short, all_secs): (u64, u64, u64) =
+        series.iter().fold((0, 0, 0), |(a, b, c), (_, f, _)| {
             (a + f.stall_seconds_1s, b + f.stall_seconds, c + f.seconds)
         });
     let together = DiskDirFacts {
@@ -371,18 +372,19 @@ pub fn disk_tail(d: &DiskFacts) -> Option<Finding> {
             tail_text(f),
         )
     } else {
-        let suite = if series.len() > 2 && (all_1s > f.stall_seconds_1s || all_short > f.stall_seconds) {
-            format!(
-                " (the whole suite: {all_1s} of {all_secs} s held a stall over 1 s, \
+        let suite =
+            if series.len() > 2 && (all_1s > f.stall_seconds_1s || all_short > f.stall_seconds) {
+                format!(
+                    " (the whole suite: {all_1s} of {all_secs} s held a stall over 1 s, \
                  {all_short} a stall over 100 ms)"
-            )
-        } else {
-            String::new()
-        };
+                )
+            } else {
+                String::new()
+            };
         let tail = match cap_id {
-            Some(id) if f.stall_seconds_1s == 0 => format!(
-                " — waits of the cap's slices ({id}), not stalls of the device"
-            ),
+            Some(id) if f.stall_seconds_1s == 0 => {
+                format!(" — waits of the cap's slices ({id}), not stalls of the device")
+            }
             _ => ", each one a stalled query for a database on this volume".to_string(),
         };
         format!(

@@ -65,7 +65,11 @@ fn same(a: f64, b: f64) -> bool {
 fn rate_text(measured: f64, unit: &str) -> String {
     match round_rate(measured) {
         Some(r) if (r - measured).abs() >= 0.5 => {
-            format!("≈ {} {unit} (measured {:.0})", thousands(r as u64), measured)
+            format!(
+                "≈ {} {unit} (measured {:.0})",
+                thousands(r as u64),
+                measured
+            )
         }
         Some(r) => format!("{} {unit}", thousands(r as u64)),
         None => format!("{} {unit}", thousands(measured.round() as u64)),

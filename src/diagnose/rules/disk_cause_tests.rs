@@ -40,12 +40,20 @@ fn suite(reads: [(f64, f64, f64); 3]) -> DiskFacts {
 /// blkio at 500 IOPS: 500 at every block size, p50 13 µs at depth 1 (the slice lets
 /// I/Os through) and 96 ms at 32.
 fn iops_capped() -> DiskFacts {
-    suite([(500.0, 0.013, 2.0), (500.0, 96.2, 64.0), (500.0, 98.4, 64.0)])
+    suite([
+        (500.0, 0.013, 2.0),
+        (500.0, 96.2, 64.0),
+        (500.0, 98.4, 64.0),
+    ])
 }
 
 /// blkio at 5 MiB/s: 1,280 IOPS at 4 KiB, 80 at 64 KiB.
 fn bw_capped() -> DiskFacts {
-    suite([(1280.0, 0.013, 0.78), (1280.0, 0.131, 25.0), (80.0, 400.0, 400.0)])
+    suite([
+        (1280.0, 0.013, 0.78),
+        (1280.0, 0.131, 25.0),
+        (80.0, 400.0, 400.0),
+    ])
 }
 
 /// ext4 over FUSE + 5 ms per I/O.
@@ -56,7 +64,11 @@ fn delayed() -> DiskFacts {
 /// The same FUSE device without delay: its daemon's CPU is the limit (IOPS near
 /// 15,000 at both sizes, 15 % apart).
 fn cpu_bound() -> DiskFacts {
-    suite([(10353.0, 0.066, 0.09), (13479.0, 1.06, 2.3), (15849.0, 1.74, 2.0)])
+    suite([
+        (10353.0, 0.066, 0.09),
+        (13479.0, 1.06, 2.3),
+        (15849.0, 1.74, 2.0),
+    ])
 }
 
 /// Each volume gets its own cause and no other.
@@ -64,7 +76,12 @@ fn cpu_bound() -> DiskFacts {
 fn each_volume_gets_its_cause() {
     let f = iops_cap(&iops_capped()).expect("an IOPS cap");
     assert_eq!(f.evidence_f64("cap_iops"), Some(500.0));
-    assert!(f.title.starts_with("IOPS cap: 500 IOPS whatever the block size"), "{}", f.title);
+    assert!(
+        f.title
+            .starts_with("IOPS cap: 500 IOPS whatever the block size"),
+        "{}",
+        f.title
+    );
     assert!(bandwidth_cap(&iops_capped()).is_none());
     assert!(added_latency(&iops_capped()).is_none());
 
@@ -122,7 +139,11 @@ fn flush_cost_both_ways() {
         ..DiskFacts::default()
     };
     let f = flush_cost(&d).expect("fires");
-    assert!(f.title.starts_with("cache flush costs 20.3 ms"), "{}", f.title);
+    assert!(
+        f.title.starts_with("cache flush costs 20.3 ms"),
+        "{}",
+        f.title
+    );
     wal.dir.p50_ms = 5.2;
     wal.fsync_p50_ms = Some(5.2);
     let d = DiskFacts {
