@@ -1,61 +1,116 @@
 #!/usr/bin/env bash
 # The one command that runs latscope's checks: format, lints, every test.
-# Installs what the tests need first (as root, from Debian's packages) when missing.
+# Installs what the tests need first (as root, from Debian's packages and PyPI) when
+# missing. In strict mode (LATSCOPE_STRICT=1, or CI=true; .ci/run sets it) a tool that
+# cannot be installed stops the run here, a test whose tool is missing fails instead
+# of skipping (tests/util_require.rs), and a run that printed SKIPPED or ignored a
+# test fails: the suite cannot go green with its real-server coverage gone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+strict=0
+if [ -n "${LATSCOPE_STRICT:-}" ]; then
+  [ "$LATSCOPE_STRICT" = 0 ] || strict=1
+elif [ "${CI:-}" = true ] || [ "${CI:-}" = 1 ]; then
+  strict=1
+fi
+export LATSCOPE_STRICT=$strict
+
+# Whether a program is installed (on PATH, or in the sbin directories an ordinary
+# user's PATH leaves out).
+have() {
+  command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/sbin/$1" ]
+}
+
 need=()
-command -v curl >/dev/null 2>&1 || need+=(curl)
-command -v ip >/dev/null 2>&1 || need+=(iproute2)
-# The slow-DNS finding test runs a tiny DNS responder (tests/data/slow_dns.py).
-command -v python3 >/dev/null 2>&1 || need+=(python3)
-# Real servers and self-signed certificates for the TLS and wire tests (tests/probe_tls.rs, tests/findings_proxy.rs).
-[ -x /usr/sbin/nginx ] || need+=(nginx)
-command -v openssl >/dev/null 2>&1 || need+=(openssl)
-# The HTML report's browser test opens it in headless Chromium (Debian's package).
-[ -x /usr/bin/chromium ] || need+=(chromium)
-# The cache conformance suite (tests/caches.rs) runs real caches in front of a Python
-# origin: Varnish, nginx (proxy_cache) and Apache (mod_cache_disk, mod_deflate).
-command -v varnishd >/dev/null 2>&1 || need+=(varnish)
-command -v nginx >/dev/null 2>&1 || need+=(nginx)
-command -v apache2 >/dev/null 2>&1 || need+=(apache2)
+want() { have "$1" || need+=("$2"); }
+want curl curl                           # tests/probe.rs: phases agree with curl's
+want ip iproute2                         # namespaces and veth pairs (wire, --watch)
+want unshare util-linux                  # private network and mount namespaces
+want script bsdutils                     # a pty for the disk progress test
+want losetup mount                       # loop devices for the disk findings
+want mkfs.ext4 e2fsprogs                 # … formatted ext4; chattr for disk_errors.rs
+want openssl openssl                     # self-signed certificates for the TLS tests
+# Python servers written in the tests, and the DNS responders in tests/data.
+[ -x /usr/bin/python3 ] || need+=(python3)
+have pip3 || need+=(python3-pip)
+# Real servers: nginx (TLS, proxy_cache, the wire tests), the caches' conformance
+# suite (Varnish, Apache's mod_cache_disk), Caddy (HTTP/3's real peer).
+want nginx nginx
+want varnishd varnish
+want apache2 apache2
+want caddy caddy
 # Prometheus (remote-write receiver, promtool), node_exporter and PostgreSQL for the
 # ecosystem tests (--out prometheus, --watch, export --format openmetrics).
-command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
-command -v prometheus-node-exporter >/dev/null 2>&1 || need+=(prometheus-node-exporter)
+want prometheus prometheus
+want prometheus-node-exporter prometheus-node-exporter
 [ -d /usr/lib/postgresql ] || need+=(postgresql)
-[ -d /usr/lib/python3/dist-packages/psycopg2 ] || need+=(python3-psycopg2)  # tests/watch.rs: the API's database pool
-# HTTP/3's real peer (tests/http3.rs): Caddy serves h3 over UDP with its internal CA.
-command -v caddy >/dev/null 2>&1 || need+=(caddy)
+[ -d /usr/lib/python3/dist-packages/psycopg2 ] || need+=(python3-psycopg2) # tests/watch.rs
+# The HTML report's browser test opens it in headless Chromium.
+[ -x /usr/bin/chromium ] || need+=(chromium)
 # The disk suite's volumes (tests/disk_suite.rs): a FUSE filesystem that adds latency
-# (tests/data/slowfs.c, built against libfuse3) under a loop device.
-command -v fusermount3 >/dev/null 2>&1 || need+=(fuse3)
+# (tests/data/slowfs.c, built against libfuse3) under a loop device; SQLite's own
+# commits through python3's sqlite3.
+want fusermount3 fuse3
 [ -f /usr/include/fuse3/fuse.h ] || need+=(libfuse3-dev)
-command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
+want pkg-config pkg-config
+want cc gcc
 # The live view's tests drive the real binary in tmux.
-command -v tmux >/dev/null 2>&1 || need+=(tmux)
+want tmux tmux
+
+missing() {
+  echo "scripts/test.sh: $1" >&2
+  if [ "$strict" = 1 ]; then
+    echo "scripts/test.sh: strict mode (LATSCOPE_STRICT=1 or CI=true) needs every tool the tests use; stopping" >&2
+    exit 1
+  fi
+  echo "scripts/test.sh: the tests that need it will say SKIPPED" >&2
+}
+
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "installing: ${need[*]}"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null; }; then
+      missing "apt-get install ${need[*]} failed"
+    fi
   else
-    echo "warning: missing ${need[*]} (install them, or some tests will be skipped)" >&2
+    missing "missing ${need[*]} (run as root to install them: sudo bash scripts/test.sh)"
   fi
 fi
 
-# kubernetes-validate checks `latscope k8s job`'s manifests against Kubernetes' schemas
-# offline (tests/k8s.rs).
-if ! command -v kubernetes-validate >/dev/null 2>&1 && command -v pip3 >/dev/null 2>&1; then
-  pip3 install --quiet kubernetes-validate 2>/dev/null || pip3 install --quiet --break-system-packages kubernetes-validate \
-    || echo "warning: pip install kubernetes-validate failed (the manifest schema check will be skipped)" >&2
-fi
-
-# httplint (the engine behind REDbot) is the suite's second opinion on RFC 9111.
-if ! command -v httplint >/dev/null 2>&1 && command -v pip3 >/dev/null 2>&1; then
-  pip3 install --quiet httplint 2>/dev/null || pip3 install --quiet --break-system-packages httplint \
-    || echo "warning: pip install httplint failed (its conformance test will be skipped)" >&2
+# From PyPI: httplint (the engine behind REDbot) is the suite's second opinion on
+# RFC 9111 (tests/caches.rs); kubernetes-validate checks `latscope k8s job`'s
+# manifests against Kubernetes' schemas offline (tests/k8s.rs).
+pip_need=()
+for p in httplint kubernetes-validate; do
+  have "$p" || pip_need+=("$p")
+done
+if [ ${#pip_need[@]} -gt 0 ]; then
+  echo "installing from PyPI: ${pip_need[*]}"
+  if ! have pip3 || ! { pip3 install --quiet "${pip_need[@]}" 2>/dev/null \
+      || pip3 install --quiet --break-system-packages "${pip_need[@]}"; }; then
+    missing "pip3 install ${pip_need[*]} failed"
+  fi
+  hash -r
+  for p in "${pip_need[@]}"; do
+    have "$p" || missing "$p is still not on PATH after pip3 install"
+  done
 fi
 
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
-cargo test --locked
+
+log=$(mktemp "${TMPDIR:-/tmp}/latscope-test-XXXXXX.log")
+trap 'rm -f "$log"' EXIT
+cargo test --locked 2>&1 | tee "$log"
+
+# A skipped test says `SKIPPED name: why (hint)` on stderr (never in strict mode,
+# where it fails instead); an ignored test is one the suite did not run.
+skipped=$(grep -c '^SKIPPED ' "$log" || true)
+ignored=$(grep -E '^test result: ' "$log" | grep -vc ' 0 ignored;' || true)
+if [ "$skipped" -gt 0 ] || [ "$ignored" -gt 0 ]; then
+  grep -E '^SKIPPED |^test .* \.\.\. ignored' "$log" >&2 || true
+  echo "scripts/test.sh: $skipped test(s) skipped, $ignored test binary(ies) with ignored tests" >&2
+  [ "$strict" = 1 ] && { echo "scripts/test.sh: strict mode: a skipped or ignored test fails the run" >&2; exit 1; }
+fi
+exit 0

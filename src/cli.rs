@@ -5,9 +5,15 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 
+use crate::disk::{DiskEngine, Pattern};
+use crate::lab::OverloadPolicy;
+use crate::load::search::SearchModel;
 use crate::units;
+
+/// Re-exported: the load engine choice is the load module's (tests name it here).
+pub use crate::load::LoadEngine;
 
 fn duration(s: &str) -> Result<Duration, String> {
     units::parse_duration(s)
@@ -382,7 +388,7 @@ pub struct LoadArgs {
     #[command(flatten)]
     pub watch: WatchArgs,
     #[command(flatten)]
-    pub out: crate::output::OutArgs,
+    pub out: OutArgs,
     #[command(flatten)]
     pub http: HttpArgs,
     #[command(flatten)]
@@ -398,7 +404,7 @@ pub struct FindMaxArgs {
     pub objectives: Vec<String>,
     /// --find-max varies the arrival rate (open, the default) or the connections (closed).
     #[arg(long, value_enum, value_name = "MODEL")]
-    pub model: Option<LoadModel>,
+    pub model: Option<SearchModel>,
     /// --find-max: each step's measured length, after a settle period that is not scored [default: 10s].
     #[arg(long, value_name = "DUR", value_parser = duration)]
     pub step: Option<Duration>,
@@ -425,13 +431,16 @@ pub struct FindMaxArgs {
     pub no_early_stop: bool,
 }
 
-/// What a load search varies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LoadModel {
-    /// Arrival rate, requests per second (latency from the intended send time).
-    Open,
-    /// Connections (virtual users).
-    Closed,
+/// The output flags of `load` and `diagnose`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct OutArgs {
+    /// Stream the run's per-second series while it runs: prometheus=URL (remote
+    /// write 1.0, e.g. http://127.0.0.1:9090/api/v1/write). Repeatable.
+    #[arg(long = "out", value_name = "KIND=URL")]
+    pub out: Vec<String>,
+    /// Add a label to every series written with --out: NAME=VALUE (repeatable).
+    #[arg(long = "out-label", value_name = "NAME=VALUE")]
+    pub out_labels: Vec<String>,
 }
 
 /// `--watch` and `--watch-metric` (load and diagnose).
@@ -447,41 +456,6 @@ pub struct WatchArgs {
     pub watch_metric: Vec<String>,
 }
 
-/// Disk access patterns, named as fio names them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DiskPattern {
-    Randread,
-    Randwrite,
-    Randrw,
-    Read,
-    Write,
-}
-
-/// Load engines (`latscope load --engine`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
-pub enum LoadEngine {
-    /// io_uring where the kernel allows it and the plan is supported, else epoll.
-    #[default]
-    Auto,
-    /// Readiness polling (tokio), every feature.
-    Epoll,
-    /// io_uring only (an error where it cannot run).
-    #[value(name = "io_uring", alias = "uring")]
-    IoUring,
-}
-
-/// Disk I/O engines.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DiskEngine {
-    /// io_uring where the kernel allows it, otherwise threads.
-    Auto,
-    /// io_uring only.
-    Uring,
-    /// pread/pwrite on a thread per queue slot.
-    Threads,
-}
-
 /// `latscope disk`.
 #[derive(Debug, Args)]
 pub struct DiskArgs {
@@ -491,7 +465,7 @@ pub struct DiskArgs {
     /// Access pattern [default without workload flags: the database suite; with them:
     /// randrw].
     #[arg(long, value_enum)]
-    pub pattern: Option<DiskPattern>,
+    pub pattern: Option<Pattern>,
     /// Read percentage for randrw.
     #[arg(long, default_value_t = 70, value_parser = clap::value_parser!(u8).range(0..=100))]
     pub mix: u8,
@@ -531,17 +505,6 @@ pub struct DiskArgs {
     pub output: OutputArgs,
 }
 
-/// What the lab does with requests beyond `--capacity`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum Overload {
-    /// Excess requests wait in a queue.
-    #[default]
-    Queue,
-    /// Excess requests get 503 at once.
-    #[value(name = "503")]
-    Reject,
-}
-
 /// `latscope lab`.
 #[derive(Debug, Args)]
 pub struct LabArgs {
@@ -572,7 +535,7 @@ pub struct LabArgs {
     pub capacity: Option<f64>,
     /// What happens to requests beyond --workers/--capacity.
     #[arg(long, value_enum, default_value = "queue")]
-    pub overload: Overload,
+    pub overload: OverloadPolicy,
     /// Every DUR, hold every response for --stall-for (as a GC pause would).
     #[arg(long, value_name = "DUR", value_parser = duration, requires = "stall_for")]
     pub stall_every: Option<Duration>,
@@ -659,7 +622,7 @@ pub struct DiagnoseArgs {
     #[command(flatten)]
     pub watch: WatchArgs,
     #[command(flatten)]
-    pub out: crate::output::OutArgs,
+    pub out: OutArgs,
     #[command(flatten)]
     pub http: HttpArgs,
     #[command(flatten)]

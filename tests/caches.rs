@@ -6,7 +6,8 @@
 //! (3) the findings a user sees through each cache, both ways (tests/caches_findings.rs).
 //! Each test skips with a printed reason only when its server binary is missing.
 
-use crate::util_caches::{self as caches, get, installed, origin, origin_counts, Server};
+use crate::util_caches::{self as caches, get, origin, origin_counts, Server};
+use crate::util_require::require;
 use latscope::cache::defaults::{DefaultCaches, DefaultVerdict, RequestFacts};
 use latscope::cache::rfc::shared_cache;
 use latscope::cache::{cache_status, CacheKind, Headers};
@@ -139,8 +140,7 @@ fn conformance(
 /// Varnish 7 with the built-in VCL, variant by variant (table on [`VARIANTS`]).
 #[test]
 fn varnish_defaults_conform() {
-    if !installed("varnishd") || !installed("python3") {
-        eprintln!("SKIPPED varnish_defaults_conform: varnishd or python3 missing");
+    if !require("varnishd") || !require("python3") {
         return;
     }
     let o = origin();
@@ -151,8 +151,7 @@ fn varnish_defaults_conform() {
 /// nginx proxy_cache without proxy_cache_valid, variant by variant.
 #[test]
 fn nginx_defaults_conform() {
-    if !installed("nginx") || !installed("python3") {
-        eprintln!("SKIPPED nginx_defaults_conform: nginx or python3 missing");
+    if !require("nginx") || !require("python3") {
         return;
     }
     let o = origin();
@@ -164,8 +163,7 @@ fn nginx_defaults_conform() {
 /// of a hit is an `Age` header (RFC 9111 §5.1), which the detector reads.
 #[test]
 fn apache_defaults_conform() {
-    if !installed("apache2") || !installed("python3") {
-        eprintln!("SKIPPED apache_defaults_conform: apache2 or python3 missing");
+    if !require("apache2") || !require("python3") {
         return;
     }
     let o = origin();
@@ -177,10 +175,7 @@ fn apache_defaults_conform() {
 /// httplint's on every variant: "allows all caches to store it" ⇔ storable.
 #[test]
 fn httplint_agrees_on_rfc_storability() {
-    if !installed("httplint") || !installed("python3") {
-        eprintln!(
-            "SKIPPED httplint_agrees_on_rfc_storability: httplint (pip install httplint) missing"
-        );
+    if !require("httplint") || !require("python3") {
         return;
     }
     let o = origin();

@@ -7,7 +7,8 @@ use serde_json::Value;
 
 use crate::findings::{finding, ids};
 use crate::util::run_json_within;
-use crate::util_caches::{self as caches, get, installed, origin};
+use crate::util_caches::{self as caches, get, origin};
+use crate::util_require::require;
 
 /// `latscope diagnose --no-load` of `url`.
 fn diagnose(url: &str, extra: &[&str]) -> Value {
@@ -31,8 +32,7 @@ fn diagnose(url: &str, extra: &[&str]) -> Value {
 /// the same Varnish: hits, named Varnish, and neither finding.
 #[test]
 fn varnish_miss_is_explained_by_the_origin() {
-    if !installed("varnishd") || !installed("python3") {
-        eprintln!("SKIPPED varnish_miss_is_explained_by_the_origin: varnishd or python3 missing");
+    if !require("varnishd") || !require("python3") {
         return;
     }
     let o = origin();
@@ -85,8 +85,7 @@ fn varnish_miss_is_explained_by_the_origin() {
 /// page without a cookie through the same Apache: quiet.
 #[test]
 fn apache_replaying_a_session_cookie_is_crit() {
-    if !installed("apache2") || !installed("python3") {
-        eprintln!("SKIPPED apache_replaying_a_session_cookie_is_crit: apache2 or python3 missing");
+    if !require("apache2") || !require("python3") {
         return;
     }
     let o = origin();
@@ -132,8 +131,7 @@ fn apache_replaying_a_session_cookie_is_crit() {
 /// (X-Cache-Detail) instead of guessing.
 #[test]
 fn apache_miss_quotes_its_own_explanation() {
-    if !installed("apache2") || !installed("python3") {
-        eprintln!("SKIPPED apache_miss_quotes_its_own_explanation: apache2 or python3 missing");
+    if !require("apache2") || !require("python3") {
         return;
     }
     let o = origin();
@@ -168,8 +166,7 @@ fn load(port: u16, path: &str) -> Value {
 #[test]
 fn load_and_audit_see_the_same_hits() {
     let servers = ["varnishd", "nginx", "apache2", "python3"];
-    if !servers.iter().all(|s| installed(s)) {
-        eprintln!("SKIPPED load_and_audit_see_the_same_hits: one of {servers:?} missing");
+    if !servers.iter().all(|s| require(s)) {
         return;
     }
     let o = origin();
@@ -228,8 +225,7 @@ fn load_and_audit_see_the_same_hits() {
 /// it). Straight to the origin, 304s work and `no-304` is quiet.
 #[test]
 fn no_304_names_the_compression_suffix() {
-    if !installed("apache2") || !installed("python3") {
-        eprintln!("SKIPPED no_304_names_the_compression_suffix: apache2 or python3 missing");
+    if !require("apache2") || !require("python3") {
         return;
     }
     let o = origin();
@@ -251,8 +247,7 @@ fn no_304_names_the_compression_suffix() {
 /// both.
 #[test]
 fn vary_and_heuristic_freshness_notes() {
-    if !installed("python3") {
-        eprintln!("SKIPPED vary_and_heuristic_freshness_notes: python3 missing");
+    if !require("python3") {
         return;
     }
     let o = origin();
@@ -291,8 +286,7 @@ fn vary_and_heuristic_freshness_notes() {
 /// A proper 304 from the same origin: quiet.
 #[test]
 fn a_304_with_a_body_is_flagged() {
-    if !installed("python3") {
-        eprintln!("SKIPPED a_304_with_a_body_is_flagged: python3 missing");
+    if !require("python3") {
         return;
     }
     let o = origin();
@@ -314,8 +308,7 @@ fn a_304_with_a_body_is_flagged() {
 /// 60 ms — and labels them `inferred`; without `--origin` it claims nothing.
 #[test]
 fn hits_are_inferred_from_timing_with_origin() {
-    if !installed("nginx") || !installed("python3") {
-        eprintln!("SKIPPED hits_are_inferred_from_timing_with_origin: nginx or python3 missing");
+    if !require("nginx") || !require("python3") {
         return;
     }
     let o = origin();
@@ -342,10 +335,7 @@ fn hits_are_inferred_from_timing_with_origin() {
 /// (RFC 9111 §5.2.2.7).
 #[test]
 fn credentialed_requests_are_not_told_to_go_public() {
-    if !installed("varnishd") || !installed("python3") {
-        eprintln!(
-            "SKIPPED credentialed_requests_are_not_told_to_go_public: varnishd or python3 missing"
-        );
+    if !require("varnishd") || !require("python3") {
         return;
     }
     let o = origin();
@@ -380,8 +370,7 @@ fn credentialed_requests_are_not_told_to_go_public() {
 /// saves miss − hit TTFB (≈60 ms of ≈60 ms) per cache miss.
 #[test]
 fn the_first_probe_request_counts_as_the_miss() {
-    if !installed("nginx") || !installed("python3") {
-        eprintln!("SKIPPED the_first_probe_request_counts_as_the_miss: nginx or python3 missing");
+    if !require("nginx") || !require("python3") {
         return;
     }
     let o = origin();

@@ -12,17 +12,18 @@ use serde_json::Value;
 use latscope::lab::{self, LabOptions};
 
 use crate::util::{json_of, run_within};
-use crate::util_real::{have, start_python, TempDir};
+use crate::util_real::{python_server, TempDir};
+use crate::util_require::require;
 
 /// A search may take this long before it counts as a hang (its `--max-time` is 35 s).
 const LIMIT: Duration = Duration::from_secs(90);
 
 /// Runs `latscope load ARGS --json` and returns (exit code, JSON, stderr). A search
-/// judges p99 on steps of a few hundred requests, where a stall of the shared
-/// machine fails a step: the searches run one at a time, and not beside the other
-/// timing tests (the wire lock serialises those).
+/// judges p99 on steps of a few hundred requests, where a stall of the machine fails
+/// a step: the searches never run beside a wire or another heavy test (the wire
+/// lock), only beside each other (a few hundred requests a second each).
 fn search(args: &[&str]) -> (i32, Value, String) {
-    let _serial = crate::util_wire::lock();
+    let _quiet = crate::util_wire::lock_shared();
     let mut all = vec!["load", "--json", "--max-time", "35s"];
     all.extend_from_slice(args);
     let started = Instant::now();
@@ -331,12 +332,10 @@ s.serve_forever()
 /// capacity found at `p99<100ms` (open model) lands within 15 % of 200 req/s.
 #[test]
 fn find_max_finds_a_python_worker_pools_capacity() {
-    let test = "find_max_finds_a_python_worker_pools_capacity";
-    if !have("python3", test) {
+    if !require("python3") {
         return;
     }
-    let dir = TempDir::new("capacity-pool");
-    let (_server, port) = start_python(&dir, POOL, &["/work:4:0.020"]);
+    let (_server, port) = python_server(POOL, &["/work:4:0.020"]);
     let url = format!("http://127.0.0.1:{port}/work");
     let (code, v, _) = search_fit(
         &[
@@ -373,12 +372,11 @@ fn find_max_finds_a_python_worker_pools_capacity() {
 /// `fast` stays below `slow` at the failing step (and fast at the first).
 #[test]
 fn the_limiting_endpoint_is_named() {
-    let test = "the_limiting_endpoint_is_named";
-    if !have("python3", test) {
+    if !require("python3") {
         return;
     }
     let dir = TempDir::new("capacity-limit");
-    let (_server, port) = start_python(&dir, POOL, &["/slow:2:0.020"]);
+    let (_server, port) = python_server(POOL, &["/slow:2:0.020"]);
     let scenario = dir.write(
         "scenario.toml",
         &format!(
@@ -448,22 +446,28 @@ fn steps_of(v: &Value) -> &Vec<Value> {
 /// two searches agree within the precision (their brackets overlap).
 #[test]
 fn find_max_stops_decided_steps_early() {
-    let lab = lab_200();
-    let url = lab.url("/");
-    let args = [
-        url.as_str(),
-        "--find-max",
-        "p99<100ms",
-        "--step",
-        "3s",
-        "--min-rate",
-        "120",
-    ];
-    let (code, early, _) = search_fit(&args, lands(170.0..=230.0));
+    // The two searches at once, each against a lab of its own.
+    let search_on = |extra: Option<&'static str>| {
+        std::thread::spawn(move || {
+            let lab = lab_200();
+            let url = lab.url("/");
+            let mut args = vec![
+                url.as_str(),
+                "--find-max",
+                "p99<100ms",
+                "--step",
+                "3s",
+                "--min-rate",
+                "120",
+            ];
+            args.extend(extra);
+            search_fit(&args, lands(170.0..=230.0))
+        })
+    };
+    let (early, full) = (search_on(None), search_on(Some("--no-early-stop")));
+    let (code, early, _) = early.join().unwrap();
     assert_eq!(code, 0, "{early}");
-    let mut full_args = args.to_vec();
-    full_args.push("--no-early-stop");
-    let (code, full, _) = search_fit(&full_args, lands(170.0..=230.0));
+    let (code, full, _) = full.join().unwrap();
     assert_eq!(code, 0, "{full}");
     let scored = |s: &Value| s["duration_s"].as_f64().unwrap();
     let mut stopped = 0;
@@ -559,8 +563,7 @@ s = S(("127.0.0.1", 0), H)
 print(s.server_address[1], flush=True)
 s.serve_forever()
 "#;
-    let dir = TempDir::new("capacity-stall");
-    let (_server, port) = start_python(&dir, STALL, &["stall"]);
+    let (_server, port) = python_server(STALL, &["stall"]);
     let url = format!("http://127.0.0.1:{port}/");
     let (code, v, stderr) = search(&[
         &url,

@@ -13,6 +13,8 @@ use serde_json::Value;
 
 use crate::compare::temp_dir;
 use crate::util_disk::{Capped, LoopDev};
+use crate::util_real::python_server;
+use crate::util_require::{require, require_ok, BLKIO_HINT, LOOP_HINT};
 
 /// A child process stopped on drop: SIGTERM first, so a server with children of its
 /// own (nginx's master stops its worker and cache manager) takes them along; SIGKILL
@@ -69,7 +71,9 @@ class H(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
     def log_message(self, *a):
         pass
-http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
 "#;
 
 /// nginx caching the origin (RFC 9111 §3: a 200 with max-age is storable by a shared
@@ -149,19 +153,12 @@ fn never_no_beside_2x(cmp: &Value) {
 /// says which findings stayed; the text shows the ramp table.
 #[test]
 fn compare_diagnose_before_and_after_an_nginx_cache() {
-    if Command::new("nginx").arg("-v").output().is_err() {
-        eprintln!("SKIPPED compare diagnose: nginx is not installed");
+    if !require("nginx") || !require("python3") {
         return;
     }
     let dir = temp_dir("diag-real");
-    let (origin, front) = (free_port(), free_port());
-    let _py = Proc(
-        Command::new("python3")
-            .args(["-c", ORIGIN, &origin.to_string()])
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("python3"),
-    );
+    let (_py, origin) = python_server(ORIGIN, &[]);
+    let front = free_port();
     let conf = dir.join("nginx.conf");
     std::fs::write(&conf, nginx_conf(&dir, front, origin)).unwrap();
     let _nginx = Proc(
@@ -174,7 +171,6 @@ fn compare_diagnose_before_and_after_an_nginx_cache() {
             .spawn()
             .unwrap(),
     );
-    wait_port(origin);
     wait_port(front);
     let db = dir.join("runs.db");
     let db = db.to_str().unwrap();
@@ -240,19 +236,11 @@ fn compare_diagnose_before_and_after_an_nginx_cache() {
 /// rows are judged on exceedances and called different; no 2× row reads "no".
 #[test]
 fn compare_disk_runs_tail_on_exceedances() {
-    let lo = match LoopDev::new("cmp", 64) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("SKIPPED compare disk: no loop device here: {e}");
-            return;
-        }
+    let Some(lo) = require_ok(LoopDev::new("cmp", 64), LOOP_HINT) else {
+        return;
     };
-    let capped = match Capped::new(lo.rdev(), 500) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("SKIPPED compare disk: the loop device cannot be capped here: {e}");
-            return;
-        }
+    let Some(capped) = require_ok(Capped::new(lo.rdev(), 500), BLKIO_HINT) else {
+        return;
     };
     let dir = temp_dir("disk-real");
     let db = dir.join("runs.db");

@@ -326,12 +326,7 @@ fn saved_run_can_be_listed_and_shown() {
 /// layout, then each second's IOPS.
 #[test]
 fn progress_on_a_terminal() {
-    if std::process::Command::new("script")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipping: no `script` to make a pty");
+    if !crate::util_require::require("script") {
         return;
     }
     let dir = Dir::tmp("tty");

@@ -115,8 +115,8 @@ fn run_failures_exit_1() {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&locked.0, std::fs::Permissions::from_mode(0o500)).is_ok()
     };
-    if !locked_ok {
-        eprintln!("skipping the permission case: cannot lock a directory here");
+    let hint = "chattr (e2fsprogs) on a filesystem that supports +i, or a non-root user";
+    if !crate::util_require::require_that(locked_ok, "cannot lock a directory here", hint) {
         return;
     }
     let out = disk(&[locked.path(), "--size", "1MB", "-d", "100ms"]);
@@ -195,8 +195,7 @@ fn direct_io_on_a_real_filesystem() {
 #[test]
 fn tmpfs_direct_or_fallback_with_warning() {
     let shm = Path::new("/dev/shm");
-    if !shm.is_dir() {
-        eprintln!("skipping: no /dev/shm");
+    if !crate::util_require::require_that(shm.is_dir(), "no /dev/shm", "mount tmpfs on /dev/shm") {
         return;
     }
     let dir = Dir::under(shm, "tmpfs");

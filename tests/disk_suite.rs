@@ -18,8 +18,12 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::findings::{assert_quiet, finding, num};
-use crate::util_disk::{disk_json_in, or_skip, sh_json_in, Capped, LoopDev};
+use crate::util_disk::{disk_json_in, sh_json_in, Capped, LoopDev};
+use crate::util_require::{require_ok, BLKIO_HINT, LOOP_HINT};
 use crate::util_slowfs::{SlowVolume, Slowness};
+
+/// What the FUSE volumes need (scripts/test.sh installs it).
+const FUSE_HINT: &str = "apt-get install fuse3 libfuse3-dev pkg-config gcc (scripts/test.sh does)";
 
 /// The suite's arguments: a 64 MiB test file keeps the layout short.
 const SUITE: &str = "--size 64MB";
@@ -108,7 +112,7 @@ fn check_suite_doc(v: &Value) {
 #[test]
 fn suite_on_an_unthrottled_volume_is_fit_every_time() {
     let _heavy = crate::util_wire::lock();
-    let Some(lo) = or_skip(LoopDev::new("suite-fast", 160), "suite, unthrottled") else {
+    let Some(lo) = require_ok(LoopDev::new("suite-fast", 160), LOOP_HINT) else {
         return;
     };
     let out = crate::util::latscope()
@@ -156,10 +160,10 @@ fn suite_on_an_unthrottled_volume_is_fit_every_time() {
 #[test]
 fn suite_names_an_iops_cap_the_same_way_every_time() {
     let _heavy = crate::util_wire::lock();
-    let Some(lo) = or_skip(LoopDev::new("suite-iops", 160), "suite, IOPS cap") else {
+    let Some(lo) = require_ok(LoopDev::new("suite-iops", 160), LOOP_HINT) else {
         return;
     };
-    let Some(capped) = or_skip(Capped::new(lo.rdev(), 500), "suite, IOPS cap") else {
+    let Some(capped) = require_ok(Capped::new(lo.rdev(), 500), BLKIO_HINT) else {
         return;
     };
     let runs: Vec<Value> = (0..3)
@@ -186,13 +190,10 @@ fn suite_names_an_iops_cap_the_same_way_every_time() {
 #[test]
 fn suite_names_a_bandwidth_cap() {
     let _heavy = crate::util_wire::lock();
-    let Some(lo) = or_skip(LoopDev::new("suite-bw", 160), "suite, bandwidth cap") else {
+    let Some(lo) = require_ok(LoopDev::new("suite-bw", 160), LOOP_HINT) else {
         return;
     };
-    let Some(capped) = or_skip(
-        Capped::bandwidth(lo.rdev(), 5 << 20),
-        "suite, bandwidth cap",
-    ) else {
+    let Some(capped) = require_ok(Capped::bandwidth(lo.rdev(), 5 << 20), BLKIO_HINT) else {
         return;
     };
     let v = disk_json_in(Some(&capped), &format!("{} {SUITE}", lo.mnt.path()));
@@ -224,7 +225,7 @@ fn suite_names_added_latency_and_predicts_a_real_databases_commit() {
         delay: Duration::from_millis(5),
         ..Slowness::default()
     };
-    let Some(vol) = or_skip(SlowVolume::new("delay", 192, slow), "suite, +5 ms") else {
+    let Some(vol) = require_ok(SlowVolume::new("delay", 192, slow), FUSE_HINT) else {
         return;
     };
     let v = disk_json_in(None, &format!("{} {SUITE}", vol.path()));
@@ -261,7 +262,7 @@ fn suite_finds_rare_stalls() {
         stall_for: Duration::from_millis(1500),
         ..Slowness::default()
     };
-    let Some(vol) = or_skip(SlowVolume::new("stalls", 192, slow), "suite, stalls") else {
+    let Some(vol) = require_ok(SlowVolume::new("stalls", 192, slow), FUSE_HINT) else {
         return;
     };
     let v = disk_json_in(None, &format!("{} {SUITE}", vol.path()));
@@ -283,7 +284,7 @@ fn suite_names_a_costly_flush() {
         fsync_extra: Duration::from_millis(20),
         ..Slowness::default()
     };
-    let Some(vol) = or_skip(SlowVolume::new("flush", 192, slow), "suite, flush cost") else {
+    let Some(vol) = require_ok(SlowVolume::new("flush", 192, slow), FUSE_HINT) else {
         return;
     };
     let v = disk_json_in(None, &format!("{} {SUITE}", vol.path()));

@@ -9,6 +9,7 @@ use std::path::Path;
 
 use crate::findings::{assert_quiet, finding, num};
 use crate::util_disk::{disk_json_in, Capped, Dir, LoopDev};
+use crate::util_require::{require_ok, BLKIO_HINT, LOOP_HINT};
 
 /// `disk-tail` and `slow-fsync` on this machine's own disk capped at 20 IOPS: I/Os and
 /// flushes queue for ~50–100 ms. tmpfs is quiet.
@@ -16,12 +17,8 @@ use crate::util_disk::{disk_json_in, Capped, Dir, LoopDev};
 fn disk_tail_and_slow_fsync_on_an_iops_capped_volume() {
     let slow = Dir::real("capped");
     let dev = std::fs::metadata(&slow.0).unwrap().dev();
-    let capped = match Capped::new(dev, 20) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("SKIPPED disk findings: the device cannot be capped here: {e}");
-            return;
-        }
+    let Some(capped) = require_ok(Capped::new(dev, 20), BLKIO_HINT) else {
+        return;
     };
     let args = "--size 8MB -d 3s --pattern randrw --fsync";
     let v = disk_json_in(Some(&capped), &format!("{} {args}", slow.path()));
@@ -52,19 +49,11 @@ fn disk_iops_cap_on_a_capped_loop_device_and_not_uncapped() {
     // count left the cap's line (the rule then rightly stays quiet). The heavy tests
     // share this lock.
     let _heavy = crate::util_wire::lock();
-    let lo = match LoopDev::new("cap", 96) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("SKIPPED disk-iops-cap: no loop device here: {e}");
-            return;
-        }
+    let Some(lo) = require_ok(LoopDev::new("cap", 96), LOOP_HINT) else {
+        return;
     };
-    let capped = match Capped::new(lo.rdev(), 500) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("SKIPPED disk-iops-cap: the loop device cannot be capped here: {e}");
-            return;
-        }
+    let Some(capped) = require_ok(Capped::new(lo.rdev(), 500), BLKIO_HINT) else {
+        return;
     };
     let args = format!(
         "{} --size 32MB --precondition --pattern randread --iodepth 32 -d 5s",

@@ -7,7 +7,8 @@ use std::path::Path;
 
 use crate::findings::{assert_quiet, finding, num, text};
 use crate::util_nginx::{free_port, nginx_bin, start, temp_dir, write_conf};
-use crate::util_wire::{can_run, lock, start_lab, ChildGuard};
+use crate::util_require::require_tun;
+use crate::util_wire::{lock, start_lab, ChildGuard};
 
 /// nginx on 127.0.0.1:`port` proxying to `origin` (host:port), keeping upstream
 /// connections alive when `keepalive`. It sends no Via: nothing in its answers says
@@ -55,12 +56,11 @@ impl Drop for Cleanup {
 ///   requests, once.
 #[test]
 fn nginx_proxy_in_front_of_a_far_origin() {
-    let test = "nginx_proxy_in_front_of_a_far_origin";
     let _lock = lock();
-    if !can_run(test) {
+    if !require_tun() {
         return;
     }
-    let Some(bin) = nginx_bin(test) else {
+    let Some(bin) = nginx_bin() else {
         return;
     };
     let (_lab, url) = start_lab(&["--listen", "127.0.0.1:0", "--rtt", "80ms"]);

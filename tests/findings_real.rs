@@ -10,8 +10,9 @@ use serde_json::Value;
 
 use crate::findings::{assert_quiet, finding, ids, num, text};
 use crate::util::run_json_within;
-use crate::util_real::{have, start_python, TempDir};
-use crate::util_wire::{can_run, lock, start_lab};
+use crate::util_real::{python_server, TempDir};
+use crate::util_require::{require, require_tun};
+use crate::util_wire::{lock, start_lab};
 
 /// An API in front of a backend, as story 5's: every request to /user, /order and
 /// /product asks the backend (`argv[1]`, host:port) over a keep-alive connection of
@@ -128,9 +129,8 @@ fn not_the_path(v: &Value, what: &str) {
 /// `lone-spike`.
 #[test]
 fn outages_behind_the_server_are_periodic_spikes() {
-    let test = "outages_behind_the_server_are_periodic_spikes";
     let _lock = lock();
-    if !can_run(test) || !have("python3", test) {
+    if !require_tun() || !require("python3") {
         return;
     }
     let dir = TempDir::new("outage");
@@ -145,7 +145,7 @@ fn outages_behind_the_server_are_periodic_spikes() {
         "1s",
     ]);
     let backend = url.trim_start_matches("http://").trim_end_matches('/');
-    let (_api, port) = start_python(&dir, API, &[backend]);
+    let (_api, port) = python_server(API, &[backend]);
     let v = scenario_run(&dir, port, 17);
     let f = finding(&v, "periodic-spikes");
     eprintln!("periodic-spikes: {} — {}", f["title"], f["advice"]);
@@ -163,7 +163,7 @@ fn outages_behind_the_server_are_periodic_spikes() {
 
     let (_lab2, url2) = start_lab(&["--listen", "127.0.0.1:0", "--rtt", "10ms"]);
     let backend2 = url2.trim_start_matches("http://").trim_end_matches('/');
-    let (_api2, port2) = start_python(&dir, API, &[backend2]);
+    let (_api2, port2) = python_server(API, &[backend2]);
     let v = scenario_run(&dir, port2, 8);
     assert_quiet(&v, "periodic-spikes", "an API whose backend never stalls");
     assert_quiet(&v, "lone-spike", "an API whose backend never stalls");
@@ -202,11 +202,9 @@ s.serve_forever()
 /// backlog of 1024 the same load is quiet.
 #[test]
 fn listen_queue_overflow_is_not_packet_loss() {
-    let test = "listen_queue_overflow_is_not_packet_loss";
-    if !have("python3", test) {
+    if !require("python3") {
         return;
     }
-    let dir = TempDir::new("backlog");
     let load = |port: u16| {
         run_json_within(
             &[
@@ -222,7 +220,7 @@ fn listen_queue_overflow_is_not_packet_loss() {
             Duration::from_secs(60),
         )
     };
-    let (_small, port) = start_python(&dir, BACKLOG, &["5"]);
+    let (_small, port) = python_server(BACKLOG, &["5"]);
     let v = load(port);
     eprintln!("backlog 5: client_tcp {}", v["client_tcp"]);
     let f = finding(&v, "syn-retries");
@@ -238,7 +236,7 @@ fn listen_queue_overflow_is_not_packet_loss() {
     assert_quiet(&v, "periodic-spikes", "SYN back-off steps");
     assert_quiet(&v, "lone-spike", "SYN back-off steps");
 
-    let (_large, port) = start_python(&dir, BACKLOG, &["1024"]);
+    let (_large, port) = python_server(BACKLOG, &["1024"]);
     let v = load(port);
     eprintln!("backlog 1024: client_tcp {}", v["client_tcp"]);
     assert_quiet(&v, "syn-retries", "a backlog of 1024");
@@ -283,14 +281,12 @@ s.serve_forever()
 /// the body.
 #[test]
 fn nagle_and_delayed_ack_in_the_receive_phase() {
-    let test = "nagle_and_delayed_ack_in_the_receive_phase";
-    if !have("python3", test) {
+    if !require("python3") {
         return;
     }
-    let dir = TempDir::new("nagle");
     let diagnose =
         |port: u16| crate::findings::diagnose(&[&format!("http://127.0.0.1:{port}/"), "--no-load"]);
-    let (_pieces, port) = start_python(&dir, WRITES, &["pieces"]);
+    let (_pieces, port) = python_server(WRITES, &["pieces"]);
     let v = diagnose(port);
     let f = finding(&v, "slow-receive");
     eprintln!("slow-receive: {} — {}", f["title"], f["advice"]);
@@ -311,7 +307,7 @@ fn nagle_and_delayed_ack_in_the_receive_phase() {
     assert!(!summary.contains("nothing to win"), "{summary}");
     assert!(summary.contains("then the body takes"), "{summary}");
 
-    let (_one, port) = start_python(&dir, WRITES, &["one"]);
+    let (_one, port) = python_server(WRITES, &["one"]);
     let v = diagnose(port);
     assert_quiet(&v, "slow-receive", "one write per response");
     let summary = v["summary"].as_str().unwrap();
@@ -350,11 +346,9 @@ s.serve_forever()
 /// limit. The same saturating server without cache hits still gets the cache advice.
 #[test]
 fn knee_advice_on_cache_hits() {
-    let test = "knee_advice_on_cache_hits";
-    if !have("python3", test) {
+    if !require("python3") {
         return;
     }
-    let dir = TempDir::new("knee");
     let ramp = |port: u16| {
         crate::findings::diagnose(&[
             &format!("http://127.0.0.1:{port}/"),
@@ -364,7 +358,7 @@ fn knee_advice_on_cache_hits() {
             "500ms",
         ])
     };
-    let (_hit, port) = start_python(&dir, SATURATING, &["hit"]);
+    let (_hit, port) = python_server(SATURATING, &["hit"]);
     let v = ramp(port);
     let f = finding(&v, "knee");
     eprintln!("knee on hits: {} — {}", f["title"], f["advice"]);
@@ -373,7 +367,7 @@ fn knee_advice_on_cache_hits() {
     assert!(!advice.contains("a cache in front)"), "{advice}");
     assert!(num(f, "cache_hit_ratio") >= 0.9, "{f}");
 
-    let (_plain, port) = start_python(&dir, SATURATING, &["plain"]);
+    let (_plain, port) = python_server(SATURATING, &["plain"]);
     let v = ramp(port);
     let f = finding(&v, "knee");
     let advice = f["advice"].as_str().unwrap();
@@ -389,18 +383,16 @@ fn knee_advice_on_cache_hits() {
 /// a backend that never stalls: quiet.
 #[test]
 fn a_short_ramp_asks_for_a_longer_run() {
-    let test = "a_short_ramp_asks_for_a_longer_run";
-    if !have("python3", test) {
+    if !require("python3") {
         return;
     }
-    let dir = TempDir::new("lone");
     let ramp = |args: &[&str]| {
         let (_lab, url) = start_lab(args);
         let backend = url
             .trim_start_matches("http://")
             .trim_end_matches('/')
             .to_string();
-        let (_api, port) = start_python(&dir, API, &[&backend]);
+        let (_api, port) = python_server(API, &[&backend]);
         crate::findings::diagnose(&[
             &format!("http://127.0.0.1:{port}/user"),
             "--max-connections",

@@ -16,6 +16,7 @@ use crate::util_nginx::{
     nginx_args, nginx_bin, openssl_self_signed, start_wire, stop_wire, temp_dir, tls_server,
     wait_for_port, write_conf,
 };
+use crate::util_require::require_tun;
 
 /// One round trip on the wire, ms.
 const RTT: f64 = 40.0;
@@ -73,12 +74,11 @@ fn nginx_behind_wire(bin: &Path, dir: &Path, port: u16) -> (crate::util_wire::Ch
 ///   whole time (≥ 2 round trips), per request; the final URL is quiet.
 #[test]
 fn keepalive_and_compression_savings_over_a_40ms_wire() {
-    let test = "keepalive_and_compression_savings_over_a_40ms_wire";
     let _lock = crate::util_wire::lock();
-    if !crate::util_wire::can_run(test) {
+    if !require_tun() {
         return;
     }
-    let Some(bin) = nginx_bin(test) else {
+    let Some(bin) = nginx_bin() else {
         return;
     };
     let dir = temp_dir("savings-keepalive");
@@ -184,12 +184,11 @@ fn keepalive_and_compression_savings_over_a_40ms_wire() {
 /// TTFB of 4 round trips (≈160 ms). nginx's defaults (tickets on) resume: quiet.
 #[test]
 fn tls_resumption_saving_over_a_40ms_wire() {
-    let test = "tls_resumption_saving_over_a_40ms_wire";
     let _lock = crate::util_wire::lock();
-    if !crate::util_wire::can_run(test) {
+    if !require_tun() {
         return;
     }
-    let Some(bin) = nginx_bin(test) else {
+    let Some(bin) = nginx_bin() else {
         return;
     };
     let dir = temp_dir("savings-tls");

@@ -9,7 +9,8 @@ use latscope::lab::{self, LabOptions};
 use serde_json::Value;
 
 use crate::findings::{assert_in, assert_quiet, diagnose, finding, ids, num, run_ok, text};
-use crate::util_wire::{can_run, lock, start_lab};
+use crate::util_require::require_tun;
+use crate::util_wire::{lock, start_lab};
 
 /// Over `--rtt 40ms` to `/`: the round trip is the whole warm TTFB
 /// (`network-dominates`), 40× the 1 ms floor of 100 km (`above-physical-floor`, but
@@ -21,7 +22,7 @@ use crate::util_wire::{can_run, lock, start_lab};
 #[test]
 fn distance_findings_on_a_40ms_wire() {
     let _lock = lock();
-    if !can_run("distance_findings_on_a_40ms_wire") {
+    if !require_tun() {
         return;
     }
     let (_lab, url) = start_lab(&["--listen", "127.0.0.1:0", "--rtt", "40ms"]);
@@ -78,7 +79,7 @@ fn distance_findings_on_a_40ms_wire() {
 #[test]
 fn retransmits_on_a_lossy_wire() {
     let _lock = lock();
-    if !can_run("retransmits_on_a_lossy_wire") {
+    if !require_tun() {
         return;
     }
     let (_lab, url) = start_lab(&[
@@ -135,7 +136,7 @@ fn wait_until(t: Instant) {
 #[test]
 fn syn_retries_when_a_syn_falls_into_an_outage() {
     let _lock = lock();
-    if !can_run("syn_retries_when_a_syn_falls_into_an_outage") {
+    if !require_tun() {
         return;
     }
     let outage = Outage {

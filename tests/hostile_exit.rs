@@ -293,7 +293,11 @@ fn second_signal_removes_the_disk_test_file() {
         if start.elapsed() > Duration::from_secs(5) {
             let _ = child.kill();
             let _ = child.wait();
-            eprintln!("skipped: /proc/PID/task/*/wchan does not show the pipe wait");
+            let _ = crate::util_require::require_that(
+                false,
+                "/proc/PID/task/*/wchan does not show the pipe wait",
+                "a kernel that shows where a thread waits (CONFIG_KALLSYMS)",
+            );
             return;
         }
         std::thread::sleep(Duration::from_millis(10));

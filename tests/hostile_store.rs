@@ -444,11 +444,9 @@ fn empty_latscope_db_and_read_only_store() {
         },
         LIMIT,
     );
-    if out.status.code() == Some(77) || stderr(&out).contains("unshare") {
-        eprintln!(
-            "skipped the read-only part: no private mount namespace ({})",
-            stderr(&out)
-        );
+    let no_mount_ns = out.status.code() == Some(77) || stderr(&out).contains("unshare");
+    let why = format!("no private mount namespace ({})", stderr(&out));
+    if !crate::util_require::require_that(!no_mount_ns, &why, "run as root with unshare") {
         return;
     }
     let err = stderr(&out);

@@ -14,7 +14,7 @@ use crate::util_wire::ChildGuard;
 /// returning client resumes with 0-RTT (Caddy accepts early data for GET).
 #[test]
 fn probe_http3_on_caddy_negotiates_h3_and_times_the_quic_handshake() {
-    let Some(bin) = caddy_bin("probe_http3_on_caddy") else {
+    let Some(bin) = caddy_bin() else {
         return;
     };
     let caddy = start(&bin, "probe", "respond \"hello from caddy\" 200");
@@ -79,7 +79,7 @@ fn probe_http3_on_caddy_negotiates_h3_and_times_the_quic_handshake() {
 /// QUIC handshake; both answer from the same server.
 #[test]
 fn probe_h2_vs_h3_on_caddy() {
-    let Some(bin) = caddy_bin("probe_h2_vs_h3_on_caddy") else {
+    let Some(bin) = caddy_bin() else {
         return;
     };
     let caddy = start(&bin, "h2h3", "respond \"hello from caddy\" 200");
@@ -127,7 +127,7 @@ fn probe_h2_vs_h3_on_caddy() {
 /// body exceeds quic-go's stream window, so the stop always comes mid-body.
 #[test]
 fn a_response_before_the_whole_request_is_kept() {
-    let Some(bin) = caddy_bin("a_response_before_the_whole_request_is_kept") else {
+    let Some(bin) = caddy_bin() else {
         return;
     };
     let caddy = start(&bin, "early", "respond \"early\" 201");
@@ -186,7 +186,7 @@ fn a_response_before_the_whole_request_is_kept() {
 /// certificate is verified, and the error says why and what to do; exit 1.
 #[test]
 fn probe_http3_verifies_the_certificate() {
-    let Some(bin) = caddy_bin("probe_http3_verifies_the_certificate") else {
+    let Some(bin) = caddy_bin() else {
         return;
     };
     let caddy = start(&bin, "verify", "respond \"hello\" 200");
@@ -263,7 +263,7 @@ fn probe_http3_with_nothing_on_udp_fails_within_the_timeout() {
 /// and the HTML report); neither `no-http3` (h3 is offered) nor `http3-slower` (it works) fires.
 #[test]
 fn diagnose_discovers_h3_on_caddy_and_shows_h1_h2_h3() {
-    let Some(bin) = caddy_bin("diagnose_discovers_h3_on_caddy") else {
+    let Some(bin) = caddy_bin() else {
         return;
     };
     let caddy = start(&bin, "diagnose", "respond \"hello from caddy\" 200");
@@ -340,7 +340,7 @@ fn diagnose_discovers_h3_on_caddy_and_shows_h1_h2_h3() {
 /// against TLS 1.2 (RFC 5246 takes two of its own), and no h3 probe runs.
 #[test]
 fn no_http3_fires_on_nginx_over_tls() {
-    let Some(bin) = crate::util_nginx::nginx_bin("no_http3_fires_on_nginx_over_tls") else {
+    let Some(bin) = crate::util_nginx::nginx_bin() else {
         return;
     };
     let (_nginx, port, crt) = tls_nginx(&bin, "noh3", "");
@@ -374,7 +374,7 @@ fn no_http3_fires_on_nginx_over_tls() {
 /// quiet (h3 is offered). The same with `--http3` and no offer.
 #[test]
 fn http3_slower_fires_when_the_offered_udp_port_is_closed() {
-    let Some(bin) = crate::util_nginx::nginx_bin("http3_slower_fires_when_udp_is_closed") else {
+    let Some(bin) = crate::util_nginx::nginx_bin() else {
         return;
     };
     let udp = std::net::UdpSocket::bind("127.0.0.1:0")

@@ -6,10 +6,11 @@
 //! detours UDP. Quiet on Caddy without the relay: tests/http3.rs.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use crate::util::diagnose_json;
 use crate::util_caddy::{caddy_bin, start};
+use crate::util_real::start_server;
 use crate::util_wire::ChildGuard;
 
 /// Each way, per datagram.
@@ -21,11 +22,10 @@ const UDP_DELAY_MS: u64 = 25;
 /// round trip of the relay above TCP's.
 #[test]
 fn http3_slower_fires_when_udp_is_slow_and_tcp_is_not() {
-    let Some(caddy_bin) = caddy_bin("http3_slower_fires_when_udp_is_slow") else {
+    let Some(caddy_bin) = caddy_bin() else {
         return;
     };
-    let Some(nginx_bin) = crate::util_nginx::nginx_bin("http3_slower_fires_when_udp_is_slow")
-    else {
+    let Some(nginx_bin) = crate::util_nginx::nginx_bin() else {
         return;
     };
     let caddy = start(&caddy_bin, "slowudp", "respond \"hello from caddy\" 200");
@@ -64,12 +64,10 @@ fn http3_slower_fires_when_udp_is_slow_and_tcp_is_not() {
 /// fires on the median with the packets lost per visit in its evidence and title.
 #[test]
 fn http3_slower_fires_when_udp_loses_handshakes() {
-    let Some(caddy_bin) = caddy_bin("http3_slower_fires_when_udp_loses_handshakes") else {
+    let Some(caddy_bin) = caddy_bin() else {
         return;
     };
-    let Some(nginx_bin) =
-        crate::util_nginx::nginx_bin("http3_slower_fires_when_udp_loses_handshakes")
-    else {
+    let Some(nginx_bin) = crate::util_nginx::nginx_bin() else {
         return;
     };
     let caddy = start(&caddy_bin, "lossyudp", "respond \"hello from caddy\" 200");
@@ -126,18 +124,9 @@ fn nginx_advertising(
 /// losing first Initials as `lose` says (`K/N`); the guard and the relay's own port.
 fn relay(port: u16, delay_ms: u64, lose: &str) -> (ChildGuard, u16) {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/udp_delay_relay.py");
-    let mut child = Command::new("python3")
+    let mut python = Command::new("python3");
+    python
         .arg(script)
-        .arg(port.to_string())
-        .arg(delay_ms.to_string())
-        .arg(lose)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("python3 runs the relay");
-    let stdout = child.stdout.take().unwrap();
-    let guard = ChildGuard(child);
-    let line = crate::util::first_line(stdout, "the relay prints its port");
-    (guard, line.parse().expect("the relay's port"))
+        .args([&port.to_string(), &delay_ms.to_string(), lose]);
+    start_server(python)
 }

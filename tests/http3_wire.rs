@@ -4,7 +4,8 @@
 //! server's time where TCP + TLS 1.3 take 3. Root only; one wire at a time.
 
 use crate::util::run_json;
-use crate::util_wire::{assert_near, can_run, lock, start_lab};
+use crate::util_require::require_tun;
+use crate::util_wire::{assert_near, lock, start_lab};
 
 /// Starts `lab --tls --http2 [--http3] --rtt 40ms` and returns it, its URL and the
 /// certificate's path.
@@ -39,7 +40,7 @@ fn p50(v: &serde_json::Value, series: &str, phase: &str) -> f64 {
 #[test]
 fn h3_saves_a_round_trip_over_the_wire() {
     let _lock = lock();
-    if !can_run("h3_saves_a_round_trip_over_the_wire") {
+    if !require_tun() {
         return;
     }
     let (_lab, url, cert) = lab(true, "h3");
@@ -126,7 +127,7 @@ fn h3_saves_a_round_trip_over_the_wire() {
 #[test]
 fn no_http3_prices_one_round_trip_over_the_wire() {
     let _lock = lock();
-    if !can_run("no_http3_prices_one_round_trip_over_the_wire") {
+    if !require_tun() {
         return;
     }
     let (_lab, url, cert) = lab(false, "noh3");

@@ -20,8 +20,7 @@ impl Tmux {
     /// Starts `command` (a shell line) in a detached 110×34 session, or None when tmux
     /// is not installed.
     pub(crate) fn start(name: &str, command: &str) -> Option<Tmux> {
-        if Command::new("tmux").arg("-V").output().is_err() {
-            eprintln!("skipped: tmux is not installed");
+        if !crate::util_require::require("tmux") {
             return None;
         }
         let t = Tmux {

@@ -312,14 +312,18 @@ fn stop_flag_ends_a_library_run() {
 /// above 0.8 s — while service time (from the actual send) stays low at p90: only
 /// the 64 requests caught in flight saw the stall from the inside. A closed-loop tool
 /// would report roughly the service time. On both engines (`auto` is io_uring where
-/// the kernel allows it).
+/// the kernel allows it), at once, each against a lab of its own.
 #[test]
 fn open_model_corrects_coordinated_omission() {
-    for engine in [
+    let runs = [
         latscope::cli::LoadEngine::Epoll,
         latscope::cli::LoadEngine::Auto,
-    ] {
-        open_model_corrects_coordinated_omission_on(engine);
+    ]
+    .map(|engine| std::thread::spawn(move || open_model_corrects_coordinated_omission_on(engine)));
+    for run in runs {
+        if let Err(panic) = run.join() {
+            std::panic::resume_unwind(panic);
+        }
     }
 }
 
@@ -567,7 +571,7 @@ fn threshold_on_unknown_endpoint_is_a_usage_error() {
     let latscope::cli::Command::Load(args) = cli.command else {
         panic!("not a load command")
     };
-    let p = LoadPlan::from_args(&args).unwrap_or_else(|e| panic!("README scenario: {e}"));
+    let p = latscope::config::load::plan(&args).unwrap_or_else(|e| panic!("README scenario: {e}"));
     assert_eq!(p.thresholds.len(), 3);
 }
 

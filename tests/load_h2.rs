@@ -4,13 +4,13 @@
 //! `keepalive_requests`), and a small Python server that resets streams, sends
 //! GOAWAY, breaks the protocol or never answers, for the error classes.
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::util::{json_of, run_within};
 use crate::util_nginx::{free_port, nginx_bin, start, temp_dir, write_conf};
+use crate::util_real::python_server;
+use crate::util_require::require;
 use crate::util_wire::ChildGuard;
 
 /// Runs `load ARGS --json --no-save` (≤ 60 s); its exit code and JSON.
@@ -26,7 +26,7 @@ fn load(args: &[&str]) -> (Option<i32>, serde_json::Value) {
 /// connection, an access log, a 1 KiB file, 404 and 503 locations, and one that
 /// answers a POST.
 fn nginx(name: &str) -> Option<(ChildGuard, std::path::PathBuf, String)> {
-    let bin = nginx_bin(name)?;
+    let bin = nginx_bin()?;
     let dir = temp_dir(name);
     std::fs::create_dir_all(dir.join("www")).unwrap();
     std::fs::write(dir.join("www/1k"), vec![b'a'; 1024]).unwrap();
@@ -219,24 +219,10 @@ while True:
     threading.Thread(target=serve, args=(c,), daemon=True).start()
 "#;
 
-/// Starts [`SERVER`] in `mode`; its guard and URL (None when python3 is missing).
-fn python_h2(mode: &str, test: &str) -> Option<(ChildGuard, String)> {
-    let child = Command::new("python3")
-        .args(["-c", SERVER, mode])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn();
-    let Ok(mut child) = child else {
-        eprintln!("SKIPPED {test}: python3 is not installed");
-        return None;
-    };
-    let stdout = child.stdout.take().unwrap();
-    let guard = ChildGuard(child);
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).unwrap();
-    let port: u16 = line.trim().parse().expect("the server prints its port");
-    Some((guard, format!("http://127.0.0.1:{port}/")))
+/// Starts [`SERVER`] in `mode`; its guard and URL.
+fn python_h2(mode: &str) -> (ChildGuard, String) {
+    let (guard, port) = python_server(SERVER, &[mode]);
+    (guard, format!("http://127.0.0.1:{port}/"))
 }
 
 /// RFC 9113 §6.4, §6.8: RST_STREAM fails only its request (`reset`), a 503 is
@@ -247,9 +233,10 @@ fn python_h2(mode: &str, test: &str) -> Option<(ChildGuard, String)> {
 /// connection error (`protocol`, §5.4.1); no answer is a `timeout`.
 #[test]
 fn h2_error_classes_from_a_raw_server() {
-    let Some((_server, url)) = python_h2("mixed", "h2_error_classes_from_a_raw_server") else {
+    if !require("python3") {
         return;
-    };
+    }
+    let (_server, url) = python_h2("mixed");
     let (code, j) = load(&[&url, "--http2", "-n", "40", "-c", "1", "--streams", "1"]);
     assert_eq!(code, Some(0), "{j}");
     assert_eq!(
@@ -268,7 +255,7 @@ fn h2_error_classes_from_a_raw_server() {
     assert_eq!(j["connections_opened"], 8, "{j}");
     assert_eq!(j["bytes"], 20 * (5 + "content-length".len() + 1 + 4), "{j}");
 
-    let (_server, url) = python_h2("garbage", "h2_error_classes_from_a_raw_server").unwrap();
+    let (_server, url) = python_h2("garbage");
     let (code, j) = load(&[&url, "--http2", "-n", "3", "-c", "1"]);
     assert_eq!(code, Some(1), "{j}");
     assert_eq!(j["errors"]["protocol"], 3, "{j}");
@@ -277,7 +264,7 @@ fn h2_error_classes_from_a_raw_server() {
         "a new connection after each error: {j}"
     );
 
-    let (_server, url) = python_h2("silent", "h2_error_classes_from_a_raw_server").unwrap();
+    let (_server, url) = python_h2("silent");
     let (code, j) = load(&[&url, "--http2", "-n", "2", "-c", "1", "--timeout", "300ms"]);
     assert_eq!(code, Some(1), "{j}");
     assert_eq!(j["errors"]["timeout"], 2, "{j}");

@@ -515,12 +515,7 @@ fn a_second_signal_stops_at_once() {
 /// p50 agree with the probe's fresh series within 10 % or 2 ms.
 #[test]
 fn phases_agree_with_curl() {
-    if std::process::Command::new("curl")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("SKIPPED phases_agree_with_curl: curl is not installed");
+    if !crate::util_require::require("curl") {
         return;
     }
     let lab = lab::spawn(LabOptions::default()).unwrap();
@@ -571,13 +566,7 @@ fn phases_agree_with_curl() {
 /// leave the machine (root only; skipped otherwise).
 #[test]
 fn unresolvable_names_exit_1() {
-    if unsafe { libc::geteuid() } != 0
-        || std::process::Command::new("unshare")
-            .arg("--version")
-            .output()
-            .is_err()
-    {
-        eprintln!("SKIPPED unresolvable_names_exit_1: needs root and unshare");
+    if !crate::util_require::require_root() || !crate::util_require::require("unshare") {
         return;
     }
     let out = std::process::Command::new("unshare")

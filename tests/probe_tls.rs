@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::util::{run_json_within, run_within};
 use crate::util_nginx::*;
+use crate::util_require::require_tun;
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -54,7 +55,7 @@ fn expired_cert(dir: &Path) -> std::path::PathBuf {
 /// that is the leaf itself, and so does latscope). Quiet side of every refusal below.
 #[test]
 fn a_self_signed_leaf_passed_with_cacert_is_trusted() {
-    let Some(bin) = nginx_bin("a_self_signed_leaf_passed_with_cacert_is_trusted") else {
+    let Some(bin) = nginx_bin() else {
         return;
     };
     let dir = temp_dir("leaf");
@@ -82,7 +83,7 @@ fn a_self_signed_leaf_passed_with_cacert_is_trusted() {
 /// (RFC 5280 §4.1.2.5) even when it is the one in `--cacert`.
 #[test]
 fn other_certificates_are_refused_with_the_real_reason() {
-    let Some(bin) = nginx_bin("other_certificates_are_refused_with_the_real_reason") else {
+    let Some(bin) = nginx_bin() else {
         return;
     };
     let dir = temp_dir("refused");
@@ -179,12 +180,11 @@ fn near(what: &str, value: f64, want: f64, tol: f64) {
 /// three series.
 #[test]
 fn tls12_behind_the_wire_fresh_is_four_round_trips_resumed_three() {
-    let test = "tls12_behind_the_wire_fresh_is_four_round_trips_resumed_three";
     let _lock = crate::util_wire::lock();
-    if !crate::util_wire::can_run(test) {
+    if !require_tun() {
         return;
     }
-    let Some(bin) = nginx_bin(test) else {
+    let Some(bin) = nginx_bin() else {
         return;
     };
     let dir = temp_dir("tls12-wire");
@@ -277,7 +277,7 @@ fn tls12_behind_the_wire_fresh_is_four_round_trips_resumed_three() {
 /// and the finding stays quiet.
 #[test]
 fn resumed_series_only_when_the_server_resumes() {
-    let Some(bin) = nginx_bin("resumed_series_only_when_the_server_resumes") else {
+    let Some(bin) = nginx_bin() else {
         return;
     };
     let dir = temp_dir("no-resume");
@@ -377,7 +377,7 @@ fn resumed_series_only_when_the_server_resumes() {
 /// charts name all three.
 #[test]
 fn compare_and_report_show_the_resumed_series() {
-    let Some(bin) = nginx_bin("compare_and_report_show_the_resumed_series") else {
+    let Some(bin) = nginx_bin() else {
         return;
     };
     let dir = temp_dir("report");

@@ -4,14 +4,14 @@
 //! kernel's minimum (not the smoothed RTT a slow handler inflates), and a reused
 //! connection slower than fresh ones gives a handshake cost of 0 with the reason.
 
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::util::{json_of, run_within};
 use crate::util_nginx::{start_wire, stop_wire, wait_for_port};
-use crate::util_wire::ChildGuard;
+use crate::util_real::python_server;
+use crate::util_require::{require, require_tun};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -43,24 +43,6 @@ print(s.server_address[1], flush=True)
 s.serve_forever()
 "#;
 
-/// Starts [`SERVER`] on a free 127.0.0.1 port; None (with a note) without python3.
-fn python_server(test: &str) -> Option<(ChildGuard, u16)> {
-    let child = Command::new("python3")
-        .args(["-c", SERVER])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn();
-    let Ok(mut child) = child else {
-        eprintln!("SKIPPED {test}: python3 is not installed");
-        return None;
-    };
-    let stdout = child.stdout.take().unwrap();
-    let guard = ChildGuard(child);
-    let port = crate::util::first_line(stdout, "the Python server prints its port");
-    Some((guard, port.parse().expect("a port")))
-}
-
 fn probe(args: &[&str]) -> (Value, String) {
     let mut json_args = vec!["probe", "--json", "--no-save"];
     json_args.extend_from_slice(args);
@@ -85,10 +67,10 @@ fn probe(args: &[&str]) -> (Value, String) {
 /// smoothed RTT of the slow one holds delayed ACKs, not distance).
 #[test]
 fn side_by_side_shows_the_min_rtt_as_the_path_rtt() {
-    let Some((_server, port)) = python_server("side_by_side_shows_the_min_rtt_as_the_path_rtt")
-    else {
+    if !require("python3") {
         return;
-    };
+    }
+    let (_server, port) = python_server(SERVER, &[]);
     let fast = format!("http://127.0.0.1:{port}/fast");
     let slow = format!("http://127.0.0.1:{port}/slow");
     let (v, text) = probe(&["-n", "8", &fast, &slow]);
@@ -123,11 +105,10 @@ fn side_by_side_shows_the_min_rtt_as_the_path_rtt() {
 /// JSON has `reused_slower_ms`, and the text says why (issue 15, item 23).
 #[test]
 fn reused_slower_than_fresh_gives_zero_handshake_cost_and_says_why() {
-    let Some((_server, port)) =
-        python_server("reused_slower_than_fresh_gives_zero_handshake_cost_and_says_why")
-    else {
+    if !require("python3") {
         return;
-    };
+    }
+    let (_server, port) = python_server(SERVER, &[]);
     let url = format!("http://127.0.0.1:{port}/slower-when-reused");
     let (v, text) = probe(&["-n", "6", &url]);
     assert_eq!(v["handshake_cost_ms"].as_f64(), Some(0.0), "{v}");
@@ -156,9 +137,8 @@ fn reused_slower_than_fresh_gives_zero_handshake_cost_and_says_why() {
 /// `--distance-km 1000` (floor 10 ms) the ratio is ≈ 8 and the finding fires.
 #[test]
 fn the_physical_floor_is_always_given_over_the_wire() {
-    let test = "the_physical_floor_is_always_given_over_the_wire";
     let _lock = crate::util_wire::lock();
-    if !crate::util_wire::can_run(test) {
+    if !require_tun() {
         return;
     }
     let command: Vec<String> = ["python3", "-m", "http.server", "8000", "--bind", "0.0.0.0"]

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use crate::util;
 use crate::util_lab::healthy;
-use crate::util_prometheus::{installed, temp_dir, values, Prometheus};
+use crate::util_prometheus::{temp_dir, values, Prometheus};
+use crate::util_real::python_server;
+use crate::util_require::require;
 
 /// `latscope export RUN --format openmetrics` of a real load run is accepted by
 /// `promtool tsdb create-blocks-from openmetrics` (which reports the block it wrote),
@@ -18,8 +20,7 @@ use crate::util_prometheus::{installed, temp_dir, values, Prometheus};
 /// second (`promtool tsdb dump`).
 #[test]
 fn export_openmetrics_backfills_with_promtool() {
-    if !installed("promtool") {
-        eprintln!("skipping: promtool is not installed (apt-get install prometheus)");
+    if !require("promtool") {
         return;
     }
     let lab = healthy();
@@ -238,12 +239,13 @@ fn load_out_streams_into_prometheus() {
 /// time, exits 0, and the JSON and stderr say how many writes failed and why.
 #[test]
 fn out_to_a_dead_or_stalled_prometheus_never_slows_the_run() {
+    if !require("python3") {
+        return;
+    }
     let lab = healthy();
     let dead = crate::util_prometheus::free_port();
-    let mut stall = Command::new("python3")
-        .args([
-            "-c",
-            "import socket,sys,time\n\
+    let (stall, port) = python_server(
+        "import socket,sys,time\n\
              s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen(64)\n\
              print(s.getsockname()[1], flush=True)\n\
              conns=[]\n\
@@ -252,21 +254,8 @@ fn out_to_a_dead_or_stalled_prometheus_never_slows_the_run() {
              while time.time()<end:\n\
              \x20   try: conns.append(s.accept()[0])\n\
              \x20   except OSError: pass\n",
-        ])
-        .stdout(Stdio::piped())
-        .stdin(Stdio::null())
-        .spawn()
-        .expect("python3 starts");
-    let port = {
-        use std::io::BufRead;
-        let mut line = String::new();
-        std::io::BufReader::new(stall.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        line.trim()
-            .parse::<u16>()
-            .expect("the stalling server's port")
-    };
+        &[],
+    );
     let dead_url = format!("prometheus=http://127.0.0.1:{dead}/api/v1/write");
     let stall_url = format!("prometheus=http://127.0.0.1:{port}/api/v1/write");
     let t0 = Instant::now();
@@ -287,8 +276,7 @@ fn out_to_a_dead_or_stalled_prometheus_never_slows_the_run() {
         "--json",
     ]);
     let took = t0.elapsed();
-    let _ = stall.kill();
-    let _ = stall.wait();
+    drop(stall);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -432,8 +420,7 @@ fn scenario_endpoints_get_their_own_latency_series() {
 /// `export --format openmetrics` carries them too.
 #[test]
 fn watched_server_series_reach_prometheus() {
-    if !installed(crate::util_netns::NODE_EXPORTER) {
-        eprintln!("SKIPPED watched_server_series_reach_prometheus: node_exporter is not installed");
+    if !require(crate::util_netns::NODE_EXPORTER) {
         return;
     }
     let Some(prom) = Prometheus::start("watched_server_series_reach_prometheus") else {

@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::Value;
 
 use crate::util::{json_of, latscope, output_within, run, wait_output};
+use crate::util_require::{require, require_root};
 
 /// Starts `latscope load URL ARGS… --json --no-save` in the background.
 fn shard(url: &str, args: &[&str]) -> Child {
@@ -354,7 +355,7 @@ fn merge_adds_the_shards_exactly() {
 #[test]
 fn merged_runs_keep_tls_handshakes_and_the_watched_server() {
     use latscope::lab::{self, LabOptions};
-    if !crate::util_netns::can_run("merged_runs_keep_tls_handshakes_and_the_watched_server") {
+    if !require_root() || !require("ip") {
         return;
     }
     let lab = lab::spawn(LabOptions {

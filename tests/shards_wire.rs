@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::shards::{finish, median_start_gap_us};
 use crate::util::{json_of, output_within, scratch};
 use crate::util_netns::{link, Netns};
+use crate::util_require::{require, require_root, require_tun};
 use crate::util_wire::ChildGuard;
 
 /// The lab's wire RTT: small, so a fresh connection's handshake (one RTT) moves a
@@ -102,9 +103,7 @@ fn slow_seconds(doc: &Value, ms: f64) -> Vec<u64> {
 ///   episode at one place in the merged timeline.
 #[test]
 fn shards_on_three_hosts_merge_into_one_run() {
-    if !crate::util_wire::can_run("shards_on_three_hosts_merge_into_one_run")
-        || !crate::util_netns::can_run("shards_on_three_hosts_merge_into_one_run")
-    {
+    if !require_tun() || !require_root() || !require("ip") {
         return;
     }
     let _wire = crate::util_wire::lock();

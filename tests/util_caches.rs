@@ -15,15 +15,6 @@ use std::time::{Duration, Instant};
 /// How long a server may take to start listening.
 const START: Duration = Duration::from_secs(20);
 
-/// Whether a program is installed (as the test will call it).
-pub fn installed(program: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {program}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 /// A fresh, world-writable temp dir (the caches' workers may drop to nobody).
 pub fn temp_dir(name: &str) -> PathBuf {
     let d = crate::util::temp_dir(&format!("caches-{name}"));

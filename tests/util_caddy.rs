@@ -12,17 +12,12 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::util_nginx::free_port;
+use crate::util_require::{require, which};
 use crate::util_wire::ChildGuard;
 
-/// The caddy binary, or None (with the reason printed) when it is not installed.
-pub fn caddy_bin(test: &str) -> Option<PathBuf> {
-    for p in ["/usr/bin/caddy", "/usr/local/bin/caddy"] {
-        if Path::new(p).exists() {
-            return Some(PathBuf::from(p));
-        }
-    }
-    eprintln!("SKIPPED {test}: caddy is not installed (apt-get install caddy)");
-    None
+/// The caddy binary, or None when it is not installed (see [`require`]).
+pub fn caddy_bin() -> Option<PathBuf> {
+    require("caddy").then(|| which("caddy").unwrap())
 }
 
 /// A running Caddy.

@@ -319,16 +319,3 @@ pub fn sh_json_in(cgroup: Option<&Capped>, cmd: &str) -> Value {
     );
     serde_json::from_slice(&out.stdout).expect("JSON on stdout")
 }
-
-/// `Ok(v)`, or: in CI (`CI` set, where every tool is installed by scripts/test.sh) a
-/// failure with the reason; elsewhere `None` after saying why the test is skipped.
-pub fn or_skip<T>(r: Result<T, String>, test: &str) -> Option<T> {
-    match r {
-        Ok(v) => Some(v),
-        Err(e) if std::env::var_os("CI").is_some() => panic!("{test}: cannot run in CI: {e}"),
-        Err(e) => {
-            eprintln!("SKIPPED {test}: {e}");
-            None
-        }
-    }
-}

@@ -12,23 +12,8 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::util_require::{require, require_root, require_that};
 use crate::util_wire::ChildGuard;
-
-/// Whether namespaces can be made here (root, `ip`); prints why `test` is skipped.
-pub fn can_run(test: &str) -> bool {
-    // SAFETY: plain getter.
-    let root = unsafe { libc::geteuid() } == 0;
-    let ip = Command::new("ip")
-        .arg("-V")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !(root && ip) {
-        eprintln!("SKIPPED {test}: network namespaces need root and iproute2 (CI runs as root)");
-    }
-    root && ip
-}
 
 /// Runs a command, panicking with its stderr when it fails.
 pub fn sh(args: &[&str]) {
@@ -204,15 +189,7 @@ pub fn unshared(
     args: &[&str],
     limit: Duration,
 ) -> Option<()> {
-    let root = unsafe { libc::geteuid() } == 0;
-    let tools = ["unshare", "python3", "ip"].iter().all(|t| {
-        Command::new("sh")
-            .args(["-c", &format!("command -v {t}")])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    });
-    if !root || !tools {
-        eprintln!("SKIPPED {test}: needs root, unshare, python3 and ip");
+    if !require_root() || !["unshare", "python3", "ip"].iter().all(|t| require(t)) {
         return None;
     }
     let mut child = Command::new("unshare")
@@ -237,8 +214,8 @@ pub fn unshared(
         std::thread::sleep(Duration::from_millis(20));
     };
     let err = std::fs::read_to_string(dir.join("err.log")).unwrap_or_default();
-    if !err.contains("SETUP-OK") {
-        eprintln!("SKIPPED {test}: the namespace could not be set up: {err}");
+    let why = format!("the namespace could not be set up: {err}");
+    if !require_that(err.contains("SETUP-OK"), &why, "root, unshare and mount") {
         return None;
     }
     assert!(status.success(), "{err}");

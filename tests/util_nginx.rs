@@ -11,17 +11,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::util_require::{require, which};
 use crate::util_wire::ChildGuard;
 
-/// The nginx binary, or None (with the reason printed) when it is not installed.
-pub fn nginx_bin(test: &str) -> Option<PathBuf> {
-    for p in ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"] {
-        if Path::new(p).exists() {
-            return Some(PathBuf::from(p));
-        }
-    }
-    eprintln!("SKIPPED {test}: nginx is not installed (apt-get install nginx)");
-    None
+/// The nginx binary, or None when it is not installed (see [`require`]).
+pub fn nginx_bin() -> Option<PathBuf> {
+    require("nginx").then(|| which("nginx").unwrap())
 }
 
 /// A fresh temp dir for one test.

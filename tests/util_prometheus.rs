@@ -10,6 +10,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::util_require::require;
+
 /// How long Prometheus may take to become ready.
 const READY: Duration = Duration::from_secs(60);
 
@@ -34,21 +36,11 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// Whether `program` is on the PATH.
-pub fn installed(program: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {program}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 impl Prometheus {
-    /// Starts Prometheus and waits for `/-/ready`; None (with the reason printed)
-    /// when the binary is not installed.
+    /// Starts Prometheus and waits for `/-/ready`; None when the binary is not
+    /// installed (see [`require`]).
     pub fn start(test: &str) -> Option<Prometheus> {
-        if !installed("prometheus") {
-            eprintln!("skipping {test}: prometheus is not installed (apt-get install prometheus)");
+        if !require("prometheus") {
             return None;
         }
         let dir = temp_dir(test);

@@ -1,35 +1,14 @@
-//! Helpers for the tests against real servers (issue 12): a temporary directory, a
-//! Python server written by the test and started on a free 127.0.0.1 port (it
-//! prints the port as its first stdout line), and a check that a program is
-//! installed (the test skips, saying why, when it is not). nginx: util_nginx.rs.
+//! Helpers for the tests against real servers (issue 12): a temporary directory, and
+//! a server the test starts that prints its port as its first stdout line — most
+//! often a Python server written in the test (on a free 127.0.0.1 port). What a test
+//! needs installed: util_require.rs; nginx: util_nginx.rs.
 
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use crate::util_wire::ChildGuard;
-
-/// Whether `program` runs here (`program --version` or `-v` exits); prints why
-/// `test` is skipped when it does not.
-pub fn have(program: &str, test: &str) -> bool {
-    let ok = Command::new(program)
-        .arg(if program == "nginx" {
-            "-v"
-        } else {
-            "--version"
-        })
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        eprintln!("SKIPPED {test}: {program} is not installed");
-    }
-    ok
-}
 
 /// A directory under the system temp dir, removed on drop.
 pub struct TempDir(pub PathBuf);
@@ -65,38 +44,36 @@ impl Drop for TempDir {
     }
 }
 
-/// Reads the first stdout line of `child` within 20 s.
-fn first_line(child: &mut std::process::Child) -> String {
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    rx.recv_timeout(Duration::from_secs(20))
-        .expect("the server prints its port within 20 s")
-}
-
-/// Runs `python3 SCRIPT ARGS` (the script written into `dir`), which binds
-/// 127.0.0.1:0 and prints its port first; returns the guard and the port.
-pub fn start_python(dir: &TempDir, script: &str, args: &[&str]) -> (ChildGuard, u16) {
-    let path = dir.write(
-        &format!("server-{}.py", args.join("-").replace(['/', ':'], "_")),
-        script,
-    );
-    let mut child = Command::new("python3")
-        .arg(path)
-        .args(args)
+/// Starts `cmd`, a server that prints its port as its first stdout line (stdin
+/// closed, stderr shown); its guard, which kills it on drop, and the port. Fails the
+/// test when no port comes within 20 s.
+pub fn start_server(mut cmd: Command) -> (ChildGuard, u16) {
+    let what = format!("{cmd:?}");
+    let mut child = cmd
+        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
-        .expect("python3 starts");
-    let line = first_line(&mut child);
+        .unwrap_or_else(|e| panic!("{what} starts: {e}"));
+    let stdout = child.stdout.take().unwrap();
     let guard = ChildGuard(child);
+    let line = crate::util::first_line(stdout, &format!("{what} prints its port"));
     let port = line
-        .trim()
         .parse()
-        .unwrap_or_else(|_| panic!("the Python server printed {line:?}, not a port"));
+        .unwrap_or_else(|_| panic!("{what} printed {line:?}, not a port"));
     (guard, port)
+}
+
+/// `python3 -c SCRIPT ARGS…` as [`start_server`]: the script binds (127.0.0.1:0
+/// unless its arguments say otherwise) and prints its port first. The test calls
+/// `require("python3")` before.
+pub fn python_server(script: &str, args: &[&str]) -> (ChildGuard, u16) {
+    python_server_with(Command::new("python3"), script, args)
+}
+
+/// [`python_server`] run by another interpreter command: `/usr/bin/python3` for
+/// Debian's modules, or python3 inside a network namespace (`Netns::command`).
+pub fn python_server_with(mut python: Command, script: &str, args: &[&str]) -> (ChildGuard, u16) {
+    python.arg("-c").arg(script).args(args);
+    start_server(python)
 }

@@ -1,5 +1,4 @@
-//! Helpers for the wire tests: the lock that runs them one at a time, the root
-//! check, a timed HTTP/1.1 client on std sockets (connect, TTFB, TCP_INFO), a guard
+//! Helpers for the wire tests: the lock that runs them one at a time, a timed HTTP/1.1 client on std sockets (connect, TTFB, TCP_INFO), a guard
 //! that kills a child process, and probes of what the wire leaves on the system.
 
 #![allow(dead_code)]
@@ -7,31 +6,29 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use latscope::net::tcp::{tcp_info, TcpInfo};
 
-/// Every wire test holds this: wires add noise to each other's timings on 2 cores.
-static WIRE_LOCK: Mutex<()> = Mutex::new(());
+/// Every wire test holds this alone: wires add noise to each other's timings on 2
+/// cores. Timing tests that must not run beside a wire but may beside each other
+/// share it.
+static WIRE_LOCK: RwLock<()> = RwLock::new(());
 
 /// Every socket operation in a wire test gives up after this long.
 pub const IO_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Takes the wire lock (a failed earlier test does not poison it for the next).
-pub fn lock() -> MutexGuard<'static, ()> {
-    WIRE_LOCK.lock().unwrap_or_else(|e| e.into_inner())
+/// Takes the wire lock alone (a failed earlier test does not poison it for the next).
+pub fn lock() -> RwLockWriteGuard<'static, ()> {
+    WIRE_LOCK.write().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Whether wire tests can run here (root and /dev/net/tun); prints why not.
-pub fn can_run(test: &str) -> bool {
-    // SAFETY: plain getter.
-    let root = unsafe { libc::geteuid() } == 0;
-    let tun = std::path::Path::new("/dev/net/tun").exists();
-    if !(root && tun) {
-        eprintln!("SKIPPED {test}: the wire needs root and /dev/net/tun (CI runs as root)");
-    }
-    root && tun
+/// Shares the wire lock with the other holders of a shared one: for a test that
+/// must not run beside a wire or another heavy test, but whose load is light enough
+/// to run beside its like (the capacity searches: a few hundred requests a second).
+pub fn lock_shared() -> RwLockReadGuard<'static, ()> {
+    WIRE_LOCK.read().unwrap_or_else(|e| e.into_inner())
 }
 
 /// One timed request.

@@ -14,7 +14,8 @@ use serde_json::Value;
 
 use crate::util::{json_of, run_within};
 use crate::util_netns::{self, link, node_exporter, Netns, NODE_EXPORTER};
-use crate::util_real::{have, start_python, TempDir};
+use crate::util_real::{python_server, python_server_with, TempDir};
+use crate::util_require::{require, require_ok, require_root, require_that, require_tun};
 use crate::util_wire::ChildGuard;
 
 /// The findings' ids of a run.
@@ -95,18 +96,14 @@ srv.serve_forever()
 /// HTML report draws them.
 #[test]
 fn watch_joins_node_exporter_and_survives_dead_targets() {
-    if !have(
-        NODE_EXPORTER,
-        "watch_joins_node_exporter_and_survives_dead_targets",
-    ) {
+    if !require(NODE_EXPORTER) {
         return;
     }
     let dir = TempDir::new("watch");
     let (_ne, ne_url) = node_exporter(None, "127.0.0.1", util_netns::free_port());
-    let (_srv, port) = start_python(&dir, CPU_SERVER, &["2"]);
+    let (_srv, port) = python_server(CPU_SERVER, &["2"]);
     // Accepts connections and never answers: every scrape times out.
-    let (_mute, mute) = start_python(
-        &dir,
+    let (_mute, mute) = python_server(
         "import socket\ns=socket.socket()\ns.bind(('127.0.0.1',0))\ns.listen(16)\n\
          print(s.getsockname()[1],flush=True)\nheld=[]\nwhile True:\n    held.append(s.accept())\n",
         &["mute"],
@@ -282,15 +279,12 @@ fn watch_joins_node_exporter_and_survives_dead_targets() {
 /// or a `--watch-metric` without `--watch`, is a usage error (exit 2) naming the flag.
 #[test]
 fn diagnose_ramp_watches_and_bad_flags_are_usage_errors() {
-    if !have(
-        NODE_EXPORTER,
-        "diagnose_ramp_watches_and_bad_flags_are_usage_errors",
-    ) {
+    if !require(NODE_EXPORTER) {
         return;
     }
     let dir = TempDir::new("watch-diag");
     let (_ne, ne_url) = node_exporter(None, "127.0.0.1", util_netns::free_port());
-    let (_srv, port) = start_python(&dir, CPU_SERVER, &["1"]);
+    let (_srv, port) = python_server(CPU_SERVER, &["1"]);
     let url = format!("http://127.0.0.1:{port}/?ms=1");
     let db = dir.join("runs.db");
     let db = db.to_str().unwrap();
@@ -368,20 +362,16 @@ fn diagnose_ramp_watches_and_bad_flags_are_usage_errors() {
 /// stays small).
 #[test]
 fn server_cpu_saturated_fires_on_a_cpu_bound_server_only() {
-    if !have(
-        NODE_EXPORTER,
-        "server_cpu_saturated_fires_on_a_cpu_bound_server_only",
-    ) {
+    if !require(NODE_EXPORTER) {
         return;
     }
-    let dir = TempDir::new("watch-cpu");
     let (_ne, ne_url) = node_exporter(None, "127.0.0.1", util_netns::free_port());
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     // One process per connection: every connection's requests burn a core of their
     // own (a process per core could sit idle while its connections' clients read,
     // leaving 10–20 % of the host idle on a quiet machine).
     let connections = (4 * cores).to_string();
-    let (_srv, port) = start_python(&dir, CPU_SERVER, &[&connections]);
+    let (_srv, port) = python_server(CPU_SERVER, &[&connections]);
     let hot = load_json(&[
         "load",
         &format!("http://127.0.0.1:{port}/?ms=40"),
@@ -458,32 +448,10 @@ while True:
     c.close()
 "#;
 
-/// Starts `program ARGS` (with `script` written into `dir` as its first argument
-/// when given) inside `ns`, reading the port it prints first.
-fn start_in(
-    ns: &Netns,
-    dir: &TempDir,
-    program: &str,
-    script: &str,
-    args: &[&str],
-) -> (ChildGuard, u16) {
-    let path = dir.write(
-        &format!("s-{}.py", args.join("-").replace(['/', ':', '=', ' '], "_")),
-        script,
-    );
-    let mut child = ns
-        .command(program)
-        .arg(&path)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("starts");
-    let stdout = child.stdout.take().unwrap();
-    let guard = ChildGuard(child);
-    let line = crate::util::first_line(stdout, "the server prints its port");
-    let port = line.parse().unwrap_or_else(|_| panic!("printed {line:?}"));
-    (guard, port)
+/// Starts the Python `script` with `ARGS` under the interpreter `program` inside
+/// `ns`, reading the port it prints first.
+fn start_in(ns: &Netns, program: &str, script: &str, args: &[&str]) -> (ChildGuard, u16) {
+    python_server_with(ns.command(program), script, args)
 }
 
 /// The server with backlog 128, answering at once, under 2 connections: no
@@ -493,15 +461,13 @@ fn start_in(
 /// `listen-queue-overflow` fires.
 #[test]
 fn listen_queue_overflow_fires_on_a_tiny_backlog_only() {
-    let test = "listen_queue_overflow_fires_on_a_tiny_backlog_only";
-    if !util_netns::can_run(test) || !have(NODE_EXPORTER, test) {
+    if !require_root() || !require("ip") || !require(NODE_EXPORTER) {
         return;
     }
     let ns = Netns::new("lq");
     let (_host_ip, ip, _, _) = link(None, &ns);
-    let dir = TempDir::new("watch-lq");
     let (_ne, ne_url) = node_exporter(Some(&ns), &ip, 9100);
-    let (_ok, ok) = start_in(&ns, &dir, "python3", SERIAL_SERVER, &[&ip, "128", "0"]);
+    let (_ok, ok) = start_in(&ns, "python3", SERIAL_SERVER, &[&ip, "128", "0"]);
     let calm = load_json(&[
         "load",
         &format!("http://{ip}:{ok}/"),
@@ -528,7 +494,7 @@ fn listen_queue_overflow_fires_on_a_tiny_backlog_only() {
     );
     // Then the tiny backlog (after: its half-open connections keep overflowing for
     // a while after a run).
-    let (_tiny, tiny) = start_in(&ns, &dir, "python3", SERIAL_SERVER, &[&ip, "1", "0.1"]);
+    let (_tiny, tiny) = start_in(&ns, "python3", SERIAL_SERVER, &[&ip, "1", "0.1"]);
     let over = load_json(&[
         "load",
         &format!("http://{ip}:{tiny}/"),
@@ -680,17 +646,14 @@ fn start_postgres(
 /// API retransmitted nothing.
 #[test]
 fn server_retransmits_names_the_database_link() {
-    let test = "server_retransmits_names_the_database_link";
-    if !util_netns::can_run(test) || !crate::util_wire::can_run(test) || !have(NODE_EXPORTER, test)
-    {
+    if !require_root() || !require("ip") || !require_tun() || !require(NODE_EXPORTER) {
         return;
     }
-    let Some(bin) = postgres_bin() else {
-        eprintln!("SKIPPED {test}: PostgreSQL (Debian's postgresql) is not installed");
+    let pg = "apt-get install postgresql";
+    let Some(bin) = require_ok(postgres_bin().ok_or("PostgreSQL is not installed"), pg) else {
         return;
     };
-    let Some(ids_pg) = postgres_ids() else {
-        eprintln!("SKIPPED {test}: no postgres user");
+    let Some(ids_pg) = require_ok(postgres_ids().ok_or("no postgres user"), pg) else {
         return;
     };
     let psycopg = Command::new("/usr/bin/python3")
@@ -698,8 +661,8 @@ fn server_retransmits_names_the_database_link() {
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
-    if !psycopg {
-        eprintln!("SKIPPED {test}: python3-psycopg2 is not installed");
+    let hint = "apt-get install python3-psycopg2";
+    if !require_that(psycopg, "/usr/bin/python3 cannot import psycopg2", hint) {
         return;
     }
     let _lock = crate::util_wire::lock();
@@ -733,8 +696,7 @@ fn server_retransmits_names_the_database_link() {
     let run = |wire: &[&str], label: &str| {
         let (pg, db_ip) = start_postgres(&api, &bin, ids_pg, &data, wire);
         let dsn = format!("host={db_ip} port=5432 user=postgres dbname=postgres connect_timeout=3");
-        let (api_server, port) =
-            start_in(&api, &dir, "/usr/bin/python3", API_SERVER, &[&api_ip, &dsn]);
+        let (api_server, port) = start_in(&api, "/usr/bin/python3", API_SERVER, &[&api_ip, &dsn]);
         let url = format!("http://{api_ip}:{port}/");
         util_netns::wait_http(
             format!("{api_ip}:{port}").parse().unwrap(),

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use latscope::lab::wire::{Outage, Wire, WireOptions};
 use latscope::lab::{self, LabOptions, RunningLab};
 
+use crate::util_require::require_tun;
 use crate::util_wire::*;
 
 /// A wire with `options` and a healthy lab served through it.
@@ -50,7 +51,7 @@ fn assert_gone(host_dev: &str, host_ip: &str, server_ip: &str, ns_inode: Option<
 #[test]
 fn rtt_40ms_gives_real_round_trips_then_cleans_up() {
     let _lock = lock();
-    if !can_run("rtt_40ms_gives_real_round_trips_then_cleans_up") {
+    if !require_tun() {
         return;
     }
     let (wire, lab) = lab_on_wire(rtt(40));
@@ -120,7 +121,7 @@ fn rtt_40ms_gives_real_round_trips_then_cleans_up() {
 #[test]
 fn lab_command_serves_on_the_wire_and_cleans_up_on_sigint() {
     let _lock = lock();
-    if !can_run("lab_command_serves_on_the_wire_and_cleans_up_on_sigint") {
+    if !require_tun() {
         return;
     }
     let (mut child, url) = start_lab(&["--rtt", "40ms", "--listen", "127.0.0.1:0"]);
@@ -193,7 +194,7 @@ fn curl_times(url: &str, n: usize) -> Option<(f64, f64)> {
 #[test]
 fn loss_shows_up_as_retransmissions_in_tcp_info() {
     let _lock = lock();
-    if !can_run("loss_shows_up_as_retransmissions_in_tcp_info") {
+    if !require_tun() {
         return;
     }
     let (wire, lab) = lab_on_wire(WireOptions {
@@ -230,7 +231,7 @@ fn loss_shows_up_as_retransmissions_in_tcp_info() {
 #[test]
 fn outages_delay_requests_caught_in_them() {
     let _lock = lock();
-    if !can_run("outages_delay_requests_caught_in_them") {
+    if !require_tun() {
         return;
     }
     let outage = Outage {
@@ -295,7 +296,7 @@ fn wait_until(t: Instant) {
 #[test]
 fn bandwidth_paces_a_download() {
     let _lock = lock();
-    if !can_run("bandwidth_paces_a_download") {
+    if !require_tun() {
         return;
     }
     let (wire, lab) = lab_on_wire(WireOptions {
@@ -325,7 +326,7 @@ fn bandwidth_paces_a_download() {
 #[test]
 fn jitter_spreads_round_trips_above_the_rtt() {
     let _lock = lock();
-    if !can_run("jitter_spreads_round_trips_above_the_rtt") {
+    if !require_tun() {
         return;
     }
     let (_wire, lab) = lab_on_wire(WireOptions {
@@ -356,7 +357,7 @@ fn jitter_spreads_round_trips_above_the_rtt() {
 #[test]
 fn several_wires_run_side_by_side() {
     let _lock = lock();
-    if !can_run("several_wires_run_side_by_side") {
+    if !require_tun() {
         return;
     }
     let (near, near_lab) = lab_on_wire(rtt(10));
@@ -393,7 +394,7 @@ fn several_wires_run_side_by_side() {
 #[test]
 fn a_panic_still_removes_the_wire() {
     let _lock = lock();
-    if !can_run("a_panic_still_removes_the_wire") {
+    if !require_tun() {
         return;
     }
     let seen = std::sync::Mutex::new(None);
@@ -416,7 +417,7 @@ fn a_panic_still_removes_the_wire() {
 #[test]
 fn without_root_the_wire_says_what_it_needs() {
     let _lock = lock();
-    if !can_run("without_root_the_wire_says_what_it_needs") {
+    if !require_tun() {
         return;
     }
     use std::os::unix::process::CommandExt;
@@ -438,7 +439,7 @@ fn without_root_the_wire_says_what_it_needs() {
 #[test]
 fn tls_over_the_wire_adds_one_round_trip() {
     let _lock = lock();
-    if !can_run("tls_over_the_wire_adds_one_round_trip") {
+    if !require_tun() {
         return;
     }
     let dir = crate::util::scratch().join(format!("latscope-wire-tls-{}", std::process::id()));
@@ -529,7 +530,7 @@ fn curl_tls_ttfb(url: &str, cacert: &str, n: usize) -> Option<f64> {
 #[test]
 fn probe_sees_the_wire_in_every_phase() {
     let _lock = lock();
-    if !can_run("probe_sees_the_wire_in_every_phase") {
+    if !require_tun() {
         return;
     }
     let (_lab, url) = start_lab(&["--listen", "127.0.0.1:0", "--rtt", "40ms"]);

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::util::run_within;
 use crate::util_nginx::{start_wire, stop_wire, wait_for_port};
+use crate::util_require::{require_root, require_tun};
 use crate::util_wire::*;
 
 /// The wire instance N of a `198.18.N.2` address.
@@ -70,7 +71,7 @@ fn assert_gone(n: u8, ns_inode: u64) {
 #[test]
 fn a_python_server_behind_the_wire_then_sigterm_cleans_up() {
     let _lock = lock();
-    if !can_run("a_python_server_behind_the_wire_then_sigterm_cleans_up") {
+    if !require_tun() {
         return;
     }
     let command: Vec<String> = ["python3", "-m", "http.server", "8000", "--bind", "0.0.0.0"]
@@ -119,7 +120,7 @@ fn a_python_server_behind_the_wire_then_sigterm_cleans_up() {
 #[test]
 fn the_exit_code_passes_through_and_leftovers_are_stopped() {
     let _lock = lock();
-    if !can_run("the_exit_code_passes_through_and_leftovers_are_stopped") {
+    if !require_tun() {
         return;
     }
     let out = run_within(
@@ -182,7 +183,7 @@ fn wire_usage_errors_exit_2() {
         assert!(err.contains(needle), "{args:?}: {err}");
     }
     let _lock = lock();
-    if !can_run("wire_usage_errors_exit_2 (missing command)") {
+    if !require_tun() {
         return;
     }
     let out = run_within(
@@ -204,8 +205,7 @@ fn wire_usage_errors_exit_2() {
 #[test]
 fn without_root_the_wire_runs_in_a_private_namespace_and_says_so() {
     let _lock = lock();
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIPPED without_root_the_wire_runs_in_a_private_namespace_and_says_so: needs root to become nobody");
+    if !require_root() {
         return;
     }
     let mut cmd = crate::util::latscope();
@@ -230,7 +230,7 @@ fn without_root_the_wire_runs_in_a_private_namespace_and_says_so() {
 #[test]
 fn a_killed_latscope_takes_its_command_along() {
     let _lock = lock();
-    if !can_run("a_killed_latscope_takes_its_command_along") {
+    if !require_tun() {
         return;
     }
     let command: Vec<String> = ["sleep", "300"].iter().map(|s| s.to_string()).collect();

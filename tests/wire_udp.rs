@@ -11,7 +11,8 @@ use latscope::lab::wire::{Wire, WireOptions};
 use latscope::lab::{self, LabOptions, LabTls};
 
 use crate::util_h3::{client_on, connect};
-use crate::util_wire::{assert_near, can_run, lock, p50_ms, IO_TIMEOUT};
+use crate::util_require::require_tun;
+use crate::util_wire::{assert_near, lock, p50_ms, IO_TIMEOUT};
 
 /// A UDP echo server on the wire's server side (port 0): answers every datagram
 /// until the wire's namespace socket is closed by the test's end (bounded: it stops
@@ -40,7 +41,7 @@ fn echo_on(wire: &Wire, limit: usize) -> SocketAddr {
 #[test]
 fn udp_round_trips_see_the_rtt() {
     let _lock = lock();
-    if !can_run("udp_round_trips_see_the_rtt") {
+    if !require_tun() {
         return;
     }
     let wire = Wire::start(WireOptions {
@@ -75,7 +76,7 @@ fn udp_round_trips_see_the_rtt() {
 #[test]
 fn udp_datagrams_are_lost_as_configured() {
     let _lock = lock();
-    if !can_run("udp_datagrams_are_lost_as_configured") {
+    if !require_tun() {
         return;
     }
     let wire = Wire::start(WireOptions {
@@ -120,7 +121,7 @@ fn udp_datagrams_are_lost_as_configured() {
 #[test]
 fn h3_over_the_wire_counts_quic_round_trips() {
     let _lock = lock();
-    if !can_run("h3_over_the_wire_counts_quic_round_trips") {
+    if !require_tun() {
         return;
     }
     let wire = Wire::start(WireOptions {
@@ -198,7 +199,7 @@ fn h3_over_the_wire_counts_quic_round_trips() {
 #[test]
 fn lab_command_serves_http3_on_the_wire() {
     let _lock = lock();
-    if !can_run("lab_command_serves_http3_on_the_wire") {
+    if !require_tun() {
         return;
     }
     let cert = crate::util::scratch().join("wire-h3-lab.pem");

@@ -10,15 +10,15 @@ use anyhow::Context;
 use serde_json::json;
 
 use crate::cli::DemoArgs;
-use crate::config::http::{ClientOptions, RequestSpec};
+use crate::config::{DiagnoseConfig, OutputConfig, RampPlan};
 use crate::diagnose::diagnosis::Diagnosis;
 use crate::lab::wire::{self, Wire, WireOptions};
 use crate::lab::{self, LabOptions, StallOptions};
 use crate::net::Target;
+use crate::net::{ClientOptions, RequestSpec};
 
-use super::diagnose::{self, diagnosis_json, Plan};
+use super::diagnose::{self, diagnosis_json};
 use super::interrupt::Interrupt;
-use super::ramp::RampPlan;
 use super::saving;
 
 /// The round trip the demo's wire adds.
@@ -88,7 +88,8 @@ pub fn run(args: DemoArgs) -> anyhow::Result<u8> {
     );
     let started = SystemTime::now();
     let interrupt = Interrupt::install()?;
-    let base = Plan {
+    let output = OutputConfig::from(&args.output);
+    let base = DiagnoseConfig {
         count: 10,
         request: RequestSpec::default(),
         client: ClientOptions {
@@ -104,8 +105,9 @@ pub fn run(args: DemoArgs) -> anyhow::Result<u8> {
             max_connections: 32,
             step: Duration::from_secs(2),
         },
-        live: crate::report::live::wanted(args.output.json, args.output.no_tui),
+        live: crate::report::live::wanted(output.json, output.no_tui),
         watch: None,
+        secret_headers: Vec::new(),
     };
     let mut progress = diagnose::progress_printer();
     let mut results: Vec<Diagnosis> = Vec::new();
@@ -115,7 +117,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<u8> {
         ("/cache/private-cookie", true),
     ] {
         let target = Target::parse(&lab.url(path)).map_err(anyhow::Error::new)?;
-        let plan = Plan {
+        let plan = DiagnoseConfig {
             no_load: (!load).then(|| "the demo ramps /cache/private-cookie only".to_string()),
             ..base.clone()
         };
@@ -181,7 +183,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<u8> {
     }
     let urls: Vec<String> = results.iter().map(|d| d.target.clone()).collect();
     let mut record = diagnose::record(
-        &args.output,
+        &output,
         &results,
         doc.clone(),
         text.clone(),
@@ -189,7 +191,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<u8> {
         &urls,
         &[],
     );
-    let saved = saving::save_record(&args.output, &record);
+    let saved = saving::save_record(&output, &record);
     let id = saved.id().map(str::to_string);
     record.id = id.clone().unwrap_or_else(|| "demo".to_string());
     let html = crate::report::html::render(std::slice::from_ref(&record))
@@ -201,7 +203,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<u8> {
         });
     text.push_str(&next_steps(&html, id.as_deref()));
 
-    super::output::print(args.output.json, &doc, &text)?;
+    super::output::print(output.json, &doc, &text)?;
     Ok(saved.exit_code(0))
 }
 

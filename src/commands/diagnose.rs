@@ -3,17 +3,16 @@
 //! time. The demo runs the same steps against the lab.
 
 use std::io::IsTerminal;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use anyhow::Context;
 use serde_json::{json, Value};
 
 use crate::cli::DiagnoseArgs;
-use crate::config::http::{
-    self as httpcfg, ClientOptions, HttpVersionPref, RequestSpec, ResolveOverride,
-};
+use crate::config::{self, DiagnoseConfig, DiagnoseRun, OutputConfig};
 use crate::diagnose::diagnosis::Diagnosis;
 use crate::diagnose::{self, audit, from_probe, rules, Facts, Finding};
+use crate::net::{HttpVersionPref, ResolveOverride};
 use crate::net::{NetError, Target};
 use crate::probe::{self, ProbeConfig};
 use crate::report;
@@ -22,87 +21,25 @@ use crate::usage;
 
 use super::interrupt::Interrupt;
 use super::probe::{failed_entry, json_doc};
-use super::ramp::{self, RampPlan};
+use super::ramp;
 use super::saving::{self, NewRun};
-
-/// How one diagnosis runs.
-#[derive(Debug, Clone)]
-pub(crate) struct Plan {
-    pub count: u32,
-    pub request: RequestSpec,
-    pub client: ClientOptions,
-    pub origin: Option<String>,
-    pub distance_km: Option<f64>,
-    /// Run the ramp against a public address too (`--load`).
-    pub force_load: bool,
-    /// Skip the ramp, and why (`--no-load`, or the demo ramping one URL only).
-    pub no_load: Option<String>,
-    pub ramp: RampPlan,
-    /// Show the ramp in the full-screen live view (a terminal, no --json/--no-tui).
-    pub live: bool,
-    /// `--watch`: scrape these during the ramp.
-    pub watch: Option<crate::watch::WatchSpec>,
-    /// `--out`: where the ramp's seconds are streamed.
-    pub out: Option<crate::output::OutRun>,
-}
 
 /// Runs `latscope diagnose`.
 pub fn run(args: DiagnoseArgs) -> anyhow::Result<u8> {
-    let (request, client) = httpcfg::from_args(&args.http)?;
-    if args.count == 0 {
-        return Err(usage!("-n must be at least 1"));
-    }
-    if args.max_connections == 0 || args.max_connections > 10_000 {
-        return Err(usage!("--max-connections must be between 1 and 10000"));
-    }
-    if args.step < Duration::from_millis(200) || args.step > Duration::from_secs(60) {
-        return Err(usage!("--step must be between 200ms and 60s"));
-    }
-    if let Some(d) = args.distance_km {
-        if !(d > 0.0 && d < 40_000.0) {
-            return Err(usage!("--distance-km must be between 0 and 40000"));
-        }
-    }
-    if let Some(o) = &args.origin {
-        origin_override(o, 80)?;
-    }
-    let targets = args
-        .urls
-        .iter()
-        .map(|u| Target::parse(u).map_err(|e| usage!("{e}")))
-        .collect::<Result<Vec<_>, _>>()?;
-    if let Some(t) = targets.iter().find(|t| t.scheme == crate::net::Scheme::Tcp) {
-        return Err(usage!(
-            "{t}: diagnose needs an http:// or https:// URL (probe tcp:// instead)"
-        ));
-    }
-    let out = crate::output::OutPlan::from_args(&args.out).map_err(|m| usage!("{m}"))?;
     // Known before the ramps, so the series written while they go carry it.
     let run_id = crate::store::new_id();
-    let plan = Plan {
-        out: (!out.is_empty()).then(|| crate::output::OutRun {
-            plan: out,
-            run: run_id.clone(),
-            label: args.output.label.clone(),
-        }),
-        count: args.count,
-        request,
-        client,
-        origin: args.origin.clone(),
-        distance_km: args.distance_km,
-        force_load: args.load,
-        no_load: args.no_load.then(|| "--no-load".to_string()),
-        ramp: RampPlan {
-            max_connections: args.max_connections,
-            step: args.step,
-        },
-        live: crate::report::live::wanted(args.output.json, args.output.no_tui),
-        watch: crate::watch::WatchSpec::from_flags(&args.watch.watch, &args.watch.watch_metric)
-            .map_err(|e| usage!("{e}"))?,
-    };
+    let DiagnoseRun {
+        urls,
+        targets,
+        max_time,
+        config: mut plan,
+        output,
+        redact_headers,
+    } = DiagnoseRun::from_args(&args, &run_id)?;
+    plan.live = crate::report::live::wanted(output.json, output.no_tui);
     let started = SystemTime::now();
     let interrupt = Interrupt::install()?;
-    interrupt.deadline(args.max_time);
+    interrupt.deadline(max_time);
     let mut results = Vec::new();
     let mut failures = Vec::new();
     let mut entries = Vec::new();
@@ -132,17 +69,17 @@ pub fn run(args: DiagnoseArgs) -> anyhow::Result<u8> {
     let doc = json_doc("diagnose", entries, targets.len() > 1);
     // Saved before it is printed: a stdout that cannot be written loses nothing.
     let mut record = record(
-        &args.output,
+        &output,
         &results,
         doc.clone(),
         text.clone(),
         started,
-        &args.urls,
-        &args.http.redact_headers,
+        &urls,
+        &redact_headers,
     );
     record.id = run_id;
-    let saved = saving::save_record(&args.output, &record);
-    super::output::print(args.output.json, &doc, &text)?;
+    let saved = saving::save_record(&output, &record);
+    super::output::print(output.json, &doc, &text)?;
     for (url, e) in &failures {
         eprintln!(
             "latscope: {}",
@@ -163,19 +100,6 @@ pub(crate) fn progress_printer() -> impl FnMut(&str) {
             }
         }
     }
-}
-
-/// `--origin ADDR` as a `--resolve` override for the target's host and port.
-fn origin_override(origin: &str, port: u16) -> anyhow::Result<(std::net::IpAddr, u16)> {
-    if let Ok(sa) = origin.parse::<std::net::SocketAddr>() {
-        return Ok((sa.ip(), sa.port()));
-    }
-    let ip = origin
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .parse()
-        .map_err(|_| usage!("--origin '{origin}': expected an IP address or IP:PORT"))?;
-    Ok((ip, port))
 }
 
 /// Whether a load ramp may run by itself against these addresses: loopback, private,
@@ -202,7 +126,7 @@ pub(crate) fn local_enough(addresses: &[String]) -> bool {
 pub(crate) fn diagnose_url(
     interrupt: &Interrupt,
     target: &Target,
-    plan: &Plan,
+    plan: &DiagnoseConfig,
     progress: &mut dyn FnMut(&str),
 ) -> anyhow::Result<Diagnosis> {
     // The main probe and the cache audit go over TCP (HTTP/1.1 or HTTP/2); HTTP/3 is
@@ -212,6 +136,7 @@ pub(crate) fn diagnose_url(
         count: plan.count,
         request: plan.request.clone(),
         client: plan.client.clone(),
+        secret_headers: plan.secret_headers.clone(),
     };
     config.client.http3 = false;
     let stop = &interrupt.stop;
@@ -237,7 +162,7 @@ pub(crate) fn diagnose_url(
     let origin = match &plan.origin {
         Some(o) if !stop.is_stopped() => {
             progress(&format!("{target}: probing the origin at {o}…"));
-            let (ip, port) = origin_override(o, target.port)?;
+            let (ip, port) = config::diagnose::origin_override(o, target.port)?;
             let mut config = config.clone();
             config
                 .client
@@ -404,6 +329,9 @@ pub(crate) fn diagnosis_json(d: &Diagnosis) -> Value {
             let mut v = serde_json::to_value(audit::audit(facts)).unwrap_or_default();
             v["redirects"] = serde_json::to_value(&obs.redirects).unwrap_or_default();
             v["url"] = json!(obs.url);
+            if !obs.dropped_headers.is_empty() {
+                v["dropped_headers"] = json!(obs.dropped_headers);
+            }
             v
         }
         _ => json!({"error": d.cache_error}),
@@ -458,7 +386,7 @@ pub(crate) fn render_text(results: &[Diagnosis]) -> String {
 
 /// The run record of a diagnosis (what is saved and what the HTML report renders).
 pub(crate) fn record(
-    output: &crate::cli::OutputArgs,
+    output: &OutputConfig,
     results: &[Diagnosis],
     doc: Value,
     text: String,

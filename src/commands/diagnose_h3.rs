@@ -5,10 +5,10 @@
 //! that fails is kept as an error (the TCP probe is the fallback), never a failed
 //! diagnosis; so is a lookup that fails.
 
-use crate::config::http::{HttpVersionPref, ResolveOverride};
 use crate::diagnose::diagnosis::Http3Probe;
 use crate::diagnose::Http3Facts;
 use crate::net::{alt_svc, svcb, Scheme, Target};
+use crate::net::{HttpVersionPref, ResolveOverride};
 use crate::probe::{self, ProbeConfig, ProbeResult};
 
 use super::interrupt::Interrupt;

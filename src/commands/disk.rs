@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant, SystemTime};
 
 use crate::cli::DiskArgs;
+use crate::config::DiskConfig;
 use crate::diagnose::{self, disk_verdict, Facts};
 use crate::disk::{self, DiskOptions, Observer, SecondHists, SecondStats, Setup};
 use crate::report;
@@ -169,15 +170,18 @@ impl Observer for Printer<'_> {
 
 /// Runs `latscope disk`.
 pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
-    let opts = DiskOptions::from_args(&args).map_err(|m| usage!("{m}"))?;
+    let DiskConfig {
+        options: opts,
+        output,
+    } = DiskConfig::from_args(&args)?;
     register_test_file(&opts.path);
     catch_signals();
     let started = SystemTime::now();
     let mut printer = Printer {
         opts: &opts,
-        json: args.output.json,
+        json: output.json,
         tty: std::io::stderr().is_terminal(),
-        live: live::wanted(args.output.json, args.output.no_tui),
+        live: live::wanted(output.json, output.no_tui),
         view: None,
         total_s: opts.duration.as_secs_f64().ceil() as u64,
         header: String::new(),
@@ -186,7 +190,7 @@ pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
         current: String::new(),
     };
     if opts.suite {
-        return run_suite(&args, &opts, started, printer);
+        return run_suite(&output, &opts, started, printer);
     }
     let outcome = disk::run(&opts, &STOP, &mut printer);
     if let Some(view) = printer.view.take() {
@@ -218,7 +222,7 @@ pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
     let text = format!("{}{body}", printer.header);
     // Saved before it is printed: a stdout that cannot be written loses nothing.
     let saved = saving::save(
-        &args.output,
+        &output,
         NewRun {
             kind: "disk",
             target: opts.path.display().to_string(),
@@ -246,7 +250,7 @@ pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
             secret_headers: Vec::new(),
         },
     );
-    super::output::print(args.output.json, &VerdictFirst(&doc), &body)?;
+    super::output::print(output.json, &VerdictFirst(&doc), &body)?;
     Ok(saved.exit_code(0))
 }
 
@@ -270,7 +274,7 @@ impl serde::Serialize for VerdictFirst<'_> {
 /// Runs the database suite (no workload flags): its workloads and the commit test,
 /// the verdict first, then what was measured.
 fn run_suite(
-    args: &DiskArgs,
+    output: &crate::config::OutputConfig,
     opts: &DiskOptions,
     started: SystemTime,
     mut printer: Printer<'_>,
@@ -295,7 +299,7 @@ fn run_suite(
     doc["findings"] = serde_json::to_value(&findings)?;
     let text = report::disk_suite::render_suite(&result, &verdict, &findings);
     let saved = saving::save(
-        &args.output,
+        output,
         NewRun {
             kind: "disk",
             target: opts.path.display().to_string(),
@@ -317,6 +321,6 @@ fn run_suite(
             secret_headers: Vec::new(),
         },
     );
-    super::output::print(args.output.json, &VerdictFirst(&doc), &text)?;
+    super::output::print(output.json, &VerdictFirst(&doc), &text)?;
     Ok(saved.exit_code(0))
 }

@@ -12,7 +12,6 @@ use serde_json::{json, Value};
 
 use crate::cli::{Cli, Command, K8sArgs, K8sCommand, K8sJobArgs};
 use crate::error::exit;
-use crate::load::LoadPlan;
 use crate::usage;
 
 /// Where the scenario file is mounted in each pod.
@@ -100,7 +99,7 @@ pub(crate) fn job_manifests(job: &K8sJobArgs, now: SystemTime) -> anyhow::Result
     let Command::Load(load) = cli.command else {
         unreachable!("parsed as load");
     };
-    LoadPlan::from_args(&load).map_err(|e| usage!("the load after --: {e}"))?;
+    crate::config::load::plan(&load).map_err(|e| usage!("the load after --: {e}"))?;
 
     // A scenario file travels in the ConfigMap; the pods read it where it is mounted.
     let mut pod_args: Vec<String> = Vec::new();
@@ -118,14 +117,15 @@ pub(crate) fn job_manifests(job: &K8sJobArgs, now: SystemTime) -> anyhow::Result
             None
         };
         if let Some(path) = path {
-            let meta = std::fs::metadata(&path).map_err(|e| usage!("-f {path}: {e}"))?;
-            if meta.len() > MAX_SCENARIO {
-                return Err(usage!(
-                    "-f {path}: over {} KiB, more than a ConfigMap holds",
-                    MAX_SCENARIO / 1024
-                ));
-            }
-            let text = std::fs::read_to_string(&path).map_err(|e| usage!("-f {path}: {e}"))?;
+            let text = crate::input::read_text_capped(path.as_ref(), MAX_SCENARIO).map_err(
+                |e| match e {
+                    crate::input::InputError::TooLarge { .. } => usage!(
+                        "-f {path}: over {} KiB, more than a ConfigMap holds",
+                        MAX_SCENARIO / 1024
+                    ),
+                    e => usage!("-f {path}: {e}"),
+                },
+            )?;
             scenario = Some(("scenario.toml".into(), text));
             pod_args.push(format!("{SCENARIO_DIR}/scenario.toml"));
         }

@@ -7,32 +7,35 @@ use std::io::Write;
 use anyhow::Context;
 
 use crate::cli::LabArgs;
-use crate::lab::wire::{Wire, WireError, WireOptions};
-use crate::lab::{self, LabError, LabOptions, LabTls};
+use crate::config::LabConfig;
+use crate::lab::wire::Wire;
+use crate::lab::{self, LabOptions, LabTls};
 use crate::usage;
 
 /// Runs `latscope lab`.
 pub fn run(args: LabArgs) -> anyhow::Result<u8> {
-    let wire_options = WireOptions::from_args(&args).map_err(|e| match e {
-        WireError::Usage(msg) => usage!("{msg}"),
-        other => anyhow::Error::new(other),
-    })?;
-    let mut options = LabOptions::from_args(&args).map_err(|e| match e {
-        LabError::Usage(msg) => usage!("{msg}"),
-        other => anyhow::Error::new(other),
-    })?;
+    let cfg = LabConfig::from_args(&args)?;
+    let mut options = cfg.options.clone();
     // The wire (devices, namespace, relay threads) lives until this function returns,
     // after the server has stopped; its Drop removes everything, also when unwinding.
-    let wire = match wire_options {
+    let wire = match cfg.wire.clone() {
         Some(w) => Some(Wire::start(w)?),
         None => None,
     };
-    if let (Some(wire), Some(tls)) = (&wire, &options.tls) {
-        let mut names = tls.names().to_vec();
-        names.push(wire.server_ip().to_string());
-        options.tls = Some(LabTls::self_signed(&names)?);
+    if let Some(t) = &cfg.tls {
+        // The certificate covers the wire's server address too.
+        let mut names = t.names.clone();
+        if let Some(wire) = &wire {
+            names.push(wire.server_ip().to_string());
+        }
+        let tls = LabTls::self_signed(&names)?;
+        options.tls = Some(if t.resumption {
+            tls
+        } else {
+            tls.without_resumption()
+        });
     }
-    if let (Some(path), Some(tls)) = (&args.cert_out, &options.tls) {
+    if let (Some(path), Some(tls)) = (&cfg.cert_out, &options.tls) {
         std::fs::write(path, tls.cert_pem())
             .with_context(|| format!("cannot write --cert-out {}", path.display()))?;
     }
@@ -40,16 +43,16 @@ pub fn run(args: LabArgs) -> anyhow::Result<u8> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let code = runtime.block_on(serve(args, options, wire.as_ref()));
+    let code = runtime.block_on(serve(&cfg, options, wire.as_ref()));
     drop(runtime);
     drop(wire);
     code
 }
 
-async fn serve(args: LabArgs, options: LabOptions, wire: Option<&Wire>) -> anyhow::Result<u8> {
+async fn serve(args: &LabConfig, options: LabOptions, wire: Option<&Wire>) -> anyhow::Result<u8> {
     let listener = match wire {
-        Some(wire) => bind_on_wire(&args, wire)?,
-        None => bind(&args).await?,
+        Some(wire) => bind_on_wire(args, wire)?,
+        None => bind(args).await?,
     };
     let addr = listener.local_addr()?;
     // HTTP/3: the UDP port of the same number, on the wire or on the host.
@@ -97,7 +100,7 @@ async fn serve(args: LabArgs, options: LabOptions, wire: Option<&Wire>) -> anyho
 
 /// Binds the listener inside the wire's namespace, at the wire's server address and
 /// the port of `--listen` (its host part does not apply: the server is on the wire).
-fn bind_on_wire(args: &LabArgs, wire: &Wire) -> anyhow::Result<tokio::net::TcpListener> {
+fn bind_on_wire(args: &LabConfig, wire: &Wire) -> anyhow::Result<tokio::net::TcpListener> {
     let port: u16 = args
         .listen
         .rsplit_once(':')
@@ -116,7 +119,7 @@ fn bind_on_wire(args: &LabArgs, wire: &Wire) -> anyhow::Result<tokio::net::TcpLi
 }
 
 /// Binds `--listen` on the host.
-async fn bind(args: &LabArgs) -> anyhow::Result<tokio::net::TcpListener> {
+async fn bind(args: &LabConfig) -> anyhow::Result<tokio::net::TcpListener> {
     let addrs: Vec<_> = tokio::net::lookup_host(&args.listen)
         .await
         .map_err(|e| usage!("--listen {}: {e} (write e.g. 127.0.0.1:8080)", args.listen))?

@@ -11,45 +11,35 @@ use anyhow::Context;
 
 use super::saving::{self, NewRun};
 use crate::cli::LoadArgs;
+use crate::config::LoadConfig;
 use crate::diagnose::{self, Facts};
 use crate::error::exit;
-use crate::load::{self, LoadPlan, PlanError};
+use crate::load;
 use crate::report;
 use crate::report::live;
-use crate::usage;
 
 /// Runs `latscope load`.
 pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
-    super::capacity::check_flags_alone(&args)?;
-    if !args.find_max.objectives.is_empty() {
-        return super::capacity::run(args);
+    let cfg = LoadConfig::from_args(&args)?;
+    if let Some(search) = cfg.search {
+        return super::capacity::run(cfg.plan, search, &cfg.output, &cfg.redact_headers);
     }
-    let plan = LoadPlan::from_args(&args).map_err(|e| match e {
-        PlanError::Usage(m) => usage!("{m}"),
-        PlanError::Scenario(s) => usage!("{s}"),
-    })?;
-    let start_at = match &args.shard.start_at {
-        Some(s) => Some(load::shard::start_at(s, SystemTime::now()).map_err(|m| usage!("{m}"))?),
-        None => None,
-    };
-    let outputs = crate::output::OutPlan::from_args(&args.out).map_err(|m| usage!("{m}"))?;
+    let plan = cfg.plan;
+    let start_at = cfg.start_at;
     // Known before the run, so the series written while it goes carry it.
     let run_id = crate::store::new_id();
-    let mut sink = (!outputs.is_empty()).then(|| {
-        crate::output::Live::start(
-            &outputs,
-            &crate::output::RunLabels {
-                run: run_id.clone(),
-                label: args.output.label.clone(),
-                target: crate::output::target_label(&plan.target),
-                endpoints: plan.endpoints.iter().map(|e| e.name.clone()).collect(),
-            },
-        )
+    let mut sink = (!cfg.out.is_empty()).then(|| {
+        cfg.out.start(&crate::output::RunLabels {
+            run: run_id.clone(),
+            label: cfg.output.label.clone(),
+            target: crate::output::target_label(&plan.target),
+            endpoints: plan.endpoints.iter().map(|e| e.name.clone()).collect(),
+        })
     });
     let interrupt = super::interrupt::Interrupt::install()?;
     let stop = interrupt.flag.clone();
     let tty = std::io::stderr().is_terminal();
-    if !args.output.json {
+    if !cfg.output.json {
         // A stdout that cannot be written (`> /dev/full`) must not stop the run
         // before it is measured and saved; the final print reports the error.
         let _ = super::output::say(&report::load::header(&plan));
@@ -66,9 +56,9 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         }
         start_late_ms = Some(SystemTime::now().duration_since(at).unwrap_or_default());
     }
-    let watcher = super::watching::start(&args.watch)?;
+    let watcher = super::watching::start(&cfg.watch);
     let mut shown = false;
-    let live = if live::wanted(args.output.json, args.output.no_tui) {
+    let live = if live::wanted(cfg.output.json, cfg.output.no_tui) {
         // No view (a terminal that cannot take raw mode): the progress line.
         live::LiveView::start(
             live::Setup::from_plan("load", &plan),
@@ -144,6 +134,17 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
             crate::net::http::MAX_RESPONSE_HEAD / 1024
         );
     }
+    let floods = load::h2_floods();
+    if floods > 0 {
+        // Named, not left as bare "protocol" errors (RFC 9113 §10.5).
+        doc["h2_flood_connections"] = serde_json::json!(floods);
+        eprintln!(
+            "latscope: {floods} HTTP/2 connections ended with GOAWAY ENHANCE_YOUR_CALM: the server flooded control frames \
+             (more than {} PING/SETTINGS answers it did not read, or more than {} CONTINUATION frames in one header block); their requests count as protocol errors",
+            load::H2_MAX_PENDING_ACKS,
+            load::H2_MAX_CONTINUATIONS
+        );
+    }
     let fd_exhausted = load::fd_exhausted();
     if fd_exhausted > 0 {
         // Named, not left as bare "connect" errors.
@@ -160,7 +161,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     // The stored record (text, timeline, every second's histogram) is made only
     // when something keeps it: `--no-save` without `--export` skips it (issue 21:
     // a run's peak memory is at its end).
-    let record = if args.output.no_save && args.shard.export.is_none() {
+    let record = if cfg.output.no_save && cfg.export.is_none() {
         None
     } else {
         let text = format!(
@@ -169,7 +170,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
             report::load::summary(&result, &findings)
         );
         let mut record = saving::record(
-            &args.output,
+            &cfg.output,
             NewRun {
                 kind: "load",
                 target: plan.target.url.clone(),
@@ -181,7 +182,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
                 findings: serde_json::to_value(&findings)?,
                 text,
                 histograms: result.histograms(),
-                secret_headers: args.http.redact_headers.clone(),
+                secret_headers: cfg.redact_headers.clone(),
             },
         );
         record.id = run_id;
@@ -189,20 +190,20 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     };
     // Saved before it is printed: a stdout that cannot be written loses nothing.
     let saved = match &record {
-        Some(r) => saving::save_record(&args.output, r),
+        Some(r) => saving::save_record(&cfg.output, r),
         None => saving::Saved::Skipped,
     };
     super::output::print(
-        args.output.json,
+        cfg.output.json,
         &doc,
         &report::load::summary(&result, &findings),
     )?;
     if let Some(id) = saved.id() {
-        if !args.output.json {
+        if !cfg.output.json {
             super::output::say(&format!("\n  saved as run {id}\n"))?;
         }
     }
-    if let (Some(path), Some(record)) = (&args.shard.export, record) {
+    if let (Some(path), Some(record)) = (&cfg.export, record) {
         if let Err(e) = super::runs::write_export(path, record) {
             eprintln!("latscope: error: {e:#}");
             return Ok(exit::RUN_FAILED);

@@ -8,6 +8,7 @@ use serde_json::json;
 use super::runs::{open, read_export, resolve};
 use super::saving::{self, NewRun};
 use crate::cli::MergeArgs;
+use crate::config::OutputConfig;
 use crate::diagnose::{self, Facts};
 use crate::error::exit;
 use crate::load::{merge, threshold};
@@ -26,7 +27,7 @@ pub fn run(args: MergeArgs) -> anyhow::Result<u8> {
     let mut store = None;
     for spec in &args.runs {
         let path = std::path::Path::new(spec);
-        let run = if path.is_file() {
+        let run = if path.exists() && !path.is_dir() {
             let mut file = read_export(path)?;
             crate::store::redact_record(&mut file.run, &[]);
             file.run
@@ -123,7 +124,7 @@ pub fn run(args: MergeArgs) -> anyhow::Result<u8> {
     }
     let summary = report::load::summary(&merged, &findings);
     let saved = saving::save(
-        &args.output,
+        &OutputConfig::from(&args.output),
         NewRun {
             kind: "load",
             target: merged.target.clone(),

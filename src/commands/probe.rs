@@ -4,8 +4,10 @@
 use std::time::SystemTime;
 
 use crate::cli::ProbeArgs;
-use crate::config::http::{self as httpcfg, HttpVersionPref};
+use crate::config::http as httpcfg;
+use crate::config::OutputConfig;
 use crate::diagnose::{self, from_probe, rules, Facts, Finding};
+use crate::net::HttpVersionPref;
 use crate::net::{NetError, Target};
 use crate::probe::{self, ProbeConfig, ProbeResult};
 use crate::report;
@@ -63,6 +65,10 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
                 count: args.count,
                 request: request.clone(),
                 client: client.clone(),
+                secret_headers: crate::config::diagnose::secret_headers(
+                    &request,
+                    &args.http.redact_headers,
+                ),
             };
             outcomes.push((target.url.clone(), probe::probe(&config, stop).await));
         }
@@ -103,7 +109,7 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
     // Saved before it is printed: a stdout that cannot be written loses nothing.
     let findings: Vec<&Finding> = results.iter().flat_map(|(_, f)| f).collect();
     let saved = saving::save(
-        &args.output,
+        &OutputConfig::from(&args.output),
         NewRun {
             kind: "probe",
             target: results

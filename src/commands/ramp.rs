@@ -9,22 +9,16 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::config::http::{ClientOptions, RequestSpec};
+use crate::config::RampPlan;
 use crate::diagnose::diagnosis::Ramp;
 use crate::diagnose::{LoadFacts, LoadStep};
 use crate::load::capacity::Joined;
 use crate::load::steps::{Level, StepPlan};
 use crate::load::{self, threshold, LoadPlan};
 use crate::net::Target;
+use crate::net::{ClientOptions, RequestSpec};
 use crate::stats::Percentiles;
-use crate::store::StoredHistogram;
-
-/// How far and how long the ramp goes.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct RampPlan {
-    pub max_connections: u32,
-    pub step: Duration,
-}
+use crate::stats::StoredHistogram;
 
 /// A step whose error rate passes this ends the ramp.
 const STOP_ERROR_RATE: f64 = 0.2;
@@ -178,6 +172,12 @@ pub(crate) fn run(
                 .filter(|(_, n)| **n > 0)
                 .map(|(k, n)| format!("{k} {n}"))
                 .collect();
+            if load::h2_floods() > 0 {
+                kinds.push(format!(
+                    "{} HTTP/2 connections ended for a control-frame flood (GOAWAY ENHANCE_YOUR_CALM)",
+                    load::h2_floods()
+                ));
+            }
             if load::head_too_large() > 0 {
                 kinds.push(format!(
                     "response headers over {} KiB, latscope's limit",

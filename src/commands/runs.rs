@@ -165,22 +165,15 @@ pub(crate) fn write_export(path: &std::path::Path, mut run: RunRecord) -> anyhow
 
 /// Reads and checks an export file (size-capped; every histogram decoded).
 pub(crate) fn read_export(path: &std::path::Path) -> anyhow::Result<ExportFile> {
-    use std::io::Read;
+    use crate::input::{read_text_capped, InputError};
     let shown = path.display();
-    let mut text = String::new();
-    std::fs::File::open(path)
-        .and_then(|f| {
-            f.take(store::export::MAX_FILE + 1)
-                .read_to_string(&mut text)
-        })
-        .map_err(|e| UsageError(format!("cannot read {shown}: {e}")))?;
-    if text.len() as u64 > store::export::MAX_FILE {
-        return Err(UsageError(format!(
+    let text = read_text_capped(path, store::export::MAX_FILE).map_err(|e| match e {
+        InputError::TooLarge { .. } => UsageError(format!(
             "{shown} is larger than an export can be ({} MiB)",
             store::export::MAX_FILE >> 20
-        ))
-        .into());
-    }
+        )),
+        e => UsageError(format!("cannot read {shown}: {e}")),
+    })?;
     Ok(ExportFile::parse(&text).map_err(|e| UsageError(format!("{shown}: {e}")))?)
 }
 

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use crate::cli::OutputArgs;
+use crate::config::OutputConfig;
 use crate::store::{self, Environment, ExportFile, RunRecord, Store, StoredHistogram};
 
 /// What a command hands over to be saved.
@@ -63,7 +63,7 @@ impl Saved {
 
 /// Saves the run unless `--no-save`. Called before the run is printed, so a stdout
 /// that cannot be written (`> /dev/full`) does not lose it.
-pub(crate) fn save(output: &OutputArgs, run: NewRun) -> Saved {
+pub(crate) fn save(output: &OutputConfig, run: NewRun) -> Saved {
     if output.no_save {
         return Saved::Skipped;
     }
@@ -71,7 +71,7 @@ pub(crate) fn save(output: &OutputArgs, run: NewRun) -> Saved {
 }
 
 /// The record a run is stored as (secrets redacted; no id yet).
-pub(crate) fn record(output: &OutputArgs, run: NewRun) -> RunRecord {
+pub(crate) fn record(output: &OutputConfig, run: NewRun) -> RunRecord {
     let mut record = RunRecord {
         id: String::new(),
         kind: run.kind.to_string(),
@@ -99,7 +99,7 @@ pub(crate) fn record(output: &OutputArgs, run: NewRun) -> RunRecord {
 /// Saves a record unless `--no-save`. When the store cannot take it the run is
 /// written as an export file (beside the store, else in the working directory, else
 /// in the temp directory) and stderr says where and how to import it.
-pub(crate) fn save_record(output: &OutputArgs, record: &RunRecord) -> Saved {
+pub(crate) fn save_record(output: &OutputConfig, record: &RunRecord) -> Saved {
     if output.no_save {
         return Saved::Skipped;
     }

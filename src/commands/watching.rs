@@ -5,17 +5,13 @@
 
 use serde_json::Value;
 
-use crate::cli::WatchArgs;
 use crate::diagnose::diagnosis::Ramp;
 use crate::load::LoadResult;
-use crate::usage;
 use crate::watch::{ServerSecond, WatchSpec, Watched, Watcher};
 
-/// The scrapers for `--watch`, started now (None without `--watch`); a bad URL or
-/// selector is a usage error naming the flag.
-pub(crate) fn start(args: &WatchArgs) -> anyhow::Result<Option<Watcher>> {
-    let spec = WatchSpec::from_flags(&args.watch, &args.watch_metric).map_err(|e| usage!("{e}"))?;
-    Ok(spec.map(Watcher::start))
+/// The scrapers for `--watch`, started now (None without `--watch`).
+pub(crate) fn start(spec: &Option<WatchSpec>) -> Option<Watcher> {
+    spec.clone().map(Watcher::start)
 }
 
 /// Stops the scrapers and joins what they saw to `result`'s timeline.

@@ -21,12 +21,7 @@ const GRACE: Duration = Duration::from_secs(5);
 
 /// Runs `latscope wire`.
 pub fn run(args: WireArgs) -> anyhow::Result<u8> {
-    let options = WireOptions::from_flags(&args.wire)
-        .map_err(|e| match e {
-            WireError::Usage(msg) => usage!("{msg}"),
-            other => anyhow::Error::new(other),
-        })?
-        .unwrap_or_default();
+    let options = crate::config::lab::wire(&args.wire)?.unwrap_or_default();
     let (wire, private) = start(options)?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "{}", wire.server_ip())?;

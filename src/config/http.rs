@@ -1,123 +1,39 @@
 //! The request and client settings shared by probe, load and diagnose, validated from
-//! [`HttpArgs`](crate::cli::HttpArgs).
+//! [`HttpArgs`](crate::cli::HttpArgs): `-H` headers, `--data`, `-X`, `--resolve`,
+//! `--cacert`, the HTTP version flags. The settings themselves are network facts and
+//! live in `net` ([`RequestSpec`], [`ClientOptions`], [`ResolveOverride`]).
 
-use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
-use std::time::Duration;
+use std::net::IpAddr;
 
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method};
 
 use crate::cli::HttpArgs;
 use crate::error::UsageError;
+use crate::net::{ClientOptions, HttpVersionPref, RequestSpec, ResolveOverride};
 
-/// Which HTTP version to speak.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum HttpVersionPref {
-    /// HTTP/1.1 on http; ALPN (h2, http/1.1) on https.
-    #[default]
-    Auto,
-    /// HTTP/1.1 only.
-    Http1,
-    /// HTTP/2 only (h2c prior knowledge on http).
-    Http2,
-}
-
-/// A `--resolve host:port:addr` override.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResolveOverride {
-    pub host: String,
-    pub port: u16,
-    pub addr: IpAddr,
-}
-
-impl ResolveOverride {
-    /// Parses `host:port:addr` (addr may be an IPv6 literal, with or without brackets).
-    pub fn parse(text: &str) -> Result<Self, UsageError> {
-        let bad = || {
-            UsageError::new(format!(
-                "--resolve '{text}': expected HOST:PORT:ADDR, e.g. example.com:443:127.0.0.1"
-            ))
-        };
-        let mut parts = text.splitn(3, ':');
-        let host = parts.next().filter(|h| !h.is_empty()).ok_or_else(bad)?;
-        let port: u16 = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
-        let addr_text = parts.next().ok_or_else(bad)?;
-        let addr: IpAddr = addr_text
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse()
-            .map_err(|_| bad())?;
-        Ok(ResolveOverride {
-            host: host.to_ascii_lowercase(),
-            port,
-            addr,
-        })
-    }
-}
-
-/// Finds the `--resolve` override for `host:port`, if any.
-pub fn lookup_override(overrides: &[ResolveOverride], host: &str, port: u16) -> Option<SocketAddr> {
-    overrides
-        .iter()
-        .find(|o| o.port == port && o.host.eq_ignore_ascii_case(host))
-        .map(|o| SocketAddr::new(o.addr, port))
-}
-
-/// The request headers every command sends unless `-H` gives its own value (probe,
-/// the cache audit, load and the diagnose ramp alike, so behind `Vary:
-/// Accept-Encoding` they all measure the same cached object).
-pub const DEFAULT_HEADERS: [(&str, &str); 3] = [
-    (
-        "user-agent",
-        concat!("latscope/", env!("CARGO_PKG_VERSION")),
-    ),
-    ("accept", "*/*"),
-    ("accept-encoding", "gzip, br"),
-];
-
-/// What to send.
-#[derive(Debug, Clone)]
-pub struct RequestSpec {
-    pub method: Method,
-    /// Extra headers, in the order given.
-    pub headers: Vec<(HeaderName, HeaderValue)>,
-    pub body: Bytes,
-}
-
-impl Default for RequestSpec {
-    fn default() -> Self {
-        RequestSpec {
-            method: Method::GET,
-            headers: Vec::new(),
-            body: Bytes::new(),
-        }
-    }
-}
-
-/// How to connect.
-#[derive(Debug, Clone)]
-pub struct ClientOptions {
-    pub timeout: Duration,
-    pub insecure: bool,
-    pub cacert: Option<PathBuf>,
-    pub resolve: Vec<ResolveOverride>,
-    pub version: HttpVersionPref,
-    /// HTTP/3 over QUIC (`--http3`; `version` then stays `Auto`): see `net::quic`.
-    pub http3: bool,
-}
-
-impl Default for ClientOptions {
-    fn default() -> Self {
-        ClientOptions {
-            timeout: Duration::from_secs(60),
-            insecure: false,
-            cacert: None,
-            resolve: Vec::new(),
-            version: HttpVersionPref::Auto,
-            http3: false,
-        }
-    }
+/// Parses `--resolve host:port:addr` (addr may be an IPv6 literal, with or without
+/// brackets).
+pub fn parse_resolve(text: &str) -> Result<ResolveOverride, UsageError> {
+    let bad = || {
+        UsageError::new(format!(
+            "--resolve '{text}': expected HOST:PORT:ADDR, e.g. example.com:443:127.0.0.1"
+        ))
+    };
+    let mut parts = text.splitn(3, ':');
+    let host = parts.next().filter(|h| !h.is_empty()).ok_or_else(bad)?;
+    let port: u16 = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
+    let addr_text = parts.next().ok_or_else(bad)?;
+    let addr: IpAddr = addr_text
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse()
+        .map_err(|_| bad())?;
+    Ok(ResolveOverride {
+        host: host.to_ascii_lowercase(),
+        port,
+        addr,
+    })
 }
 
 /// Parses one `-H 'Name: value'`.
@@ -147,36 +63,21 @@ pub const DEFAULT_MAX_BODY: u64 = 1 << 30;
 /// is refused, as is a file larger than the limit, before anything is read; a pipe
 /// is read until the limit and refused past it.
 pub fn read_body(path: &str, limit: u64) -> Result<Bytes, UsageError> {
-    use std::io::Read;
-    use std::os::unix::fs::FileTypeExt;
-    let err = |why: String| UsageError::new(format!("--data @{path}: {why}"));
-    let too_big = || {
-        err(format!(
-            "larger than the request body limit of {} bytes (raise it with --max-body SIZE)",
-            limit
-        ))
-    };
-    let meta = std::fs::metadata(path).map_err(|e| err(e.to_string()))?;
-    let kind = meta.file_type();
-    if kind.is_char_device() || kind.is_block_device() {
-        return Err(err(
-            "a device, not a file: a request body must end (give a file or a pipe)".into(),
-        ));
-    }
-    if kind.is_dir() {
-        return Err(err("a directory, not a file".into()));
-    }
-    if kind.is_file() && meta.len() > limit {
-        return Err(too_big());
-    }
-    let mut body = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(limit.saturating_add(1)).read_to_end(&mut body))
-        .map_err(|e| err(e.to_string()))?;
-    if body.len() as u64 > limit {
-        return Err(too_big());
-    }
-    Ok(Bytes::from(body))
+    use crate::input::{read_capped, InputError};
+    read_capped(std::path::Path::new(path), limit)
+        .map(Bytes::from)
+        .map_err(|e| {
+            let why = match e {
+                InputError::TooLarge { .. } => format!(
+                    "larger than the request body limit of {limit} bytes (raise it with --max-body SIZE)"
+                ),
+                InputError::Device => {
+                    "a device, not a file: a request body must end (give a file or a pipe)".into()
+                }
+                e => e.to_string(),
+            };
+            UsageError::new(format!("--data @{path}: {why}"))
+        })
 }
 
 /// Builds the request and client settings from the shared flags.
@@ -213,7 +114,7 @@ pub fn from_args(args: &HttpArgs) -> Result<(RequestSpec, ClientOptions), UsageE
     let resolve = args
         .resolve
         .iter()
-        .map(|r| ResolveOverride::parse(r))
+        .map(|r| parse_resolve(r))
         .collect::<Result<Vec<_>, _>>()?;
     let version = if args.http2 {
         HttpVersionPref::Http2
@@ -249,18 +150,22 @@ mod tests {
         assert_eq!((n.as_str(), v.to_str().unwrap()), ("x-test", "hello"));
         assert!(parse_header("nocolon").is_err());
         assert!(parse_header("bad name: x").is_err());
-        let r = ResolveOverride::parse("example.com:443:127.0.0.1").unwrap();
+        let r = parse_resolve("example.com:443:127.0.0.1").unwrap();
         assert_eq!(
-            lookup_override(std::slice::from_ref(&r), "EXAMPLE.com", 443),
+            crate::net::dns::lookup_override(std::slice::from_ref(&r), "EXAMPLE.com", 443),
             Some("127.0.0.1:443".parse().unwrap())
         );
-        assert_eq!(lookup_override(&[r], "example.com", 80), None);
-        assert!(ResolveOverride::parse("example.com:443:[::1]").is_ok());
-        assert!(ResolveOverride::parse("example.com:x:1.2.3.4").is_err());
+        assert_eq!(
+            crate::net::dns::lookup_override(&[r], "example.com", 80),
+            None
+        );
+        assert!(parse_resolve("example.com:443:[::1]").is_ok());
+        assert!(parse_resolve("example.com:x:1.2.3.4").is_err());
     }
 
     #[test]
     fn method_defaults_to_post_with_data() {
+        use std::time::Duration;
         let args = HttpArgs {
             data: Some("a=1".into()),
             timeout: Duration::from_secs(1),

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::probe::audit::CacheObservation;
 use crate::probe::ProbeResult;
-use crate::store::StoredHistogram;
+use crate::stats::StoredHistogram;
 
 use super::facts::{Facts, LoadFacts, LoadStep};
 use super::finding::Finding;

@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-pub use options::{DirectMode, DiskError, DiskOptions, EngineChoice};
+pub use options::{DirectMode, DiskEngine, DiskError, DiskOptions};
 pub use recorder::SecondHists;
 pub use result::{DirSummary, DiskResult, SecondStats};
 pub use workload::Pattern;
@@ -197,14 +197,14 @@ pub fn run(
 
 /// The engine to use (io_uring where it works, unless told otherwise) and the setup
 /// a prepared file gives.
-pub(crate) fn setup_of(tf: &file::TestFile, choice: EngineChoice) -> Result<Setup, DiskError> {
+pub(crate) fn setup_of(tf: &file::TestFile, choice: DiskEngine) -> Result<Setup, DiskError> {
     let (engine, engine_note) = match choice {
-        EngineChoice::Threads => (EngineKind::Threads, None),
-        EngineChoice::Uring => {
+        DiskEngine::Threads => (EngineKind::Threads, None),
+        DiskEngine::Uring => {
             engine_uring::probe().map_err(DiskError::Uring)?;
             (EngineKind::Uring, None)
         }
-        EngineChoice::Auto => match engine_uring::probe() {
+        DiskEngine::Auto => match engine_uring::probe() {
             Ok(()) => (EngineKind::Uring, None),
             Err(e) => (
                 EngineKind::Threads,
@@ -350,7 +350,7 @@ mod tests {
             fsync: false,
             precondition: false,
             allow_write: false,
-            engine: EngineChoice::Auto,
+            engine: DiskEngine::Auto,
             suite: false,
             layout_budget: None,
         };

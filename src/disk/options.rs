@@ -1,4 +1,4 @@
-//! Validated settings of a disk run (built from `DiskArgs`), and the typed errors a
+//! Validated settings of a disk run (built from `DiskArgs` by `config::disk`), and the typed errors a
 //! disk run can end with. Usage mistakes (a bad value, a missing path, writing to an
 //! existing file without `--write`) are told apart from run failures (no space, no
 //! permission, an I/O error) so the command picks exit code 2 or 1.
@@ -7,7 +7,6 @@ use std::io;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::cli::{DiskArgs, DiskEngine};
 use crate::disk::workload::Pattern;
 use crate::units::fmt_bytes;
 
@@ -33,14 +32,14 @@ pub enum DirectMode {
     Required,
 }
 
-/// Which I/O engine to use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EngineChoice {
+/// Which I/O engine to use (`--engine`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DiskEngine {
     /// io_uring where the kernel allows it, otherwise threads.
     Auto,
-    /// io_uring or fail.
+    /// io_uring only.
     Uring,
-    /// A pread/pwrite thread per queue slot.
+    /// pread/pwrite on a thread per queue slot.
     Threads,
 }
 
@@ -67,85 +66,11 @@ pub struct DiskOptions {
     pub precondition: bool,
     /// Writing to an existing file is allowed (`--write`).
     pub allow_write: bool,
-    pub engine: EngineChoice,
+    pub engine: DiskEngine,
     /// No workload flag was given: run the database suite ([`crate::disk::suite`]).
     pub suite: bool,
     /// Stop laying out after this long (keeping at least [`MIN_LAYOUT`]).
     pub layout_budget: Option<Duration>,
-}
-
-impl DiskOptions {
-    /// Checks the flags; the error is a usage message naming the flag.
-    pub fn from_args(a: &DiskArgs) -> Result<DiskOptions, String> {
-        let suite = a.pattern.is_none()
-            && a.bs.is_none()
-            && a.iodepth.is_none()
-            && a.duration.is_none()
-            && !a.fsync;
-        let pattern = Pattern::from(a.pattern.unwrap_or(crate::cli::DiskPattern::Randrw));
-        let bs = a.bs.unwrap_or(4096);
-        let duration = a.duration.unwrap_or(Duration::from_secs(30));
-        if bs == 0 {
-            return Err("--bs must be at least 1 byte".into());
-        }
-        if bs > MAX_BS {
-            return Err(format!(
-                "--bs {} is too large (at most {})",
-                fmt_bytes(bs),
-                fmt_bytes(MAX_BS)
-            ));
-        }
-        if duration.is_zero() {
-            return Err("--duration must be longer than 0".into());
-        }
-        if let Some(size) = a.size {
-            if size < bs {
-                return Err(format!(
-                    "--size {} is smaller than one block (--bs {})",
-                    fmt_bytes(size),
-                    fmt_bytes(bs)
-                ));
-            }
-        }
-        if a.fsync && !pattern.writes() {
-            return Err(format!(
-                "--fsync needs a pattern that writes (randwrite, randrw, write), not {}",
-                pattern.name()
-            ));
-        }
-        let read_pct = match pattern {
-            Pattern::RandRead | Pattern::Read => 100,
-            Pattern::RandWrite | Pattern::Write => 0,
-            Pattern::RandRw => a.mix,
-        };
-        let direct = if a.buffered && !a.direct {
-            DirectMode::Off
-        } else if a.direct {
-            DirectMode::Required
-        } else {
-            DirectMode::Preferred
-        };
-        Ok(DiskOptions {
-            path: a.path.clone(),
-            pattern,
-            read_pct,
-            bs,
-            iodepth: a.iodepth.unwrap_or(1).max(1),
-            size: a.size,
-            duration,
-            direct,
-            fsync: a.fsync,
-            precondition: a.precondition,
-            allow_write: a.write,
-            engine: match a.engine {
-                DiskEngine::Auto => EngineChoice::Auto,
-                DiskEngine::Uring => EngineChoice::Uring,
-                DiskEngine::Threads => EngineChoice::Threads,
-            },
-            suite,
-            layout_budget: None,
-        })
-    }
 }
 
 /// Why a disk run could not be done.

@@ -16,8 +16,8 @@ use crate::disk::recorder::{Hists, SecondHists};
 use crate::disk::workload::Pattern;
 use crate::disk::Setup;
 use crate::stats::counts::supports;
+use crate::stats::StoredHistogram;
 use crate::stats::{Percentiles, Unit};
-use crate::store::StoredHistogram;
 
 const MIB: f64 = 1024.0 * 1024.0;
 

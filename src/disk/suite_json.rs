@@ -11,7 +11,7 @@ use crate::disk::result::{dir_json, lat_json, r1, r2, rate};
 use crate::disk::suite::{SuiteResult, WorkloadRun, SUITE_SECONDS};
 use crate::disk::DirSummary;
 use crate::stats::{Percentiles, Unit};
-use crate::store::StoredHistogram;
+use crate::stats::StoredHistogram;
 
 const MIB: f64 = 1024.0 * 1024.0;
 

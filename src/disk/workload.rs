@@ -9,14 +9,17 @@ use std::sync::Arc;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-/// The access pattern, as fio names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The access pattern, as fio names it (`--pattern`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Pattern {
     /// Random reads.
+    #[value(name = "randread")]
     RandRead,
     /// Random writes.
+    #[value(name = "randwrite")]
     RandWrite,
     /// Random reads and writes, `--mix` percent reads.
+    #[value(name = "randrw")]
     RandRw,
     /// Sequential reads.
     Read,
@@ -52,19 +55,6 @@ impl Pattern {
             self,
             Pattern::RandRead | Pattern::RandWrite | Pattern::RandRw
         )
-    }
-}
-
-impl From<crate::cli::DiskPattern> for Pattern {
-    fn from(p: crate::cli::DiskPattern) -> Self {
-        use crate::cli::DiskPattern as P;
-        match p {
-            P::Randread => Pattern::RandRead,
-            P::Randwrite => Pattern::RandWrite,
-            P::Randrw => Pattern::RandRw,
-            P::Read => Pattern::Read,
-            P::Write => Pattern::Write,
-        }
     }
 }
 

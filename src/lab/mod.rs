@@ -20,8 +20,6 @@ use std::time::Duration;
 
 use tokio::net::TcpListener;
 
-use crate::cli::{LabArgs, Overload};
-
 mod body;
 mod cache;
 mod cold;
@@ -39,12 +37,13 @@ pub use stats::LabStats;
 pub use tls::LabTls;
 
 /// What the lab does with a request it has no room for (`--overload`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum OverloadPolicy {
-    /// Excess requests wait their turn (a queueing server).
+    /// Excess requests wait in a queue.
     #[default]
     Queue,
-    /// Excess requests get `503 Service Unavailable` at once.
+    /// Excess requests get 503 at once.
+    #[value(name = "503")]
     Reject,
 }
 
@@ -116,92 +115,6 @@ pub enum LabError {
     Tls(#[from] rustls::Error),
 }
 
-impl LabOptions {
-    /// Builds validated options from `latscope lab` flags; generates the self-signed
-    /// certificate when `--tls` is given (covering localhost, 127.0.0.1 and the
-    /// `--listen` host). Wire flags are not looked at here.
-    pub fn from_args(args: &LabArgs) -> Result<LabOptions, LabError> {
-        let usage = |m: String| Err(LabError::Usage(m));
-        let workers = match args.workers {
-            Some(0) => return usage("--workers must be at least 1".into()),
-            Some(n) => Some(n as usize),
-            None => None,
-        };
-        let capacity = match args.capacity {
-            Some(c) if !(c.is_finite() && c > 0.0 && c <= 1e7) => {
-                return usage(format!(
-                    "--capacity {c}: give requests per second, more than 0 (e.g. 200)"
-                ))
-            }
-            c => c,
-        };
-        let stall = match (args.stall_every, args.stall_for) {
-            (Some(every), Some(length)) => {
-                if every.is_zero() || length.is_zero() {
-                    return usage("--stall-every and --stall-for must be more than 0".into());
-                }
-                if length >= every {
-                    return usage(format!(
-                        "--stall-for ({length:?}) must be shorter than --stall-every ({every:?})"
-                    ));
-                }
-                Some(StallOptions { every, length })
-            }
-            (None, None) => None,
-            _ => return usage("--stall-every and --stall-for go together".into()),
-        };
-        if args.cold > Duration::from_secs(3600) {
-            return usage("--cold is at most 1h".into());
-        }
-        let overload = match args.overload {
-            Overload::Queue => OverloadPolicy::Queue,
-            Overload::Reject => OverloadPolicy::Reject,
-        };
-        if args.http3 && !args.tls {
-            return usage(
-                "--http3 needs --tls: HTTP/3 runs over QUIC, which is always encrypted \
-                 (write --tls --http3)"
-                    .into(),
-            );
-        }
-        let tls = if args.tls {
-            let extra: Vec<String> = listen_host(&args.listen).into_iter().collect();
-            let tls = LabTls::self_signed(&extra)?;
-            Some(if args.no_tls_resumption {
-                tls.without_resumption()
-            } else {
-                tls
-            })
-        } else {
-            None
-        };
-        Ok(LabOptions {
-            tls,
-            http2: args.http2,
-            http3: args.http3,
-            workers,
-            capacity,
-            overload,
-            stall,
-            cold: args.cold,
-            cold_after: args.cold_after,
-            ..LabOptions::default()
-        })
-    }
-}
-
-/// The host part of a `--listen` value, when it names one specific host (not a
-/// wildcard address), for the certificate.
-fn listen_host(listen: &str) -> Option<String> {
-    let (host, _) = listen.rsplit_once(':')?;
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    match host.parse::<std::net::IpAddr>() {
-        Ok(ip) if ip.is_unspecified() => None,
-        _ if host.is_empty() => None,
-        _ => Some(host.to_string()),
-    }
-}
-
 /// The base URL clients use to reach a lab listening on `addr`, e.g.
 /// `http://127.0.0.1:8080/`. A wildcard address is shown as its loopback.
 pub fn base_url(addr: SocketAddr, tls: bool) -> String {
@@ -259,16 +172,6 @@ pub fn bind_udp_twin(addr: SocketAddr) -> std::io::Result<std::net::UdpSocket> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn listen_host_skips_wildcards() {
-        assert_eq!(listen_host("127.0.0.1:0").as_deref(), Some("127.0.0.1"));
-        assert_eq!(listen_host("0.0.0.0:80"), None);
-        assert_eq!(listen_host("[::]:80"), None);
-        assert_eq!(listen_host("[::1]:80").as_deref(), Some("::1"));
-        assert_eq!(listen_host(":80"), None);
-        assert_eq!(listen_host("lab.test:80").as_deref(), Some("lab.test"));
-    }
 
     #[test]
     fn base_url_shows_wildcards_as_loopback() {

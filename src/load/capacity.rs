@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 use super::result::ms;
 use super::search::{Search, SearchModel};
 use super::steps::{Level, Step};
-use crate::store::StoredHistogram;
+use crate::stats::StoredHistogram;
 
 /// Percentiles (ms) of a histogram as the load JSON writes them.
 fn pct(h: &hdrhistogram::Histogram<u64>) -> Value {

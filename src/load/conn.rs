@@ -62,6 +62,20 @@ pub fn head_too_large() -> u64 {
     HEAD_TOO_LARGE.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+static H2_FLOODS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Counts an HTTP/2 connection ended with GOAWAY ENHANCE_YOUR_CALM: the server made
+/// it queue more answers than it reads, or sent too many CONTINUATION frames.
+pub fn note_h2_flood() {
+    H2_FLOODS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// How many HTTP/2 connections were ended for a flood (their requests counted as
+/// `protocol` errors), so the command can say why.
+pub fn h2_floods() -> u64 {
+    H2_FLOODS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// A new connection and what it cost.
 pub struct Opened {
     pub stream: Stream,

@@ -19,8 +19,9 @@ use super::recorder::{Live, Recorder};
 use super::result::{self, LoadResult};
 use super::stages::Ramp;
 use super::{http1, raw, sys, worker, LoadError};
-use crate::config::http::{lookup_override, HttpVersionPref};
+use crate::net::dns::lookup_override;
 use crate::net::tls::{self, TlsOptions};
+use crate::net::HttpVersionPref;
 use crate::net::Scheme;
 
 /// Run phases (the `phase` atomic).
@@ -72,8 +73,9 @@ pub struct Prepared<'a> {
     /// HTTP/1.1 requests, encoded once, per endpoint.
     pub encoded: Vec<Bytes>,
     pub is_head: Vec<bool>,
-    /// Cumulative weights, for weighted order.
-    pub cumulative: Vec<u32>,
+    /// Cumulative weights, for weighted order (summed in u64: 10,000 weights of at
+    /// most [`MAX_WEIGHT`](super::limits::MAX_WEIGHT) never overflow it).
+    pub cumulative: Vec<u64>,
     pub ramp: Ramp,
     pub raw: Option<Arc<std::fs::File>>,
     pub raw_names: Arc<Vec<String>>,
@@ -253,7 +255,7 @@ impl<'a> Prepared<'a> {
                 .endpoints
                 .iter()
                 .map(|e| {
-                    acc += e.weight.max(1);
+                    acc += u64::from(e.weight.max(1));
                     acc
                 })
                 .collect(),

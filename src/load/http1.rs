@@ -43,7 +43,7 @@ pub fn encode(target: &Target, e: &Endpoint, keepalive: bool) -> Bytes {
         out.extend_from_slice(b"\r\n");
     }
     // The same defaults as every other command (`-H` overrides each).
-    for (name, value) in crate::config::http::DEFAULT_HEADERS {
+    for (name, value) in crate::net::DEFAULT_HEADERS {
         if !has(name) {
             out.extend_from_slice(name.as_bytes());
             out.extend_from_slice(b": ");
@@ -331,7 +331,7 @@ impl Parser {
                             let status = r.code.unwrap_or(0);
                             if !((100..200).contains(&status) && status != 101) {
                                 self.resp.status = status;
-                                self.state = match head_info(&r, self.head, &mut self.resp) {
+                                self.state = match head_info(&r, self.head, &mut self.resp)? {
                                     Body::None => State::Done,
                                     Body::Length(0) => State::Done,
                                     Body::Length(n) => State::Length(n),
@@ -386,7 +386,12 @@ impl Parser {
                         self.state = if size == 0 {
                             State::Trailers
                         } else {
-                            State::ChunkData(size + 2)
+                            // The CRLF after the data; a size near u64::MAX
+                            // cannot be sent, and must not overflow.
+                            State::ChunkData(
+                                size.checked_add(2)
+                                    .ok_or(H1Error::Protocol("bad chunk size"))?,
+                            )
                         };
                         used
                     }
@@ -430,8 +435,14 @@ impl Parser {
     }
 }
 
-fn head_info(r: &httparse::Response<'_, '_>, head: bool, resp: &mut Response) -> Body {
-    let mut length = None;
+/// What a response head says about its body; an invalid Content-Length is a
+/// protocol error, as the probe finds it (`net::http::ContentLength`).
+fn head_info(
+    r: &httparse::Response<'_, '_>,
+    head: bool,
+    resp: &mut Response,
+) -> Result<Body, H1Error> {
+    let mut length = crate::net::http::ContentLength::default();
     let mut chunked = false;
     // HTTP/1.0 closes unless it says keep-alive.
     let mut close = r.version == Some(0);
@@ -439,11 +450,7 @@ fn head_info(r: &httparse::Response<'_, '_>, head: bool, resp: &mut Response) ->
     for h in r.headers.iter() {
         let name = h.name.as_bytes();
         match name.len() {
-            14 if name.eq_ignore_ascii_case(b"content-length") => {
-                length = std::str::from_utf8(h.value)
-                    .ok()
-                    .and_then(|v| v.trim().parse::<u64>().ok());
-            }
+            14 if name.eq_ignore_ascii_case(b"content-length") => length.feed(h.value),
             17 if name.eq_ignore_ascii_case(b"transfer-encoding") => {
                 chunked = h
                     .value
@@ -470,17 +477,22 @@ fn head_info(r: &httparse::Response<'_, '_>, head: bool, resp: &mut Response) ->
     }
     resp.cache = cache.seen();
     resp.close = close;
+    let length = length
+        .get(String::new)
+        .map_err(|_| H1Error::Protocol("invalid Content-Length"))?;
     let status = resp.status;
-    if head || status == 204 || status == 304 || (100..200).contains(&status) {
-        Body::None
-    } else if chunked {
-        Body::Chunked
-    } else if let Some(n) = length {
-        Body::Length(n)
-    } else {
-        resp.close = true;
-        Body::UntilClose
-    }
+    Ok(
+        if head || status == 204 || status == 304 || (100..200).contains(&status) {
+            Body::None
+        } else if chunked {
+            Body::Chunked
+        } else if let Some(n) = length {
+            Body::Length(n)
+        } else {
+            resp.close = true;
+            Body::UntilClose
+        },
+    )
 }
 
 #[cfg(test)]
@@ -496,7 +508,7 @@ mod tests {
             name: "x".into(),
             method: http::Method::POST,
             path_and_query: "/x?y=1".into(),
-            headers: vec![crate::config::http::parse_header("Accept: a/b").unwrap()],
+            headers: vec![crate::net::request::field("Accept: a/b")],
             body: Bytes::from_static(b"hi"),
             weight: 1,
         };
@@ -514,7 +526,7 @@ mod tests {
         assert!(s.contains("accept-encoding: gzip, br\r\n"), "{s}");
         assert!(!s.contains("accept: */*"), "{s}");
         let mut e2 = e.clone();
-        e2.headers = vec![crate::config::http::parse_header("Accept-Encoding: identity").unwrap()];
+        e2.headers = vec![crate::net::request::field("Accept-Encoding: identity")];
         let s = String::from_utf8(encode(&t, &e2, true).to_vec()).unwrap();
         assert_eq!(
             s.to_ascii_lowercase().matches("accept-encoding").count(),
@@ -534,7 +546,7 @@ mod tests {
             let mut r = httparse::Response::new(&mut headers);
             r.parse(head.as_bytes()).unwrap();
             let mut resp = Response::default();
-            head_info(&r, false, &mut resp);
+            head_info(&r, false, &mut resp).unwrap();
             resp.cache
         };
         let t = |h: &str| tally(&format!("HTTP/1.1 200 OK\r\n{h}\r\n\r\n")).tally;
@@ -708,5 +720,36 @@ mod tests {
             h.exchange(b"GET / HTTP/1.1\r\n\r\n", false, false).await,
             Err(H1Error::Truncated)
         ));
+    }
+
+    /// Issue 28 item 10: an invalid Content-Length is a protocol error for load as
+    /// for the probe (`-1`, past u64, differing repeats); equal repeats are fine.
+    #[test]
+    fn invalid_content_length_is_a_protocol_error() {
+        let feed = |head: &str| Parser::new(false).feed(head.as_bytes());
+        for cl in ["-1", "99999999999999999999999", "5, 6", "abc", ""] {
+            let r = feed(&format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {cl}\r\n\r\nhello"
+            ));
+            assert!(matches!(r, Err(H1Error::Protocol(_))), "{cl}: {r:?}");
+        }
+        let r = feed("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello");
+        assert_eq!(r.unwrap(), 62);
+    }
+
+    /// A chunk size near u64::MAX made `size + 2` overflow (a panic in debug, a
+    /// wrong state in release): now a protocol error.
+    #[test]
+    fn a_huge_chunk_size_is_refused() {
+        for size in ["ffffffffffffffff", "fffffffffffffffe"] {
+            let mut p = Parser::new(false);
+            let head = format!("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n{size}\r\nab");
+            let r = p.feed(head.as_bytes());
+            assert!(matches!(r, Err(H1Error::Protocol(_))), "{size}: {r:?}");
+        }
+        let mut p = Parser::new(false);
+        let ok = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
+        assert_eq!(p.feed(ok.as_bytes()).unwrap(), ok.len());
+        assert!(p.is_done());
     }
 }

@@ -23,9 +23,9 @@ use tokio::sync::Notify;
 use super::plan::{Endpoint, LoadPlan};
 use super::recorder::{ErrorKind, Outcome};
 use super::LoadError;
-use crate::config::http::ResolveOverride;
 use crate::net::quic::{end_request, H3Conn, QuicClient, Sender};
 use crate::net::tls::TlsOptions;
+use crate::net::ResolveOverride;
 use crate::net::{NetError, Target};
 
 /// What every worker thread shares to speak HTTP/3: the TLS options its
@@ -64,7 +64,7 @@ impl H3Request {
             }
             headers.append(n.clone(), v.clone());
         }
-        for (name, value) in crate::config::http::DEFAULT_HEADERS {
+        for (name, value) in crate::net::DEFAULT_HEADERS {
             let name = http::header::HeaderName::from_static(name);
             if !headers.contains_key(&name) {
                 headers.insert(name, HeaderValue::from_static(value));

@@ -1,6 +1,6 @@
 //! The load engine's limits, each a usage error naming it when a plan passes it: how
 //! many connections, VUs, requests per second, endpoints, and the open-file limit
-//! (`ulimit -n`) a run's connections must fit in.
+//! (`ulimit -n`) a run's connections must fit in, a scenario request's weight.
 
 use super::plan::PlanError;
 
@@ -18,6 +18,9 @@ pub const MAX_RATE: f64 = 2_000_000.0;
 pub const MAX_BACKLOG: u64 = 10_000;
 /// The most requests (endpoints) a scenario may name.
 pub const MAX_ENDPOINTS: usize = 10_000;
+/// The largest `weight` of a scenario request: one request a million times as
+/// likely as another is as fine a ratio as a run can show.
+pub const MAX_WEIGHT: i64 = 1_000_000;
 /// File descriptors kept free for everything but connections (store, files,
 /// runtime).
 const FD_RESERVE: u64 = 64;

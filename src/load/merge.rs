@@ -12,8 +12,9 @@ use serde_json::Value;
 
 use super::result::{EndpointResult, LoadResult, SecondResult};
 use super::seconds::v2;
+use crate::record::RunRecord;
 use crate::stats::histogram::new_histogram;
-use crate::store::{v2 as store_v2, RunRecord};
+use crate::stats::v2 as store_v2;
 
 /// The config fields shards of one run may differ in (their shares and placement).
 const SHARD_FIELDS: [&str; 4] = ["connections", "count", "threads", "shard"];

@@ -42,10 +42,11 @@ mod worker;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-pub use conn::{fd_exhausted, head_too_large, tls_failure};
+pub use conn::{fd_exhausted, h2_floods, head_too_large, tls_failure};
 pub use engine::Progress;
+pub use h2::{MAX_CONTINUATIONS as H2_MAX_CONTINUATIONS, MAX_PENDING_ACKS as H2_MAX_PENDING_ACKS};
 pub use live::LiveSecond;
-pub use plan::{Endpoint, LoadPlan, Model, PlanError};
+pub use plan::{Endpoint, LoadEngine, LoadPlan, Model, PlanError};
 pub use result::LoadResult;
 pub use scenario::Order;
 

@@ -17,8 +17,8 @@ use super::seconds::{merge_second, v2};
 use super::sys::{SecondSample, ThreadTime};
 use super::threshold::{Metric, MetricSource, Verdict};
 use crate::stats::histogram::{growing_histogram, new_histogram, HIGHEST_NS};
+use crate::stats::StoredHistogram;
 use crate::stats::{Percentiles, Unit};
-use crate::store::StoredHistogram;
 
 /// One endpoint's results.
 #[derive(Debug, Clone)]

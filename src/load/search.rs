@@ -19,12 +19,12 @@ use super::steps::{self, Level, Step, StepPlan};
 use super::threshold::Threshold;
 use super::LoadError;
 
-/// What the search varies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What the search varies (`--model`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum SearchModel {
-    /// Arrival rate (requests per second), latency from the intended send time.
+    /// Arrival rate, requests per second (latency from the intended send time).
     Open,
-    /// Connections (VUs over HTTP/1.1).
+    /// Connections (virtual users).
     Closed,
 }
 

@@ -11,7 +11,7 @@ use rustls::ClientConfig;
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
-use crate::config::http::ResolveOverride;
+use crate::net::ResolveOverride;
 
 use super::error::NetError;
 use super::stream::MaybeTls;

@@ -4,9 +4,23 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
-use crate::config::http::{lookup_override, ResolveOverride};
-
 use super::error::NetError;
+
+/// A `--resolve host:port:addr` override: connect to `addr` for `host:port`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolveOverride {
+    pub host: String,
+    pub port: u16,
+    pub addr: IpAddr,
+}
+
+/// Finds the `--resolve` override for `host:port`, if any.
+pub fn lookup_override(overrides: &[ResolveOverride], host: &str, port: u16) -> Option<SocketAddr> {
+    overrides
+        .iter()
+        .find(|o| o.port == port && o.host.eq_ignore_ascii_case(host))
+        .map(|o| SocketAddr::new(o.addr, port))
+}
 
 /// The addresses a name resolved to and how long that took.
 #[derive(Debug, Clone)]
@@ -76,7 +90,11 @@ mod tests {
         let t = Duration::from_secs(5);
         let r = resolve("127.0.0.1", 80, &[], t).await.unwrap();
         assert_eq!(r.addrs, vec!["127.0.0.1:80".parse().unwrap()]);
-        let o = ResolveOverride::parse("example.test:443:127.0.0.2").unwrap();
+        let o = ResolveOverride {
+            host: "example.test".into(),
+            port: 443,
+            addr: "127.0.0.2".parse().unwrap(),
+        };
         let r = resolve("example.test", 443, &[o], t).await.unwrap();
         assert_eq!(r.addrs, vec!["127.0.0.2:443".parse().unwrap()]);
         let r = resolve("localhost", 8080, &[], t).await.unwrap();

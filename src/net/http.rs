@@ -11,16 +11,13 @@ use http_body_util::{BodyExt, Full};
 use hyper::client::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 
-use crate::config::http::RequestSpec;
+use crate::net::RequestSpec;
 
 use super::conn::{Connected, Stream, TlsInfo};
 use super::error::NetError;
 use super::tcp::{self, TcpInfo};
 use super::timed_io::{MarkHandle, TimedIo};
 use super::Target;
-
-/// What latscope says it is.
-pub const USER_AGENT_VALUE: &str = concat!("latscope/", env!("CARGO_PKG_VERSION"));
 
 enum Sender {
     H1(http1::SendRequest<Full<Bytes>>),
@@ -72,6 +69,69 @@ pub fn head_too_large() -> String {
     )
 }
 
+/// An invalid Content-Length in a response.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid Content-Length {0:?} (RFC 9110 §8.6: digits, and the same value when repeated)")]
+pub struct BadContentLength(pub String);
+
+/// A response's Content-Length read field by field (RFC 9110 §8.6, RFC 9112 §6.3):
+/// each value is digits only (no sign, no space inside, no overflow past u64), and
+/// when it comes in several fields or as a list (`5, 5`) every value is the same.
+/// Anything else — `-1`, `+5`, `1e3`, 2^64, `5, 6`, empty — makes the response
+/// invalid. The one rule of every command: the probe (hyper, h2, h3 through
+/// [`head_fields`]) and load's own HTTP/1.1 and HTTP/2 readers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ContentLength {
+    value: Option<u64>,
+    bad: bool,
+}
+
+impl ContentLength {
+    /// One Content-Length field's value.
+    pub fn feed(&mut self, field: &[u8]) {
+        for part in field.split(|&b| b == b',') {
+            let part = part.trim_ascii();
+            let n = if part.is_empty() || !part.iter().all(u8::is_ascii_digit) {
+                None
+            } else {
+                part.iter().try_fold(0u64, |n, &d| {
+                    n.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+                })
+            };
+            match (n, self.value) {
+                (None, _) => self.bad = true,
+                (Some(n), Some(v)) if n != v => self.bad = true,
+                (Some(n), _) => self.value = Some(n),
+            }
+        }
+    }
+
+    /// The length (None without the field), or why the response is invalid.
+    pub fn get(&self, shown: impl FnOnce() -> String) -> Result<Option<u64>, BadContentLength> {
+        if self.bad {
+            Err(BadContentLength(shown()))
+        } else {
+            Ok(self.value)
+        }
+    }
+}
+
+/// The Content-Length of a decoded response head ([`ContentLength`]'s rule).
+pub fn content_length(headers: &http::HeaderMap) -> Result<Option<u64>, BadContentLength> {
+    let mut cl = ContentLength::default();
+    let values = headers.get_all(http::header::CONTENT_LENGTH);
+    for v in values.iter() {
+        cl.feed(v.as_bytes());
+    }
+    cl.get(|| {
+        values
+            .iter()
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+            .collect::<Vec<_>>()
+            .join(", ")
+    })
+}
+
 /// A decoded response head's fields as (name, value) text, refused when larger than
 /// `MAX_RESPONSE_HEAD` (each field counted as on an HTTP/1.1 wire: name, value, 4).
 /// hyper's and h3's own buffer limits let a head through that fits one read.
@@ -83,6 +143,7 @@ pub fn head_fields(headers: &http::HeaderMap) -> Result<Vec<(String, String)>, N
     if size > MAX_RESPONSE_HEAD {
         return Err(NetError::Protocol(head_too_large()));
     }
+    content_length(headers).map_err(|e| NetError::Protocol(e.to_string()))?;
     Ok(headers
         .iter()
         .map(|(k, v)| {
@@ -267,7 +328,7 @@ fn build_request(
             .map_err(|e| NetError::Protocol(format!("bad Host header: {e}")))?;
         headers.insert(HOST, host);
     }
-    for (name, value) in crate::config::http::DEFAULT_HEADERS {
+    for (name, value) in crate::net::DEFAULT_HEADERS {
         headers.insert(
             http::header::HeaderName::from_static(name),
             HeaderValue::from_static(value),
@@ -281,4 +342,49 @@ fn build_request(
         headers.remove(CONNECTION);
     }
     Ok(req)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cl(values: &[&str]) -> Result<Option<u64>, BadContentLength> {
+        let mut map = http::HeaderMap::new();
+        for v in values {
+            map.append(
+                http::header::CONTENT_LENGTH,
+                http::HeaderValue::from_str(v).unwrap(),
+            );
+        }
+        content_length(&map)
+    }
+
+    /// RFC 9110 §8.6 and RFC 9112 §6.3: digits only, repeats equal; the rest
+    /// invalid (issue 28 item 10: `load` counted these as 200s, `probe` refused
+    /// them).
+    #[test]
+    fn content_length_has_one_rule() {
+        assert_eq!(cl(&[]), Ok(None));
+        assert_eq!(cl(&["0"]), Ok(Some(0)));
+        assert_eq!(cl(&[" 42 "]), Ok(Some(42)));
+        assert_eq!(cl(&["42, 42"]), Ok(Some(42)));
+        assert_eq!(cl(&["42", "42"]), Ok(Some(42)));
+        assert_eq!(cl(&["18446744073709551615"]), Ok(Some(u64::MAX)));
+        for bad in [
+            &["-1"][..],
+            &["+5"],
+            &["1e3"],
+            &["0x10"],
+            &["18446744073709551616"],
+            &["99999999999999999999999999"],
+            &["5, 6"],
+            &["5", "6"],
+            &[""],
+            &["5,"],
+            &["4 2"],
+        ] {
+            assert!(cl(bad).is_err(), "{bad:?}");
+        }
+        assert!(cl(&["-1"]).unwrap_err().to_string().contains("\"-1\""));
+    }
 }

@@ -7,7 +7,9 @@ pub mod conn;
 pub mod dns;
 pub mod error;
 pub mod http;
+pub mod options;
 pub mod quic;
+pub mod request;
 pub mod stream;
 pub mod svcb;
 pub mod target;
@@ -16,5 +18,8 @@ pub mod timed_io;
 pub mod tls;
 pub mod verify;
 
+pub use dns::ResolveOverride;
 pub use error::NetError;
+pub use options::{ClientOptions, HttpVersionPref};
+pub use request::{RequestSpec, DEFAULT_HEADERS};
 pub use target::{Scheme, Target};

@@ -38,6 +38,10 @@ pub enum TargetError {
     NoPort(String),
     #[error("a URL of {0} bytes is too long to send (at most {MAX_URL} bytes)")]
     TooLong(usize),
+    /// CR, LF, TAB or another control character: a request line or header built
+    /// from it could be split (the `url` crate would silently drop some of them).
+    #[error("{0:?}: a URL cannot hold control characters such as CR, LF or TAB (percent-encode them: %0D, %0A, %09)")]
+    Control(String),
 }
 
 /// The longest URL a request can carry (the `http` crate's request-target limit).
@@ -47,6 +51,9 @@ impl Target {
     /// Parses a URL. A URL without a scheme is taken as `http://` (as curl does).
     pub fn parse(text: &str) -> Result<Target, TargetError> {
         let trimmed = text.trim();
+        if has_control(trimmed) {
+            return Err(TargetError::Control(text.to_string()));
+        }
         let with_scheme = if trimmed.contains("://") {
             trimmed.to_string()
         } else {
@@ -136,6 +143,12 @@ impl Target {
         t.url = format!("{scheme}://{}{}", self.authority(), t.path_and_query);
         t
     }
+}
+
+/// Whether `text` holds a control character (C0 — CR, LF, TAB, NUL… — DEL or C1):
+/// what a URL, a path or a request line must never carry raw.
+pub fn has_control(text: &str) -> bool {
+    text.chars().any(char::is_control)
 }
 
 impl fmt::Display for Target {

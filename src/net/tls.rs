@@ -37,7 +37,7 @@ pub enum TlsConfigError {
     #[error("cannot read --cacert {path}: {source}")]
     ReadCa {
         path: String,
-        source: std::io::Error,
+        source: crate::input::InputError,
     },
     #[error("--cacert {0} holds no PEM certificate")]
     NoCertificate(String),
@@ -99,12 +99,18 @@ pub fn without_resumption(config: &Arc<ClientConfig>) -> Arc<ClientConfig> {
     Arc::new(c)
 }
 
-/// Reads every certificate from a PEM file.
+/// The largest `--cacert` file read: 16 MiB (the system's whole CA bundle is
+/// about 200 KiB).
+pub const MAX_CA_FILE: u64 = 16 << 20;
+
+/// Reads every certificate from a PEM file (at most [`MAX_CA_FILE`]; a device is
+/// refused before a byte is read).
 pub fn read_pem_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsConfigError> {
-    let data = std::fs::read(path).map_err(|source| TlsConfigError::ReadCa {
-        path: path.display().to_string(),
-        source,
-    })?;
+    let data =
+        crate::input::read_capped(path, MAX_CA_FILE).map_err(|source| TlsConfigError::ReadCa {
+            path: path.display().to_string(),
+            source,
+        })?;
     let certs: Vec<_> = CertificateDer::pem_slice_iter(&data)
         .collect::<Result<_, _>>()
         .map_err(|e| TlsConfigError::BadCertificate {

@@ -19,67 +19,6 @@ use serde::Serialize;
 use crate::load::result::SecondResult;
 pub use series::METRIC_NAMES;
 
-/// The output flags of `load` and `diagnose`.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct OutArgs {
-    /// Stream the run's per-second series while it runs: prometheus=URL (remote
-    /// write 1.0, e.g. http://127.0.0.1:9090/api/v1/write). Repeatable.
-    #[arg(long = "out", value_name = "KIND=URL")]
-    pub out: Vec<String>,
-    /// Add a label to every series written with --out: NAME=VALUE (repeatable).
-    #[arg(long = "out-label", value_name = "NAME=VALUE")]
-    pub out_labels: Vec<String>,
-}
-
-/// The checked `--out` flags.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct OutPlan {
-    pub prometheus: Vec<sender::Endpoint>,
-    /// `--out-label` pairs, in the order given.
-    pub labels: Vec<(String, String)>,
-}
-
-impl OutPlan {
-    /// Checks the flags; the error names the flag and what is wrong.
-    pub fn from_args(args: &OutArgs) -> Result<OutPlan, String> {
-        let mut plan = OutPlan::default();
-        for o in &args.out {
-            let (kind, url) = o.split_once('=').ok_or_else(|| {
-                format!("--out '{o}': give KIND=URL, e.g. prometheus=http://127.0.0.1:9090/api/v1/write")
-            })?;
-            match kind {
-                "prometheus" => plan
-                    .prometheus
-                    .push(sender::Endpoint::parse(url).map_err(|e| format!("--out {e}"))?),
-                _ => {
-                    return Err(format!(
-                        "--out '{kind}': unknown output (the one there is: prometheus=URL)"
-                    ))
-                }
-            }
-        }
-        for l in &args.out_labels {
-            let (name, value) = l
-                .split_once('=')
-                .ok_or_else(|| format!("--out-label '{l}': give NAME=VALUE"))?;
-            series::check_label(name).map_err(|e| format!("--out-label {e}"))?;
-            if plan.labels.iter().any(|(n, _)| n == name) {
-                return Err(format!("--out-label '{name}' is given twice"));
-            }
-            plan.labels.push((name.to_string(), value.to_string()));
-        }
-        if !plan.labels.is_empty() && plan.prometheus.is_empty() {
-            return Err("--out-label labels what --out writes: give --out too".into());
-        }
-        Ok(plan)
-    }
-
-    /// No output asked for.
-    pub fn is_empty(&self) -> bool {
-        self.prometheus.is_empty()
-    }
-}
-
 /// How one output did, for the run's JSON (`outputs`) and the note at the end.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OutputReport {
@@ -129,31 +68,6 @@ impl OutputReport {
     }
 }
 
-/// The outputs of a command whose run has several load runs (diagnose's ramp):
-/// what they write to and the run's own labels, the target set per URL.
-#[derive(Debug, Clone)]
-pub struct OutRun {
-    pub plan: OutPlan,
-    /// The id the run will be stored under.
-    pub run: String,
-    pub label: Option<String>,
-}
-
-impl OutRun {
-    /// Starts the outputs for one target.
-    pub fn start(&self, target: &crate::net::Target) -> Live {
-        Live::start(
-            &self.plan,
-            &RunLabels {
-                run: self.run.clone(),
-                label: self.label.clone(),
-                target: target_label(target),
-                endpoints: Vec::new(),
-            },
-        )
-    }
-}
-
 /// The notes of the reports that had failures (see [`OutputReport::note`]); the
 /// command prints them.
 pub fn notes(reports: &[OutputReport]) -> Vec<String> {
@@ -189,18 +103,22 @@ pub struct Live {
 }
 
 impl Live {
-    /// Starts one sender per `--out`.
-    pub fn start(plan: &OutPlan, labels: &RunLabels) -> Live {
+    /// Starts one sender per remote-write endpoint; every series carries `labels`
+    /// and the `extra` (`--out-label`) pairs.
+    pub fn start(
+        prometheus: &[sender::Endpoint],
+        extra: &[(String, String)],
+        labels: &RunLabels,
+    ) -> Live {
         let series = series::Series::new(
             &labels.run,
             labels.label.as_deref(),
             &labels.target,
-            &plan.labels,
+            extra,
             labels.endpoints.clone(),
         );
         Live {
-            senders: plan
-                .prometheus
+            senders: prometheus
                 .iter()
                 .map(|e| {
                     (
@@ -353,34 +271,6 @@ mod tests {
                 qs.iter().any(|(_, q)| q.contains(name)),
                 "no panel shows {name}"
             );
-        }
-    }
-
-    /// `--out` and `--out-label` are checked, with errors naming the flag.
-    #[test]
-    fn out_flags_are_checked() {
-        let args = |out: &[&str], labels: &[&str]| OutArgs {
-            out: out.iter().map(|s| s.to_string()).collect(),
-            out_labels: labels.iter().map(|s| s.to_string()).collect(),
-        };
-        let p = OutPlan::from_args(&args(
-            &["prometheus=http://127.0.0.1:9090/api/v1/write"],
-            &["env=ci", "team=a=b"],
-        ))
-        .unwrap();
-        assert_eq!(p.prometheus.len(), 1);
-        assert_eq!(p.labels[1], ("team".to_string(), "a=b".to_string()));
-        for (out, labels, want) in [
-            (&["influx=http://x/"][..], &[][..], "unknown output"),
-            (&["http://x/"][..], &[][..], "KIND=URL"),
-            (&["prometheus=x"][..], &[][..], "--out"),
-            (&["prometheus=http://x/"][..], &["env"][..], "NAME=VALUE"),
-            (&["prometheus=http://x/"][..], &["run=1"][..], "sets itself"),
-            (&["prometheus=http://x/"][..], &["a=1", "a=2"][..], "twice"),
-            (&[][..], &["a=1"][..], "give --out too"),
-        ] {
-            let e = OutPlan::from_args(&args(out, labels)).unwrap_err();
-            assert!(e.contains(want), "{out:?} {labels:?}: {e}");
         }
     }
 }

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::series::{self, Counters, Sample, Series};
 use crate::load::result::SecondResult;
-use crate::store::RunRecord;
+use crate::record::RunRecord;
 
 /// The OpenMetrics text of a stored load run; the error says why a run has none.
 pub fn run_text(run: &RunRecord) -> Result<String, String> {

@@ -37,6 +37,11 @@ impl Endpoint {
     /// Parses an http:// or https:// URL; credentials in it are refused (they would
     /// end up in the stored run).
     pub fn parse(url: &str) -> Result<Endpoint, String> {
+        if crate::net::target::has_control(url) {
+            return Err(format!(
+                "{url:?}: a URL cannot hold control characters (CR, LF, TAB…)"
+            ));
+        }
         let u = url::Url::parse(url).map_err(|e| format!("'{url}' is not a URL: {e}"))?;
         let https = match u.scheme() {
             "http" => false,
@@ -46,7 +51,7 @@ impl Endpoint {
         if !u.username().is_empty() || u.password().is_some() {
             return Err(format!(
                 "'{}': credentials in the URL are not supported (they would be stored with the run)",
-                crate::store::redact_urls(url)
+                crate::redact::redact_urls(url)
             ));
         }
         let host = u
@@ -66,7 +71,7 @@ impl Endpoint {
             host,
             port,
             path,
-            shown: crate::store::redact_urls(u.as_str()),
+            shown: crate::redact::redact_urls(u.as_str()),
         })
     }
 

@@ -188,7 +188,7 @@ impl Series {
             base,
             endpoints: endpoints
                 .iter()
-                .map(|e| crate::store::redact_urls(e))
+                .map(|e| crate::redact::redact_urls(e))
                 .collect(),
         }
     }
@@ -230,7 +230,7 @@ impl Series {
             if v2.is_empty() {
                 continue;
             }
-            if let Some(q) = crate::store::v2::decode(v2)
+            if let Some(q) = crate::stats::v2::decode(v2)
                 .ok()
                 .as_ref()
                 .and_then(quantiles)

@@ -2,12 +2,17 @@
 //! each hop, fetch the page in full, repeat the GET to see whether a cache in the path
 //! starts answering, and send real conditional GETs (If-None-Match, If-Modified-Since)
 //! to see whether they come back 304 with no body. The verdicts live in `diagnose`.
+//!
+//! Redirects follow curl's rules (`-L`): at most [`MAX_REDIRECTS`], only to http and
+//! https, and once a redirect leaves the first origin (scheme, host or port) the
+//! credentials are not sent on — `Authorization`, `Cookie`, `Proxy-Authorization`,
+//! a `Host` the user set, and every header in [`ProbeConfig::secret_headers`].
 
 use http::{HeaderName, HeaderValue, Method};
 use serde::{Deserialize, Serialize};
 
-use crate::config::http::RequestSpec;
 use crate::net::http::{Exchange, HttpConn};
+use crate::net::RequestSpec;
 use crate::net::{conn, NetError, Target};
 use crate::units::ms;
 
@@ -16,6 +21,9 @@ use super::stop::Stop;
 
 /// Redirects followed at most.
 pub const MAX_REDIRECTS: usize = 10;
+/// Request headers never sent to an origin other than the first (curl's rule).
+pub const CROSS_ORIGIN_DROPPED: [&str; 4] =
+    ["authorization", "cookie", "proxy-authorization", "host"];
 /// GETs after the first, to see a cache warm up.
 pub const REPEATS: usize = 3;
 
@@ -83,14 +91,22 @@ pub struct CacheObservation {
     pub repeats: Vec<Seen>,
     pub if_none_match: Option<Seen>,
     pub if_modified_since: Option<Seen>,
+    /// The user's headers not sent after a redirect left the first origin (names,
+    /// lowercase).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropped_headers: Vec<String>,
 }
 
 /// Runs the audit against `config.target`.
 pub async fn audit(config: &ProbeConfig, stop: &Stop) -> Result<CacheObservation, NetError> {
     let mut target = config.target.clone();
+    // What is sent: the user's request, less its credentials once a redirect
+    // leaves the first origin.
+    let mut request = config.request.clone();
+    let mut dropped_headers = Vec::new();
     let mut redirects = Vec::new();
     let opts = connect_options(config)?;
-    let h2c = config.client.version == crate::config::http::HttpVersionPref::Http2;
+    let h2c = config.client.version == crate::net::HttpVersionPref::Http2;
     let timeout = config.client.timeout;
     let bounded = |stop: &Stop| {
         let stop = stop.clone();
@@ -112,7 +128,7 @@ pub async fn audit(config: &ProbeConfig, stop: &Stop) -> Result<CacheObservation
             _ = bounded(stop) => return Err(NetError::Interrupted),
         };
         let x = tokio::select! {
-            r = http.send(&target, &config.request, timeout) => r?,
+            r = http.send(&target, &request, timeout) => r?,
             _ = bounded(stop) => return Err(NetError::Interrupted),
         };
         let seen = Seen::of(&x);
@@ -131,6 +147,13 @@ pub async fn audit(config: &ProbeConfig, stop: &Stop) -> Result<CacheObservation
                 if let Some(why) = redirect_stop(&redirects, &next.url) {
                     return Err(NetError::Redirects(why));
                 }
+                if !same_origin(&config.target, &next) {
+                    for name in strip_credentials(&mut request, &config.secret_headers) {
+                        if !dropped_headers.contains(&name) {
+                            dropped_headers.push(name);
+                        }
+                    }
+                }
                 target = next;
             }
             _ => break (http, seen),
@@ -139,7 +162,7 @@ pub async fn audit(config: &ProbeConfig, stop: &Stop) -> Result<CacheObservation
     let mut repeats = Vec::new();
     let conditional = |name: &'static str, value: Option<&str>| {
         value.map(|v| {
-            let mut spec = config.request.clone();
+            let mut spec = request.clone();
             spec.method = Method::GET;
             if let Ok(v) = HeaderValue::from_str(v) {
                 spec.headers.push((HeaderName::from_static(name), v));
@@ -153,7 +176,7 @@ pub async fn audit(config: &ProbeConfig, stop: &Stop) -> Result<CacheObservation
         if !http.is_usable() {
             http = open(target.clone()).await?.0;
         }
-        repeats.push(send(&mut http, &target, &config.request, timeout, stop).await?);
+        repeats.push(send(&mut http, &target, &request, timeout, stop).await?);
     }
     let mut cond = Vec::new();
     for spec in [inm, ims] {
@@ -167,7 +190,7 @@ pub async fn audit(config: &ProbeConfig, stop: &Stop) -> Result<CacheObservation
                 if seen.status == 304 && !http.is_h2() && http.is_usable() {
                     // A 304 has no body (RFC 9110 §15.4.5); bytes after its head are
                     // read as the next response, which then fails to parse.
-                    let canary = send(&mut http, &target, &config.request, timeout, stop).await;
+                    let canary = send(&mut http, &target, &request, timeout, stop).await;
                     match canary {
                         Err(NetError::Protocol(_)) => seen.excess_body = true,
                         Err(NetError::Interrupted) => return Err(NetError::Interrupted),
@@ -181,7 +204,7 @@ pub async fn audit(config: &ProbeConfig, stop: &Stop) -> Result<CacheObservation
             }
         }
     }
-    let sent = |name| config.request.headers.iter().any(|(k, _)| k == name);
+    let sent = |name| request.headers.iter().any(|(k, _)| k == name);
     let (cookie, authorization) = (
         sent(http::header::COOKIE),
         sent(http::header::AUTHORIZATION),
@@ -190,7 +213,7 @@ pub async fn audit(config: &ProbeConfig, stop: &Stop) -> Result<CacheObservation
     let mut cond = cond.into_iter();
     Ok(CacheObservation {
         url: target.url.clone(),
-        method: config.request.method.to_string(),
+        method: request.method.to_string(),
         anonymous,
         cookie,
         authorization,
@@ -199,7 +222,27 @@ pub async fn audit(config: &ProbeConfig, stop: &Stop) -> Result<CacheObservation
         repeats,
         if_none_match: cond.next().flatten(),
         if_modified_since: cond.next().flatten(),
+        dropped_headers,
     })
+}
+
+/// Whether `a` and `b` are one origin: scheme, host (without case) and port.
+fn same_origin(a: &Target, b: &Target) -> bool {
+    a.scheme == b.scheme && a.port == b.port && a.host.eq_ignore_ascii_case(&b.host)
+}
+
+/// Removes the headers a redirect to another origin must not carry
+/// ([`CROSS_ORIGIN_DROPPED`] and `secret`); returns the names removed.
+fn strip_credentials(spec: &mut RequestSpec, secret: &[HeaderName]) -> Vec<String> {
+    let mut removed = Vec::new();
+    spec.headers.retain(|(name, _)| {
+        let drop = CROSS_ORIGIN_DROPPED.contains(&name.as_str()) || secret.contains(name);
+        if drop {
+            removed.push(name.as_str().to_string());
+        }
+        !drop
+    });
+    removed
 }
 
 /// One request over `http`, bounded by the timeout and the stop flag.

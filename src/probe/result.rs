@@ -238,7 +238,7 @@ impl ProbeResult {
         let mut headers = BTreeMap::new();
         if let Some(x) = &last {
             for (k, v) in &x.headers {
-                let v = &crate::store::redact_value(k, v, &[]);
+                let v = &crate::redact::redact_value(k, v, &[]);
                 headers
                     .entry(k.clone())
                     .and_modify(|e: &mut String| {

@@ -3,10 +3,10 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::config::http::{ClientOptions, HttpVersionPref, RequestSpec};
 use crate::net::conn::{self, ConnectOptions};
 use crate::net::http::{Exchange, HttpConn};
 use crate::net::tls::{self, TlsOptions, ALPN_H2, ALPN_HTTP11};
+use crate::net::{ClientOptions, HttpVersionPref, RequestSpec};
 use crate::net::{NetError, Scheme, Target};
 use crate::units::ms;
 
@@ -22,6 +22,9 @@ pub struct ProbeConfig {
     pub count: u32,
     pub request: RequestSpec,
     pub client: ClientOptions,
+    /// The request's headers that are secret (`--redact-header`, or named as
+    /// secrets are): the cache audit never sends them to another origin.
+    pub secret_headers: Vec<http::HeaderName>,
 }
 
 /// Failed tries, with not one success, after which a probe gives up.

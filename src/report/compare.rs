@@ -13,8 +13,8 @@
 
 use serde::Serialize;
 
+use crate::record::RunRecord;
 use crate::stats::compare::{ALPHA, MIN_SAMPLES, TEST_NAME};
-use crate::store::RunRecord;
 
 use super::compare_diagnose::{diagnose_sections, findings_changes, FindingsChange};
 use super::compare_tail::{test, TailData, TAIL_FROM};

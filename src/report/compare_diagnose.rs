@@ -17,7 +17,7 @@ use serde_json::Value;
 use super::compare::{metric, Better, Metric, RunSections};
 use super::compare_tail::TailData;
 use super::rundata::{self, num, Histograms};
-use crate::store::RunRecord;
+use crate::record::RunRecord;
 
 /// The ramp and cache sections of a diagnose run (one set per diagnosed URL).
 pub(super) fn diagnose_sections(run: &RunRecord, hist: &Histograms) -> RunSections {

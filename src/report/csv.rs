@@ -4,7 +4,7 @@
 //! them; `server_*` from `--watch`); disk runs give one series per direction (`read`, `write`, `fsync`) from
 //! their per-second histograms, with `requests` = I/Os. Latencies are in ms.
 
-use crate::store::RunRecord;
+use crate::record::RunRecord;
 
 use super::rundata::{self, Histograms, RunDataError};
 

@@ -147,6 +147,12 @@ fn cache(d: &Diagnosis) -> String {
             fmt_ms(hop.time_ms)
         ));
     }
+    if !obs.dropped_headers.is_empty() {
+        out.push_str(&format!(
+            "    not sent        {} (the redirect left the first origin)\n",
+            obs.dropped_headers.join(", ")
+        ));
+    }
     let sc = &a.shared_cache;
     let rfc = if sc.rfc_storable {
         let mut t = String::from("may store it");

@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 
-use crate::store::RunRecord;
+use crate::record::RunRecord;
 
 use super::rundata::{self, run_name, Histograms, RunDataError};
 

@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use crate::store::RunRecord;
+use crate::record::RunRecord;
 
 use super::charts::ChartError;
 use super::compare::{self, Comparison};

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::store::RunRecord;
+use crate::record::RunRecord;
 
 use super::compare_text::fmt_value;
 use super::html::{esc, table, value_text, ReportError};

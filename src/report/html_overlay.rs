@@ -3,7 +3,7 @@
 //! time, latency by percentile; probe phase bars and sample distributions; disk
 //! I/O latency by percentile and IOPS over time.
 
-use crate::store::RunRecord;
+use crate::record::RunRecord;
 
 use super::charts::{self, run_color, Panel, Series};
 use super::compare_text::letter;

@@ -7,7 +7,7 @@
 use hdrhistogram::Histogram;
 use serde_json::Value;
 
-use crate::store::RunRecord;
+use crate::record::RunRecord;
 
 use super::charts::{self, Panel, Series, PALETTE};
 use super::compare_text::fmt_value;

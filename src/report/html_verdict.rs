@@ -10,7 +10,7 @@
 use serde_json::Value;
 
 use crate::diagnose::finding::basis_phrase;
-use crate::store::RunRecord;
+use crate::record::RunRecord;
 use crate::units::fmt_ms;
 
 use super::compare_text::letter;

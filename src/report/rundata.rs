@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 use serde_json::Value;
 
-use crate::store::{self, RunRecord};
+use crate::record::{self, RunRecord};
+use crate::stats::v2;
 
 /// What can go wrong reading a stored run.
 #[derive(Debug, thiserror::Error)]
@@ -38,16 +39,15 @@ impl Histograms {
         let mut out = Histograms::default();
         for h in &run.histograms {
             // Size-capped: a damaged store cannot make a report allocate gigabytes.
-            let hist: Histogram<u64> =
-                store::v2::decode(&h.v2).map_err(|e| RunDataError::Histogram {
-                    id: run.id.clone(),
-                    name: h.name.clone(),
-                    second: h
-                        .second
-                        .map(|s| format!(" (second {s})"))
-                        .unwrap_or_default(),
-                    reason: e,
-                })?;
+            let hist: Histogram<u64> = v2::decode(&h.v2).map_err(|e| RunDataError::Histogram {
+                id: run.id.clone(),
+                name: h.name.clone(),
+                second: h
+                    .second
+                    .map(|s| format!(" (second {s})"))
+                    .unwrap_or_default(),
+                reason: e,
+            })?;
             match h.second {
                 None => {
                     out.totals.insert(h.name.clone(), hist);
@@ -194,7 +194,7 @@ pub fn probe_results(run: &RunRecord) -> Vec<&Value> {
         _ => return Vec::new(),
     };
     match probe.get("results").and_then(Value::as_array) {
-        Some(results) => results.iter().filter(|r| store::measured(r)).collect(),
+        Some(results) => results.iter().filter(|r| record::measured(r)).collect(),
         None => vec![probe],
     }
 }

@@ -8,5 +8,8 @@
 pub mod compare;
 pub mod counts;
 pub mod histogram;
+pub mod stored;
+pub mod v2;
 
 pub use histogram::{new_histogram, Percentiles, Unit};
+pub use stored::StoredHistogram;

@@ -8,74 +8,28 @@
 //! transaction; the schema is versioned (`PRAGMA user_version`) and migrates forward.
 //! This module stores and loads; it never prints.
 
-mod env;
 pub mod export;
 mod open;
-mod redact;
 mod schema;
-pub mod v2;
 
 use std::path::PathBuf;
 
 use rusqlite::{params, Connection, OptionalExtension};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-pub use env::Environment;
 pub use export::{ExportFile, FORMAT_NAME};
 pub use open::BUSY_WAIT;
-pub use redact::{
+// The record, its histograms and redaction live in leaf modules that results,
+// reports and outputs may import; the store re-exports them for its own callers.
+pub use crate::record::{measured, Environment, RunRecord};
+pub use crate::redact::{
     is_secret_header, redact_json, redact_record, redact_text, redact_urls, redact_value,
     SECRET_HEADERS, SECRET_HEADER_SUFFIXES, SECRET_QUERY_PARAMS, SECRET_QUERY_SUFFIXES,
 };
+pub use crate::stats::{v2, StoredHistogram};
 
 /// Version of the portable export format.
 pub const EXPORT_FORMAT: u32 = 1;
-
-/// A histogram kept with a run (nanoseconds, as `stats::histogram` records them):
-/// `name` says what it measures, `second` is set for the per-second histograms of a
-/// timeline (offset from the run's start), `v2` is the V2-deflate serialisation.
-///
-/// Names, by kind of run:
-/// - load: `latency` (all endpoints), `latency:<endpoint>`, `service_time` (open
-///   model), `connect`; per-second: `latency` with `second = Some(t)`.
-/// - disk: `read`, `write`, `fsync`; per-second: the same names with `second`.
-/// - probe: none (every sample is in the summary JSON).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StoredHistogram {
-    pub name: String,
-    pub second: Option<u32>,
-    #[serde(with = "hex_bytes")]
-    pub v2: Vec<u8>,
-}
-
-/// One run, as stored and as exported.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunRecord {
-    /// Short unique id (hex), assigned by [`Store::save`] when empty.
-    pub id: String,
-    /// `probe`, `load`, `disk` or `diagnose`.
-    pub kind: String,
-    pub label: Option<String>,
-    /// URL or path the run measured.
-    pub target: String,
-    /// Start, Unix milliseconds.
-    pub started_at_ms: i64,
-    pub duration_s: f64,
-    /// latscope version that made the run.
-    pub version: String,
-    /// The configuration the run used (flags after validation).
-    pub config: serde_json::Value,
-    pub env: Environment,
-    /// The kind's `--json` document.
-    pub summary: serde_json::Value,
-    /// Per-second timeline (may be `null`).
-    pub timeline: serde_json::Value,
-    /// Findings (may be an empty array).
-    pub findings: serde_json::Value,
-    /// The terminal output exactly as it was printed.
-    pub text: String,
-    pub histograms: Vec<StoredHistogram>,
-}
 
 /// A row of `latscope runs`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -405,12 +359,6 @@ pub fn new_id() -> String {
     format!("{:010x}", h.finish() & 0xff_ffff_ffff)
 }
 
-/// Whether an entry of a several-URL `results` was measured: a URL that failed, or
-/// was not reached, is `{url, error}`.
-pub fn measured(entry: &serde_json::Value) -> bool {
-    entry.get("error").is_none()
-}
-
 /// The headline numbers of a run, picked from its summary for `latscope runs`.
 pub fn headline(kind: &str, summary: &serde_json::Value) -> serde_json::Value {
     let pick = |path: &[&str]| {
@@ -479,30 +427,6 @@ pub fn headline(kind: &str, summary: &serde_json::Value) -> serde_json::Value {
         }
     }
     serde_json::Value::Object(h)
-}
-
-/// Serialises bytes as a hex string in JSON exports.
-mod hex_bytes {
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
-        let mut out = String::with_capacity(bytes.len() * 2);
-        for b in bytes {
-            out.push_str(&format!("{b:02x}"));
-        }
-        s.serialize_str(&out)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
-        let text = String::deserialize(d)?;
-        if text.len() % 2 != 0 {
-            return Err(serde::de::Error::custom("odd-length hex string"));
-        }
-        (0..text.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&text[i..i + 2], 16).map_err(serde::de::Error::custom))
-            .collect()
-    }
 }
 
 #[cfg(test)]

@@ -113,6 +113,11 @@ pub struct Target {
 impl Target {
     /// Parses a `--watch` URL: http only, no credentials in it.
     pub fn parse(s: &str) -> Result<Target, String> {
+        if crate::net::target::has_control(s) {
+            return Err(format!(
+                "--watch {s:?}: a URL cannot hold control characters (CR, LF, TAB…)"
+            ));
+        }
         let u = url::Url::parse(s).map_err(|e| format!("--watch {s:?}: not a URL ({e})"))?;
         if u.scheme() != "http" {
             return Err(format!(

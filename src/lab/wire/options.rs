@@ -1,10 +1,10 @@
 //! The wire's options: what `--rtt`, `--jitter`, `--loss`, `--loss-seed`,
-//! `--bandwidth` and `--outage-every/--outage-for` ask for, validated.
+//! `--bandwidth` and `--outage-every/--outage-for` ask for (read from the flags by
+//! `config::lab`), validated.
 
 use std::time::Duration;
 
 use super::WireError;
-use crate::cli::{LabArgs, WireFlags};
 
 /// The longest RTT the wire accepts (packets are held in memory meanwhile).
 const MAX_RTT: Duration = Duration::from_secs(10);
@@ -49,46 +49,6 @@ pub struct WireOptions {
 }
 
 impl WireOptions {
-    /// The wire `latscope lab` flags ask for: None when no wire flag is given.
-    /// Errors are usage errors naming the flag.
-    pub fn from_args(args: &LabArgs) -> Result<Option<WireOptions>, WireError> {
-        WireOptions::from_flags(&args.wire)
-    }
-
-    /// The wire the flags ask for (`lab` and `wire` share them): None when no wire
-    /// flag is given. Errors are usage errors naming the flag.
-    pub fn from_flags(args: &WireFlags) -> Result<Option<WireOptions>, WireError> {
-        let any = args.rtt.is_some()
-            || args.jitter.is_some()
-            || args.loss.is_some()
-            || args.loss_seed.is_some()
-            || args.bandwidth.is_some()
-            || args.outage_every.is_some()
-            || args.outage_for.is_some();
-        if !any {
-            return Ok(None);
-        }
-        let outage = match (args.outage_every, args.outage_for) {
-            (Some(every), Some(length)) => Some(Outage { every, length }),
-            (None, None) => None,
-            _ => {
-                return Err(WireError::Usage(
-                    "--outage-every and --outage-for go together".into(),
-                ))
-            }
-        };
-        let opts = WireOptions {
-            rtt: args.rtt.unwrap_or_default(),
-            jitter: args.jitter.unwrap_or_default(),
-            loss_pct: args.loss.unwrap_or(0.0),
-            seed: args.loss_seed,
-            bandwidth: args.bandwidth,
-            outage,
-        };
-        opts.validate()?;
-        Ok(Some(opts))
-    }
-
     /// Checks the options, naming the flag at fault.
     pub fn validate(&self) -> Result<(), WireError> {
         let bad = |m: String| Err(WireError::Usage(m));
@@ -138,69 +98,5 @@ impl WireOptions {
             parts.push(format!("outage {:?} every {:?}", o.length, o.every));
         }
         parts.join(", ")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::Parser;
-
-    fn lab_args(extra: &[&str]) -> LabArgs {
-        let mut argv = vec!["latscope", "lab"];
-        argv.extend_from_slice(extra);
-        match crate::cli::Cli::try_parse_from(argv).unwrap().command {
-            crate::cli::Command::Lab(a) => a,
-            _ => unreachable!(),
-        }
-    }
-
-    /// Without wire flags the lab runs on the host, no wire.
-    #[test]
-    fn no_wire_flags_means_no_wire() {
-        assert_eq!(WireOptions::from_args(&lab_args(&[])).unwrap(), None);
-    }
-
-    /// Wire flags become validated options.
-    #[test]
-    fn wire_flags_become_options() {
-        let o = WireOptions::from_args(&lab_args(&[
-            "--rtt",
-            "40ms",
-            "--loss",
-            "3%",
-            "--loss-seed",
-            "9",
-            "--outage-every",
-            "3s",
-            "--outage-for",
-            "300ms",
-        ]))
-        .unwrap()
-        .unwrap();
-        assert_eq!(o.rtt, Duration::from_millis(40));
-        assert_eq!(o.loss_pct, 3.0);
-        assert_eq!(o.seed, Some(9));
-        assert_eq!(
-            o.outage,
-            Some(Outage {
-                every: Duration::from_secs(3),
-                length: Duration::from_millis(300)
-            })
-        );
-        assert!(o.describe(9).contains("loss 3% (seed 9)"));
-    }
-
-    /// Impossible combinations are usage errors naming the flag.
-    #[test]
-    fn bad_wire_options_are_usage_errors() {
-        for argv in [
-            &["--outage-every", "1s", "--outage-for", "2s"][..],
-            &["--rtt", "11s"],
-            &["--bandwidth", "1kbit"],
-        ] {
-            let e = WireOptions::from_args(&lab_args(argv)).unwrap_err();
-            assert!(matches!(e, WireError::Usage(_)), "{argv:?}: {e}");
-        }
     }
 }

@@ -6,6 +6,14 @@
 //! SETTINGS_MAX_CONCURRENT_STREAMS and its flow-control windows for request bodies,
 //! and treats GOAWAY and RST_STREAM as RFC 9113 says. A header block is always
 //! decoded, also for a stream no longer wanted, so the HPACK table stays right.
+//!
+//! What a server can make it queue or do is bounded (RFC 9113 §10.5): at most
+//! [`MAX_PENDING_ACKS`] answers (PING and SETTINGS acknowledgements, RST_STREAM)
+//! wait unwritten — a server that floods control frames and reads nothing gets
+//! GOAWAY ENHANCE_YOUR_CALM, as nghttp2 and the h2 crate do — and a header block
+//! takes at most [`MAX_CONTINUATIONS`] CONTINUATION frames and [`MAX_BLOCK`]
+//! octets. WINDOW_UPDATE, RST_STREAM, PRIORITY, GOAWAY and unknown frames queue
+//! nothing; HPACK size updates are capped per block in `hpack`.
 
 use std::task::Waker;
 use std::time::Instant;
@@ -24,6 +32,14 @@ const WINDOW: u32 = (1 << 30) - 1;
 const UPDATE_AT: u32 = WINDOW / 2;
 /// The largest header block accepted (HEADERS and CONTINUATION together).
 const MAX_BLOCK: usize = crate::net::http::MAX_RESPONSE_HEAD;
+/// Frames queued in answer to the server (PING and SETTINGS acknowledgements,
+/// RST_STREAM) at most while none of [`Conn::out`] could be written: past this the
+/// connection ends with GOAWAY ENHANCE_YOUR_CALM (nghttp2's `max_outbound_ack`).
+pub const MAX_PENDING_ACKS: u32 = 1000;
+/// CONTINUATION frames of one header block at most: a block of [`MAX_BLOCK`]
+/// needs 16 of the smallest maximum frame size; past this, ENHANCE_YOUR_CALM
+/// (CVE-2024-27316's flood of empty CONTINUATION frames).
+pub const MAX_CONTINUATIONS: u32 = 32;
 
 /// How a stream failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,6 +109,10 @@ pub struct Conn {
     dead: Option<ErrorKind>,
     /// A header block in CONTINUATION frames: (stream, END_STREAM).
     cont: Option<(u32, bool)>,
+    /// CONTINUATION frames of the block in `cont`.
+    continuations: u32,
+    /// Answers queued in `out` since it was last written whole.
+    acks: u32,
     block: Vec<u8>,
     /// The last header block decoded without changing the HPACK table, with the
     /// table's generation and what it decoded to.
@@ -131,10 +151,28 @@ impl Conn {
             goaway: None,
             dead: None,
             cont: None,
+            continuations: 0,
+            acks: 0,
             block: Vec::new(),
             last_head: None,
             mark_first_byte,
         }
+    }
+
+    /// Everything in [`Conn::out`] was written: it is emptied.
+    pub fn flushed(&mut self) {
+        self.out.clear();
+        self.acks = 0;
+    }
+
+    /// One more answer to be queued for the server; Err when too many wait
+    /// unwritten.
+    fn answer(&mut self) -> Result<(), u32> {
+        self.acks += 1;
+        if self.acks > MAX_PENDING_ACKS {
+            return Err(frame::ENHANCE_YOUR_CALM);
+        }
+        Ok(())
     }
 
     /// The server's SETTINGS arrived (the handshake is over).
@@ -343,10 +381,11 @@ impl Conn {
 
     /// A stream error (§5.4.2): RST_STREAM with `code`, the request fails as
     /// `kind`.
-    fn reset(&mut self, i: usize, code: u32, kind: ErrorKind) {
+    fn reset(&mut self, i: usize, code: u32, kind: ErrorKind) -> Result<(), u32> {
         let id = self.entries[i].id;
         frame::write_rst(&mut self.out, id, code);
         self.finish(i, Err(Fail::Kind(kind)));
+        self.answer()
     }
 
     fn find(&self, id: u32) -> Option<usize> {
@@ -371,6 +410,9 @@ impl Conn {
             let start = at + frame::HEAD_LEN;
             at = start + h.len;
             if let Err(code) = self.frame(h, &buf[start..at]) {
+                if code == frame::ENHANCE_YOUR_CALM {
+                    crate::load::conn::note_h2_flood();
+                }
                 self.fail(code, ErrorKind::Protocol);
             }
         }

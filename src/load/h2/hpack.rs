@@ -86,6 +86,9 @@ pub const STATIC: [(&str, &str); 61] = [
 
 /// The default (and announced) dynamic table size (SETTINGS_HEADER_TABLE_SIZE).
 pub const TABLE_SIZE: usize = 4096;
+/// Dynamic table size updates at the start of one block at most (RFC 7541 §4.2:
+/// the smallest size signalled, then the final one).
+pub const MAX_SIZE_UPDATES: usize = 2;
 
 /// Where decoded fields go.
 pub trait Sink {
@@ -219,6 +222,7 @@ impl Decoder {
     /// Decodes one complete header block into `sink`.
     pub fn decode(&mut self, mut b: &[u8], sink: &mut impl Sink) -> Result<(), HpackError> {
         let mut fields = false;
+        let mut size_updates = 0;
         self.context_free = true;
         self.added = 0;
         while let Some(&c) = b.first() {
@@ -243,6 +247,12 @@ impl Decoder {
             } else if c & 0x20 != 0 {
                 // §6.3 Dynamic Table Size Update: only before the first field.
                 if fields {
+                    return Err(HpackError);
+                }
+                // §4.2 needs at most two (the smallest size since the last block,
+                // then the final one); more is a flood of evictions.
+                size_updates += 1;
+                if size_updates > MAX_SIZE_UPDATES {
                     return Err(HpackError);
                 }
                 self.context_free = false;

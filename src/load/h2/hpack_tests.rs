@@ -267,6 +267,11 @@ fn size_updates() {
     );
     // The entry (55 octets) did not fit a 54-octet table: not added (§4.4).
     assert_eq!(d.table_size(), 0);
+    // Two updates before the first field are what §4.2 needs; a third is a flood
+    // (issue 28 item 3).
+    assert!(d.decode(&hex("202082"), &mut All::default()).is_ok());
+    assert!(d.decode(&hex("20202082"), &mut All::default()).is_err());
+    assert!(d.decode(&[0x20; 10_000], &mut All::default()).is_err());
 }
 
 /// Malformed blocks are errors: index 0, an index past the tables, a truncated

@@ -70,7 +70,7 @@ impl Io {
                 Poll::Pending => return Poll::Pending,
             }
         }
-        self.conn.out.clear();
+        self.conn.flushed();
         self.written = 0;
         self.flusher = None;
         match Pin::new(&mut self.stream).poll_flush(cx) {

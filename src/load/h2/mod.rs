@@ -15,6 +15,7 @@ mod hpack;
 mod huffman;
 mod link;
 
+pub use conn::{MAX_CONTINUATIONS, MAX_PENDING_ACKS};
 pub use link::{handshake, Exchange, H2Slot, Slot};
 
 use bytes::Bytes;
@@ -68,7 +69,7 @@ impl Request {
         hpack::put_field(&mut block, ":scheme", scheme.as_bytes());
         hpack::put_field(&mut block, ":path", e.path_and_query.as_bytes());
         hpack::put_field(&mut block, ":authority", &authority);
-        for (name, value) in crate::config::http::DEFAULT_HEADERS {
+        for (name, value) in crate::net::DEFAULT_HEADERS {
             if !has(name) {
                 hpack::put_field(&mut block, name, value.as_bytes());
             }

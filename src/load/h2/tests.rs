@@ -20,7 +20,7 @@ fn endpoint(method: http::Method, path: &str, body: &'static [u8], headers: &[&s
         path_and_query: path.into(),
         headers: headers
             .iter()
-            .map(|h| crate::config::http::parse_header(h).unwrap())
+            .map(|h| crate::net::request::field(h))
             .collect(),
         body: Bytes::from_static(body),
         weight: 1,
@@ -497,4 +497,119 @@ fn repeated_heads_keep_the_table_right() {
         assert_eq!(d.outcome.cache.tally, crate::cache::Tally::Hit);
         assert_eq!(d.outcome.bytes, ("x-cache".len() + 3 + 4) as u64);
     }
+}
+
+/// Issue 28 item 3: a server that floods PING (or SETTINGS) and reads nothing made
+/// the client queue an ACK for each, without end (2.0–2.7 GB in 25 s). At most
+/// MAX_PENDING_ACKS answers wait unwritten; the next ends the connection with
+/// GOAWAY ENHANCE_YOUR_CALM and its streams fail as protocol errors.
+#[test]
+fn control_frame_floods_are_bounded() {
+    use super::conn::MAX_PENDING_ACKS;
+    let r = request(http::Method::GET, b"", &[]);
+    for flood in [
+        server(frame::PING, 0, 0, b"pingpong"),
+        server(frame::SETTINGS, 0, 0, &[]),
+    ] {
+        let mut c = settled(&[]);
+        let e = c.start(&r);
+        c.flushed();
+        let many: Vec<u8> = flood.repeat(10_000);
+        feed(&mut c, &many);
+        assert_eq!(c.dead(), Some(ErrorKind::Protocol));
+        let f = frames(&c.out);
+        assert_eq!(f.len(), MAX_PENDING_ACKS as usize + 1, "ACKs then GOAWAY");
+        let (h, p) = f.last().unwrap();
+        assert_eq!(h.kind, frame::GOAWAY);
+        assert_eq!(frame::u32_at(p, 4), frame::ENHANCE_YOUR_CALM);
+        assert_eq!(c.take(e).unwrap().outcome.error, Some(ErrorKind::Protocol));
+    }
+    // A server whose ACKs are written (the socket takes them) may ping on.
+    let mut c = settled(&[]);
+    let ping = server(frame::PING, 0, 0, b"pingpong");
+    for _ in 0..20 {
+        feed(&mut c, &ping.repeat(MAX_PENDING_ACKS as usize / 2));
+        c.flushed();
+    }
+    assert_eq!(c.dead(), None);
+}
+
+/// Issue 28 item 3: an endless run of empty CONTINUATION frames (CVE-2024-27316)
+/// ends the connection with ENHANCE_YOUR_CALM; a head in a few frames is fine.
+#[test]
+fn continuation_floods_end_the_connection() {
+    let r = request(http::Method::GET, b"", &[]);
+    let mut c = settled(&[]);
+    let e = c.start(&r);
+    let block = head_block("200", &[("server", "x")]);
+    let mut b = server(frame::HEADERS, frame::END_STREAM, 1, &block[..2]);
+    b.extend(server(frame::CONTINUATION, 0, 1, &block[2..4]));
+    b.extend(server(
+        frame::CONTINUATION,
+        frame::END_HEADERS,
+        1,
+        &block[4..],
+    ));
+    feed(&mut c, &b);
+    assert_eq!(c.take(e).unwrap().outcome.status, 200);
+    let e = c.start(&r);
+    c.flushed();
+    let mut b = server(frame::HEADERS, 0, 3, &block);
+    b.extend(server(frame::CONTINUATION, 0, 3, &[]).repeat(1000));
+    feed(&mut c, &b);
+    assert_eq!(c.dead(), Some(ErrorKind::Protocol));
+    let f = frames(&c.out);
+    assert_eq!(
+        frame::u32_at(&f.last().unwrap().1, 4),
+        frame::ENHANCE_YOUR_CALM
+    );
+    assert_eq!(c.take(e).unwrap().outcome.error, Some(ErrorKind::Protocol));
+}
+
+/// Issue 28 item 3, the rest of the review: WINDOW_UPDATE, RST_STREAM, PRIORITY,
+/// GOAWAY and unknown frames queue nothing however many come; a stream's window
+/// overflowing resets that stream only.
+#[test]
+fn other_frame_floods_queue_nothing() {
+    let r = request(http::Method::GET, b"", &[]);
+    let mut c = settled(&[]);
+    c.start(&r);
+    let e = c.start(&r);
+    c.flushed();
+    let mut b = Vec::new();
+    b.extend(server(frame::WINDOW_UPDATE, 0, 0, &1u32.to_be_bytes()).repeat(1000));
+    b.extend(server(frame::WINDOW_UPDATE, 0, 3, &1u32.to_be_bytes()).repeat(1000));
+    b.extend(server(frame::WINDOW_UPDATE, 0, 9, &1u32.to_be_bytes()).repeat(1000));
+    b.extend(server(frame::RST_STREAM, 0, 1, &0u32.to_be_bytes()).repeat(1000));
+    b.extend(server(frame::PRIORITY, 0, 3, &[0, 0, 0, 0, 16]).repeat(1000));
+    b.extend(server(0xfa, 0, 0, b"unknown").repeat(1000));
+    b.extend(server(frame::GOAWAY, 0, 0, &[0, 0, 0, 3, 0, 0, 0, 0]).repeat(1000));
+    feed(&mut c, &b);
+    assert_eq!(c.dead(), None);
+    assert!(c.out.is_empty(), "{} bytes queued", c.out.len());
+    assert!(!c.is_done(e));
+}
+
+/// Issue 28 item 10: an invalid `content-length` fails its stream as a protocol
+/// error (the h2 crate's rule in the probe, RFC 9113 §8.1.1); a valid one passes.
+#[test]
+fn invalid_content_length_fails_the_stream() {
+    let r = request(http::Method::GET, b"", &[]);
+    let mut c = settled(&[]);
+    let bad = c.start(&r);
+    let good = c.start(&r);
+    let mut b = Vec::new();
+    let block = head_block("200", &[("content-length", "-1")]);
+    b.extend(server(frame::HEADERS, frame::END_HEADERS, 1, &block));
+    b.extend(server(frame::DATA, frame::END_STREAM, 1, b"hello"));
+    let block = head_block("200", &[("content-length", "5")]);
+    b.extend(server(frame::HEADERS, frame::END_HEADERS, 3, &block));
+    b.extend(server(frame::DATA, frame::END_STREAM, 3, b"hello"));
+    feed(&mut c, &b);
+    assert_eq!(
+        c.take(bad).unwrap().outcome.error,
+        Some(ErrorKind::Protocol)
+    );
+    let ok = c.take(good).unwrap().outcome;
+    assert_eq!((ok.status, ok.error), (200, None));
 }

@@ -28,7 +28,7 @@ use super::plan::{LoadPlan, Model};
 use super::recorder::{Live, Recorder};
 use super::sys::ThreadTime;
 use super::LoadError;
-use crate::cli::LoadEngine;
+use crate::load::LoadEngine;
 use crate::net::Scheme;
 
 /// The engine's name in the load JSON (`engine`).

@@ -72,7 +72,7 @@ pub fn run_thread(
     let (rec, fallback) = match prep.uring {
         true => match super::uring::run_thread(j, threads, prep, ctl, &live, rec) {
             Ok((rec, time)) => return Ok((rec, time, (super::uring::NAME, None))),
-            Err((_, why)) if prep.plan.engine == crate::cli::LoadEngine::IoUring => {
+            Err((_, why)) if prep.plan.engine == crate::load::LoadEngine::IoUring => {
                 ctl.phase.store(ABORT, Ordering::Relaxed);
                 return Err(format!(
                     "--engine io_uring: worker thread {j} could not set up io_uring ({why}); \

@@ -30,7 +30,7 @@ use bytes::{Buf, Bytes};
 use http::header::{HeaderValue, CONNECTION, HOST};
 use http::Request;
 
-use crate::config::http::{RequestSpec, ResolveOverride};
+use crate::net::{RequestSpec, ResolveOverride};
 
 use super::error::NetError;
 use super::http::{head_fields, Exchange, MAX_RESPONSE_HEAD};
@@ -520,7 +520,7 @@ fn build_request(target: &Target, spec: &RequestSpec) -> Result<Request<()>, Net
         .body(())
         .map_err(|e| NetError::Protocol(format!("cannot build the request: {e}")))?;
     let headers = req.headers_mut();
-    for (name, value) in crate::config::http::DEFAULT_HEADERS {
+    for (name, value) in crate::net::DEFAULT_HEADERS {
         headers.insert(
             http::header::HeaderName::from_static(name),
             HeaderValue::from_static(value),

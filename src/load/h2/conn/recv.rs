@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use super::super::frame::{self, Head};
 use super::super::hpack;
-use super::{Conn, Fail, MAX_BLOCK, UPDATE_AT};
+use super::{Conn, Fail, MAX_BLOCK, MAX_CONTINUATIONS, UPDATE_AT};
 use crate::cache::status::{reads, Detector};
 use crate::load::recorder::ErrorKind;
 
@@ -30,6 +30,7 @@ impl Conn {
                     self.head(h.stream, end)
                 } else {
                     self.cont = Some((h.stream, end));
+                    self.continuations = 0;
                     Ok(())
                 }
             }
@@ -40,6 +41,10 @@ impl Conn {
                 if self.block.len() + p.len() > MAX_BLOCK {
                     crate::load::conn::note_head_too_large();
                     return Err(frame::PROTOCOL_ERROR);
+                }
+                self.continuations += 1;
+                if self.continuations > MAX_CONTINUATIONS {
+                    return Err(frame::ENHANCE_YOUR_CALM);
                 }
                 self.block.extend_from_slice(p);
                 if h.has(frame::END_HEADERS) {
@@ -74,9 +79,11 @@ impl Conn {
                     return Err(frame::PROTOCOL_ERROR);
                 }
                 let payload: &[u8; 8] = p.try_into().map_err(|_| frame::FRAME_SIZE_ERROR)?;
-                if !h.has(frame::ACK) {
-                    frame::write_ping_ack(&mut self.out, payload);
+                if h.has(frame::ACK) {
+                    return Ok(());
                 }
+                self.answer()?;
+                frame::write_ping_ack(&mut self.out, payload);
                 Ok(())
             }
             frame::GOAWAY => {
@@ -126,8 +133,7 @@ impl Conn {
         let e = &mut self.entries[i];
         if e.status == 0 {
             // DATA before the response head (§8.1).
-            self.reset(i, frame::PROTOCOL_ERROR, ErrorKind::Protocol);
-            return Ok(());
+            return self.reset(i, frame::PROTOCOL_ERROR, ErrorKind::Protocol);
         }
         e.bytes += data.len() as u64;
         if h.has(frame::END_STREAM) {
@@ -202,28 +208,26 @@ impl Conn {
             // Trailers: they must end the stream (§8.1).
             if end_stream {
                 self.end_remote(i);
-            } else {
-                self.reset(i, frame::PROTOCOL_ERROR, ErrorKind::Protocol);
+                return Ok(());
             }
-            return Ok(());
+            return self.reset(i, frame::PROTOCOL_ERROR, ErrorKind::Protocol);
         }
         let status = sink.status;
-        if !(100..=999).contains(&status) || sink.bad {
-            self.reset(i, frame::PROTOCOL_ERROR, ErrorKind::Protocol);
-            return Ok(());
+        let bad_length = sink.length.get(String::new).is_err();
+        if !(100..=999).contains(&status) || sink.bad || bad_length {
+            return self.reset(i, frame::PROTOCOL_ERROR, ErrorKind::Protocol);
         }
         if status < 200 {
             // Interim (1xx): the final head follows; one ending the stream is
             // malformed (§8.1).
             if end_stream {
-                self.reset(i, frame::PROTOCOL_ERROR, ErrorKind::Protocol);
+                return self.reset(i, frame::PROTOCOL_ERROR, ErrorKind::Protocol);
             }
             return Ok(());
         }
         if sink.size > MAX_BLOCK {
             crate::load::conn::note_head_too_large();
-            self.reset(i, frame::CANCEL, ErrorKind::Protocol);
-            return Ok(());
+            return self.reset(i, frame::CANCEL, ErrorKind::Protocol);
         }
         let mark = self.mark_first_byte;
         let e = &mut self.entries[i];
@@ -251,6 +255,7 @@ impl Conn {
         if !p.len().is_multiple_of(6) {
             return Err(frame::FRAME_SIZE_ERROR);
         }
+        self.answer()?;
         for s in p.chunks_exact(6) {
             let v = frame::u32_at(s, 2);
             match u16::from_be_bytes([s[0], s[1]]) {
@@ -309,14 +314,12 @@ impl Conn {
             return Ok(());
         };
         if inc == 0 {
-            self.reset(i, frame::PROTOCOL_ERROR, ErrorKind::Protocol);
-            return Ok(());
+            return self.reset(i, frame::PROTOCOL_ERROR, ErrorKind::Protocol);
         }
         let e = &mut self.entries[i];
         e.send_window += inc;
         if e.send_window > frame::MAX_WINDOW {
-            self.reset(i, frame::FLOW_CONTROL_ERROR, ErrorKind::Protocol);
-            return Ok(());
+            return self.reset(i, frame::FLOW_CONTROL_ERROR, ErrorKind::Protocol);
         }
         if let Some(w) = &e.waker {
             w.wake_by_ref();
@@ -358,11 +361,15 @@ pub(super) struct HeadSink {
     bytes: u64,
     size: usize,
     cache: Detector,
+    /// Content-Length, checked as every command checks it.
+    length: crate::net::http::ContentLength,
 }
 
 impl hpack::Sink for HeadSink {
     fn wants(&self, name: &[u8]) -> bool {
-        name == b":status" || std::str::from_utf8(name).is_ok_and(reads)
+        name == b":status"
+            || name == b"content-length"
+            || std::str::from_utf8(name).is_ok_and(reads)
     }
 
     fn field(&mut self, name: &[u8], value: &[u8], len: usize) {
@@ -378,6 +385,9 @@ impl hpack::Sink for HeadSink {
             return;
         }
         self.bytes += (name.len() + len + 4) as u64;
+        if name == b"content-length" {
+            self.length.feed(value);
+        }
         if let (Ok(n), Ok(v)) = (std::str::from_utf8(name), std::str::from_utf8(value)) {
             if !value.is_empty() && reads(n) {
                 self.cache.feed(n, v);

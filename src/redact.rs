@@ -7,11 +7,12 @@
 //!   `[redacted]`; the scheme, host, path and other parameters stay.
 //!
 //! Applied wherever these appear in a JSON document, in the run's target and in its
-//! stored terminal text.
+//! stored terminal text. A leaf: results, reports, outputs and the store import it;
+//! it imports nothing of latscope's but the [`RunRecord`] it redacts.
 
 use serde_json::Value;
 
-use super::RunRecord;
+use crate::record::RunRecord;
 
 /// Headers whose values are always secret (compared without case).
 pub const SECRET_HEADERS: &[&str] = &[
