@@ -10,8 +10,8 @@ use crate::disk::commit::{CommitHists, CommitResult, SEGMENT};
 use crate::disk::result::{dir_json, lat_json, r1, r2, rate};
 use crate::disk::suite::{SuiteResult, WorkloadRun, SUITE_SECONDS};
 use crate::disk::DirSummary;
-use crate::stats::{Percentiles, Unit};
 use crate::stats::StoredHistogram;
+use crate::stats::{Percentiles, Unit};
 
 const MIB: f64 = 1024.0 * 1024.0;
 
