@@ -177,7 +177,7 @@ pub fn verdict(d: &DiskFacts, findings: &[Finding]) -> DiskVerdict {
     }
     if stalls < Fit::Yes {
         v.because
-            .push("stalls count against every kind of database (disk-tail)".into());
+            .push("slow I/Os count against every kind of database (disk-tail)".into());
     }
     v
 }
@@ -189,7 +189,7 @@ fn cause_name(id: &str) -> Option<&'static str> {
         "disk-bandwidth-cap" => "a bandwidth cap",
         "disk-added-latency" => "latency added to every I/O",
         "disk-flush-cost" => "a costly cache flush on every commit",
-        "disk-tail" => "stalls",
+        "disk-tail" => "slow I/Os (stalls, or a slow median)",
         "slow-fsync" => "slow fdatasync",
         _ => return None,
     })
