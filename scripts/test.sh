@@ -57,6 +57,7 @@ want pkg-config pkg-config
 want cc gcc
 # The live view's tests drive the real binary in tmux.
 want tmux tmux
+[ -x /usr/bin/time ] || need+=(time)  # GNU time: peak memory of an import (tests/schema.rs)
 
 missing() {
   echo "scripts/test.sh: $1" >&2

@@ -22,6 +22,7 @@ pub mod probe;
 pub mod record;
 pub mod redact;
 pub mod report;
+pub mod schema;
 pub mod stats;
 pub mod store;
 pub mod units;

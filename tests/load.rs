@@ -72,7 +72,7 @@ fn closed_model_paces_by_the_response() {
     assert_eq!(lab.stats().total, r.requests + r.incomplete);
     let p50 = r.latency_quantile_ms(0.5);
     assert!((19.0..80.0).contains(&p50), "p50 {p50}");
-    let j = r.to_json();
+    let j = latscope::schema::to_value(&latscope::schema::LoadDoc::from(&r));
     for k in [
         "kind",
         "target",
@@ -372,8 +372,9 @@ fn open_model_corrects_coordinated_omission_on(engine: latscope::cli::LoadEngine
     assert!(p95 > p90, "latency p95 {p95} ms");
     assert!(s90 < 50.0, "service time p90 {s90} ms");
     assert!(r.latency.len() == r.service.as_ref().unwrap().len());
-    assert_eq!(r.to_json()["model"], "open");
-    assert!(r.to_json()["service_time_ms"]["p90"].as_f64().unwrap() < 50.0);
+    let doc = latscope::schema::LoadDoc::from(&r);
+    assert_eq!(doc.model, "open");
+    assert!(doc.service_time_ms.unwrap().p90 < 50.0);
 }
 
 /// Above what the server sustains (one worker, 50 ms per request: 20/s), an open

@@ -47,6 +47,7 @@ mod probe_verdicts;
 mod prometheus;
 mod report;
 mod report_verdict;
+mod schema;
 mod shards;
 mod shards_wire;
 mod skipping;

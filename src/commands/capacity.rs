@@ -7,7 +7,6 @@
 use std::io::IsTerminal;
 
 use anyhow::Context;
-use serde_json::json;
 
 use super::saving::{self, NewRun};
 use crate::config::OutputConfig;
@@ -17,6 +16,8 @@ use crate::load::capacity::{self, Joined};
 use crate::load::search::{self, Event, SearchPlan, Stopped};
 use crate::load::LoadPlan;
 use crate::report;
+use crate::schema::plan::FindMaxConfig;
+use crate::schema::{CapacityDoc, LoadDoc, PlanDoc, StepDoc};
 
 /// Runs `latscope load --find-max`.
 pub fn run(
@@ -83,26 +84,28 @@ pub fn run(
     };
     let findings = diagnose::run_rules(&facts);
     let mut joined = Joined::default();
-    let mut steps_json = Vec::new();
+    let mut steps = Vec::new();
     let mut histograms: Vec<_> = r
         .histograms()
         .into_iter()
         .filter(|h| h.second.is_none())
         .collect();
     for (i, st) in s.steps.iter().enumerate() {
-        let t = joined.push(i, st, &[]);
-        steps_json.push(capacity::step_json(st, t));
+        let t = joined.push(i, st, None, false);
+        steps.push(StepDoc::of(st, t));
         histograms.extend(capacity::step_histograms(st));
     }
     if let Some(st) = &s.interrupted {
-        joined.push(s.steps.len(), st, &[("interrupted", json!(true))]);
+        joined.push(s.steps.len(), st, None, true);
     }
     histograms.extend(std::mem::take(&mut joined.histograms));
-    let mut doc = r.to_json();
-    doc["findings"] = serde_json::to_value(&findings)?;
-    doc["timeline"] = json!(joined.timeline);
-    doc["steps"] = json!(steps_json);
-    doc["capacity"] = capacity::capacity_json(&s, &answer);
+    let mut doc = LoadDoc::from(r);
+    doc.findings = findings.clone();
+    doc.timeline = crate::schema::capacity::joined_rows(&joined.timeline);
+    doc.steps = Some(steps);
+    let capacity = CapacityDoc::of(&s, &answer);
+    let model = capacity.model.clone();
+    doc.capacity = Some(capacity);
     let summary_text = report::capacity::summary(&s, &answer);
     let findings_text = if findings.is_empty() {
         String::new()
@@ -110,16 +113,20 @@ pub fn run(
         format!("\n{}", report::findings::render(&findings))
     };
     let text = format!("{header}{summary_text}{findings_text}");
-    let mut config = base.to_json();
-    config["find_max"] = json!({
-        "objectives": plan.objectives.iter().map(|o| o.expr.clone()).collect::<Vec<_>>(),
-        "model": doc["capacity"]["model"],
-        "min": plan.min, "max": plan.max,
-        "precision_pct": plan.precision * 100.0,
-        "step_s": plan.step.as_secs_f64(), "settle_s": plan.settle.as_secs_f64(),
-        "max_time_s": plan.max_time.as_secs_f64(),
-        "early_stop": plan.early_stop,
+    let mut config = PlanDoc::from(&base);
+    config.find_max = Some(FindMaxConfig {
+        objectives: plan.objectives.iter().map(|o| o.expr.clone()).collect(),
+        model,
+        min: plan.min,
+        max: plan.max,
+        precision_pct: plan.precision * 100.0,
+        step_s: plan.step.as_secs_f64(),
+        settle_s: plan.settle.as_secs_f64(),
+        max_time_s: plan.max_time.as_secs_f64(),
+        early_stop: plan.early_stop,
     });
+    let timeline = crate::schema::to_value(&doc.timeline);
+    let doc = crate::schema::to_value(&doc);
     let started = s.steps[0].result.started;
     let duration_s = joined.offset as f64;
     let saved = saving::save(
@@ -129,8 +136,8 @@ pub fn run(
             target: base.target.url.clone(),
             started,
             duration_s,
-            config,
-            timeline: json!(joined.timeline),
+            config: crate::schema::to_value(&config),
+            timeline,
             summary: doc.clone(),
             findings: serde_json::to_value(&findings)?,
             text,

@@ -7,7 +7,6 @@
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
-use serde_json::json;
 
 use crate::cli::DemoArgs;
 use crate::config::{DiagnoseConfig, OutputConfig, RampPlan};
@@ -17,9 +16,11 @@ use crate::lab::{self, LabOptions, StallOptions};
 use crate::net::Target;
 use crate::net::{ClientOptions, RequestSpec};
 
-use super::diagnose::{self, diagnosis_json};
+use super::diagnose;
 use super::interrupt::Interrupt;
 use super::saving;
+use crate::schema::diagnose::Several;
+use crate::schema::{DiagnoseDoc, DiagnoseEntry, DiagnoseRun};
 
 /// The round trip the demo's wire adds.
 pub const DEMO_RTT: Duration = Duration::from_millis(40);
@@ -151,18 +152,21 @@ pub fn run(args: DemoArgs) -> anyhow::Result<u8> {
         .collect();
     unexpected.sort_unstable();
     unexpected.dedup();
-    let mut doc = json!({
-        "kind": "diagnose",
-        "demo": true,
-        "results": results.iter().map(diagnosis_json).collect::<Vec<_>>(),
-        "planted": planted,
-        "missing": missing,
-        "unexpected": unexpected,
-        "findings": results.iter().flat_map(|d| d.findings.clone()).collect::<Vec<_>>(),
-    });
-    if let Some(note) = &wire_note {
-        doc["wire_skipped"] = json!(note);
-    }
+    let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let doc = crate::schema::to_value(&DiagnoseRun::Several(Several {
+        kind: "diagnose".into(),
+        schema_version: crate::schema::SCHEMA_VERSION,
+        results: results
+            .iter()
+            .map(|d| DiagnoseEntry::Diagnosed(Box::new(DiagnoseDoc::from(d))))
+            .collect(),
+        demo: Some(true),
+        planted: Some(owned(&planted)),
+        missing: Some(owned(&missing)),
+        unexpected: Some(owned(&unexpected)),
+        findings: Some(results.iter().flat_map(|d| d.findings.clone()).collect()),
+        wire_skipped: wire_note.clone(),
+    }));
     let mut text = diagnose::render_text(&results);
     text.push_str(&format!("planted problems: {}\n", planted.join(", ")));
     if missing.is_empty() {

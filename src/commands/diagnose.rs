@@ -11,16 +11,16 @@ use serde_json::{json, Value};
 use crate::cli::DiagnoseArgs;
 use crate::config::{self, DiagnoseConfig, DiagnoseRun, OutputConfig};
 use crate::diagnose::diagnosis::Diagnosis;
-use crate::diagnose::{self, audit, from_probe, rules, Facts, Finding};
+use crate::diagnose::{self, from_probe, rules, Facts, Finding};
 use crate::net::{HttpVersionPref, ResolveOverride};
 use crate::net::{NetError, Target};
 use crate::probe::{self, ProbeConfig};
 use crate::report;
 use crate::report::live;
+use crate::schema::{DiagnoseDoc, DiagnoseEntry, DiagnoseRun as DiagnoseDocs};
 use crate::usage;
 
 use super::interrupt::Interrupt;
-use super::probe::{failed_entry, json_doc};
 use super::ramp;
 use super::saving::{self, NewRun};
 
@@ -52,7 +52,7 @@ pub fn run(args: DiagnoseArgs) -> anyhow::Result<u8> {
         }
         match diagnose_url(&interrupt, target, &plan, &mut progress_printer()) {
             Ok(d) => {
-                entries.push(diagnosis_json(&d));
+                entries.push(DiagnoseEntry::Diagnosed(Box::new(DiagnoseDoc::from(&d))));
                 results.push(d);
             }
             Err(e) => {
@@ -66,7 +66,7 @@ pub fn run(args: DiagnoseArgs) -> anyhow::Result<u8> {
         return Err(e.context(format!("diagnosing {url}")));
     }
     let text = render_text(&results);
-    let doc = json_doc("diagnose", entries, targets.len() > 1);
+    let doc = crate::schema::to_value(&DiagnoseDocs::of(entries, targets.len() > 1));
     // Saved before it is printed: a stdout that cannot be written loses nothing.
     let mut record = record(
         &output,
@@ -258,9 +258,7 @@ pub(crate) fn diagnose_url(
                 if let Some(w) = watcher {
                     super::watching::join_ramp(&w.finish(), &mut r);
                 }
-                if !reports.is_empty() {
-                    r.json["outputs"] = serde_json::to_value(&reports).unwrap_or_default();
-                }
+                r.outputs = reports;
                 (Some(r), None)
             }
             Err(e) => (None, Some(format!("the load ramp failed: {e:#}"))),
@@ -321,55 +319,12 @@ pub(crate) fn diagnose_url(
     })
 }
 
-/// The diagnose JSON of one diagnosis (DESIGN.md).
-pub(crate) fn diagnosis_json(d: &Diagnosis) -> Value {
-    let probe = serde_json::to_value(&d.probe).unwrap_or_default();
-    let cache = match (&d.facts.cache, &d.cache) {
-        (Some(facts), Some(obs)) => {
-            let mut v = serde_json::to_value(audit::audit(facts)).unwrap_or_default();
-            v["redirects"] = serde_json::to_value(&obs.redirects).unwrap_or_default();
-            v["url"] = json!(obs.url);
-            if !obs.dropped_headers.is_empty() {
-                v["dropped_headers"] = json!(obs.dropped_headers);
-            }
-            v
-        }
-        _ => json!({"error": d.cache_error}),
-    };
-    let mut doc = json!({
-        "kind": "diagnose",
-        "target": d.target,
-        "probe": probe,
-        "cache": cache,
-        "summary": d.summary,
-        "findings": d.findings,
-    });
-    match (&d.ramp, &d.skipped) {
-        (Some(r), _) => doc["load"] = r.json.clone(),
-        (None, reason) => doc["skipped"] = json!(reason),
+/// A URL that could not be diagnosed, as an entry of `results`.
+fn failed_entry(url: &str, error: &dyn std::fmt::Display) -> DiagnoseEntry {
+    DiagnoseEntry::Failed {
+        url: url.to_string(),
+        error: error.to_string(),
     }
-    if let Some(o) = &d.origin {
-        doc["origin"] = serde_json::to_value(o).unwrap_or_default();
-    }
-    if let Some(h) = &d.http3 {
-        doc["http3"] = json!({
-            "alt_svc": h.alt_svc,
-            "https_rr": h.https_rr,
-            "https_rr_checked": h.https_rr_checked,
-            "https_rr_error": h.https_rr_error,
-            "offered": h.offered_by.is_some(),
-            "offered_by": h.offered_by,
-            "port": h.port,
-            "probe": h.h3.as_ref().map(|p| serde_json::to_value(p).unwrap_or_default()),
-            "client_cpu_wait_ms": h.client_cpu_wait_ms.map(|v| (v * 1000.0).round() / 1000.0),
-            "error": h.error,
-        });
-        let rows = d.protocol_rows();
-        if !rows.is_empty() {
-            doc["protocols"] = serde_json::to_value(rows).unwrap_or_default();
-        }
-    }
-    doc
 }
 
 /// The text of one or several diagnoses, verdicts first (`report::diagnose`).
@@ -399,7 +354,7 @@ pub(crate) fn record(
     let mut timeline = Value::Null;
     if let Some(r) = results.iter().find_map(|d| d.ramp.as_ref()) {
         histograms = r.histograms.clone();
-        timeline = r.json.get("timeline").cloned().unwrap_or(Value::Null);
+        timeline = crate::schema::to_value(&crate::schema::capacity::joined_rows(&r.timeline));
     }
     saving::record(
         output,

@@ -211,9 +211,10 @@ pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
     };
     let findings = diagnose::run_rules(&facts);
     let verdict = disk_verdict::verdict(facts.disk.as_ref().expect("disk facts"), &findings);
-    let mut doc = result.to_json();
-    doc["verdict"] = serde_json::to_value(&verdict)?;
-    doc["findings"] = serde_json::to_value(&findings)?;
+    let mut doc = crate::schema::DiskDoc::from(&result);
+    doc.findings = findings.clone();
+    doc.verdict = Some(serde_json::to_value(&verdict)?);
+    let doc = crate::schema::to_value(&doc);
     let body = format!(
         "\n{}{}",
         report::disk_suite::verdict_text(&verdict),
@@ -228,22 +229,12 @@ pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
             target: opts.path.display().to_string(),
             started,
             duration_s: result.elapsed.as_secs_f64(),
-            config: serde_json::json!({
-                "path": opts.path.display().to_string(),
-                "pattern": opts.pattern.name(),
-                "read_pct": opts.read_pct,
-                "bs": opts.bs,
-                "iodepth": opts.iodepth,
-                "size": result.setup.size,
-                "duration_s": opts.duration.as_secs_f64(),
-                "direct": format!("{:?}", opts.direct).to_lowercase(),
-                "fsync": opts.fsync,
-                "precondition": opts.precondition,
-                "write": opts.allow_write,
-                "engine": format!("{:?}", opts.engine).to_lowercase(),
-            }),
+            config: crate::schema::to_value(&crate::schema::DiskConfigDoc::of(
+                &opts,
+                result.setup.size,
+            )),
             summary: doc.clone(),
-            timeline: result.timeline_json(),
+            timeline: crate::schema::to_value(&crate::schema::disk::timeline(&result)),
             findings: serde_json::to_value(&findings)?,
             text,
             histograms: result.histograms(),
@@ -294,9 +285,10 @@ fn run_suite(
     };
     let findings = diagnose::run_rules(&facts);
     let verdict = disk_verdict::verdict(facts.disk.as_ref().expect("disk facts"), &findings);
-    let mut doc = result.to_json();
-    doc["verdict"] = serde_json::to_value(&verdict)?;
-    doc["findings"] = serde_json::to_value(&findings)?;
+    let mut doc = crate::schema::DiskDoc::from(&result);
+    doc.findings = findings.clone();
+    doc.verdict = Some(serde_json::to_value(&verdict)?);
+    let doc = crate::schema::to_value(&doc);
     let text = report::disk_suite::render_suite(&result, &verdict, &findings);
     let saved = saving::save(
         output,

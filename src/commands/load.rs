@@ -114,18 +114,17 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         ..Default::default()
     };
     let findings = diagnose::run_rules(&facts);
-    let mut doc = result.to_json();
-    doc["findings"] = serde_json::to_value(&findings)?;
-    if !plan.shard.is_whole() {
-        doc["shard"] = plan.to_json()["shard"].clone();
-    }
+    let config = crate::schema::PlanDoc::from(&plan);
+    let mut doc = crate::schema::LoadDoc::from(&result);
+    doc.findings = findings.clone();
+    doc.shard = config.shard;
     if let (Some(at), Some(late)) = (start_at, start_late_ms) {
         // What this process's clock saw: how late after --start-at it began.
-        doc["start_at"] = serde_json::json!(humantime::format_rfc3339_millis(at).to_string());
-        doc["start_late_ms"] = serde_json::json!(crate::units::ms(late));
+        doc.start_at = Some(humantime::format_rfc3339_millis(at).to_string());
+        doc.start_late_ms = Some(crate::units::ms(late));
     }
     if !reports.is_empty() {
-        doc["outputs"] = serde_json::to_value(&reports)?;
+        doc.outputs = Some(reports.iter().map(Into::into).collect());
     }
     let head_too_large = load::head_too_large();
     if head_too_large > 0 {
@@ -137,7 +136,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     let floods = load::h2_floods();
     if floods > 0 {
         // Named, not left as bare "protocol" errors (RFC 9113 §10.5).
-        doc["h2_flood_connections"] = serde_json::json!(floods);
+        doc.h2_flood_connections = Some(floods);
         eprintln!(
             "latscope: {floods} HTTP/2 connections ended with GOAWAY ENHANCE_YOUR_CALM: the server flooded control frames \
              (more than {} PING/SETTINGS answers it did not read, or more than {} CONTINUATION frames in one header block); their requests count as protocol errors",
@@ -148,16 +147,18 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     let fd_exhausted = load::fd_exhausted();
     if fd_exhausted > 0 {
         // Named, not left as bare "connect" errors.
-        doc["connect_fd_exhausted"] = serde_json::json!(fd_exhausted);
+        doc.connect_fd_exhausted = Some(fd_exhausted);
         eprintln!(
             "latscope: {fd_exhausted} connects failed: too many open files (EMFILE): the open-file limit (ulimit -n) is {}; raise it or lower -c",
             load::plan::fd_limit()
         );
     }
     if let (Some(reason), Some(n)) = (load::tls_failure(), result.errors.get("tls")) {
-        doc["tls_error"] = serde_json::json!(reason);
+        doc.tls_error = Some(reason.to_string());
         eprintln!("latscope: {n} TLS handshakes failed: {reason}");
     }
+    let timeline = crate::schema::to_value(&doc.timeline);
+    let doc = crate::schema::to_value(&doc);
     // The stored record (text, timeline, every second's histogram) is made only
     // when something keeps it: `--no-save` without `--export` skips it (issue 21:
     // a run's peak memory is at its end).
@@ -176,8 +177,8 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
                 target: plan.target.url.clone(),
                 started: result.started,
                 duration_s: result.elapsed.as_secs_f64(),
-                config: plan.to_json(),
-                timeline: result.timeline_json(),
+                config: crate::schema::to_value(&config),
+                timeline,
                 summary: doc.clone(),
                 findings: serde_json::to_value(&findings)?,
                 text,

@@ -13,6 +13,8 @@ use crate::diagnose::{self, Facts};
 use crate::error::exit;
 use crate::load::{merge, threshold};
 use crate::report;
+use crate::schema::shards::{self, MergedInfo};
+use crate::schema::{LoadDoc, PlanDoc};
 use crate::store::RunRecord;
 use crate::usage;
 
@@ -28,9 +30,9 @@ pub fn run(args: MergeArgs) -> anyhow::Result<u8> {
     for spec in &args.runs {
         let path = std::path::Path::new(spec);
         let run = if path.exists() && !path.is_dir() {
-            let mut file = read_export(path)?;
-            crate::store::redact_record(&mut file.run, &[]);
-            file.run
+            let mut run = read_export(path)?;
+            run.redact(&[]);
+            run.into_record()
         } else {
             if store.is_none() {
                 store = Some(open(&args.output.db)?);
@@ -46,24 +48,51 @@ pub fn run(args: MergeArgs) -> anyhow::Result<u8> {
         }
         runs.push(run);
     }
-    let configs: Vec<&serde_json::Value> = runs.iter().map(|r| &r.config).collect();
-    merge::check_plans(&configs).map_err(|m| usage!("{m}"))?;
+    // Each run read as documents: a summary or config that does not read is named.
+    let mut docs = Vec::new();
+    for (i, (run, spec)) in runs.iter().zip(&args.runs).enumerate() {
+        if run.kind != "load" {
+            return Err(usage!(
+                "run {} ({spec}) is a {} run, not a load run",
+                i + 1,
+                run.kind
+            ));
+        }
+        let doc: LoadDoc =
+            crate::schema::from_value(&run.summary).map_err(|e| usage!("'{spec}': summary.{e}"))?;
+        let config: PlanDoc =
+            crate::schema::from_value(&run.config).map_err(|e| usage!("'{spec}': config.{e}"))?;
+        docs.push((doc, config));
+    }
+    let shards: Vec<shards::Shard<'_>> = runs
+        .iter()
+        .zip(&args.runs)
+        .zip(&docs)
+        .map(|((r, spec), (doc, config))| shards::Shard {
+            name: spec,
+            kind: &r.kind,
+            doc,
+            config,
+        })
+        .collect();
+    shards::check(&shards).map_err(|m| usage!("{m}"))?;
     let parts = runs
         .iter()
-        .map(merge::from_record)
+        .zip(&docs)
+        .map(|(r, (doc, config))| shards::read(&r.id, doc, config, r.started_at_ms, &r.histograms))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|m| usage!("{m}"))?;
     // client-bound is judged per shard: a busy shard's CPU would vanish in a sum or
     // a max over all the shards' threads. The merged facts carry the busiest shard's.
     let busiest = parts
         .iter()
-        .zip(&runs)
-        .map(|(p, r)| (diagnose::from_load::load_facts(p), &r.config["shard"]))
+        .zip(&docs)
+        .map(|(p, (_, config))| (diagnose::from_load::load_facts(p), config.shard))
         .max_by(|(a, _), (b, _)| busy(a).total_cmp(&busy(b)));
     let mut merged = merge::merge(parts);
-    let plan = merge::shared_plan(&runs[0].config);
-    for expr in plan["thresholds"].as_array().into_iter().flatten() {
-        if let Some(t) = expr.as_str().and_then(|e| threshold::parse(e).ok()) {
+    let plan = shards::shared_plan(&docs[0].1);
+    for expr in &plan.thresholds {
+        if let Ok(t) = threshold::parse(expr) {
             let verdicts = merged.judge(&t);
             merged.thresholds.extend(verdicts);
         }
@@ -73,10 +102,7 @@ pub fn run(args: MergeArgs) -> anyhow::Result<u8> {
     if let Some((b, shard)) = busiest {
         (load.client_cpu_pct, load.client_wait_pct, load.threads) =
             (b.client_cpu_pct, b.client_wait_pct, b.threads);
-        busiest_shard = shard["index"]
-            .as_u64()
-            .zip(shard["count"].as_u64())
-            .map(|(i, n)| format!("{i}/{n}"));
+        busiest_shard = shard.map(|s| format!("{}/{}", s.index, s.count));
     }
     let facts = Facts {
         load: Some(load),
@@ -92,19 +118,20 @@ pub fn run(args: MergeArgs) -> anyhow::Result<u8> {
     let mut hosts: Vec<&str> = runs.iter().map(|r| r.env.hostname.as_str()).collect();
     hosts.sort_unstable();
     hosts.dedup();
-    let shards = runs[0].config["shard"]["count"].as_u64();
-    let info = json!({
-        "runs": runs.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
-        "shards": runs.len(),
-        "of": shards,
-        "hosts": hosts,
-    });
-    let mut doc = merged.to_json();
-    doc["findings"] = serde_json::to_value(&findings)?;
-    doc["merged"] = info.clone();
-    let mut config = plan.clone();
-    config["merged"] = info;
-    config["connections"] = json!(merged.connections);
+    let shards = docs[0].1.shard.map(|s| u64::from(s.count));
+    let info = MergedInfo {
+        runs: runs.iter().map(|r| r.id.clone()).collect(),
+        shards: runs.len() as u64,
+        of: shards,
+        hosts: hosts.iter().map(|h| h.to_string()).collect(),
+    };
+    let mut doc = LoadDoc::from(&merged);
+    doc.findings = findings.clone();
+    doc.merged = Some(info.clone());
+    let mut config = plan;
+    config.merged = Some(info);
+    config.connections = merged.connections;
+    let doc = crate::schema::to_value(&doc);
     let head = format!(
         "latscope merge — {} runs{} of {} from {} host{}\n",
         runs.len(),
@@ -130,8 +157,8 @@ pub fn run(args: MergeArgs) -> anyhow::Result<u8> {
             target: merged.target.clone(),
             started: merged.started,
             duration_s: merged.elapsed.as_secs_f64(),
-            config,
-            timeline: merged.timeline_json(),
+            config: crate::schema::to_value(&config),
+            timeline: crate::schema::to_value(&crate::schema::load::timeline(&merged)),
             summary: doc.clone(),
             findings: serde_json::to_value(&findings)?,
             text: format!("{head}{summary}"),

@@ -11,6 +11,8 @@ use crate::net::HttpVersionPref;
 use crate::net::{NetError, Target};
 use crate::probe::{self, ProbeConfig, ProbeResult};
 use crate::report;
+use crate::schema::probe::ProbeConfigDoc;
+use crate::schema::{ProbeDoc, ProbeEntry, ProbeRun};
 use crate::usage;
 
 use super::interrupt::Interrupt;
@@ -84,7 +86,10 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
             Ok(mut r) => {
                 r.set_distance(args.distance_km);
                 let (found, summary) = explain(&mut r, offered_h2, args.distance_km);
-                entries.push(probe_json(&r, &found));
+                entries.push(ProbeEntry::Measured(Box::new(ProbeDoc::new(
+                    r.clone(),
+                    found.clone(),
+                ))));
                 summaries.push(summary);
                 results.push((r, found));
             }
@@ -104,7 +109,7 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
     }
 
     let text = render_text(&results, &summaries, &failures);
-    let doc = json_doc("probe", entries, targets.len() > 1);
+    let doc = crate::schema::to_value(&ProbeRun::of(entries, targets.len() > 1));
 
     // Saved before it is printed: a stdout that cannot be written loses nothing.
     let findings: Vec<&Finding> = results.iter().flat_map(|(_, f)| f).collect();
@@ -119,15 +124,15 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
                 .join(" "),
             started,
             duration_s: started.elapsed().map(|d| d.as_secs_f64()).unwrap_or(0.0),
-            config: serde_json::json!({
-                "urls": args.urls,
-                "count": args.count,
-                "method": request.method.as_str(),
-                "headers": args.http.headers,
-                "timeout_s": client.timeout.as_secs_f64(),
-                "insecure": client.insecure,
-                "http_version": format!("{:?}", client.version),
-                "http3": client.http3,
+            config: crate::schema::to_value(&ProbeConfigDoc {
+                urls: args.urls.clone(),
+                count: args.count,
+                method: request.method.as_str().to_string(),
+                headers: args.http.headers.clone(),
+                timeout_s: client.timeout.as_secs_f64(),
+                insecure: client.insecure,
+                http_version: format!("{:?}", client.version),
+                http3: client.http3,
             }),
             summary: doc.clone(),
             timeline: serde_json::Value::Null,
@@ -160,13 +165,6 @@ pub(crate) fn explain(
     (diagnose::run_rules(&facts), diagnose::summary(&facts))
 }
 
-/// The probe JSON of DESIGN.md: the measurements and, beside them, the findings.
-pub(crate) fn probe_json(r: &ProbeResult, found: &[Finding]) -> serde_json::Value {
-    let mut v = serde_json::to_value(r).unwrap_or_default();
-    v["findings"] = serde_json::to_value(found).unwrap_or_default();
-    v
-}
-
 fn render_text(
     results: &[(ProbeResult, Vec<Finding>)],
     summaries: &[Option<String>],
@@ -188,22 +186,10 @@ fn render_text(
     text
 }
 
-/// The JSON of a run over the URLs given: one URL's document, or for `several`
-/// `{kind, results: [...]}` in the order given, a URL that failed (or was not
-/// reached before Ctrl-C) as `{url, error}`.
-pub(crate) fn json_doc(
-    kind: &str,
-    mut entries: Vec<serde_json::Value>,
-    several: bool,
-) -> serde_json::Value {
-    if several {
-        serde_json::json!({"kind": kind, "results": entries})
-    } else {
-        entries.remove(0)
-    }
-}
-
 /// A URL that could not be measured, as an entry of `results`.
-pub(crate) fn failed_entry(url: &str, error: &dyn std::fmt::Display) -> serde_json::Value {
-    serde_json::json!({"url": url, "error": error.to_string()})
+pub(crate) fn failed_entry(url: &str, error: &dyn std::fmt::Display) -> ProbeEntry {
+    ProbeEntry::Failed {
+        url: url.to_string(),
+        error: error.to_string(),
+    }
 }

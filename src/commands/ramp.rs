@@ -7,10 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{json, Value};
-
 use crate::config::RampPlan;
-use crate::diagnose::diagnosis::Ramp;
+use crate::diagnose::diagnosis::{Ramp, RampCache};
 use crate::diagnose::{LoadFacts, LoadStep};
 use crate::load::capacity::Joined;
 use crate::load::steps::{Level, StepPlan};
@@ -131,7 +129,7 @@ pub(crate) fn run(
                 _ => facts.timeline.push(s),
             }
         }
-        joined.push(i, &judged, &[("concurrency", json!(c))]);
+        joined.push(i, &judged, Some(c), false);
         for h in r.histograms() {
             if h.second.is_none() {
                 histograms.push(StoredHistogram {
@@ -216,35 +214,21 @@ pub(crate) fn run(
     facts.steps = steps.clone();
     // As the load JSON counts it: hits over every answer, once any cache said anything.
     let hit_ratio = (hits + misses > 0 && answered > 0).then(|| hits as f64 / answered as f64);
-    let json = json!({
-        "kind": "load",
-        "model": "closed",
-        "ramp": steps.iter().map(|s| json!({
-            "connections": s.concurrency, "rps": s.rps, "p50_ms": s.p50_ms,
-            "p99_ms": s.p99_ms, "requests": s.requests, "errors": s.errors,
-        })).collect::<Vec<Value>>(),
-        "requests": facts.requests,
-        "errors": facts.errors_by_kind,
-        "client_cpu_pct": facts.client_cpu_pct,
-        "client_cpu_wait_pct": facts.client_wait_pct,
-        "cache_hit_ratio": hit_ratio,
-        "cache": {
-            "hits": hits,
-            "misses": misses,
-            "unknown": answered.saturating_sub(hits + misses),
-            "hit_ratio": hit_ratio,
-            "cache": kind.map(|k: crate::cache::CacheKind| k.as_str()),
-        },
-        "stopped_early": stopped_early,
-        "timeline": joined.timeline,
-    });
     histograms.extend(joined.histograms);
     Ok(Ramp {
         steps,
         stopped_early,
         hit_ratio,
         facts,
-        json,
+        timeline: joined.timeline,
+        cache: RampCache {
+            hits,
+            misses,
+            answered,
+            kind,
+        },
+        outputs: Vec::new(),
+        watch: None,
         histograms,
         spans,
     })

@@ -163,34 +163,48 @@ pub(crate) fn write_export(path: &std::path::Path, mut run: RunRecord) -> anyhow
     std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))
 }
 
-/// Reads and checks an export file (size-capped; every histogram decoded).
-pub(crate) fn read_export(path: &std::path::Path) -> anyhow::Result<ExportFile> {
-    use crate::input::{read_text_capped, InputError};
+/// Reads and checks an export file, streaming (size-capped; every field checked
+/// against its type and range, every histogram decoded): a bad file is a usage error
+/// naming the field.
+pub(crate) fn read_export(path: &std::path::Path) -> anyhow::Result<store::ImportedRun> {
     let shown = path.display();
-    let text = read_text_capped(path, store::export::MAX_FILE).map_err(|e| match e {
-        InputError::TooLarge { .. } => UsageError(format!(
+    crate::input::check(path, store::export::MAX_FILE).map_err(|e| match e {
+        crate::input::InputError::TooLarge { .. } => UsageError(format!(
             "{shown} is larger than an export can be ({} MiB)",
             store::export::MAX_FILE >> 20
         )),
         e => UsageError(format!("cannot read {shown}: {e}")),
     })?;
-    Ok(ExportFile::parse(&text).map_err(|e| UsageError(format!("{shown}: {e}")))?)
+    let file =
+        std::fs::File::open(path).map_err(|e| UsageError(format!("cannot read {shown}: {e}")))?;
+    if file
+        .metadata()
+        .is_ok_and(|m| m.is_file() && m.len() > store::export::MAX_FILE)
+    {
+        return Err(UsageError(format!(
+            "{shown} is larger than an export can be ({} MiB)",
+            store::export::MAX_FILE >> 20
+        ))
+        .into());
+    }
+    Ok(store::export::read(file).map_err(|e| UsageError(format!("{shown}: {e}")))?)
 }
 
 /// `latscope import FILE`: checks every field and histogram (a bad file is refused
 /// with exit 2 naming what is wrong), redacts secrets as a run of this latscope
 /// would have been, then stores it.
 pub fn import(args: ImportArgs) -> anyhow::Result<u8> {
-    let mut file = read_export(&args.file)?;
-    store::redact_record(&mut file.run, &[]);
-    let mut store = Store::open(&db_path(&args.db.db))?;
-    let id = store.save(&file.run)?;
-    eprintln!(
-        "imported run {id} ({} {}, made on {})",
-        file.run.kind,
-        super::output::clean(&file.run.target),
-        super::output::clean(&file.run.env.hostname)
+    let mut run = read_export(&args.file)?;
+    run.redact(&[]);
+    let said = format!(
+        "({} {}, made on {})",
+        run.kind,
+        super::output::clean(&run.target),
+        super::output::clean(&run.env.hostname)
     );
+    let mut store = Store::open(&db_path(&args.db.db))?;
+    let id = store.save_imported(run)?;
+    eprintln!("imported run {id} {said}");
     super::output::say(&format!("{id}\n"))?;
     Ok(exit::OK)
 }

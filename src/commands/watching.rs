@@ -3,8 +3,6 @@
 //! clock start) with the `watch` summary beside it; for diagnose's ramp, into the
 //! joined timeline of its steps.
 
-use serde_json::Value;
-
 use crate::diagnose::diagnosis::Ramp;
 use crate::load::LoadResult;
 use crate::watch::{ServerSecond, WatchSpec, Watched, Watcher};
@@ -48,15 +46,11 @@ pub(crate) fn join_ramp(watched: &Watched, ramp: &mut Ramp) {
     for s in &mut ramp.facts.timeline {
         s.server = joined.get(s.t as usize).cloned().flatten();
     }
-    if let Some(rows) = ramp.json.get_mut("timeline").and_then(Value::as_array_mut) {
-        for row in rows {
-            let t = row["t"].as_u64().unwrap_or(u64::MAX) as usize;
-            let s = joined.get(t).cloned().flatten();
-            row["server"] = serde_json::to_value(s).unwrap_or(Value::Null);
-        }
+    for row in &mut ramp.timeline {
+        row.watched = true;
+        row.second.server = joined.get(row.second.t as usize).cloned().flatten();
     }
-    let summary = watched.summary(&joined);
-    ramp.json["watch"] = serde_json::to_value(summary).unwrap_or(Value::Null);
+    ramp.watch = Some(watched.summary(&joined));
 }
 
 /// `p` with the `--watch` server rows scraped so far put into its seconds (`rows`

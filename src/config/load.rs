@@ -622,7 +622,7 @@ mod tests {
         .unwrap();
         assert!(p.client.http3 && !p.wants_h2());
         assert_eq!((p.streams, p.connections), (8, 2));
-        assert_eq!(p.to_json()["http"], "3");
+        assert_eq!(crate::schema::PlanDoc::from(&p).http, "3");
     }
 
     #[test]

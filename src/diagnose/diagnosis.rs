@@ -1,8 +1,6 @@
 //! One URL's diagnosis as data: what was measured (probe, cache audit, origin probe,
 //! load ramp) and what the rules concluded. Built by the diagnose command, rendered by
-//! `report::diagnose`, stored as the diagnose JSON.
-
-use serde_json::Value;
+//! `report::diagnose`, stored as the diagnose JSON (`schema::DiagnoseDoc`).
 
 use crate::probe::audit::CacheObservation;
 use crate::probe::ProbeResult;
@@ -22,14 +20,31 @@ pub struct Ramp {
     pub hit_ratio: Option<f64>,
     /// The facts the load rules read (steps and the joined timeline).
     pub facts: LoadFacts,
-    /// The `load` object of the diagnose JSON.
-    pub json: Value,
+    /// The steps' seconds back to back (`load.timeline` of the diagnose JSON).
+    pub timeline: Vec<crate::load::capacity::JoinedSecond>,
+    /// What the responses said about a cache, over every step.
+    pub cache: RampCache,
+    /// How each `--out` did.
+    pub outputs: Vec<crate::output::OutputReport>,
+    /// What `--watch` scraped during the ramp.
+    pub watch: Option<crate::watch::WatchSummary>,
     /// Histograms to store with the run.
     pub histograms: Vec<StoredHistogram>,
     /// Each step's wall-clock start, its seconds, and where they sit on the joined
     /// timeline (`offset`, and `whole`: its last whole second takes the extra one),
     /// to join `--watch` scrapes after the ramp.
     pub spans: Vec<(std::time::SystemTime, usize, u32, u32)>,
+}
+
+/// The cache answers of a ramp's responses.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RampCache {
+    pub hits: u64,
+    pub misses: u64,
+    /// Ok responses, whatever they said.
+    pub answered: u64,
+    /// Which cache answered, when one said.
+    pub kind: Option<crate::cache::CacheKind>,
 }
 
 /// Everything measured and concluded about one URL.

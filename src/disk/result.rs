@@ -1,23 +1,21 @@
 //! The outcome of a disk run: per-direction IOPS, bandwidth and completion-latency
 //! percentiles (µs, to p99.99), fdatasync latency on its own, a per-second timeline,
-//! and the shapes other layers want — the disk JSON of DESIGN.md
-//! ([`DiskResult::to_json`]) and the histograms the store keeps
-//! ([`DiskResult::histograms`]). Plain data: `diagnose::from_disk` reads it for the
+//! and the histograms the store keeps ([`DiskResult::histograms`]); the disk JSON
+//! of DESIGN.md is `schema::DiskDoc`. Plain data: `diagnose::from_disk` reads it for the
 //! rules.
 
 use std::time::Duration;
 
 use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
-use serde_json::{json, Value};
 
 use crate::disk::options::DiskOptions;
 use crate::disk::recorder::{Hists, SecondHists};
-use crate::disk::workload::Pattern;
 use crate::disk::Setup;
 use crate::stats::counts::supports;
 use crate::stats::StoredHistogram;
 use crate::stats::{Percentiles, Unit};
+use serde_json::{json, Value};
 
 const MIB: f64 = 1024.0 * 1024.0;
 
@@ -94,25 +92,6 @@ impl SecondStats {
     pub fn write_iops(&self) -> f64 {
         rate(self.write_ios, self.length_s)
     }
-
-    fn to_json(self) -> Value {
-        let mib = |ios: u64| r2(rate(ios, self.length_s) * self.bs as f64 / MIB);
-        json!({
-            "t": self.t,
-            "read_iops": r1(self.read_iops()),
-            "write_iops": r1(self.write_iops()),
-            "read_mib_s": mib(self.read_ios),
-            "write_mib_s": mib(self.write_ios),
-            "read_p50_us": r1(self.read_p50_us),
-            "read_p99_us": r1(self.read_p99_us),
-            "read_max_us": r1(self.read_max_us),
-            "write_p50_us": r1(self.write_p50_us),
-            "write_p99_us": r1(self.write_p99_us),
-            "write_max_us": r1(self.write_max_us),
-            "fsyncs": self.fsyncs,
-            "fsync_p99_us": r1(self.fsync_p99_us),
-        })
-    }
 }
 
 /// Everything a disk run measured.
@@ -188,48 +167,11 @@ impl DiskResult {
         })
     }
 
-    /// The disk JSON of DESIGN.md (`--json`, and the stored summary).
-    /// Without `findings`, which the command adds beside it.
-    pub fn to_json(&self) -> Value {
-        let o = &self.options;
-        let dir = dir_json;
-        let mut doc = json!({
-            "kind": "disk",
-            "path": o.path.display().to_string(),
-            "file": self.setup.file.display().to_string(),
-            "created": self.setup.created,
-            "size": self.setup.size,
-            "pattern": o.pattern.name(),
-            "mix": if o.pattern == Pattern::RandRw { json!(o.read_pct) } else { Value::Null },
-            "bs": o.bs,
-            "iodepth": o.iodepth,
-            "direct": self.setup.direct,
-            "fsync": o.fsync,
-            "engine": self.setup.engine.name(),
-            "duration_s": r2(self.elapsed.as_secs_f64()),
-            "interrupted": self.interrupted,
-            "laid_out": self.setup.laid_out,
-            "read": dir(self.read()),
-            "write": dir(self.write()),
-            "timeline": self.timeline_json(),
-            "warnings": self.warnings(),
-        });
-        if let Some((count, lat)) = self.fsync() {
-            doc["fsync"] = json!({ "count": count, "lat_us": lat_json(&lat, count) });
-        }
-        doc
-    }
-
     /// Warnings for the user (O_DIRECT fallback, sparse file, io_uring fallback).
     pub fn warnings(&self) -> Vec<String> {
         let mut w = self.setup.warnings.clone();
         w.extend(self.setup.engine_note.clone());
         w
-    }
-
-    /// The timeline as JSON rows.
-    pub fn timeline_json(&self) -> Value {
-        Value::Array(self.timeline.iter().map(|s| s.to_json()).collect())
     }
 
     /// Completion latencies of the whole run, ns: reads, writes, fdatasyncs.

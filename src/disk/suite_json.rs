@@ -1,8 +1,8 @@
-//! The database suite as the disk JSON of DESIGN.md, extended: the top-level fields
-//! keep their meaning for readers of one-workload runs (`read` is the 4 KiB random
-//! reads at queue depth 32, `write` the sustained 1 MiB writes, `fsync` the commit's
-//! fdatasync), and `workloads`, `commit` and `layout` hold the rest. The command adds
-//! `verdict` and `findings`.
+//! The database suite's own parts of the disk document as JSON — `workloads`,
+//! `commit`, `layout` — which `schema::DiskDoc` places beside the one-workload fields
+//! (`read` is the 4 KiB random reads at queue depth 32, `write` the sustained 1 MiB
+//! writes, `fsync` the commit's fdatasync). Percentiles here are null where the I/Os
+//! cannot support them.
 
 use serde_json::{json, Value};
 
@@ -55,7 +55,6 @@ impl SuiteResult {
             "write": headline("write-1m-qd8", |r| r.write()),
             "workloads": self.runs.iter().map(workload_json).collect::<Vec<_>>(),
             "commit": self.commit.as_ref().map(commit_json),
-            "timeline": self.run("read-4k-qd32").map(|r| r.timeline_json()).unwrap_or(json!([])),
             "warnings": self.runs.first().map(|r| r.result.warnings()).unwrap_or_default(),
             "notes": self.notes,
         });
@@ -100,7 +99,6 @@ fn workload_json(w: &WorkloadRun) -> Value {
         "duration_s": r2(r.elapsed.as_secs_f64()),
         "read": dir_json(r.read()),
         "write": dir_json(r.write()),
-        "timeline": r.timeline_json(),
     });
     if let Some((count, lat)) = r.fsync() {
         doc["fsync"] = json!({ "count": count, "lat_us": lat_json(&lat, count) });

@@ -1,127 +1,80 @@
-//! A `--find-max` search as data to keep: its `steps` and `capacity` JSON (a
-//! contract, README's "JSON" section), and its steps joined back to back into one
-//! timeline with their per-second histograms ([`Joined`], which diagnose's ramp uses
-//! too), so `show`, `compare`, `report` and `export` read the search as one run.
+//! A `--find-max` search's steps joined back to back into one timeline with their
+//! per-second histograms ([`Joined`], which diagnose's ramp uses too), so `show`,
+//! `compare`, `report` and `export` read the search as one run; and each step's
+//! scored histograms as stored. The `steps` and `capacity` JSON is
+//! `schema::capacity`'s.
 
-use serde_json::{json, Map, Value};
-
-use super::result::ms;
-use super::search::{Search, SearchModel};
-use super::steps::{Level, Step};
+use super::result::SecondResult;
+use super::steps::Step;
 use crate::stats::StoredHistogram;
 
-/// Percentiles (ms) of a histogram as the load JSON writes them.
-fn pct(h: &hdrhistogram::Histogram<u64>) -> Value {
-    serde_json::to_value(ms(h)).unwrap_or(Value::Null)
+/// One second of a joined timeline: the step's second (its histograms apart) on the
+/// joined clock, with the step it belongs to.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JoinedSecond {
+    pub second: SecondResult,
+    /// The step ran with `--watch` (its rows carry the server's second, or a gap).
+    pub watched: bool,
+    /// The step's level (req/s or connections).
+    pub level: f64,
+    /// The step's index.
+    pub step: usize,
+    /// Past the step's settle period: scored.
+    pub scored: bool,
+    /// Diagnose's ramp: the step's connections.
+    pub concurrency: Option<u32>,
+    /// A search's step cut short by Ctrl-C.
+    pub interrupted: bool,
 }
 
-/// One step as JSON: level, achieved rate, pass/fail and why, per endpoint numbers
-/// of the scored window. `t` is where the step starts on the joined timeline.
-pub fn step_json(step: &Step, t: u32) -> Value {
-    let w = &step.window;
-    let r = &step.result;
-    let mut endpoints = Map::new();
-    for e in &w.endpoints {
-        let p = ms(&e.latency);
-        endpoints.insert(
-            e.name.clone(),
-            json!({
-                "requests": e.requests, "ok": e.ok,
-                "p50_ms": p.p50, "p90_ms": p.p90, "p99_ms": p.p99,
-                "latency_ms": pct(&e.latency),
-            }),
-        );
-    }
-    let worst = step.worst_failure();
-    json!({
-        "level": step.plan.level.value(),
-        "unit": step.plan.level.unit(),
-        "target_rps": match step.plan.level { Level::Rate(r) => Some(r), Level::Connections(_) => None },
-        "connections": r.connections,
-        "achieved": w.rps(),
-        "pass": step.pass(),
-        "failed_objective": worst.map(|c| c.verdict.expr.clone()),
-        "failed_endpoint": worst.and_then(|c| c.verdict.endpoint.clone()),
-        "limited_by": step.shortfall.map(|s| s.by.as_str()),
-        "requests": w.requests,
-        "ok": w.ok,
-        "errors": w.requests - w.ok.min(w.requests),
-        "error_rate_pct": w.error_pct(),
-        "dropped": w.dropped,
-        "incomplete": w.incomplete,
-        "latency_ms": pct(&w.latency),
-        "endpoints": endpoints,
-        "checks": step.checks.iter().map(|c| &c.verdict).collect::<Vec<_>>(),
-        "client_cpu_pct": r.client_cpu_pct,
-        "client_busy_pct": step.client_busy_pct,
-        "client_bound": step.client_bound(),
-        "settle_s": step.plan.settle.as_secs_f64(),
-        "duration_s": step.plan.length.as_secs_f64(),
-        "elapsed_s": r.elapsed.as_secs_f64(),
-        "t": t,
-        "stopped_early": step.stopped_early.is_some(),
-        "early_stop": step.stopped_early.as_ref().map(|e| json!({
-            "objective": e.objective,
-            "reason": e.reason,
-            "planned_s": e.planned.as_secs_f64(),
-            "scored_s": e.scored.as_secs_f64(),
-        })),
-    })
-}
-
-/// The `capacity` object: the level found, the bracket, the limiting endpoint, why
-/// the search stopped. `answer` is the sentence the terminal shows first.
-pub fn capacity_json(s: &Search, answer: &str) -> Value {
-    let level = |i: Option<usize>| i.map(|i| s.steps[i].plan.level.value());
-    json!({
-        "level": level(s.pass),
-        "unit": match s.model { SearchModel::Open => "req/s", SearchModel::Closed => "connections" },
-        "model": match s.model { SearchModel::Open => "open", SearchModel::Closed => "closed" },
-        "objective": s.objectives.iter().map(|o| o.expr.clone()).collect::<Vec<_>>(),
-        "bracket": [level(s.pass), level(s.fail)],
-        "achieved": s.capacity().map(|c| c.achieved_rps()),
-        "limiting_endpoint": s.limiting_endpoint(),
-        "precision_pct": s.precision * 100.0,
-        "stopped": s.stopped.as_str(),
-        "answer": answer,
-    })
-}
-
-/// Steps joined back to back: one timeline (rows as the load JSON's, plus `level`,
-/// `step` and `scored`) and its per-second histograms, each step's seconds after the
-/// previous step's.
+/// Steps joined back to back: one timeline (the load timeline's seconds, plus the
+/// step's level, index and whether the second is scored) and its per-second
+/// histograms, each step's seconds after the previous step's.
 #[derive(Debug, Default)]
 pub struct Joined {
     /// Where the next step starts, seconds.
     pub offset: u32,
-    pub timeline: Vec<Value>,
+    pub timeline: Vec<JoinedSecond>,
     /// Per-second histograms (`latency`, `latency:<endpoint>`) on the joined clock.
     pub histograms: Vec<StoredHistogram>,
 }
 
 impl Joined {
-    /// Appends `step` (index `i`). Its seconds after its planned end (stragglers in
-    /// the grace) fold into its last whole second, so steps sit back to back.
-    /// Returns where it starts.
-    pub fn push(&mut self, i: usize, step: &Step, extra: &[(&str, Value)]) -> u32 {
+    /// Appends `step` (index `i`; `concurrency` for diagnose's ramp, `interrupted`
+    /// for a step cut short). Its seconds after its planned end (stragglers in the
+    /// grace) fold into its last whole second, so steps sit back to back. Returns
+    /// where it starts.
+    pub fn push(
+        &mut self,
+        i: usize,
+        step: &Step,
+        concurrency: Option<u32>,
+        interrupted: bool,
+    ) -> u32 {
         let start = self.offset;
         let planned = step.plan.settle + step.plan.length;
         let whole = (planned.as_secs_f64().ceil() as u32).max(1);
         let settle = step.plan.settle.as_secs() as u32;
         let at = |t: u32| start + t.min(whole - 1);
-        if let Value::Array(rows) = step.result.timeline_json() {
-            for (s, mut row) in step.result.timeline.iter().zip(rows) {
-                row["t"] = json!(at(s.t));
-                row["level"] = json!(step.plan.level.value());
-                row["step"] = json!(i);
-                row["scored"] = json!(s.t >= settle);
-                for (k, v) in extra {
-                    row[*k] = v.clone();
-                }
-                match self.timeline.last_mut() {
-                    Some(last) if last["t"] == row["t"] => merge_row(last, &row),
-                    _ => self.timeline.push(row),
-                }
+        for s in &step.result.timeline {
+            let row = JoinedSecond {
+                second: SecondResult {
+                    t: at(s.t),
+                    v2: Vec::new(),
+                    ep_v2: Vec::new(),
+                    endpoints: Vec::new(),
+                    ..s.clone()
+                },
+                watched: step.result.watch.is_some(),
+                level: step.plan.level.value(),
+                step: i,
+                scored: s.t >= settle,
+                concurrency,
+                interrupted,
+            };
+            match self.timeline.last_mut() {
+                Some(last) if last.second.t == row.second.t => fold(&mut last.second, &row.second),
+                _ => self.timeline.push(row),
             }
         }
         for mut h in step.result.histograms() {
@@ -135,28 +88,24 @@ impl Joined {
     }
 }
 
-/// Folds a row of the same second into `last`: counts add up, percentiles take the
-/// worse.
-pub fn merge_row(last: &mut Value, row: &Value) {
-    for key in [
-        "requests",
-        "ok",
-        "errors",
-        "bytes",
-        "dropped",
-        "cache_hits",
-        "retrans",
-        "started",
-    ] {
-        if let (Some(a), Some(b)) = (last[key].as_u64(), row[key].as_u64()) {
-            last[key] = json!(a + b);
-        }
+/// Folds a second of the same joined second into `last`: counts add up, percentiles
+/// and connections take the worse.
+pub fn fold(last: &mut SecondResult, s: &SecondResult) {
+    last.requests += s.requests;
+    last.ok += s.ok;
+    last.errors += s.errors;
+    last.bytes += s.bytes;
+    last.dropped += s.dropped;
+    last.cache_hits += s.cache_hits;
+    last.started += s.started;
+    if let (Some(a), Some(b)) = (last.retrans, s.retrans) {
+        last.retrans = Some(a + b);
     }
-    for key in ["p50_ms", "p90_ms", "p99_ms", "max_ms", "active"] {
-        if let (Some(a), Some(b)) = (last[key].as_f64(), row[key].as_f64()) {
-            last[key] = json!(a.max(b));
-        }
-    }
+    last.p50_ms = last.p50_ms.max(s.p50_ms);
+    last.p90_ms = last.p90_ms.max(s.p90_ms);
+    last.p99_ms = last.p99_ms.max(s.p99_ms);
+    last.max_ms = last.max_ms.max(s.max_ms);
+    last.active = last.active.max(s.active);
 }
 
 /// Adds a per-second histogram, adding it to one already kept for that second.

@@ -448,6 +448,13 @@ pub fn run(
     }
     progress(&snapshot(&lives, &mut feed, &seconds, elapsed, true));
     let mut r = result::merge(plan, started, elapsed, threads_out, &seconds, aborted);
+    r.http_version = Some(if prepared.h3.is_some() {
+        "HTTP/3"
+    } else if prepared.h2 {
+        "HTTP/2"
+    } else {
+        "HTTP/1.1"
+    });
     r.engine = engines.name();
     r.engines = engines;
     Ok(r)

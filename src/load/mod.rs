@@ -22,7 +22,7 @@ pub mod recorder;
 pub mod result;
 pub mod scenario;
 pub mod search;
-mod seconds;
+pub(crate) mod seconds;
 pub mod shard;
 pub mod stages;
 pub mod steps;
@@ -36,7 +36,7 @@ mod http1;
 mod http3;
 mod retrans;
 mod spare;
-mod uring;
+pub(crate) mod uring;
 mod worker;
 
 use std::sync::atomic::AtomicBool;

@@ -227,35 +227,6 @@ impl LoadPlan {
             HttpVersionPref::Http1 => false,
         }
     }
-
-    /// The plan's settings as JSON (stored with the run).
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "target": self.target.url,
-            "model": self.model_name(),
-            "rate": match self.model { Model::Open { rate } => Some(rate), Model::Closed => None },
-            "connections": self.connections,
-            "duration_s": self.duration.map(|d| d.as_secs_f64()),
-            "count": self.count,
-            "stages": self.stages.iter().map(|s| serde_json::json!({"duration_s": s.duration.as_secs_f64(), "target": s.target})).collect::<Vec<_>>(),
-            "threads": self.threads,
-            "streams": self.streams,
-            "keepalive": self.keepalive,
-            "think_time_ms": crate::units::ms(self.think_time),
-            "timeout_ms": crate::units::ms(self.client.timeout),
-            "http": match self.client.version { _ if self.client.http3 => "3", HttpVersionPref::Auto => "auto", HttpVersionPref::Http1 => "1.1", HttpVersionPref::Http2 => "2" },
-            "order": match self.order { Order::Sequence => "sequence", Order::Weighted => "weighted" },
-            "endpoints": self.endpoints.iter().map(|e| serde_json::json!({
-                "name": e.name, "method": e.method.as_str(), "path": e.path_and_query,
-                "headers": e.headers.iter().map(|(n, v)| (n.as_str().to_string(), serde_json::Value::String(v.to_str().unwrap_or("").to_string()))).collect::<serde_json::Map<_, _>>(),
-                "body_bytes": e.body.len(), "weight": e.weight,
-            })).collect::<Vec<_>>(),
-            "thresholds": self.thresholds.iter().map(|t| t.expr.clone()).collect::<Vec<_>>(),
-            "shard": (!self.shard.is_whole()).then(|| serde_json::json!({
-                "index": self.shard.index + 1, "count": self.shard.count,
-            })),
-        })
-    }
 }
 
 pub(crate) fn parse_target(url: &str, what: &str) -> Result<Target, PlanError> {

@@ -1,15 +1,13 @@
 //! A finished load run: the worker threads' recorders merged (histograms add
 //! losslessly), the per-second timeline joined with the host samples, thresholds
-//! judged — and its views: the load JSON of DESIGN.md (a contract: extend, don't
-//! rename) and the histograms the store keeps. Plain data: `diagnose::from_load` reads
-//! it for the rules.
+//! judged — and the histograms the store keeps. Its load JSON of DESIGN.md is
+//! `schema::LoadDoc`. Plain data: `diagnose::from_load` reads it for the rules.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
-use serde_json::{json, Value};
 
 use super::plan::LoadPlan;
 use super::recorder::{ErrorKind, Recorder, SecondAcc, KINDS};
@@ -89,6 +87,9 @@ pub struct LoadResult {
     /// `engine_fallback`).
     pub engines: super::uring::Engines,
     pub model: &'static str,
+    /// What the connections spoke: "HTTP/1.1", "HTTP/2" or "HTTP/3" (None: not
+    /// known, as in a run read back from before it was recorded).
+    pub http_version: Option<&'static str>,
     /// Open model: the arrival rate the plan asked for, req/s (the mean over the run
     /// for stages); None for the closed model.
     pub target_rps: Option<f64>,
@@ -270,6 +271,7 @@ pub fn merge(
         engine: super::uring::EPOLL,
         engines: super::uring::Engines::default(),
         model: plan.model_name(),
+        http_version: None,
         target_rps: match plan.model {
             super::plan::Model::Open { rate } if plan.stages.is_empty() => {
                 Some(rate / f64::from(plan.shard.count))
@@ -338,17 +340,6 @@ impl LoadResult {
         (answered > 0 && all > 0).then(|| self.cache_hits as f64 / all as f64)
     }
 
-    /// The load JSON's `cache` object: `{hits, misses, unknown, hit_ratio, cache}`.
-    pub fn cache_json(&self) -> serde_json::Value {
-        json!({
-            "hits": self.cache_hits,
-            "misses": self.cache_misses,
-            "unknown": self.cache_unknown(),
-            "hit_ratio": self.hit_ratio(),
-            "cache": self.cache_kind.map(|k| k.as_str()),
-        })
-    }
-
     fn numbers(&self) -> Numbers<'_> {
         Numbers {
             latency: &self.latency,
@@ -392,105 +383,6 @@ impl LoadResult {
     /// Errors of all kinds.
     pub fn error_count(&self) -> u64 {
         self.requests - self.ok
-    }
-
-    /// The load JSON of DESIGN.md (without `findings`, which the command adds).
-    pub fn to_json(&self) -> Value {
-        let pct = |h: &Histogram<u64>| serde_json::to_value(ms(h)).unwrap_or(Value::Null);
-        let mut doc = json!({
-            "kind": "load",
-            "target": self.target,
-            "model": self.model,
-            "engine": self.engine,
-            "requests": self.requests,
-            "ok": self.ok,
-            "dropped": self.dropped,
-            "errors": self.errors,
-            "duration_s": self.elapsed.as_secs_f64(),
-            "rps": self.rps(),
-            "bytes": self.bytes,
-            "latency_ms": pct(&self.latency),
-            "connect_ms": pct(&self.connect),
-            "incomplete": self.incomplete,
-            "client_cpu_pct": self.client_cpu_pct,
-            "client_cpu_wait_pct": self.client_wait_pct,
-            "connections": self.connections,
-            "threads": self.threads,
-            "connections_opened": self.connections_opened,
-            "client_tcp": {
-                "syn_retrans": self.syn_retrans,
-                "syn_retried_connections": self.syn_retried_conns,
-                "before_first_response_retrans": self.early_retrans,
-                "data_retrans": self.data_retrans,
-            },
-            "cache_hits": self.cache_hits,
-            "cache": self.cache_json(),
-            "statuses": self.statuses.iter().map(|(s, n)| (s.to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
-            "aborted": self.aborted,
-            "endpoints": self.endpoints.iter().map(|e| json!({
-                "name": e.name,
-                "requests": e.requests,
-                "ok": e.ok,
-                "bytes": e.bytes,
-                "rps": e.requests as f64 / e.elapsed_s.max(1e-9),
-                "latency_ms": pct(&e.latency),
-            })).collect::<Vec<_>>(),
-            "timeline": self.timeline_json(),
-            "thresholds": self.thresholds,
-        });
-        if !self.engines.workers.is_empty() {
-            doc["engine_workers"] = json!(self.engines.workers);
-        }
-        if !self.engines.fallback.is_empty() {
-            doc["engine_fallback"] = json!(self.engines.fallback);
-        }
-        if let Some(s) = &self.service {
-            doc["service_time_ms"] = pct(s);
-        }
-        if let Some(w) = &self.watch {
-            doc["watch"] = serde_json::to_value(w).unwrap_or(Value::Null);
-        }
-        if !self.tls.is_empty() {
-            doc["tls_ms"] = pct(&self.tls);
-        }
-        doc
-    }
-
-    /// The timeline as JSON (also stored on its own with the run).
-    pub fn timeline_json(&self) -> Value {
-        Value::Array(
-            self.timeline
-                .iter()
-                .map(|s| {
-                    let mut row = json!({
-                        "t": s.t,
-                        "requests": s.requests,
-                        "ok": s.ok,
-                        "errors": s.errors,
-                        "error_kinds": s.errors_by_kind,
-                        "bytes": s.bytes,
-                        "dropped": s.dropped,
-                        "p50_ms": s.p50_ms,
-                        "p90_ms": s.p90_ms,
-                        "p99_ms": s.p99_ms,
-                        "max_ms": s.max_ms,
-                        "active": s.active,
-                        "cache_hits": s.cache_hits,
-                        "retrans": s.retrans,
-                        "syn_retrans": s.host_syn_retrans,
-                        "client_syn_retrans": s.syn_retrans,
-                        "client_early_retrans": s.early_retrans,
-                        "started": s.started,
-                        "started_max_ms": s.started_max_ms,
-                        "cpu_pct": s.cpu_pct,
-                    });
-                    if self.watch.is_some() {
-                        row["server"] = serde_json::to_value(&s.server).unwrap_or(Value::Null);
-                    }
-                    row
-                })
-                .collect(),
-        )
     }
 
     /// The histograms to keep with the run (names as `StoredHistogram` documents).

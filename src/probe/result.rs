@@ -18,6 +18,7 @@ use super::sample::{Sample, Series, SeriesSummary};
 
 /// TLS as the probe saw it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct TlsSummary {
     pub version: String,
     pub alpn: Option<String>,
@@ -27,6 +28,7 @@ pub struct TlsSummary {
 
 /// The kernel's `TCP_INFO` of the reused connection at its end, ms.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct TcpSummary {
     pub rtt_ms: f64,
     pub min_rtt_ms: f64,
@@ -38,6 +40,7 @@ pub struct TcpSummary {
 /// HTTP/3: QUIC's view of the path (quinn's RTT estimate, in place of the kernel's
 /// `TCP_INFO`, which does not apply to QUIC) and of its handshakes.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct QuicSummary {
     /// Where the RTT numbers come from: "quic" (QUIC's own estimate, not the kernel's).
     pub rtt_source: String,
@@ -72,6 +75,7 @@ pub struct QuicSummary {
 
 /// The first request of the probe on its own (a cold start shows here).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct FirstRequest {
     pub total_ms: f64,
     pub ttfb_ms: f64,
@@ -82,6 +86,7 @@ pub struct FirstRequest {
 
 /// A p50.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct P50 {
     pub p50: f64,
 }
@@ -89,6 +94,7 @@ pub struct P50 {
 /// The physical floor of the path, from `--distance-km`: light in fibre covers
 /// ~200,000 km/s, so a round trip over `distance_km` takes at least `distance_km`/100 ms.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PhysicalFloor {
     pub distance_km: f64,
     /// 2 × distance / 200,000 km/s, ms.
@@ -115,6 +121,7 @@ impl PhysicalFloor {
 
 /// Body throughput of a large response over fresh vs warm connections.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct DownloadSummary {
     pub body_bytes: u64,
     /// p50 receive time (first → last byte) on fresh connections, ms.
@@ -127,6 +134,7 @@ pub struct DownloadSummary {
 
 /// The probe of one target.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ProbeResult {
     pub kind: String,
     pub target: String,

@@ -36,6 +36,7 @@ impl Series {
 /// The phases of one request, ms (DESIGN.md, Measurements): durations `dns` ..
 /// `receive`, and the cumulative marks `ttfb` and `total`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PhasesMs {
     pub dns: f64,
     pub connect: f64,
@@ -90,12 +91,16 @@ pub const PHASES: [&str; 8] = [
 pub struct Sample {
     pub series: Series,
     /// Start, ms since the probe began.
+    #[serde(default)]
     pub t_ms: f64,
+    #[serde(default)]
     pub phases_ms: PhasesMs,
     /// Set when the request opened a connection of its own.
+    #[serde(default)]
     pub new_connection: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
+    #[serde(default)]
     pub body_bytes: u64,
     /// Body throughput (bytes / receive time), MiB/s.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -120,6 +125,7 @@ pub struct Sample {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zero_rtt: Option<bool>,
     /// The server closed the connection after this response.
+    #[serde(default)]
     pub closed_by_server: bool,
     /// Why the request failed, if it did.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -154,6 +160,7 @@ impl Sample {
 
 /// min/p50/p90/p99/max/mean of one phase, ms.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PhaseStats {
     pub min: f64,
     pub p50: f64,
@@ -178,6 +185,7 @@ impl From<Percentiles> for PhaseStats {
 
 /// Every phase's summary over one series.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PhaseSummary {
     pub dns: PhaseStats,
     pub connect: PhaseStats,
@@ -207,6 +215,7 @@ impl PhaseSummary {
 
 /// A series' count and phase summary (the successful samples).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SeriesSummary {
     pub count: usize,
     pub errors: usize,

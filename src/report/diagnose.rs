@@ -270,17 +270,16 @@ fn ramp(d: &Diagnosis) -> String {
     if let Some(why) = &r.stopped_early {
         out.push_str(&format!("    stopped early: {why}\n"));
     }
-    if let Some(w) = r.json.get("watch").filter(|w| w.is_object()) {
+    if let Some(w) = &r.watch {
         let servers: Vec<&crate::watch::ServerSecond> = r
             .facts
             .timeline
             .iter()
             .filter_map(|s| s.server.as_ref())
             .collect();
-        let n = |k: &str| w[k].as_u64().unwrap_or(0);
         out.push_str(&format!(
             "    server (--watch): {}\n",
-            super::load::server_line(&servers, n("seconds"), n("gaps"))
+            super::load::server_line(&servers, w.seconds, w.gaps)
         ));
     }
     out

@@ -67,6 +67,7 @@ impl Unit {
 /// min/mean/p50/p90/p99/p99.9/p99.99/max of a distribution, in the unit asked for.
 /// The JSON field names are part of DESIGN.md's contract.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Percentiles {
     pub min: f64,
     pub mean: f64,

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
 
-pub use export::{ExportFile, FORMAT_NAME};
+pub use export::{ExportFile, ImportedRun, FORMAT_NAME};
 pub use open::BUSY_WAIT;
 // The record, its histograms and redaction live in leaf modules that results,
 // reports and outputs may import; the store re-exports them for its own callers.
@@ -113,6 +113,109 @@ impl Store {
     /// Saves a run in one transaction. Assigns an id when the record has none;
     /// returns the id.
     pub fn save(&mut self, run: &RunRecord) -> Result<String, StoreError> {
+        self.save_text(
+            run,
+            [
+                run.config.to_string(),
+                serde_json::to_string(&run.env).unwrap_or_default(),
+                run.summary.to_string(),
+                run.timeline.to_string(),
+                run.findings.to_string(),
+                headline(&run.kind, &run.summary).to_string(),
+            ],
+            &run.histograms,
+        )
+    }
+
+    /// Saves an imported run (already checked and redacted), in one transaction:
+    /// its documents are written out one at a time, each dropped once it is stored,
+    /// so a large run is never held as text and documents at once.
+    pub fn save_imported(&mut self, run: export::ImportedRun) -> Result<String, StoreError> {
+        let export::ImportedRun {
+            id,
+            kind,
+            label,
+            target,
+            started_at_ms,
+            duration_s,
+            version,
+            config,
+            env,
+            summary,
+            timeline,
+            findings,
+            text,
+            histograms,
+        } = run;
+        let headline = summary.headline().to_string();
+        let meta = RunRecord {
+            id,
+            kind,
+            label,
+            target,
+            started_at_ms,
+            duration_s,
+            version,
+            config: serde_json::Value::Null,
+            env,
+            summary: serde_json::Value::Null,
+            timeline: serde_json::Value::Null,
+            findings: serde_json::Value::Null,
+            text,
+            histograms: Vec::new(),
+        };
+        let env = serde_json::to_string(&meta.env).unwrap_or_default();
+        let placeholder = || "null".to_string();
+        let mut parts: Vec<(&str, Box<dyn erased::Json>)> = vec![
+            ("summary", Box::new(summary)),
+            ("timeline", Box::new(timeline)),
+            ("config", Box::new(config)),
+            ("findings", Box::new(findings)),
+        ];
+        self.save_with(
+            &meta,
+            [
+                placeholder(),
+                env,
+                placeholder(),
+                placeholder(),
+                placeholder(),
+                headline,
+            ],
+            &histograms,
+            |tx, id| {
+                for (column, part) in parts.drain(..) {
+                    let text = part.json();
+                    drop(part);
+                    tx.execute(
+                        &format!("UPDATE runs SET {column} = ?1 WHERE id = ?2"),
+                        params![text, id],
+                    )?;
+                }
+                Ok(())
+            },
+        )
+    }
+
+    /// Saves `run`'s metadata and text with its documents already as text:
+    /// config, env, summary, timeline, findings, headline.
+    fn save_text(
+        &mut self,
+        run: &RunRecord,
+        json: [String; 6],
+        histograms: &[StoredHistogram],
+    ) -> Result<String, StoreError> {
+        self.save_with(run, json, histograms, |_, _| Ok(()))
+    }
+
+    /// [`Store::save_text`], then `more` in the same transaction.
+    fn save_with(
+        &mut self,
+        run: &RunRecord,
+        json: [String; 6],
+        histograms: &[StoredHistogram],
+        more: impl FnOnce(&rusqlite::Transaction<'_>, &str) -> rusqlite::Result<()>,
+    ) -> Result<String, StoreError> {
         let id = if run.id.is_empty() {
             new_id()
         } else {
@@ -134,6 +237,7 @@ impl Store {
         if exists.is_some() {
             return Err(StoreError::Duplicate(id));
         }
+        let [config, env, summary, timeline, findings, headline] = json;
         tx.execute(
             "INSERT INTO runs (id, kind, label, target, started_at_ms, duration_s, version,
                                config, env, summary, timeline, findings, text, headline)
@@ -146,13 +250,13 @@ impl Store {
                 run.started_at_ms,
                 run.duration_s,
                 run.version,
-                run.config.to_string(),
-                serde_json::to_string(&run.env).unwrap_or_default(),
-                run.summary.to_string(),
-                run.timeline.to_string(),
-                run.findings.to_string(),
+                config,
+                env,
+                summary,
+                timeline,
+                findings,
                 run.text,
-                headline(&run.kind, &run.summary).to_string(),
+                headline,
             ],
         )
         .map_err(&sql)?;
@@ -162,11 +266,12 @@ impl Store {
                     "INSERT INTO histograms (run_id, name, second, v2) VALUES (?1, ?2, ?3, ?4)",
                 )
                 .map_err(&sql)?;
-            for h in &run.histograms {
+            for h in histograms {
                 stmt.execute(params![id, h.name, h.second, h.v2])
                     .map_err(&sql)?;
             }
         }
+        more(&tx, &id).map_err(&sql)?;
         tx.commit().map_err(&sql)?;
         Ok(id)
     }
@@ -361,72 +466,20 @@ pub fn new_id() -> String {
 
 /// The headline numbers of a run, picked from its summary for `latscope runs`.
 pub fn headline(kind: &str, summary: &serde_json::Value) -> serde_json::Value {
-    let pick = |path: &[&str]| {
-        let mut v = summary;
-        for p in path {
-            v = v.get(p)?;
-        }
-        v.as_f64()
-    };
-    let mut h = serde_json::Map::new();
-    let mut put = |k: &str, v: Option<f64>| {
-        if let Some(v) = v {
-            h.insert(k.to_string(), serde_json::json!(v));
-        }
-    };
-    match kind {
-        "load" => {
-            put("rps", pick(&["rps"]));
-            put("p50_ms", pick(&["latency_ms", "p50"]));
-            put("p99_ms", pick(&["latency_ms", "p99"]));
-            put("requests", pick(&["requests"]));
-            // A --find-max run: its answer.
-            put("capacity", pick(&["capacity", "level"]));
-        }
-        "disk" => {
-            put("read_iops", pick(&["read", "iops"]));
-            put("write_iops", pick(&["write", "iops"]));
-            put("read_p99_us", pick(&["read", "lat_us", "p99"]));
-            put("write_p99_us", pick(&["write", "lat_us", "p99"]));
-        }
-        _ => {
-            // Several URLs: the first that was measured (a failed one is `{url,
-            // error}`); a diagnosis holds its probe under `probe`.
-            fn first_measured(v: &serde_json::Value) -> &serde_json::Value {
-                v.get("results")
-                    .and_then(serde_json::Value::as_array)
-                    .and_then(|r| r.iter().find(|e| measured(e)))
-                    .unwrap_or(v)
-            }
-            let first = first_measured(summary);
-            let first = first_measured(first.get("probe").unwrap_or(first));
-            let get = |path: &[&str]| {
-                let mut v = first;
-                for p in path {
-                    v = v.get(p)?;
-                }
-                v.as_f64()
-            };
-            put(
-                "fresh_ttfb_p50_ms",
-                get(&["fresh", "phases_ms", "ttfb", "p50"]),
-            );
-            put(
-                "reused_ttfb_p50_ms",
-                get(&["reused", "phases_ms", "ttfb", "p50"]),
-            );
-            // The kernel's smoothed RTT on loopback is delayed-ACK noise (8–26 ms),
-            // not distance: the headline shows its min RTT, or else the connect p50.
-            match get(&["tcp", "min_rtt_ms"]).filter(|v| *v > 0.0) {
-                Some(v) => put("min_rtt_ms", Some(v)),
-                None => put(
-                    "connect_p50_ms",
-                    get(&["fresh", "phases_ms", "connect", "p50"]),
-                ),
-            }
+    crate::schema::headline(kind, summary)
+}
+
+/// A document written as JSON text, whatever its type.
+mod erased {
+    pub trait Json {
+        fn json(&self) -> String;
+    }
+
+    impl<T: serde::Serialize> Json for T {
+        fn json(&self) -> String {
+            serde_json::to_string(self).unwrap_or_else(|_| "null".into())
         }
     }
-    serde_json::Value::Object(h)
 }
 
 #[cfg(test)]

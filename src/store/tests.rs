@@ -164,8 +164,8 @@ fn probe_headline_uses_min_rtt_or_connect() {
     let h = headline("probe", &probe);
     assert_eq!(h["min_rtt_ms"], 0.031);
     assert!(h.get("rtt_ms").is_none(), "{h}");
-    let diagnose = json!({"kind": "diagnose", "probe": {"results": [
-        {"fresh": {"phases_ms": {"connect": {"p50": 0.12}}}, "tcp": {"rtt_ms": 21.7}}]}});
+    let diagnose = json!({"kind": "diagnose", "probe":
+        {"fresh": {"phases_ms": {"connect": {"p50": 0.12}}}, "tcp": {"rtt_ms": 21.7}}});
     let h = headline("diagnose", &diagnose);
     assert_eq!(h["connect_p50_ms"], 0.12);
     assert!(
