@@ -31,6 +31,7 @@ want script bsdutils                     # a pty for the disk progress test
 want losetup mount                       # loop devices for the disk findings
 want mkfs.ext4 e2fsprogs                 # … formatted ext4; chattr for disk_errors.rs
 want openssl openssl                     # self-signed certificates for the TLS tests
+[ -x /usr/bin/time ] || need+=(time)     # peak memory (VmHWM) of the hostile cases
 # Python servers written in the tests, and the DNS responders in tests/data.
 [ -x /usr/bin/python3 ] || need+=(python3)
 have pip3 || need+=(python3-pip)

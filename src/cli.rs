@@ -34,6 +34,11 @@ fn percent(s: &str) -> Result<f64, String> {
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Print URL credentials, token query parameters and secret header values as
+    /// given: every output (text, --json, progress, errors) redacts them by
+    /// default, as the store always does.
+    #[arg(long, global = true)]
+    pub show_secrets: bool,
 }
 
 /// The commands.

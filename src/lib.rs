@@ -13,6 +13,8 @@ pub mod config;
 pub mod diagnose;
 pub mod disk;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod input;
 pub mod lab;
 pub mod load;
@@ -27,6 +29,7 @@ pub mod stats;
 pub mod store;
 pub mod units;
 pub mod uring;
+pub mod visible;
 pub mod watch;
 
 pub use commands::run;

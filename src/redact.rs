@@ -7,7 +7,10 @@
 //!   `[redacted]`; the scheme, host, path and other parameters stay.
 //!
 //! Applied wherever these appear in a JSON document, in the run's target and in its
-//! stored terminal text. A leaf: results, reports, outputs and the store import it;
+//! stored terminal text — and, by default, in everything printed while a run goes
+//! and after it (stdout text and `--json`, progress, the live view, errors):
+//! [`set_output`] records `--show-secrets` and the marked headers once, and
+//! [`for_output`] / [`json_for_output`] apply them. A leaf: results, reports, outputs and the store import it;
 //! it imports nothing of latscope's but the [`RunRecord`] it redacts.
 
 use serde_json::Value;
@@ -246,6 +249,45 @@ pub fn redact_json(value: &mut Value, extra: &[String]) {
             }
         }
         _ => {}
+    }
+}
+
+/// Whether printed output keeps secrets (`--show-secrets`).
+static SHOW_SECRETS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// The headers marked `--redact-header` for this process's command.
+static MARKED: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
+/// Sets, once per process, how output treats secrets: `show` (`--show-secrets`)
+/// prints them as given; otherwise [`for_output`] redacts them, with `marked`
+/// (`--redact-header`) counted as secret too.
+pub fn set_output(show: bool, marked: Vec<String>) {
+    SHOW_SECRETS.store(show, std::sync::atomic::Ordering::Relaxed);
+    let _ = MARKED.set(marked);
+}
+
+fn marked() -> &'static [String] {
+    MARKED.get().map_or(&[], Vec::as_slice)
+}
+
+/// Text about to be printed (stdout, stderr, the live view): redacted as
+/// [`redact_text`] unless `--show-secrets` was given.
+pub fn for_output(text: &str) -> std::borrow::Cow<'_, str> {
+    if SHOW_SECRETS.load(std::sync::atomic::Ordering::Relaxed) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let out = redact_text(text, marked());
+    if out == text {
+        std::borrow::Cow::Borrowed(text)
+    } else {
+        std::borrow::Cow::Owned(out)
+    }
+}
+
+/// A JSON document about to be printed: redacted as [`redact_json`] unless
+/// `--show-secrets` was given.
+pub fn json_for_output(doc: &mut Value) {
+    if !SHOW_SECRETS.load(std::sync::atomic::Ordering::Relaxed) {
+        redact_json(doc, marked());
     }
 }
 

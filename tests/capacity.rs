@@ -24,6 +24,11 @@ const LIMIT: Duration = Duration::from_secs(90);
 /// lock), only beside each other (a few hundred requests a second each).
 fn search(args: &[&str]) -> (i32, Value, String) {
     let _quiet = crate::util_wire::lock_shared();
+    search_held(args)
+}
+
+/// [`search`] for a caller that holds the wire lock already.
+fn search_held(args: &[&str]) -> (i32, Value, String) {
     let mut all = vec!["load", "--json", "--max-time", "35s"];
     all.extend_from_slice(args);
     let started = Instant::now();
@@ -41,6 +46,15 @@ fn search(args: &[&str]) -> (i32, Value, String) {
 /// passes, and then the search answers about the machine. Said on stderr; the
 /// second answer is the one asserted on.
 fn search_fit(args: &[&str], fits: impl Fn(i32, &Value) -> bool) -> (i32, Value, String) {
+    search_fit_by(search, args, fits)
+}
+
+/// [`search_fit`] searching with `search`.
+fn search_fit_by(
+    search: fn(&[&str]) -> (i32, Value, String),
+    args: &[&str],
+    fits: impl Fn(i32, &Value) -> bool,
+) -> (i32, Value, String) {
     let first = search(args);
     if fits(first.0, &first.1) {
         return first;
@@ -446,28 +460,26 @@ fn steps_of(v: &Value) -> &Vec<Value> {
 /// two searches agree within the precision (their brackets overlap).
 #[test]
 fn find_max_stops_decided_steps_early() {
-    // The two searches at once, each against a lab of its own.
-    let search_on = |extra: Option<&'static str>| {
-        std::thread::spawn(move || {
-            let lab = lab_200();
-            let url = lab.url("/");
-            let mut args = vec![
-                url.as_str(),
-                "--find-max",
-                "p99<100ms",
-                "--step",
-                "3s",
-                "--min-rate",
-                "120",
-            ];
-            args.extend(extra);
-            search_fit(&args, lands(170.0..=230.0))
-        })
-    };
-    let (early, full) = (search_on(None), search_on(Some("--no-early-stop")));
-    let (code, early, _) = early.join().unwrap();
+    // Two brackets are compared, so both searches run alone (the wire lock, not
+    // shared): beside another search, each one's noise moved the other's answer by
+    // a few per cent.
+    let _alone = crate::util_wire::lock();
+    let lab = lab_200();
+    let url = lab.url("/");
+    let args = [
+        url.as_str(),
+        "--find-max",
+        "p99<100ms",
+        "--step",
+        "3s",
+        "--min-rate",
+        "120",
+    ];
+    let (code, early, _) = search_fit_by(search_held, &args, lands(170.0..=230.0));
     assert_eq!(code, 0, "{early}");
-    let (code, full, _) = full.join().unwrap();
+    let mut full_args = args.to_vec();
+    full_args.push("--no-early-stop");
+    let (code, full, _) = search_fit_by(search_held, &full_args, lands(170.0..=230.0));
     assert_eq!(code, 0, "{full}");
     let scored = |s: &Value| s["duration_s"].as_f64().unwrap();
     let mut stopped = 0;

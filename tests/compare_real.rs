@@ -4,7 +4,7 @@
 //! uncapped. The invariant of issue 14: a row whose value moved 2× or more is never
 //! called "no" difference.
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::compare::temp_dir;
+use crate::util::free_port;
 use crate::util_disk::{Capped, LoopDev};
 use crate::util_real::python_server;
 use crate::util_require::{require, require_ok, BLKIO_HINT, LOOP_HINT};
@@ -35,14 +36,6 @@ impl Drop for Proc {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Waits until something accepts on `port` (10 s at most).

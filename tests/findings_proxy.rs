@@ -6,7 +6,8 @@ use std::net::SocketAddr;
 use std::path::Path;
 
 use crate::findings::{assert_quiet, finding, num, text};
-use crate::util_nginx::{free_port, nginx_bin, start, temp_dir, write_conf};
+use crate::util::free_port;
+use crate::util_nginx::{nginx_bin, start, temp_dir, write_conf};
 use crate::util_require::require_tun;
 use crate::util_wire::{lock, start_lab, ChildGuard};
 

@@ -233,3 +233,53 @@ fn a_hundred_thousand_requests_are_refused_while_reading() {
     );
     assert!(m.took < Duration::from_secs(10), "took {:?}", m.took);
 }
+
+/// Item 14: `latscope comapre last last~1` tried to resolve `comapre` as a host;
+/// a bare word with no scheme, dot, port or IP is a usage error naming the nearest
+/// command, at once. `localhost` (and a host with a port) still means diagnose.
+#[test]
+fn a_mistyped_command_is_not_a_host_name() {
+    let m = measure(&["comapre", "last", "last~1"], Duration::from_secs(10));
+    assert_exit(&m, 2, SMALL, "comapre");
+    assert!(
+        m.stderr().contains("did you mean `compare`?"),
+        "{}",
+        m.stderr()
+    );
+    assert!(m.took < Duration::from_secs(5), "{:?}", m.took);
+    let s = ok_server();
+    let m = measure(
+        &[
+            "localhost",
+            "-n",
+            "2",
+            "--no-load",
+            "--no-save",
+            "--json",
+            "--resolve",
+            &format!("localhost:{}:127.0.0.1", s.addr.port()),
+            &format!("localhost:{}", s.addr.port()),
+        ],
+        LIMIT,
+    );
+    // The first word was taken as a target: `localhost` (port 80) — or, with the
+    // second URL, the server: anything but a usage error.
+    assert_ne!(m.code(), Some(2), "{}", m.stderr());
+    assert!(
+        !m.stderr().contains("not a latscope command"),
+        "{}",
+        m.stderr()
+    );
+    let m = measure(
+        &[
+            &format!("localhost:{}", s.addr.port()),
+            "-n",
+            "2",
+            "--no-load",
+            "--no-save",
+            "--json",
+        ],
+        LIMIT,
+    );
+    assert_eq!(m.code(), Some(0), "{}", m.stderr());
+}

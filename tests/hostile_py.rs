@@ -1,7 +1,7 @@
 //! Helpers for the round-two hostile cases (issue 28): a Python server from
 //! tests/data started on loopback (its port read from its first stdout line,
-//! stopped when dropped), and running latscope with its peak memory (VmHWM, from
-//! the kernel's rusage of the child) and a time limit.
+//! stopped when dropped), and running latscope with its peak memory (VmHWM, as
+//! GNU time reports it) and a time limit.
 
 #![allow(dead_code)]
 
@@ -77,56 +77,44 @@ pub fn measure(args: &[&str], limit: Duration) -> Measured {
     measure_cmd(cmd, limit)
 }
 
-/// [`measure`] for any command.
-// The child is reaped by `wait4` (for its peak RSS), which clippy cannot see.
-#[allow(clippy::zombie_processes)]
-pub fn measure_cmd(mut cmd: Command, limit: Duration) -> Measured {
-    use std::io::Read;
+/// [`measure`] for any command, run under GNU time (`/usr/bin/time -f %M`): the
+/// peak is the child's own. (A child's rusage read by this process would include
+/// the test process's memory: it is spawned with vfork, sharing this address space
+/// until it execs, and the kernel keeps that high-water mark.)
+pub fn measure_cmd(cmd: Command, limit: Duration) -> Measured {
+    assert!(
+        Path::new("/usr/bin/time").exists(),
+        "GNU time measures the peak memory (apt-get install time; scripts/test.sh does)"
+    );
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let report = crate::util::scratch().join(format!("peak-{n}.txt"));
+    let mut timed = Command::new("/usr/bin/time");
+    timed
+        .args(["-f", "%M", "-o"])
+        .arg(&report)
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => timed.env(k, v),
+            None => timed.env_remove(k),
+        };
+    }
     let start = Instant::now();
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the command starts");
-    let drain = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = r.read_to_end(&mut buf);
-            buf
-        })
-    };
-    let stdout = drain(Box::new(child.stdout.take().unwrap()));
-    let stderr = drain(Box::new(child.stderr.take().unwrap()));
-    let pid = child.id() as libc::pid_t;
-    let (status, peak_kib) = loop {
-        let mut status = 0;
-        // SAFETY: an all-zero rusage is valid; wait4 fills it.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: pid is our child; status and usage are valid for writes.
-        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
-        if r == pid {
-            break (status, usage.ru_maxrss as u64);
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            let err = stderr.join().unwrap_or_default();
-            panic!(
-                "{cmd:?} did not finish within {limit:?}; stderr: {}",
-                String::from_utf8_lossy(&err)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let (out, _) = crate::util::output_within(timed, limit);
     let took = start.elapsed();
-    use std::os::unix::process::ExitStatusExt;
+    let peak_kib = std::fs::read_to_string(&report)
+        .ok()
+        .and_then(|t| t.lines().last().and_then(|l| l.trim().parse().ok()))
+        .unwrap_or_else(|| {
+            panic!(
+                "no peak from GNU time: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
     Measured {
-        out: Output {
-            status: std::process::ExitStatus::from_raw(status),
-            stdout: stdout.join().unwrap_or_default(),
-            stderr: stderr.join().unwrap_or_default(),
-        },
+        out,
         peak_kib,
         took,
     }

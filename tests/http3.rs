@@ -437,7 +437,7 @@ fn http3_slower_fires_when_the_offered_udp_port_is_closed() {
 fn tls_nginx(bin: &std::path::Path, tag: &str, extra: &str) -> (ChildGuard, u16, String) {
     let dir = crate::util_nginx::temp_dir(tag);
     let crt = crate::util_nginx::openssl_self_signed(&dir, "server");
-    let port = crate::util_nginx::free_port();
+    let port = crate::util::free_port();
     let listen = format!("127.0.0.1:{port}");
     crate::util_nginx::write_conf(&dir, &crate::util_nginx::tls_server(&listen, &crt, extra));
     let nginx = crate::util_nginx::start(bin, &dir, listen.parse().unwrap());

@@ -6,11 +6,10 @@
 //! detours UDP. Quiet on Caddy without the relay: tests/http3.rs.
 
 use std::path::Path;
-use std::process::Command;
 
 use crate::util::diagnose_json;
 use crate::util_caddy::{caddy_bin, start};
-use crate::util_real::start_server;
+use crate::util_real::python_data_server;
 use crate::util_wire::ChildGuard;
 
 /// Each way, per datagram.
@@ -112,7 +111,7 @@ fn nginx_advertising(
         .dir
         .join("data/certificates/local/localhost/localhost.crt");
     let dir = crate::util_nginx::temp_dir(tag);
-    let port = crate::util_nginx::free_port();
+    let port = crate::util::free_port();
     let listen = format!("127.0.0.1:{port}");
     let alt = format!("add_header Alt-Svc 'h3=\":{relay_port}\"; ma=60' always;");
     crate::util_nginx::write_conf(&dir, &crate::util_nginx::tls_server(&listen, &crt, &alt));
@@ -123,10 +122,6 @@ fn nginx_advertising(
 /// Starts the relay to Caddy's UDP `port`, holding each datagram `delay_ms` and
 /// losing first Initials as `lose` says (`K/N`); the guard and the relay's own port.
 fn relay(port: u16, delay_ms: u64, lose: &str) -> (ChildGuard, u16) {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/udp_delay_relay.py");
-    let mut python = Command::new("python3");
-    python
-        .arg(script)
-        .args([&port.to_string(), &delay_ms.to_string(), lose]);
-    start_server(python)
+    let (port, delay_ms) = (port.to_string(), delay_ms.to_string());
+    python_data_server("udp_delay_relay.py", &[&port, &delay_ms, lose])
 }

@@ -287,23 +287,39 @@ fn no_tui_and_dumb_terminals_keep_the_progress_line() {
     let lab = healthy();
     let dir = Dir::new("plain");
     let db = dir.0.join("runs.db");
+    // Both terminals at once, each screen watched by a thread of its own while its
+    // run goes on.
+    let mut terminals = Vec::new();
     for (name, prefix, flag) in [("notui", "", " --no-tui"), ("dumb", "TERM=dumb ", "")] {
         let args = format!("load {} -c 2 -d 3s --threads 1{flag}", lab.url("/"));
         let Some(t) = Tmux::start(name, &format!("{prefix}{}", shell(&db, &args))) else {
             return;
         };
-        let s = t.wait_for("the progress line", Duration::from_secs(30), |s| {
-            s.contains("req/s") || s.contains("EXIT=")
-        });
-        assert!(!s.contains("latency per second"), "{name}:\n{s}");
-        assert!(!t.alternate_on(), "{name}");
-        let end = t.wait_for("the command to end", Duration::from_secs(30), |s| {
-            s.contains("EXIT=")
-        });
-        assert!(
-            end.contains("EXIT=0") && end.contains("Transactions:"),
-            "{end}"
-        );
+        terminals.push((name, t));
+    }
+    let watchers: Vec<_> = terminals
+        .into_iter()
+        .map(|(name, t)| {
+            std::thread::spawn(move || {
+                let s = t.wait_for("the progress line", Duration::from_secs(30), |s| {
+                    s.contains("req/s") || s.contains("EXIT=")
+                });
+                assert!(!s.contains("latency per second"), "{name}:\n{s}");
+                assert!(!t.alternate_on(), "{name}");
+                let end = t.wait_for("the command to end", Duration::from_secs(30), |s| {
+                    s.contains("EXIT=")
+                });
+                assert!(
+                    end.contains("EXIT=0") && end.contains("Transactions:"),
+                    "{end}"
+                );
+            })
+        })
+        .collect();
+    for watcher in watchers {
+        if let Err(panic) = watcher.join() {
+            std::panic::resume_unwind(panic);
+        }
     }
 }
 

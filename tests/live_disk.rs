@@ -125,6 +125,8 @@ fn disk_live_view_sigterm_restores_the_terminal() {
 fn disk_no_tui_dumb_and_pipes_keep_the_progress_line() {
     let store = Dir::tmp("live-plain-db");
     let db = store.0.join("runs.db");
+    // The three terminals at once, each on a directory of its own.
+    let mut terminals = Vec::new();
     for (name, prefix, flag) in [
         ("notui", "", " --no-tui"),
         ("dumb", "TERM=dumb ", ""),
@@ -139,16 +141,29 @@ fn disk_no_tui_dumb_and_pipes_keep_the_progress_line() {
         ) else {
             return;
         };
-        let s = t.wait_for("the progress line", Duration::from_secs(30), |s| {
-            s.contains("IOPS p99") || s.contains("EXIT=")
-        });
-        assert!(s.contains("IOPS p99"), "{name}: the progress line:\n{s}");
-        assert!(!s.contains("I/O latency per second"), "{name}:\n{s}");
-        assert!(!t.alternate_on(), "{name}");
-        let end = t.wait_for("the command to end", Duration::from_secs(30), |s| {
-            s.contains("EXIT=")
-        });
-        assert!(end.contains("EXIT=0"), "{name}:\n{end}");
+        terminals.push((name, dir, t));
+    }
+    let terminals: [_; 3] = terminals.try_into().ok().unwrap();
+    // Each screen watched by a thread of its own, while its run goes on.
+    let watchers = terminals.map(|(name, dir, t)| {
+        std::thread::spawn(move || {
+            let _dir = dir;
+            let s = t.wait_for("the progress line", Duration::from_secs(30), |s| {
+                s.contains("IOPS p99") || s.contains("EXIT=")
+            });
+            assert!(s.contains("IOPS p99"), "{name}: the progress line:\n{s}");
+            assert!(!s.contains("I/O latency per second"), "{name}:\n{s}");
+            assert!(!t.alternate_on(), "{name}");
+            let end = t.wait_for("the command to end", Duration::from_secs(30), |s| {
+                s.contains("EXIT=")
+            });
+            assert!(end.contains("EXIT=0"), "{name}:\n{end}");
+        })
+    });
+    for watcher in watchers {
+        if let Err(panic) = watcher.join() {
+            std::panic::resume_unwind(panic);
+        }
     }
     let dir = Dir::tmp("live-pipe");
     let out = crate::util_disk::disk(&[

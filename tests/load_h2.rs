@@ -7,8 +7,9 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::util::free_port;
 use crate::util::{json_of, run_within};
-use crate::util_nginx::{free_port, nginx_bin, start, temp_dir, write_conf};
+use crate::util_nginx::{nginx_bin, start, temp_dir, write_conf};
 use crate::util_real::python_server;
 use crate::util_require::require;
 use crate::util_wire::ChildGuard;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::util::{run_json_within, run_within};
+use crate::util::{free_port, run_json_within, run_within};
 use crate::util_nginx::*;
 use crate::util_require::require_tun;
 

@@ -243,7 +243,7 @@ fn out_to_a_dead_or_stalled_prometheus_never_slows_the_run() {
         return;
     }
     let lab = healthy();
-    let dead = crate::util_prometheus::free_port();
+    let dead = crate::util::free_port();
     let (stall, port) = python_server(
         "import socket,sys,time\n\
              s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen(64)\n\
@@ -427,7 +427,7 @@ fn watched_server_series_reach_prometheus() {
         return;
     };
     let (_ne, ne_url) =
-        crate::util_netns::node_exporter(None, "127.0.0.1", crate::util_netns::free_port());
+        crate::util_netns::node_exporter(None, "127.0.0.1", crate::util::free_port());
     let lab = healthy();
     let dir = temp_dir("out-watch");
     let db = dir.join("runs.db");

@@ -368,7 +368,7 @@ fn merged_runs_keep_tls_handshakes_and_the_watched_server() {
     let ca = dir.join("ca.pem");
     std::fs::write(&ca, lab.cert_pem().unwrap()).unwrap();
     let (_ne, metrics) =
-        crate::util_netns::node_exporter(None, "127.0.0.1", crate::util_netns::free_port());
+        crate::util_netns::node_exporter(None, "127.0.0.1", crate::util::free_port());
     let url = lab.url("/delay/5ms");
     let files: Vec<String> = (1..=2)
         .map(|i| dir.join(format!("w{i}.json")).to_str().unwrap().to_string())

@@ -162,6 +162,16 @@ pub fn first_line(stdout: impl std::io::Read + Send + 'static, what: &str) -> St
         .to_string()
 }
 
+/// A free TCP port on 127.0.0.1 (bound, then released for the server the test
+/// starts next).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// Parses stdout as JSON, with the output in the panic message if it is not.
 pub fn json_of(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {

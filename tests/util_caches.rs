@@ -7,10 +7,12 @@
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use crate::util::free_port;
 
 /// How long a server may take to start listening.
 const START: Duration = Duration::from_secs(20);
@@ -24,15 +26,6 @@ pub fn temp_dir(name: &str) -> PathBuf {
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o777)).unwrap();
     }
     d
-}
-
-/// A free port on 127.0.0.1 (bound and released: the server binds it next).
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Polls until something accepts on the port, or panics after [`START`] with `log`.

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::util_nginx::free_port;
+use crate::util::free_port;
 use crate::util_require::{require, which};
 use crate::util_wire::ChildGuard;
 

@@ -168,15 +168,6 @@ pub fn node_exporter(ns: Option<&Netns>, ip: &str, port: u16) -> (ChildGuard, St
     (guard, format!("http://{ip}:{port}/metrics"))
 }
 
-/// A free TCP port on 127.0.0.1 (bound and released: good enough for a test).
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// Runs `script` (bash, `$1` = `dir`, then `args`) in a new network + mount namespace
 /// (`unshare --net --mount`, private propagation), within `limit`. The script writes
 /// `SETUP-OK` to stderr once its namespace is set up. None (after printing why

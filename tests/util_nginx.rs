@@ -6,7 +6,7 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -53,15 +53,6 @@ pub fn openssl_self_signed(dir: &Path, name: &str) -> PathBuf {
         String::from_utf8_lossy(&out.stderr)
     );
     crt
-}
-
-/// A free port on 127.0.0.1 (bound, then released for nginx).
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Writes `dir/nginx.conf`: foreground, one worker process, everything under `dir`,

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::util::free_port;
 use crate::util_require::require;
 
 /// How long Prometheus may take to become ready.
@@ -25,15 +26,6 @@ pub struct Prometheus {
 /// A fresh temp dir.
 pub fn temp_dir(name: &str) -> PathBuf {
     crate::util::temp_dir(&format!("prom-{name}"))
-}
-
-/// A free port on 127.0.0.1 (bound and released).
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 impl Prometheus {

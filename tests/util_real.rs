@@ -5,7 +5,7 @@
 
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::util_wire::ChildGuard;
@@ -44,13 +44,14 @@ impl Drop for TempDir {
     }
 }
 
-/// Starts `cmd`, a server that prints its port as its first stdout line (stdin
-/// closed, stderr shown); its guard, which kills it on drop, and the port. Fails the
-/// test when no port comes within 20 s.
+/// Starts `cmd`, a server that prints its port as its first stdout line (stderr
+/// shown; stdin a pipe that closes when the guard drops or the test process dies,
+/// which a script may watch to stop); its guard, which kills it on drop, and the
+/// port. Fails the test when no port comes within 20 s.
 pub fn start_server(mut cmd: Command) -> (ChildGuard, u16) {
     let what = format!("{cmd:?}");
     let mut child = cmd
-        .stdin(Stdio::null())
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -75,5 +76,18 @@ pub fn python_server(script: &str, args: &[&str]) -> (ChildGuard, u16) {
 /// Debian's modules, or python3 inside a network namespace (`Netns::command`).
 pub fn python_server_with(mut python: Command, script: &str, args: &[&str]) -> (ChildGuard, u16) {
     python.arg("-c").arg(script).args(args);
+    start_server(python)
+}
+
+/// `python3 tests/data/SCRIPT ARGS…` as [`start_server`].
+pub fn python_data_server(script: &str, args: &[&str]) -> (ChildGuard, u16) {
+    let mut python = Command::new("python3");
+    python
+        .arg(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/data")
+                .join(script),
+        )
+        .args(args);
     start_server(python)
 }

@@ -100,7 +100,7 @@ fn watch_joins_node_exporter_and_survives_dead_targets() {
         return;
     }
     let dir = TempDir::new("watch");
-    let (_ne, ne_url) = node_exporter(None, "127.0.0.1", util_netns::free_port());
+    let (_ne, ne_url) = node_exporter(None, "127.0.0.1", crate::util::free_port());
     let (_srv, port) = python_server(CPU_SERVER, &["2"]);
     // Accepts connections and never answers: every scrape times out.
     let (_mute, mute) = python_server(
@@ -112,7 +112,7 @@ fn watch_joins_node_exporter_and_survives_dead_targets() {
     let db = db.to_str().unwrap();
     let url = format!("http://127.0.0.1:{port}/?ms=2");
     let mute_url = format!("http://127.0.0.1:{mute}/metrics");
-    let down = format!("http://127.0.0.1:{}/metrics", util_netns::free_port());
+    let down = format!("http://127.0.0.1:{}/metrics", crate::util::free_port());
     let started = Instant::now();
     let doc = load_json(&[
         "load",
@@ -283,7 +283,7 @@ fn diagnose_ramp_watches_and_bad_flags_are_usage_errors() {
         return;
     }
     let dir = TempDir::new("watch-diag");
-    let (_ne, ne_url) = node_exporter(None, "127.0.0.1", util_netns::free_port());
+    let (_ne, ne_url) = node_exporter(None, "127.0.0.1", crate::util::free_port());
     let (_srv, port) = python_server(CPU_SERVER, &["1"]);
     let url = format!("http://127.0.0.1:{port}/?ms=1");
     let db = dir.join("runs.db");
@@ -365,7 +365,7 @@ fn server_cpu_saturated_fires_on_a_cpu_bound_server_only() {
     if !require(NODE_EXPORTER) {
         return;
     }
-    let (_ne, ne_url) = node_exporter(None, "127.0.0.1", util_netns::free_port());
+    let (_ne, ne_url) = node_exporter(None, "127.0.0.1", crate::util::free_port());
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     // One process per connection: every connection's requests burn a core of their
     // own (a process per core could sit idle while its connections' clients read,

@@ -94,6 +94,7 @@ pub(crate) fn progress_printer() -> impl FnMut(&str) {
     let tty = std::io::stderr().is_terminal();
     move |msg: &str| {
         if tty {
+            let msg = crate::redact::for_output(msg);
             eprint!("\r\x1b[2K{msg}");
             if msg.is_empty() {
                 eprint!("\r");

@@ -4,6 +4,13 @@
 //! index comes from `JOB_COMPLETION_INDEX`) and print their run as an export file on
 //! stdout, for `kubectl logs` → `latscope import` → `latscope merge`. Printed as YAML
 //! documents (each one JSON, which is YAML); nothing is sent anywhere.
+//!
+//! Secrets never go into the Job's arguments: a `-H` value whose header is secret
+//! (named as one, or marked `--redact-header`) and a URL with credentials or token
+//! parameters go into a Secret (`NAME-secrets`), each argument replaced by
+//! `$(LATSCOPE_SECRET_N)`, which Kubernetes expands from the container's env
+//! (`env.valueFrom.secretKeyRef`); a scenario file that holds any is carried in a
+//! Secret instead of the ConfigMap. The command says so on stderr.
 
 use std::time::SystemTime;
 
@@ -37,13 +44,27 @@ pub fn run(args: K8sArgs) -> anyhow::Result<u8> {
     match args.command {
         K8sCommand::Job(job) => {
             let docs = job_manifests(&job, SystemTime::now())?;
+            let secrets: Vec<&Value> = docs.iter().filter(|d| d["kind"] == "Secret").collect();
+            for s in secrets {
+                let keys: Vec<String> = s["stringData"]
+                    .as_object()
+                    .map(|m| m.keys().cloned().collect())
+                    .unwrap_or_default();
+                eprintln!(
+                    "latscope: {} secret value(s) ({}) are in Secret {}, which the pods read (env valueFrom secretKeyRef, or a mounted file) — not in the Job's arguments",
+                    keys.len(),
+                    keys.join(", "),
+                    s["metadata"]["name"].as_str().unwrap_or("")
+                );
+            }
             let mut out = String::new();
             for d in docs {
                 out.push_str("---\n");
                 out.push_str(&serde_json::to_string_pretty(&d)?);
                 out.push('\n');
             }
-            super::output::say(&out)?;
+            // The Secret must hold the real values: not redacted for output.
+            super::output::say_verbatim(&out)?;
             Ok(exit::OK)
         }
     }
@@ -130,6 +151,63 @@ pub(crate) fn job_manifests(job: &K8sJobArgs, now: SystemTime) -> anyhow::Result
             pod_args.push(format!("{SCENARIO_DIR}/scenario.toml"));
         }
     }
+    // Secrets out of the arguments, into a Secret the pods read through env.
+    let marked = marked_headers(&job.load);
+    let secret_name = format!("{}-secrets", job.name);
+    let mut secret_data = serde_json::Map::new();
+    let mut secret_env = Vec::new();
+    let mut scenario_secret = false;
+    if let Some((_, text)) = &scenario {
+        scenario_secret = scenario_has_secret(text, &marked);
+        if scenario_secret {
+            secret_data.insert("scenario.toml".into(), json!(text));
+        }
+    }
+    let mut i = 0;
+    while i < pod_args.len() {
+        let a = pod_args[i].clone();
+        // (index of the value, prefix kept in the argument, the value)
+        let value = if (a == "-H" || a == "--header") && i + 1 < pod_args.len() {
+            Some((i + 1, String::new(), pod_args[i + 1].clone()))
+        } else if let Some(v) = a.strip_prefix("--header=") {
+            Some((i, "--header=".to_string(), v.to_string()))
+        } else {
+            a.strip_prefix("-H")
+                .filter(|v| !v.is_empty())
+                .map(|v| (i, "-H".to_string(), v.to_string()))
+        };
+        let secret = match &value {
+            Some((at, prefix, v)) => {
+                let name = v.split(':').next().unwrap_or("");
+                crate::redact::is_secret_header(name, &marked).then(|| {
+                    (
+                        *at,
+                        prefix.clone(),
+                        v.clone(),
+                        format!("header-{}", name.trim().to_ascii_lowercase()),
+                    )
+                })
+            }
+            None if crate::redact::redact_urls(&a) != a => {
+                Some((i, String::new(), a.clone(), "url".to_string()))
+            }
+            None => None,
+        };
+        if let Some((at, prefix, v, key)) = secret {
+            let n = secret_env.len() + 1;
+            let var = format!("LATSCOPE_SECRET_{n}");
+            let key = format!("{key}-{n}");
+            secret_data.insert(key.clone(), json!(v));
+            secret_env.push(json!({
+                "name": var,
+                "valueFrom": {"secretKeyRef": {"name": secret_name, "key": key}},
+            }));
+            pod_args[at] = format!("{prefix}$({var})");
+            i = at + 1;
+        } else {
+            i += 1;
+        }
+    }
     let start_at = humantime::format_rfc3339_seconds(now + job.start_in).to_string();
     pod_args.extend([
         "--shards".into(),
@@ -146,7 +224,22 @@ pub(crate) fn job_manifests(job: &K8sJobArgs, now: SystemTime) -> anyhow::Result
     let mut docs = Vec::new();
     let mut volumes = Vec::new();
     let mut mounts = Vec::new();
-    if let Some((key, text)) = scenario {
+    if !secret_data.is_empty() {
+        docs.push(json!({
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": "Opaque",
+            "metadata": {"name": secret_name, "namespace": job.namespace, "labels": labels},
+            "stringData": secret_data,
+        }));
+    }
+    if scenario_secret {
+        volumes.push(json!({"name": "scenario", "secret": {
+            "secretName": secret_name,
+            "items": [{"key": "scenario.toml", "path": "scenario.toml"}],
+        }}));
+        mounts.push(json!({"name": "scenario", "mountPath": SCENARIO_DIR, "readOnly": true}));
+    } else if let Some((key, text)) = scenario {
         let cm = format!("{}-scenario", job.name);
         docs.push(json!({
             "apiVersion": "v1",
@@ -157,6 +250,11 @@ pub(crate) fn job_manifests(job: &K8sJobArgs, now: SystemTime) -> anyhow::Result
         volumes.push(json!({"name": "scenario", "configMap": {"name": cm}}));
         mounts.push(json!({"name": "scenario", "mountPath": SCENARIO_DIR, "readOnly": true}));
     }
+    let mut env = vec![
+        json!({"name": "LATSCOPE_DB", "value": "/tmp/latscope.db"}),
+        json!({"name": "TERM", "value": "dumb"}),
+    ];
+    env.extend(secret_env);
     let command = vec![
         "/bin/sh".to_string(),
         "-c".to_string(),
@@ -198,10 +296,7 @@ pub(crate) fn job_manifests(job: &K8sJobArgs, now: SystemTime) -> anyhow::Result
                         "image": job.image,
                         "command": command,
                         "args": pod_args,
-                        "env": [
-                            {"name": "LATSCOPE_DB", "value": "/tmp/latscope.db"},
-                            {"name": "TERM", "value": "dumb"},
-                        ],
+                        "env": env,
                         "resources": {
                             "requests": {"cpu": job.cpu, "memory": job.memory},
                             "limits": {"cpu": job.cpu, "memory": job.memory},
@@ -219,4 +314,36 @@ pub(crate) fn job_manifests(job: &K8sJobArgs, now: SystemTime) -> anyhow::Result
         },
     }));
     Ok(docs)
+}
+
+/// The header names marked `--redact-header NAME` (or `=NAME`) among the load's
+/// arguments.
+fn marked_headers(load: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut it = load.iter();
+    while let Some(a) = it.next() {
+        if a == "--redact-header" {
+            out.extend(it.next().cloned());
+        } else if let Some(v) = a.strip_prefix("--redact-header=") {
+            out.push(v.to_string());
+        }
+    }
+    out
+}
+
+/// Whether a scenario file holds a secret: a request header named or marked as
+/// one, or a URL with credentials or token parameters.
+fn scenario_has_secret(text: &str, marked: &[String]) -> bool {
+    if crate::redact::redact_urls(text) != text {
+        return true;
+    }
+    match crate::load::scenario::parse("scenario", text) {
+        Ok(s) => s.requests.iter().any(|r| {
+            r.headers
+                .iter()
+                .any(|(n, _)| crate::redact::is_secret_header(n.as_str(), marked))
+        }),
+        // Checked already by the load plan; when in doubt, keep it secret.
+        Err(_) => true,
+    }
 }

@@ -26,6 +26,13 @@ mod wire;
 
 /// Runs one parsed command line; returns the process exit code.
 pub fn run(cli: Cli) -> anyhow::Result<u8> {
+    let marked = match &cli.command {
+        Command::Diagnose(a) => a.http.redact_headers.clone(),
+        Command::Probe(a) => a.http.redact_headers.clone(),
+        Command::Load(a) => a.http.redact_headers.clone(),
+        _ => Vec::new(),
+    };
+    crate::redact::set_output(cli.show_secrets, marked);
     match cli.command {
         Command::Diagnose(args) => diagnose::run(args),
         Command::Demo(args) => demo::run(args),

@@ -10,11 +10,30 @@ pub(crate) fn print(json: bool, doc: &impl serde::Serialize, text: &str) -> anyh
     let write = || -> std::io::Result<()> {
         let mut out = std::io::stdout().lock();
         if json {
-            serde_json::to_writer_pretty(&mut out, doc).map_err(std::io::Error::from)?;
+            // URL credentials and token parameters are redacted as the store
+            // redacts them, unless --show-secrets (crate::redact).
+            let mut doc = serde_json::to_value(doc).map_err(std::io::Error::from)?;
+            crate::redact::json_for_output(&mut doc);
+            serde_json::to_writer_pretty(&mut out, &doc).map_err(std::io::Error::from)?;
             writeln!(out)?;
         } else {
-            out.write_all(clean(text).as_bytes())?;
+            out.write_all(clean(&crate::redact::for_output(text)).as_bytes())?;
         }
+        out.flush()
+    };
+    match write() {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
+/// Writes `text` to stdout as it is, secrets included: for documents whose
+/// secrets are meant to be there (`k8s job`'s Secret manifest), never for a run's
+/// output.
+pub(crate) fn say_verbatim(text: &str) -> anyhow::Result<()> {
+    let write = || -> std::io::Result<()> {
+        let mut out = std::io::stdout().lock();
+        out.write_all(clean(text).as_bytes())?;
         out.flush()
     };
     match write() {
@@ -34,21 +53,7 @@ pub(crate) fn say(text: &str) -> anyhow::Result<()> {
 /// header, a reason phrase, a run's text) cannot set the title, clear the screen or
 /// rewrite earlier lines. latscope's own stdout text holds no escapes.
 pub(crate) fn clean(text: &str) -> std::borrow::Cow<'_, str> {
-    let bad = |c: char| c.is_control() && c != '\n' && c != '\t';
-    if !text.chars().any(bad) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        if !bad(c) {
-            out.push(c);
-        } else if (c as u32) < 0x100 {
-            out.push_str(&format!("\\x{:02x}", c as u32));
-        } else {
-            out.push_str(&format!("\\u{{{:04x}}}", c as u32));
-        }
-    }
-    std::borrow::Cow::Owned(out)
+    crate::visible::visible(text)
 }
 
 #[cfg(test)]

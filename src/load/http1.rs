@@ -495,6 +495,35 @@ fn head_info(
     )
 }
 
+/// Fuzzing entry point (`fuzz/`, [`crate::fuzzing`]): `data` as a server's bytes
+/// for one response (HEAD when the first byte is odd), offered in pieces as the
+/// engines offer them (bytes not consumed come again with more). Never panics, never
+/// consumes more than offered, and counts no more bytes than it consumed.
+#[doc(hidden)]
+pub fn fuzz_parser(data: &[u8]) {
+    let (first, data) = data.split_first().map_or((0, data), |(f, d)| (*f, d));
+    let mut p = Parser::new(first & 1 == 1);
+    let piece = usize::from(first >> 1) + 1;
+    let mut buf = Vec::new();
+    let mut consumed = 0u64;
+    for chunk in data.chunks(piece) {
+        buf.extend_from_slice(chunk);
+        match p.feed(&buf) {
+            Ok(used) => {
+                assert!(used <= buf.len());
+                consumed += used as u64;
+                buf.drain(..used);
+            }
+            Err(_) => return,
+        }
+        assert_eq!(p.response().bytes, consumed);
+        if p.is_done() {
+            return;
+        }
+    }
+    let _ = p.eof();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

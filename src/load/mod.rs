@@ -44,7 +44,13 @@ use std::sync::Arc;
 
 pub use conn::{fd_exhausted, h2_floods, head_too_large, tls_failure};
 pub use engine::Progress;
+#[doc(hidden)]
+pub use h2::{
+    fuzz_conn as fuzz_h2_conn, fuzz_hpack as fuzz_h2_hpack, fuzz_huffman as fuzz_h2_huffman,
+};
 pub use h2::{MAX_CONTINUATIONS as H2_MAX_CONTINUATIONS, MAX_PENDING_ACKS as H2_MAX_PENDING_ACKS};
+#[doc(hidden)]
+pub use http1::fuzz_parser as fuzz_h1_parser;
 pub use live::LiveSecond;
 pub use plan::{Endpoint, LoadEngine, LoadPlan, Model, PlanError};
 pub use result::LoadResult;

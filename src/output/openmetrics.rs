@@ -138,7 +138,9 @@ fn help(name: &str) -> &'static str {
 
 /// Escapes a label value (backslash, double quote, newline).
 fn escape(v: &str) -> String {
-    v.replace('\\', "\\\\")
+    // An imported run's label may carry escape codes: shown, never passed on.
+    crate::visible::visible(v)
+        .replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
 }

@@ -176,12 +176,14 @@ impl Series {
         extra: &[(String, String)],
         endpoints: Vec<String>,
     ) -> Series {
+        // Label values as any output shows text it did not write (`crate::visible`).
+        let shown = |v: &str| crate::visible::one_line(v).into_owned();
         let mut base = vec![
-            ("run".to_string(), run.to_string()),
-            ("target".to_string(), target.to_string()),
+            ("run".to_string(), shown(run)),
+            ("target".to_string(), shown(target)),
         ];
         if let Some(l) = label.filter(|l| !l.is_empty()) {
-            base.push(("label".into(), l.to_string()));
+            base.push(("label".into(), shown(l)));
         }
         base.extend(extra.iter().cloned());
         Series {

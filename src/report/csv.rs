@@ -15,6 +15,7 @@ p50_ms,p90_ms,p99_ms,max_ms,active,cache_hits,retrans,server_cpu_pct,server_retr
 /// Quotes a text field when it needs it; a leading `=`, `+`, `-` or `@` is
 /// prefixed with `'` so spreadsheets do not run it as a formula.
 fn text(s: &str) -> String {
+    let s = crate::visible::visible(s);
     let s = if s.starts_with(['=', '+', '-', '@']) {
         format!("'{s}")
     } else {

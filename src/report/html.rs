@@ -27,7 +27,10 @@ pub enum ReportError {
 }
 
 /// Escapes text for HTML element content and attribute values.
+/// Control characters (an imported run's label, a server's header) are shown as
+/// `\xNN` first (`crate::visible`).
 pub fn esc(s: &str) -> String {
+    let s = crate::visible::visible(s);
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

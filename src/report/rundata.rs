@@ -240,7 +240,9 @@ pub fn num(v: &Value, path: &[&str]) -> Option<f64> {
 
 /// A run's display name: its label, else its id.
 pub fn run_name(run: &RunRecord) -> String {
-    run.label.clone().unwrap_or_else(|| run.id.clone())
+    let name = run.label.as_deref().unwrap_or(&run.id);
+    // Charts, logs and tables show it: never a control character (`crate::visible`).
+    crate::visible::one_line(name).into_owned()
 }
 
 /// Where a merged run came from ("3 of 3 shards from 2 hosts: a, b"), from its

@@ -183,17 +183,7 @@ impl<'de> Visitor<'de> for RunVisitor {
                 _ => {
                     match key.as_str() {
                         "id" => id = Some(map.next_value::<String>()?),
-                        "kind" => {
-                            let k: String = map.next_value()?;
-                            if !KINDS.contains(&k.as_str()) {
-                                return Err(de::Error::custom(format!(
-                                    "run.kind '{}' is not one of {}",
-                                    k.escape_default(),
-                                    KINDS.join(", ")
-                                )));
-                            }
-                            kind = Some(k);
-                        }
+                        "kind" => kind = Some(map.next_value::<Kind>()?.0),
                         "label" => label = map.next_value::<Option<String>>()?,
                         "target" => target = Some(map.next_value::<String>()?),
                         "started_at_ms" => started_at_ms = Some(map.next_value::<i64>()?),
@@ -252,6 +242,24 @@ impl<'de> Visitor<'de> for RunVisitor {
             text: text.unwrap_or_default(),
             histograms: histograms.unwrap_or_default(),
         })
+    }
+}
+
+/// A run's kind, one of [`KINDS`] (refused as the value is read, so the error's
+/// path is `run.kind`).
+struct Kind(String);
+
+impl<'de> Deserialize<'de> for Kind {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Kind, D::Error> {
+        let k = String::deserialize(d)?;
+        if !KINDS.contains(&k.as_str()) {
+            return Err(de::Error::custom(format!(
+                "'{}' is not one of {}",
+                k.escape_default(),
+                KINDS.join(", ")
+            )));
+        }
+        Ok(Kind(k))
     }
 }
 

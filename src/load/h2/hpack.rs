@@ -169,6 +169,11 @@ impl Decoder {
         }
     }
 
+    /// The dynamic table's size in octets now (§4.1), for the fuzzing invariant.
+    pub fn table_size_now(&self) -> usize {
+        self.size
+    }
+
     /// The dynamic table's size in octets (§4.1).
     #[cfg(test)]
     pub fn table_size(&self) -> usize {

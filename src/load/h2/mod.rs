@@ -153,3 +153,83 @@ impl Request {
 
 #[cfg(test)]
 mod tests;
+
+/// Fuzzing entry point (`fuzz/`, [`crate::fuzzing`]): a connection with three
+/// streams open fed `data` as the server's bytes, in pieces whose sizes come from
+/// the data, with the output drained now and then. Never panics; every stream ends
+/// once the connection closes; what waits unwritten stays bounded.
+#[doc(hidden)]
+pub fn fuzz_conn(data: &[u8]) {
+    let target = Target::parse("http://127.0.0.1:8080/").expect("a valid URL");
+    let endpoint = Endpoint {
+        name: "x".into(),
+        method: http::Method::POST,
+        path_and_query: "/a".into(),
+        headers: Vec::new(),
+        body: Bytes::from_static(b"request body"),
+        weight: 1,
+    };
+    let req = Request::new(&target, &endpoint).expect("encodes");
+    let mut c = conn::Conn::new(true);
+    let entries: Vec<usize> = (0..3).map(|_| c.start(&req)).collect();
+    let (split, data) = data.split_first().map_or((7, data), |(s, d)| (*s, d));
+    let piece = usize::from(split % 64) + 1;
+    let mut buf = Vec::new();
+    for (n, chunk) in data.chunks(piece).enumerate() {
+        buf.extend_from_slice(chunk);
+        let used = c.recv(&buf);
+        assert!(used <= buf.len());
+        buf.drain(..used);
+        if split & 0x80 != 0 && n % 4 == 0 {
+            c.flushed();
+        }
+        for &i in &entries {
+            c.send_body(i, req.body());
+        }
+        // Answers wait unwritten at most MAX_PENDING_ACKS (17 octets each), with
+        // the requests' frames, one RST_STREAM per stream and a GOAWAY.
+        assert!(c.out.len() < 64 * 1024, "{} octets queued", c.out.len());
+    }
+    c.closed(None);
+    for i in entries {
+        assert!(c.take(i).is_some(), "a stream left open");
+    }
+}
+
+/// Fuzzing entry point: `data` as HPACK header blocks (split where the data says)
+/// through one decoder; the table never passes its size.
+#[doc(hidden)]
+pub fn fuzz_hpack(data: &[u8]) {
+    struct Count(usize);
+    impl hpack::Sink for Count {
+        fn wants(&self, name: &[u8]) -> bool {
+            name.first() == Some(&b':')
+        }
+        fn field(&mut self, _: &[u8], _: &[u8], _: usize) {
+            self.0 += 1;
+        }
+    }
+    let mut d = hpack::Decoder::new(256);
+    for block in data.split(|&b| b == 0xfe) {
+        let _ = d.decode(block, &mut Count(0));
+        assert!(d.table_size_now() <= 256);
+    }
+}
+
+/// Fuzzing entry point: `data` as a Huffman string; what it decodes to is no
+/// longer than 8/5 of it (the shortest code is 5 bits), and decoding without an
+/// output counts the same length.
+#[doc(hidden)]
+pub fn fuzz_huffman(data: &[u8]) {
+    let mut out = Vec::new();
+    let with = huffman::decode(data, Some(&mut out));
+    let without = huffman::decode(data, None);
+    match (with, without) {
+        (Ok(n), Ok(m)) => {
+            assert_eq!((n, m), (out.len(), out.len()));
+            assert!(out.len() <= data.len() * 8 / 5);
+        }
+        (Err(_), Err(_)) => {}
+        (a, b) => panic!("decoding with and without output disagree: {a:?} {b:?}"),
+    }
+}

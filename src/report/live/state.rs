@@ -53,12 +53,17 @@ impl Setup {
     pub fn from_plan(command: &str, plan: &LoadPlan) -> Setup {
         let model = crate::report::load::model_text(plan);
         Setup {
-            title: format!("latscope {command} {}", plan.target.url),
+            title: crate::redact::for_output(&format!("latscope {command} {}", plan.target.url))
+                .into_owned(),
             model,
             length: plan.run_length(),
             count: plan.count,
             threads: plan.threads.max(1),
-            endpoints: plan.endpoints.iter().map(|e| e.name.clone()).collect(),
+            endpoints: plan
+                .endpoints
+                .iter()
+                .map(|e| crate::redact::for_output(&e.name).into_owned())
+                .collect(),
             target: match plan.model {
                 Model::Closed => Target::Vus(plan.ramp()),
                 Model::Open { .. } => Target::Rate(plan.ramp()),
@@ -74,7 +79,7 @@ impl Setup {
     pub fn ramp(url: &str, max: u32, step: Duration, steps: usize) -> Setup {
         let whole = step.as_secs_f64().ceil().max(1.0) as u64;
         Setup {
-            title: format!("latscope diagnose {url}"),
+            title: crate::redact::for_output(&format!("latscope diagnose {url}")).into_owned(),
             model: format!(
                 "load ramp: closed model, 1 → {max} connections, {} a step",
                 humantime::format_duration(step)
@@ -82,7 +87,7 @@ impl Setup {
             length: Some(Duration::from_secs(whole * steps as u64)),
             count: None,
             threads: crate::load::plan::default_threads(),
-            endpoints: vec![url.to_string()],
+            endpoints: vec![crate::redact::for_output(url).into_owned()],
             target: Target::Vus(Ramp::constant(max as f64, None)),
             step_s: Some(whole as u32),
         }
