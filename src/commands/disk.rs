@@ -241,25 +241,9 @@ pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
             secret_headers: Vec::new(),
         },
     );
-    super::output::print(output.json, &VerdictFirst(&doc), &body)?;
+    // The verdict first (DESIGN.md, fourth wave), the rest in their usual order.
+    super::output::print_first(output.json, doc, "verdict", &body)?;
     Ok(saved.exit_code(0))
-}
-
-/// A disk document printed with `verdict` as its first field (DESIGN.md, fourth
-/// wave), the rest in their usual order.
-struct VerdictFirst<'a>(&'a serde_json::Value);
-
-impl serde::Serialize for VerdictFirst<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self.0.as_object() {
-            Some(map) => s.collect_map(
-                map.get_key_value("verdict")
-                    .into_iter()
-                    .chain(map.iter().filter(|(k, _)| *k != "verdict")),
-            ),
-            None => self.0.serialize(s),
-        }
-    }
 }
 
 /// Runs the database suite (no workload flags): its workloads and the commit test,
@@ -313,6 +297,6 @@ fn run_suite(
             secret_headers: Vec::new(),
         },
     );
-    super::output::print(output.json, &VerdictFirst(&doc), &text)?;
+    super::output::print_first(output.json, doc, "verdict", &text)?;
     Ok(saved.exit_code(0))
 }

@@ -347,6 +347,9 @@ pub struct CommitFacts {
     pub over_1s: u64,
     /// Commits in each full second.
     pub per_second: Vec<u64>,
+    /// Percent of the commits' time some task on the machine waited for a CPU (PSI);
+    /// `None` where the kernel does not say.
+    pub cpu_pressure_pct: Option<f64>,
 }
 
 /// One direction (reads or writes) of a disk run, ms.

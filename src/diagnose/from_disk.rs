@@ -108,6 +108,7 @@ fn commit_facts(c: &CommitResult) -> CommitFacts {
         over_100ms: over(h, 100_000_000),
         over_1s: over(h, 1_000_000_000),
         per_second: c.per_second.clone(),
+        cpu_pressure_pct: c.cpu_pressure_pct,
     }
 }
 

@@ -25,6 +25,7 @@ use hdrhistogram::Histogram;
 
 use crate::disk::buf::AlignedBuf;
 use crate::disk::options::DiskError;
+use crate::disk::pressure::CpuPressure;
 use crate::stats::histogram::{new_histogram, HIGHEST_NS, LOWEST_NS};
 
 /// A WAL block: PostgreSQL's XLOG_BLCKSZ and InnoDB's log write unit order.
@@ -101,6 +102,9 @@ pub struct CommitResult {
     pub steady_elapsed: Duration,
     /// Steady commits completed in each second, in order (a last, cut second left out).
     pub per_second: Vec<u64>,
+    /// Percent of the steady commits' time in which some task on the machine waited
+    /// for a CPU ([`crate::disk::pressure`]); `None` without PSI.
+    pub cpu_pressure_pct: Option<f64>,
     /// Ctrl-C ended it early.
     pub interrupted: bool,
 }
@@ -218,6 +222,7 @@ pub fn run(opts: &CommitOptions, stop: &AtomicBool) -> Result<CommitResult, Disk
     // Commits into the segment, wrapping at its end as a recycled segment would.
     let mut steady = CommitHists::new();
     let mut per_second = Vec::new();
+    let pressure = CpuPressure::start();
     let t0 = Instant::now();
     let end = t0 + opts.commit_for;
     let blocks = (written / WAL_BLOCK).max(1);
@@ -243,6 +248,7 @@ pub fn run(opts: &CommitOptions, stop: &AtomicBool) -> Result<CommitResult, Disk
         }
         this_second += 1;
     }
+    let cpu_pressure_pct = pressure.percent();
     let steady_elapsed = last.min(end).saturating_duration_since(t0);
     // The last second counts when it ran (nearly) whole.
     if steady_elapsed.as_secs_f64() >= (second + 1) as f64 - 0.01 {
@@ -256,6 +262,7 @@ pub fn run(opts: &CommitOptions, stop: &AtomicBool) -> Result<CommitResult, Disk
         steady,
         steady_elapsed,
         per_second,
+        cpu_pressure_pct,
         interrupted: stopped(),
     })
 }

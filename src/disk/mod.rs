@@ -14,6 +14,7 @@
 pub mod commit;
 pub mod file;
 pub mod options;
+pub mod pressure;
 pub mod result;
 pub mod suite;
 mod suite_json;

@@ -131,6 +131,7 @@ fn commit_json(c: &CommitResult) -> Value {
         "ms": r1(c.segment_estimate().as_secs_f64() * 1e3),
         "extrapolated": !c.segment_complete(),
     });
+    doc["cpu_pressure_pct"] = json!(c.cpu_pressure_pct.map(r1));
     doc["interrupted"] = json!(c.interrupted);
     doc
 }
