@@ -253,7 +253,7 @@ fn suite(d: &DiskFacts, stalls: Fit, v: &mut DiskVerdict) {
         v.commits_per_s = Some(per_s);
         v.commit_p50_ms = Some(c.p50_ms);
         v.commit_p99_ms = Some(c.p99_ms);
-        // A slow tail beside a fast median while the CPUs were busy is not held
+        // A tail measured while latscope itself was starved of CPU is not held
         // against the volume (the slow-fsync info says how to tell).
         let busy = commit_tail_is_machines(d);
         let p99_fit = match busy {
@@ -264,7 +264,8 @@ fn suite(d: &DiskFacts, stalls: Fit, v: &mut DiskVerdict) {
             .filter(|_| c.p99_ms > COMMIT_P99_MS)
             .map(|pct| {
                 format!(
-                    " (p99 not held against the volume: the CPUs were busy {pct:.0} % of                      the time)"
+                    " (p99 not held against the volume: latscope waited for a CPU {pct:.0} % \
+                     of the time)"
                 )
             })
             .unwrap_or_default();

@@ -120,21 +120,26 @@ fn one_workload_verdict() {
     );
 }
 
-/// A RAM-backed volume on a CPU-starved machine (PSI "some" 85 %): commits 0.05 ms
-/// p50 and 13.4 ms p99. The tail is not held against the volume, and the reason says
-/// why; on a quiet machine the same p99 makes it "limited".
+/// A RAM-backed volume on a CPU-starved machine (latscope waited for a CPU through
+/// the whole commit test, so the starved commits were kept): commits 4.0 ms p50 and
+/// 16 ms p99. The tail is not held against the volume, and the reason says why; with
+/// enough unstarved time the same p99 makes it "limited".
 #[test]
-fn a_busy_machines_commit_tail_is_not_the_volumes() {
-    let mut d = facts((0.045, 13.4, 54.0), 0.044, (7.8, 56_892.0), 2652.0);
-    d.commit.as_mut().unwrap().cpu_pressure_pct = Some(85.0);
+fn a_starved_machines_commit_tail_is_not_the_volumes() {
+    let mut d = facts((4.0, 16.0, 137.0), 0.039, (7.9, 41_011.0), 2816.0);
+    {
+        let c = d.commit.as_mut().unwrap();
+        c.starved_kept = true;
+        c.cpu_wait_pct = Some(49.0);
+    }
     let v = verdict(&d, &[]);
     assert_eq!(v.fit, Fit::Yes, "{:?}", v.because);
     assert!(
-        v.because[0].contains("p99 not held against the volume: the CPUs were busy 85 %"),
+        v.because[0].contains("p99 not held against the volume: latscope waited for a CPU 49 %"),
         "{:?}",
         v.because
     );
-    d.commit.as_mut().unwrap().cpu_pressure_pct = Some(4.0);
+    d.commit.as_mut().unwrap().starved_kept = false;
     let v = verdict(&d, &[]);
     assert_eq!(v.profiles[0].fit, Fit::Limited, "{:?}", v.because);
     assert!(!v.because[0].contains("not held"), "{:?}", v.because);

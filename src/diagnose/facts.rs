@@ -347,9 +347,15 @@ pub struct CommitFacts {
     pub over_1s: u64,
     /// Commits in each full second.
     pub per_second: Vec<u64>,
-    /// Percent of the commits' time some task on the machine waited for a CPU (PSI);
-    /// `None` where the kernel does not say.
+    /// Percent of the commits' time some task on the machine waited for a CPU (PSI),
+    /// and latscope's own thread did (schedstat); `None` where the kernel does not say.
     pub cpu_pressure_pct: Option<f64>,
+    pub cpu_wait_pct: Option<f64>,
+    /// Seconds of commits set apart because latscope waited for a CPU, and whether
+    /// they had to be kept (too little time without): then the tail is the machine's
+    /// as much as the volume's.
+    pub starved_s: f64,
+    pub starved_kept: bool,
 }
 
 /// One direction (reads or writes) of a disk run, ms.

@@ -109,6 +109,9 @@ fn commit_facts(c: &CommitResult) -> CommitFacts {
         over_1s: over(h, 1_000_000_000),
         per_second: c.per_second.clone(),
         cpu_pressure_pct: c.cpu_pressure_pct,
+        cpu_wait_pct: c.cpu_wait_pct,
+        starved_s: c.starved_elapsed.as_secs_f64(),
+        starved_kept: c.starved_kept,
     }
 }
 

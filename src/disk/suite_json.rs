@@ -131,6 +131,12 @@ fn commit_json(c: &CommitResult) -> Value {
         "ms": r1(c.segment_estimate().as_secs_f64() * 1e3),
         "extrapolated": !c.segment_complete(),
     });
+    doc["starved"] = json!({
+        "commits": c.starved.count(),
+        "seconds": r2(c.starved_elapsed.as_secs_f64()),
+        "kept": c.starved_kept,
+    });
+    doc["cpu_wait_pct"] = json!(c.cpu_wait_pct.map(r1));
     doc["cpu_pressure_pct"] = json!(c.cpu_pressure_pct.map(r1));
     doc["interrupted"] = json!(c.interrupted);
     doc

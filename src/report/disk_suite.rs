@@ -155,6 +155,18 @@ pub fn render_suite(r: &SuiteResult, v: &DiskVerdict, found: &[Finding]) -> Stri
                 )
             }
         ));
+        if c.starved.count() > 0 {
+            out.push_str(&format!(
+                "  {} commits in {:.1} s while latscope itself waited for a CPU{}\n",
+                c.starved.count(),
+                c.starved_elapsed.as_secs_f64(),
+                if c.starved_kept {
+                    " — kept (too little time without): the commit tail may be the machine's"
+                } else {
+                    ": left out of the commit row"
+                }
+            ));
+        }
     }
     out.push_str(
         "  percentiles only where the I/Os support them (p99 from 100, p99.9 from 1,000)\n",
