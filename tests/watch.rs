@@ -326,7 +326,7 @@ fn diagnose_ramp_watches_and_bad_flags_are_usage_errors() {
                 "-d",
                 "1s",
                 "--watch",
-                "https://127.0.0.1:9/metrics",
+                "ftp://127.0.0.1:9/metrics",
             ],
             "--watch",
         ),

@@ -109,7 +109,8 @@ impl DiagnoseRun {
                 "{t}: diagnose needs an http:// or https:// URL (probe tcp:// instead)"
             )));
         }
-        let out = OutConfig::from_args(&args.out)?;
+        let out = OutConfig::from_args(&args.out, client.tls())?;
+        let watch = out::watch(&args.watch, client.tls())?;
         let output = OutputConfig::from(&args.output);
         let config = DiagnoseConfig {
             out: (!out.is_empty()).then(|| OutRun {
@@ -130,7 +131,7 @@ impl DiagnoseRun {
                 step: args.step,
             },
             live: false,
-            watch: out::watch(&args.watch)?,
+            watch,
         };
         Ok(DiagnoseRun {
             urls: args.urls.clone(),

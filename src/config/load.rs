@@ -69,8 +69,8 @@ impl LoadConfig {
             Some(s) => Some(load::shard::start_at(s, SystemTime::now()).map_err(UsageError::new)?),
             None => None,
         };
-        let out = OutConfig::from_args(&args.out)?;
-        let watch = out::watch(&args.watch)?;
+        let out = OutConfig::from_args(&args.out, plan.client.tls())?;
+        let watch = out::watch(&args.watch, plan.client.tls())?;
         Ok(LoadConfig {
             plan,
             search: None,

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use crate::cli::{OutArgs, OutputArgs, WatchArgs};
 use crate::error::UsageError;
+use crate::net::tls::TlsOptions;
 use crate::output::{self, sender, series, Live, RunLabels};
 use crate::watch::WatchSpec;
 
@@ -45,12 +46,19 @@ pub struct OutConfig {
     pub prometheus: Vec<sender::Endpoint>,
     /// `--out-label` pairs, in the order given.
     pub labels: Vec<(String, String)>,
+    /// How https endpoints' certificates are checked (the command's `--cacert`,
+    /// `-k`).
+    pub tls: TlsOptions,
 }
 
 impl OutConfig {
-    /// Checks the flags; the error names the flag and what is wrong.
-    pub fn from_args(args: &OutArgs) -> Result<OutConfig, UsageError> {
-        let mut plan = OutConfig::default();
+    /// Checks the flags (`tls`: the command's `--cacert` and `-k`); the error names
+    /// the flag and what is wrong.
+    pub fn from_args(args: &OutArgs, tls: TlsOptions) -> Result<OutConfig, UsageError> {
+        let mut plan = OutConfig {
+            tls,
+            ..OutConfig::default()
+        };
         let usage = |m: String| UsageError::new(m);
         for o in &args.out {
             let (kind, url) = o.split_once('=').ok_or_else(|| {
@@ -92,7 +100,7 @@ impl OutConfig {
 
     /// Starts the outputs of one run (see [`Live`]).
     pub fn start(&self, labels: &RunLabels) -> Live {
-        Live::start(&self.prometheus, &self.labels, labels)
+        Live::start(&self.prometheus, &self.labels, labels, &self.tls)
     }
 }
 
@@ -118,9 +126,11 @@ impl OutRun {
     }
 }
 
-/// The checked `--watch` and `--watch-metric` flags (None without `--watch`).
-pub fn watch(args: &WatchArgs) -> Result<Option<WatchSpec>, UsageError> {
-    WatchSpec::from_flags(&args.watch, &args.watch_metric).map_err(UsageError::new)
+/// The checked `--watch` and `--watch-metric` flags (None without `--watch`);
+/// https endpoints are checked as `tls` (the command's `--cacert`, `-k`) says.
+pub fn watch(args: &WatchArgs, tls: TlsOptions) -> Result<Option<WatchSpec>, UsageError> {
+    let spec = WatchSpec::from_flags(&args.watch, &args.watch_metric).map_err(UsageError::new)?;
+    Ok(spec.map(|s| WatchSpec { tls, ..s }))
 }
 
 #[cfg(test)]
@@ -134,10 +144,13 @@ mod tests {
             out: out.iter().map(|s| s.to_string()).collect(),
             out_labels: labels.iter().map(|s| s.to_string()).collect(),
         };
-        let p = OutConfig::from_args(&args(
-            &["prometheus=http://127.0.0.1:9090/api/v1/write"],
-            &["env=ci", "team=a=b"],
-        ))
+        let p = OutConfig::from_args(
+            &args(
+                &["prometheus=http://127.0.0.1:9090/api/v1/write"],
+                &["env=ci", "team=a=b"],
+            ),
+            TlsOptions::default(),
+        )
         .unwrap();
         assert_eq!(p.prometheus.len(), 1);
         assert_eq!(p.labels[1], ("team".to_string(), "a=b".to_string()));
@@ -150,7 +163,7 @@ mod tests {
             (&["prometheus=http://x/"][..], &["a=1", "a=2"][..], "twice"),
             (&[][..], &["a=1"][..], "give --out too"),
         ] {
-            let e = OutConfig::from_args(&args(out, labels))
+            let e = OutConfig::from_args(&args(out, labels), TlsOptions::default())
                 .unwrap_err()
                 .to_string();
             assert!(e.contains(want), "{out:?} {labels:?}: {e}");

@@ -15,6 +15,7 @@ use super::conn::Stream;
 use super::plan::Endpoint;
 use super::retrans::RetransWatch;
 use super::spare::{self, give_back, take_buf};
+use crate::net::request::Framing;
 use crate::net::Target;
 
 /// Largest response head accepted.
@@ -24,44 +25,25 @@ const MAX_HEAD: usize = crate::net::http::MAX_RESPONSE_HEAD;
 const BUF: usize = spare::BUF;
 /// What a buffer grows to once a body is bigger than it (fewer reads per body).
 const BULK: usize = 64 * 1024;
-/// Encodes a request once: request line, Host, the endpoint's headers, a
-/// Content-Length when there is a body, `Connection: close` without keep-alive.
+/// Encodes a request once: request line, Host, the fields of its one
+/// [`RequestHead`](crate::net::RequestHead) (defaults, the endpoint's headers, a
+/// Content-Length when there is a body), `Connection: close` without keep-alive.
 pub fn encode(target: &Target, e: &Endpoint, keepalive: bool) -> Bytes {
+    let head = e.head(target);
     let mut out = Vec::with_capacity(128 + e.body.len());
-    out.extend_from_slice(e.method.as_str().as_bytes());
+    out.extend_from_slice(head.method.as_str().as_bytes());
     out.push(b' ');
-    out.extend_from_slice(e.path_and_query.as_bytes());
-    out.extend_from_slice(b" HTTP/1.1\r\n");
-    let has = |n: &str| {
-        e.headers
-            .iter()
-            .any(|(h, _)| h.as_str().eq_ignore_ascii_case(n))
-    };
-    if !has("host") {
-        out.extend_from_slice(b"Host: ");
-        out.extend_from_slice(target.authority().as_bytes());
-        out.extend_from_slice(b"\r\n");
-    }
-    // The same defaults as every other command (`-H` overrides each).
-    for (name, value) in crate::net::DEFAULT_HEADERS {
-        if !has(name) {
-            out.extend_from_slice(name.as_bytes());
-            out.extend_from_slice(b": ");
-            out.extend_from_slice(value.as_bytes());
-            out.extend_from_slice(b"\r\n");
-        }
-    }
-    for (n, v) in &e.headers {
+    out.extend_from_slice(head.path.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
+    out.extend_from_slice(head.authority.as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for (n, v) in head.fields(Framing::H1) {
         out.extend_from_slice(n.as_str().as_bytes());
         out.extend_from_slice(b": ");
         out.extend_from_slice(v.as_bytes());
         out.extend_from_slice(b"\r\n");
     }
-    let body_method = !matches!(e.method.as_str(), "GET" | "HEAD" | "DELETE" | "OPTIONS");
-    if (!e.body.is_empty() || body_method) && !has("content-length") {
-        out.extend_from_slice(format!("Content-Length: {}\r\n", e.body.len()).as_bytes());
-    }
-    if !keepalive && !has("connection") {
+    if !keepalive && !head.has("connection") {
         out.extend_from_slice(b"Connection: close\r\n");
     }
     out.extend_from_slice(b"\r\n");
@@ -547,7 +529,7 @@ mod tests {
             "{s}"
         );
         assert!(
-            s.contains("accept: a/b\r\n") && s.contains("Content-Length: 2\r\n"),
+            s.contains("accept: a/b\r\n") && s.contains("content-length: 2\r\n"),
             "{s}"
         );
         assert!(s.ends_with("Connection: close\r\n\r\nhi"), "{s}");

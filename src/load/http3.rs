@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use bytes::{Buf, Bytes};
-use http::header::{HeaderValue, CONNECTION, HOST};
+
 use http::{Method, Request, Uri};
 use tokio::sync::Notify;
 
@@ -24,6 +24,7 @@ use super::plan::{Endpoint, LoadPlan};
 use super::recorder::{ErrorKind, Outcome};
 use super::LoadError;
 use crate::net::quic::{end_request, H3Conn, QuicClient, Sender};
+use crate::net::request::Framing;
 use crate::net::tls::TlsOptions;
 use crate::net::ResolveOverride;
 use crate::net::{NetError, Target};
@@ -50,36 +51,24 @@ pub struct H3Request {
 }
 
 impl H3Request {
-    /// Prepares endpoint `e` of `target`.
-    fn new(target: &Target, e: &Endpoint) -> Result<H3Request, String> {
-        let uri: Uri = format!("https://{}{}", target.authority(), e.path_and_query)
-            .parse()
-            .map_err(|err| format!("{}: {err}", e.path_and_query))?;
-        let mut headers = http::HeaderMap::new();
-        for (n, v) in &e.headers {
-            // Connection-specific fields are malformed in HTTP/3 (RFC 9114, 4.2);
-            // the authority goes in :authority.
-            if n == HOST || n == CONNECTION {
-                continue;
-            }
-            headers.append(n.clone(), v.clone());
-        }
-        for (name, value) in crate::net::DEFAULT_HEADERS {
-            let name = http::header::HeaderName::from_static(name);
-            if !headers.contains_key(&name) {
-                headers.insert(name, HeaderValue::from_static(value));
-            }
-        }
+    /// Prepares endpoint `e` of `target`: its one
+    /// [`RequestHead`](crate::net::RequestHead), multiplexed.
+    pub(crate) fn new(target: &Target, e: &Endpoint) -> Result<H3Request, String> {
+        let (parts, ()) = e
+            .head(target)
+            .to_request(Framing::Multiplexed, ())
+            .map_err(|err| format!("{}: {err}", e.path_and_query))?
+            .into_parts();
         Ok(H3Request {
-            method: e.method.clone(),
-            uri,
-            headers,
+            method: parts.method,
+            uri: parts.uri,
+            headers: parts.headers,
             body: e.body.clone(),
             head: e.method == Method::HEAD,
         })
     }
 
-    fn build(&self) -> Request<()> {
+    pub(crate) fn build(&self) -> Request<()> {
         let mut r = Request::new(());
         *r.method_mut() = self.method.clone();
         *r.uri_mut() = self.uri.clone();

@@ -16,7 +16,7 @@ use super::scenario::{Order, ScenarioError};
 use super::shard::Shard;
 use super::stages::{Ramp, Stage};
 use super::threshold::Threshold;
-use crate::net::{ClientOptions, HttpVersionPref, RequestSpec};
+use crate::net::{ClientOptions, HttpVersionPref, RequestHead, RequestSpec};
 use crate::net::{Scheme, Target};
 
 /// Default connections (wrk's and ab-with-concurrency's habit).
@@ -35,6 +35,20 @@ pub struct Endpoint {
     pub body: Bytes,
     /// For [`Order::Weighted`].
     pub weight: u32,
+}
+
+impl Endpoint {
+    /// The head every protocol sends for this endpoint of `target` (encoded once per
+    /// run by each engine).
+    pub fn head(&self, target: &Target) -> RequestHead {
+        RequestHead::new(
+            target,
+            &self.method,
+            &self.path_and_query,
+            &self.headers,
+            self.body.len(),
+        )
+    }
 }
 
 /// Closed or open workload model.

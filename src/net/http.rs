@@ -5,13 +5,13 @@ use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::header::{HeaderValue, CONNECTION, HOST};
+use http::header::CONNECTION;
 use http::{Request, Version};
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 
-use crate::net::RequestSpec;
+use super::request::{Framing, RequestHead, RequestSpec};
 
 use super::conn::{Connected, Stream, TlsInfo};
 use super::error::NetError;
@@ -305,41 +305,23 @@ impl Drop for HttpConn {
     }
 }
 
-fn build_request(
+/// The request hyper sends: the one [`RequestHead`] of `spec`, framed for HTTP/2 or
+/// HTTP/1.1.
+pub(crate) fn build_request(
     target: &Target,
     spec: &RequestSpec,
     h2: bool,
 ) -> Result<Request<Full<Bytes>>, NetError> {
-    let uri = if h2 {
-        target.url.clone()
+    let framing = if h2 {
+        Framing::Multiplexed
     } else {
-        target.path_and_query.clone()
+        Framing::H1
     };
-    let mut builder = Request::builder().method(spec.method.clone()).uri(uri);
+    let mut req = RequestHead::of(target, spec)
+        .to_request(framing, Full::new(spec.body.clone()))
+        .map_err(NetError::Protocol)?;
     if h2 {
-        builder = builder.version(Version::HTTP_2);
-    }
-    let mut req = builder
-        .body(Full::new(spec.body.clone()))
-        .map_err(|e| NetError::Protocol(format!("cannot build the request: {e}")))?;
-    let headers = req.headers_mut();
-    if !h2 {
-        let host = HeaderValue::from_str(&target.authority())
-            .map_err(|e| NetError::Protocol(format!("bad Host header: {e}")))?;
-        headers.insert(HOST, host);
-    }
-    for (name, value) in crate::net::DEFAULT_HEADERS {
-        headers.insert(
-            http::header::HeaderName::from_static(name),
-            HeaderValue::from_static(value),
-        );
-    }
-    for (name, value) in &spec.headers {
-        headers.insert(name.clone(), value.clone());
-    }
-    if h2 {
-        headers.remove(HOST);
-        headers.remove(CONNECTION);
+        *req.version_mut() = Version::HTTP_2;
     }
     Ok(req)
 }

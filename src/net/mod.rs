@@ -3,6 +3,7 @@
 //! Nothing here prints.
 
 pub mod alt_svc;
+pub mod client;
 pub mod conn;
 pub mod dns;
 pub mod error;
@@ -21,5 +22,5 @@ pub mod verify;
 pub use dns::ResolveOverride;
 pub use error::NetError;
 pub use options::{ClientOptions, HttpVersionPref};
-pub use request::{RequestSpec, DEFAULT_HEADERS};
+pub use request::{RequestHead, RequestSpec, DEFAULT_HEADERS};
 pub use target::{Scheme, Target};

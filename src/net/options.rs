@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::dns::ResolveOverride;
+use super::tls::TlsOptions;
 
 /// Which HTTP version to speak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -29,6 +30,18 @@ pub struct ClientOptions {
     pub version: HttpVersionPref,
     /// HTTP/3 over QUIC (`--http3`; `version` then stays `Auto`): see `net::quic`.
     pub http3: bool,
+}
+
+impl ClientOptions {
+    /// How certificates are checked (`-k`, `--cacert`), for latscope's own side
+    /// channels to the same user's servers (`--watch`, `--out`); ALPN left to them.
+    pub fn tls(&self) -> TlsOptions {
+        TlsOptions {
+            insecure: self.insecure,
+            cacert: self.cacert.clone(),
+            alpn: Vec::new(),
+        }
+    }
 }
 
 impl Default for ClientOptions {

@@ -21,7 +21,7 @@ pub const ALPN_H2: &[u8] = b"h2";
 pub const ALPN_HTTP11: &[u8] = b"http/1.1";
 
 /// How a TLS client should behave.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TlsOptions {
     /// Accept any certificate (`-k`).
     pub insecure: bool,

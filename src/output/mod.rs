@@ -104,11 +104,13 @@ pub struct Live {
 
 impl Live {
     /// Starts one sender per remote-write endpoint; every series carries `labels`
-    /// and the `extra` (`--out-label`) pairs.
+    /// and the `extra` (`--out-label`) pairs; https certificates are checked as
+    /// `tls` says.
     pub fn start(
         prometheus: &[sender::Endpoint],
         extra: &[(String, String)],
         labels: &RunLabels,
+        tls: &crate::net::tls::TlsOptions,
     ) -> Live {
         let series = series::Series::new(
             &labels.run,
@@ -123,7 +125,7 @@ impl Live {
                 .map(|e| {
                     (
                         e.shown.clone(),
-                        sender::Sender::start(e.clone(), series.clone()),
+                        sender::Sender::start(e.clone(), series.clone(), tls),
                     )
                 })
                 .collect(),

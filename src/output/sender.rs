@@ -2,16 +2,22 @@
 //! bounded queue. The run's thread only queues (a full queue drops the write and
 //! counts it failed); each write gets [`WRITE_TIMEOUT`] in all; at the end the queue
 //! gets a short grace to drain and whatever is left is counted failed, so a
-//! Prometheus that is down or stalls never holds the run or its exit. Plain
-//! HTTP/1.1 POST over std sockets (https through rustls); nothing here prints.
+//! Prometheus that is down or stalls never holds the run or its exit. An HTTP/1.1
+//! POST by latscope's one side-channel client (`net::client`: hyper over
+//! `net::tls`, certificates checked against the web roots and `--cacert` unless
+//! `-k`); nothing here prints.
 
-use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+use http::Method;
+
 use super::series::{Sample, Series, Snapshot};
+use crate::net::client::Client;
+use crate::net::tls::TlsOptions;
+use crate::net::RequestSpec;
 
 /// The most a write may take: connect, send and the answer.
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -24,11 +30,8 @@ pub const DRAIN: Duration = Duration::from_millis(2500);
 /// Where remote writes go, parsed from `--out prometheus=URL`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Endpoint {
-    pub https: bool,
-    pub host: String,
-    pub port: u16,
-    /// Path and query.
-    pub path: String,
+    /// Scheme, host, port, path and query, as sent.
+    pub target: crate::net::Target,
     /// The URL as shown (no credentials).
     pub shown: String,
 }
@@ -43,50 +46,24 @@ impl Endpoint {
             ));
         }
         let u = url::Url::parse(url).map_err(|e| format!("'{url}' is not a URL: {e}"))?;
-        let https = match u.scheme() {
-            "http" => false,
-            "https" => true,
-            s => return Err(format!("'{url}': scheme '{s}' (use http:// or https://)")),
-        };
+        if !matches!(u.scheme(), "http" | "https") {
+            let s = u.scheme();
+            return Err(format!("'{url}': scheme '{s}' (use http:// or https://)"));
+        }
         if !u.username().is_empty() || u.password().is_some() {
             return Err(format!(
                 "'{}': credentials in the URL are not supported (they would be stored with the run)",
                 crate::redact::redact_urls(url)
             ));
         }
-        let host = u
-            .host_str()
-            .filter(|h| !h.is_empty())
-            .ok_or_else(|| format!("'{url}' has no host"))?
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_string();
-        let port = u.port_or_known_default().unwrap_or(80);
-        let mut path = u.path().to_string();
-        if let Some(q) = u.query() {
-            path = format!("{path}?{q}");
+        if u.host_str().is_none_or(str::is_empty) {
+            return Err(format!("'{url}' has no host"));
         }
+        let target = crate::net::Target::parse(u.as_str()).map_err(|e| e.to_string())?;
         Ok(Endpoint {
-            https,
-            host,
-            port,
-            path,
+            target,
             shown: crate::redact::redact_urls(u.as_str()),
         })
-    }
-
-    fn host_header(&self) -> String {
-        let host = if self.host.contains(':') {
-            format!("[{}]", self.host)
-        } else {
-            self.host.clone()
-        };
-        let default = if self.https { 443 } else { 80 };
-        if self.port == default {
-            host
-        } else {
-            format!("{host}:{}", self.port)
-        }
     }
 }
 
@@ -118,36 +95,36 @@ pub struct Sender {
 }
 
 impl Sender {
-    /// Starts the sender thread for `endpoint`, labelling with `series`.
-    pub fn start(endpoint: Endpoint, series: Series) -> Sender {
+    /// Starts the sender thread for `endpoint`, labelling with `series`; https
+    /// certificates are checked as `tls` says.
+    pub fn start(endpoint: Endpoint, series: Series, tls: &TlsOptions) -> Sender {
         let (tx, rx) = mpsc::sync_channel::<Job>(QUEUE);
         let (done_tx, done) = mpsc::channel();
         let tally = Arc::new(Mutex::new(Tally::default()));
         let deadline = Arc::new(Mutex::new(None::<Instant>));
-        let (t, d) = (tally.clone(), deadline.clone());
+        let (t, d, tls) = (tally.clone(), deadline.clone(), tls.clone());
         let spawned = std::thread::Builder::new()
             .name("latscope-out".into())
             .spawn(move || {
-                let tls = endpoint.https.then(tls_config);
+                let client = Client::new(&tls).map_err(|e| e.to_string());
                 for job in rx {
                     let late = d
                         .lock()
                         .map(|d| d.is_some_and(|d| Instant::now() > d))
                         .unwrap_or(false);
-                    let result = if late {
-                        None
-                    } else {
-                        let samples: Vec<Sample> = job
-                            .snapshots
-                            .iter()
-                            .flat_map(|s| series.samples(s))
-                            .collect();
-                        Some(post(
-                            &endpoint,
-                            tls.as_ref(),
-                            &super::remote_write::body(&samples),
-                        ))
-                    };
+                    let result =
+                        if late {
+                            None
+                        } else {
+                            let samples: Vec<Sample> = job
+                                .snapshots
+                                .iter()
+                                .flat_map(|s| series.samples(s))
+                                .collect();
+                            Some(client.as_ref().map_err(Clone::clone).and_then(|c| {
+                                post(c, &endpoint, super::remote_write::body(&samples))
+                            }))
+                        };
                     if let Ok(mut t) = t.lock() {
                         match result {
                             Some(Ok(())) => t.ok += 1,
@@ -211,167 +188,66 @@ impl Sender {
     }
 }
 
-fn tls_config() -> Arc<rustls::ClientConfig> {
-    let opts = crate::net::tls::TlsOptions {
-        insecure: false,
-        cacert: None,
-        alpn: vec![b"http/1.1".to_vec()],
-    };
-    crate::net::tls::client_config(&opts).unwrap_or_else(|_| {
-        Arc::new(
-            rustls::ClientConfig::builder_with_provider(crate::net::tls::provider())
-                .with_safe_default_protocol_versions()
-                .expect("default protocol versions")
-                .with_root_certificates(rustls::RootCertStore::empty())
-                .with_no_client_auth(),
-        )
-    })
-}
+/// The most of an error answer's body kept for the reason (Prometheus says why).
+const ANSWER_LIMIT: usize = 4096;
 
 /// One remote write: POST `body`, success on 2xx; the error says what happened.
-pub fn post(
-    endpoint: &Endpoint,
-    tls: Option<&Arc<rustls::ClientConfig>>,
-    body: &[u8],
-) -> Result<(), String> {
-    let start = Instant::now();
-    let left = || {
-        WRITE_TIMEOUT
-            .checked_sub(start.elapsed())
-            .filter(|d| !d.is_zero())
-            .ok_or_else(|| format!("timed out after {} s", WRITE_TIMEOUT.as_secs()))
-    };
-    let addrs: Vec<_> = (endpoint.host.as_str(), endpoint.port)
-        .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve {}: {e}", endpoint.host))?
-        .collect();
-    let mut last = format!("{} has no address", endpoint.host);
-    let mut stream = None;
-    for a in addrs {
-        match TcpStream::connect_timeout(&a, left()?) {
-            Ok(s) => {
-                stream = Some(s);
-                break;
-            }
-            Err(e) => last = format!("connect {a}: {e}"),
-        }
-    }
-    let stream = stream.ok_or(last)?;
-    let _ = stream.set_nodelay(true);
-    let head = format!(
-        "POST {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: latscope/{}\r\nContent-Type: application/x-protobuf\r\nContent-Encoding: snappy\r\nX-Prometheus-Remote-Write-Version: 0.1.0\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        endpoint.path,
-        endpoint.host_header(),
-        env!("CARGO_PKG_VERSION"),
-        body.len()
+pub fn post(client: &Client, endpoint: &Endpoint, body: Vec<u8>) -> Result<(), String> {
+    let spec = RequestSpec::with_fields(
+        Method::POST,
+        &[
+            ("content-type", "application/x-protobuf"),
+            ("content-encoding", "snappy"),
+            ("x-prometheus-remote-write-version", "0.1.0"),
+            ("accept-encoding", "identity"),
+            ("connection", "close"),
+        ],
+        Bytes::from(body),
     );
-    let io = |e: std::io::Error| match e.kind() {
-        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
-            format!("timed out after {} s", WRITE_TIMEOUT.as_secs())
-        }
-        _ => e.to_string(),
-    };
-    stream.set_write_timeout(Some(left()?)).map_err(io)?;
-    stream.set_read_timeout(Some(left()?)).map_err(io)?;
-    let mut conn: Box<dyn ReadWrite> = match tls {
-        None => Box::new(stream),
-        Some(config) => {
-            let name = rustls_pki_types::ServerName::try_from(endpoint.host.clone())
-                .map_err(|e| format!("{}: {e}", endpoint.host))?;
-            let c =
-                rustls::ClientConnection::new(config.clone(), name).map_err(|e| e.to_string())?;
-            Box::new(rustls::StreamOwned::new(c, stream))
-        }
-    };
-    conn.write_all(head.as_bytes()).map_err(io)?;
-    conn.write_all(body).map_err(io)?;
-    conn.flush().map_err(io)?;
-    // The status line and, on an error, the start of the body (Prometheus says why).
-    let mut answer = Vec::new();
-    let mut buf = [0u8; 2048];
-    loop {
-        left()?;
-        match conn.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => answer.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) if answer.is_empty() => return Err(io(e)),
-            Err(_) => break,
-        }
-        if answer.len() >= 4096 || complete(&answer) {
-            break;
-        }
-    }
-    let text = String::from_utf8_lossy(&answer);
-    let status: u16 = text
-        .strip_prefix("HTTP/1.")
-        .and_then(|r| r.get(2..5))
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| {
-            if answer.is_empty() {
-                "the connection closed without an answer".to_string()
-            } else {
-                "the answer is not HTTP".to_string()
-            }
-        })?;
-    if (200..300).contains(&status) {
+    let answer = client
+        .send(&endpoint.target, &spec, ANSWER_LIMIT, WRITE_TIMEOUT)
+        .map_err(|e| e.to_string())?;
+    if (200..300).contains(&answer.status) {
         return Ok(());
     }
+    let text = String::from_utf8_lossy(&answer.body);
     let why = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.trim())
-        .unwrap_or("")
+        .trim()
         .lines()
         .next()
         .unwrap_or("")
         .chars()
         .take(200)
         .collect::<String>();
-    Err(format!("HTTP {status} {why}").trim_end().to_string())
+    Err(format!("HTTP {} {why}", answer.status)
+        .trim_end()
+        .to_string())
 }
-
-/// A whole answer arrived: its head, and a body as long as Content-Length says.
-fn complete(answer: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(answer);
-    let Some((head, body)) = text.split_once("\r\n\r\n") else {
-        return false;
-    };
-    let len = head
-        .lines()
-        .find_map(|l| {
-            let (n, v) = l.split_once(':')?;
-            n.trim()
-                .eq_ignore_ascii_case("content-length")
-                .then(|| v.trim().parse::<usize>().ok())?
-        })
-        .unwrap_or(0);
-    body.len() >= len
-}
-
-trait ReadWrite: Read + Write {}
-impl<T: Read + Write> ReadWrite for T {}
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::{Read, Write};
 
     /// URLs: http and https with their default ports, a path with a query kept,
     /// IPv6 literals unbracketed for connecting and bracketed in Host, credentials
     /// and other schemes refused.
     #[test]
     fn endpoints_parse() {
-        let e = Endpoint::parse("http://127.0.0.1:9090/api/v1/write").unwrap();
+        let e = Endpoint::parse("http://127.0.0.1:9090/api/v1/write")
+            .unwrap()
+            .target;
         assert_eq!(
-            (e.host.as_str(), e.port, e.path.as_str(), e.https),
-            ("127.0.0.1", 9090, "/api/v1/write", false)
+            (e.host.as_str(), e.port, e.path_and_query.as_str(), e.scheme),
+            ("127.0.0.1", 9090, "/api/v1/write", crate::net::Scheme::Http)
         );
-        assert_eq!(e.host_header(), "127.0.0.1:9090");
-        let e = Endpoint::parse("https://[::1]/w?tenant=a").unwrap();
+        assert_eq!(e.authority(), "127.0.0.1:9090");
+        let e = Endpoint::parse("https://[::1]/w?tenant=a").unwrap().target;
         assert_eq!(
-            (e.host.as_str(), e.port, e.path.as_str()),
+            (e.host.as_str(), e.port, e.path_and_query.as_str()),
             ("::1", 443, "/w?tenant=a")
         );
-        assert_eq!(e.host_header(), "[::1]");
+        assert_eq!(e.authority(), "[::1]");
         assert!(Endpoint::parse("ftp://x/").is_err());
         assert!(Endpoint::parse("http://u:p@x/")
             .unwrap_err()
@@ -390,7 +266,7 @@ mod tests {
             .port();
         let e = Endpoint::parse(&format!("http://127.0.0.1:{port}/api/v1/write")).unwrap();
         let series = Series::new("r", None, "h:1", &[], vec![]);
-        let mut s = Sender::start(e, series);
+        let mut s = Sender::start(e, series, &TlsOptions::default());
         let snap = Snapshot {
             ts_ms: 1000,
             requests_total: 1,
@@ -437,7 +313,8 @@ mod tests {
                 String::from_utf8_lossy(&got).to_string()
             });
             let e = Endpoint::parse(&format!("http://127.0.0.1:{port}/api/v1/write")).unwrap();
-            assert_eq!(post(&e, None, b"x"), want);
+            let client = Client::new(&TlsOptions::default()).unwrap();
+            assert_eq!(post(&client, &e, b"x".to_vec()), want);
             let head = server.join().unwrap();
             assert!(head.starts_with("POST /api/v1/write HTTP/1.1\r\n"));
             assert!(head.contains("Content-Encoding: snappy\r\n"));

@@ -7,7 +7,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::{DiagnoseRun, ProbeRun, Summary};
-use crate::store::redact_json;
+use crate::redact::redact_json;
 
 /// Redacts `x` through its JSON form.
 pub fn value<T: Serialize + DeserializeOwned>(x: &mut T, extra: &[String]) {
@@ -57,8 +57,8 @@ pub fn summary(s: &mut Summary, extra: &[String]) {
                     .filter_map(|e| match e {
                         super::ProbeEntry::Measured(d) => Some(&mut **d),
                         super::ProbeEntry::Failed { url, error } => {
-                            *url = crate::store::redact_urls(url);
-                            *error = crate::store::redact_urls(error);
+                            *url = crate::redact::redact_urls(url);
+                            *error = crate::redact::redact_urls(error);
                             None
                         }
                     })
@@ -77,15 +77,15 @@ pub fn summary(s: &mut Summary, extra: &[String]) {
                         each(f, extra);
                     }
                     if let Some(w) = &mut s.wire_skipped {
-                        *w = crate::store::redact_urls(w);
+                        *w = crate::redact::redact_urls(w);
                     }
                     s.results
                         .iter_mut()
                         .filter_map(|e| match e {
                             super::DiagnoseEntry::Diagnosed(d) => Some(&mut **d),
                             super::DiagnoseEntry::Failed { url, error } => {
-                                *url = crate::store::redact_urls(url);
-                                *error = crate::store::redact_urls(error);
+                                *url = crate::redact::redact_urls(url);
+                                *error = crate::redact::redact_urls(error);
                                 None
                             }
                         })

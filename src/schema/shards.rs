@@ -15,7 +15,7 @@ use super::plan::PlanDoc;
 use crate::load::result::{EndpointResult, LoadResult, SecondResult};
 use crate::load::seconds::v2;
 use crate::stats::histogram::new_histogram;
-use crate::store::{v2 as store_v2, StoredHistogram};
+use crate::stats::{v2 as store_v2, StoredHistogram};
 
 /// Where a merged run came from: `{runs, shards, of, hosts}`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

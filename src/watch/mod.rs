@@ -24,6 +24,8 @@ use serde::{Deserialize, Serialize};
 pub use join::server_seconds;
 pub use scrape::Reading;
 
+use crate::net::client::Client;
+
 /// How long one scrape may take (connect, request and the whole response): a
 /// slower one is a gap, so the next second's scrape starts on time.
 pub const SCRAPE_TIMEOUT: Duration = Duration::from_millis(800);
@@ -104,14 +106,12 @@ impl std::fmt::Display for Selector {
 pub struct Target {
     /// `http://host:port/path` as shown and stored (no query: it may carry a token).
     pub shown: String,
-    pub host: String,
-    pub port: u16,
-    /// Path and query, as sent.
-    pub path: String,
+    /// Where the scrapes go (path and query as sent).
+    pub url: crate::net::Target,
 }
 
 impl Target {
-    /// Parses a `--watch` URL: http only, no credentials in it.
+    /// Parses a `--watch` URL: http or https, no credentials in it.
     pub fn parse(s: &str) -> Result<Target, String> {
         if crate::net::target::has_control(s) {
             return Err(format!(
@@ -119,10 +119,9 @@ impl Target {
             ));
         }
         let u = url::Url::parse(s).map_err(|e| format!("--watch {s:?}: not a URL ({e})"))?;
-        if u.scheme() != "http" {
+        if !matches!(u.scheme(), "http" | "https") {
             return Err(format!(
-                "--watch {s:?}: only http:// endpoints can be scraped (node_exporter's \
-                 default), not {}://",
+                "--watch {s:?}: only http:// and https:// endpoints can be scraped, not {}://",
                 u.scheme()
             ));
         }
@@ -133,24 +132,16 @@ impl Target {
                     .to_string(),
             );
         }
-        let host = u
-            .host_str()
-            .ok_or_else(|| format!("--watch {s:?}: the URL has no host"))?
-            .trim_matches(|c| c == '[' || c == ']')
-            .to_string();
-        let port = u.port_or_known_default().unwrap_or(80);
-        let mut path = u.path().to_string();
-        if let Some(q) = u.query() {
-            path = format!("{path}?{q}");
+        if u.host_str().is_none_or(str::is_empty) {
+            return Err(format!("--watch {s:?}: the URL has no host"));
         }
+        let url = crate::net::Target::parse(u.as_str()).map_err(|e| format!("--watch {e}"))?;
         let mut shown = u.clone();
         shown.set_query(None);
         shown.set_fragment(None);
         Ok(Target {
             shown: shown.to_string(),
-            host,
-            port,
-            path,
+            url,
         })
     }
 }
@@ -160,6 +151,9 @@ impl Target {
 pub struct WatchSpec {
     pub targets: Vec<Target>,
     pub metrics: Vec<Selector>,
+    /// How https endpoints' certificates are checked (the command's `--cacert`,
+    /// `-k`).
+    pub tls: crate::net::tls::TlsOptions,
 }
 
 impl WatchSpec {
@@ -183,6 +177,7 @@ impl WatchSpec {
                 .iter()
                 .map(|m| Selector::parse(m))
                 .collect::<Result<_, _>>()?,
+            tls: Default::default(),
         }))
     }
 }
@@ -290,17 +285,19 @@ impl Watcher {
         for target in &spec.targets {
             let (tx, rx) = mpsc::channel();
             let log = Arc::new(Mutex::new(TargetLog::default()));
-            let (t, m, l, d, p) = (
+            let (t, m, l, d, p, tls) = (
                 target.clone(),
                 spec.metrics.clone(),
                 log.clone(),
                 done_tx.clone(),
                 phase.clone(),
+                spec.tls.clone(),
             );
             let spawned = std::thread::Builder::new()
                 .name("latscope-watch".into())
                 .spawn(move || {
-                    scrape_loop(&t, &m, &rx, &l, &p);
+                    let client = Client::new(&tls).map_err(|e| e.to_string());
+                    scrape_loop(&client, &t, &m, &rx, &l, &p);
                     let _ = d.send(());
                 });
             if let Ok(h) = spawned {
@@ -379,6 +376,7 @@ impl Watcher {
 /// Scrapes `target` at once, then on each whole second after the start (after the
 /// run's start once [`Watcher::align`] set it), until told to stop (then once more).
 fn scrape_loop(
+    client: &Result<Client, String>,
     target: &Target,
     metrics: &[Selector],
     stop: &mpsc::Receiver<()>,
@@ -387,7 +385,10 @@ fn scrape_loop(
 ) {
     let start = Instant::now();
     let record = |log: &Mutex<TargetLog>| {
-        let (at, result) = scrape::scrape(target, metrics);
+        let (at, result) = match client {
+            Ok(c) => scrape::scrape(c, target, metrics),
+            Err(e) => (SystemTime::now(), Err(e.clone())),
+        };
         if let Ok(mut l) = log.lock() {
             match result {
                 Ok(r) => l.scrapes.push(Scrape {
@@ -474,11 +475,13 @@ mod tests {
         }
         let t = Target::parse("http://127.0.0.1:9100/metrics?token=s3cret").unwrap();
         assert_eq!(t.shown, "http://127.0.0.1:9100/metrics");
-        assert_eq!(t.path, "/metrics?token=s3cret");
-        assert_eq!(t.port, 9100);
-        assert!(Target::parse("https://h/metrics")
+        assert_eq!(t.url.path_and_query, "/metrics?token=s3cret");
+        assert_eq!(t.url.port, 9100);
+        let t = Target::parse("https://h/metrics").unwrap();
+        assert_eq!((t.url.port, t.shown.as_str()), (443, "https://h/metrics"));
+        assert!(Target::parse("ftp://h/metrics")
             .unwrap_err()
-            .contains("only http://"));
+            .contains("only http:// and https://"));
         assert!(Target::parse("http://u:p@h/metrics")
             .unwrap_err()
             .contains("credentials"));

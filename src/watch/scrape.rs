@@ -1,11 +1,15 @@
-//! One scrape: an HTTP/1.0 GET on a plain socket within [`SCRAPE_TIMEOUT`] (HTTP/1.0,
-//! so the server closes the connection at the end of the body and never chunks it),
-//! and the few numbers latscope keeps of the exposition (the rest is dropped at
-//! once, so a long run holds a few hundred bytes per scrape).
+//! One scrape: a GET by latscope's one side-channel client (`net::client`: hyper
+//! over `net::tls`, so http:// and https:// with `--cacert`/`-k`) within
+//! [`SCRAPE_TIMEOUT`], and the few numbers latscope keeps of the exposition (the
+//! rest is dropped at once, so a long run holds a few hundred bytes per scrape).
 
-use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Instant, SystemTime};
+
+use bytes::Bytes;
+use http::Method;
+
+use crate::net::client::Client;
+use crate::net::RequestSpec;
 
 use super::text::{self, Exposition};
 use super::{Selector, Target, MAX_RESPONSE, SCRAPE_TIMEOUT};
@@ -79,109 +83,44 @@ fn selected(e: &Exposition<'_>, m: &Selector) -> Option<(f64, bool)> {
 
 /// Scrapes `target` once: when (the middle of the request, wall clock) and what it
 /// read, or why not.
-pub fn scrape(target: &Target, metrics: &[Selector]) -> (SystemTime, Result<Reading, String>) {
+pub fn scrape(
+    client: &Client,
+    target: &Target,
+    metrics: &[Selector],
+) -> (SystemTime, Result<Reading, String>) {
     let (wall, start) = (SystemTime::now(), Instant::now());
-    let body = fetch(target, start + SCRAPE_TIMEOUT);
+    let body = fetch(client, target);
     let at = wall + start.elapsed() / 2;
     (at, body.map(|b| Reading::from_text(&b, metrics)))
 }
 
-/// GETs the target's path, all of it before `deadline`.
-fn fetch(t: &Target, deadline: Instant) -> Result<String, String> {
-    let left = |what: &str| {
-        let d = deadline.saturating_duration_since(Instant::now());
-        if d.is_zero() {
-            Err(format!("timed out ({what})"))
-        } else {
-            Ok(d)
-        }
-    };
-    let addr = (t.host.as_str(), t.port)
-        .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve {}: {e}", t.host))?
-        .next()
-        .ok_or_else(|| format!("{} has no address", t.host))?;
-    let mut s = TcpStream::connect_timeout(&addr, left("connect")?).map_err(|e| e.to_string())?;
-    let _ = s.set_nodelay(true);
-    s.set_write_timeout(Some(left("send")?))
-        .map_err(|e| e.to_string())?;
-    let host = if t.host.contains(':') {
-        format!("[{}]:{}", t.host, t.port)
-    } else {
-        format!("{}:{}", t.host, t.port)
-    };
-    let req = format!(
-        "GET {} HTTP/1.0\r\nHost: {host}\r\nUser-Agent: latscope/{}\r\n\
-         Accept: text/plain;version=0.0.4;q=1,*/*;q=0.1\r\nAccept-Encoding: identity\r\n\r\n",
-        t.path,
-        env!("CARGO_PKG_VERSION")
+/// GETs the target's path, all of it within [`SCRAPE_TIMEOUT`]: the body of a 200.
+fn fetch(client: &Client, t: &Target) -> Result<String, String> {
+    let spec = RequestSpec::with_fields(
+        Method::GET,
+        &[
+            ("accept", "text/plain;version=0.0.4;q=1,*/*;q=0.1"),
+            ("accept-encoding", "identity"),
+            ("connection", "close"),
+        ],
+        Bytes::new(),
     );
-    s.write_all(req.as_bytes()).map_err(|e| e.to_string())?;
-    let mut buf = Vec::with_capacity(64 << 10);
-    let mut chunk = [0u8; 16 << 10];
-    loop {
-        s.set_read_timeout(Some(left("reading the response")?))
-            .map_err(|e| e.to_string())?;
-        match s.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                return Err("timed out (reading the response)".into())
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e.to_string()),
-        }
-        if buf.len() > MAX_RESPONSE {
-            return Err(format!("response over {} MB", MAX_RESPONSE >> 20));
-        }
+    let answer = client
+        .send(&t.url, &spec, MAX_RESPONSE, SCRAPE_TIMEOUT)
+        .map_err(|e| e.to_string())?;
+    if answer.truncated {
+        return Err(format!("response over {} MB", MAX_RESPONSE >> 20));
     }
-    body_of(&buf)
-}
-
-/// The body of a complete HTTP response, when its status is 200.
-fn body_of(buf: &[u8]) -> Result<String, String> {
-    let split = buf
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or("the response has no complete head")?;
-    let head = String::from_utf8_lossy(&buf[..split]);
-    let status = head.split_whitespace().nth(1).unwrap_or("");
-    if status != "200" {
-        let line = head.lines().next().unwrap_or("").trim();
-        return Err(format!("answered {line:?}"));
+    if answer.status != 200 {
+        let reason = http::StatusCode::from_u16(answer.status)
+            .ok()
+            .and_then(|s| s.canonical_reason())
+            .unwrap_or("");
+        return Err(format!("answered {} {reason}", answer.status)
+            .trim_end()
+            .to_string());
     }
-    let chunked = head.lines().any(|l| {
-        l.split_once(':').is_some_and(|(k, v)| {
-            k.trim().eq_ignore_ascii_case("transfer-encoding")
-                && v.to_ascii_lowercase().contains("chunked")
-        })
-    });
-    let body = &buf[split + 4..];
-    if chunked {
-        return dechunk(body).ok_or_else(|| "a broken chunked body".to_string());
-    }
-    Ok(String::from_utf8_lossy(body).into_owned())
-}
-
-/// Decodes a chunked body (a server that chunks even an HTTP/1.0 answer).
-fn dechunk(mut b: &[u8]) -> Option<String> {
-    let mut out = Vec::new();
-    loop {
-        let eol = b.windows(2).position(|w| w == b"\r\n")?;
-        let size_text = std::str::from_utf8(&b[..eol]).ok()?;
-        let size = usize::from_str_radix(size_text.split(';').next()?.trim(), 16).ok()?;
-        b = &b[eol + 2..];
-        if size == 0 {
-            return Some(String::from_utf8_lossy(&out).into_owned());
-        }
-        out.extend_from_slice(b.get(..size)?);
-        b = b.get(size + 2..)?;
-    }
+    Ok(String::from_utf8_lossy(&answer.body).into_owned())
 }
 
 #[cfg(test)]
@@ -231,21 +170,49 @@ mod tests {
         );
     }
 
-    /// A 200 body (plain or chunked) is read; another status is an error that says it.
+    /// A server that answers each connection with `answer` once; its port.
+    fn answering(answer: &'static str) -> u16 {
+        use std::io::{Read, Write};
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            let (mut c, _) = l.accept().unwrap();
+            let mut got = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = c.read(&mut buf).unwrap();
+                if n == 0 {
+                    return;
+                }
+                got.extend_from_slice(&buf[..n]);
+            }
+            c.write_all(answer.as_bytes()).unwrap();
+        });
+        port
+    }
+
+    /// A 200 body (plain or chunked) is read; another status is an error that says
+    /// it; a response cut short is an error.
     #[test]
     fn bodies_and_statuses() {
+        let client = Client::new(&Default::default()).unwrap();
+        let get = |answer: &'static str| {
+            let t =
+                Target::parse(&format!("http://127.0.0.1:{}/metrics", answering(answer))).unwrap();
+            fetch(&client, &t)
+        };
         assert_eq!(
-            body_of(b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nup 1\n").unwrap(),
+            get("HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nup 1\n").unwrap(),
             "up 1\n"
         );
         assert_eq!(
-            body_of(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nup 1\r\n1\r\n\n\r\n0\r\n\r\n")
+            get("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nup 1\r\n1\r\n\n\r\n0\r\n\r\n")
                 .unwrap(),
             "up 1\n"
         );
-        assert!(body_of(b"HTTP/1.0 503 Service Unavailable\r\n\r\n")
+        assert!(get("HTTP/1.0 503 Service Unavailable\r\n\r\n")
             .unwrap_err()
             .contains("503"));
-        assert!(body_of(b"HTTP/1.0 200 OK\r\n").is_err());
+        assert!(get("HTTP/1.0 200 OK\r\n").is_err());
     }
 }

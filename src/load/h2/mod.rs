@@ -21,16 +21,8 @@ pub use link::{handshake, Exchange, H2Slot, Slot};
 use bytes::Bytes;
 
 use super::plan::Endpoint;
+use crate::net::request::Framing;
 use crate::net::Target;
-
-/// Headers that HTTP/2 forbids (RFC 9113 §8.2.2): not sent.
-const CONNECTION_SPECIFIC: [&str; 5] = [
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "transfer-encoding",
-    "upgrade",
-];
 
 /// One endpoint's request, encoded once: HEADERS (and CONTINUATION) frames whose
 /// stream ids are patched per request, and the body sent as DATA.
@@ -45,52 +37,21 @@ pub struct Request {
 }
 
 impl Request {
-    /// Encodes endpoint `e` of `target`: pseudo-headers, the endpoint's headers and
-    /// the defaults every command sends (`-H` overrides each), `content-length`
-    /// with a body; a `Host` header becomes `:authority`.
+    /// Encodes endpoint `e` of `target`: the pseudo-headers and fields of its one
+    /// [`RequestHead`](crate::net::RequestHead) (`:authority` from a `Host` header when
+    /// given, the defaults, `content-length` with a body, no connection-specific field).
     pub fn new(target: &Target, e: &Endpoint) -> Result<Request, String> {
-        let scheme = if target.scheme == crate::net::Scheme::Https {
-            "https"
-        } else {
-            "http"
-        };
-        if !e.path_and_query.starts_with('/') && e.path_and_query != "*" {
-            return Err(format!("{}: not a path", e.path_and_query));
+        let head = e.head(target);
+        if !head.path.starts_with('/') && head.path != "*" {
+            return Err(format!("{}: not a path", head.path));
         }
-        let has = |n: &str| e.headers.iter().any(|(h, _)| h.as_str() == n);
-        let authority = e
-            .headers
-            .iter()
-            .find(|(h, _)| h.as_str() == "host")
-            .map(|(_, v)| v.as_bytes().to_vec())
-            .unwrap_or_else(|| target.authority().into_bytes());
         let mut block = Vec::with_capacity(128);
-        hpack::put_field(&mut block, ":method", e.method.as_str().as_bytes());
-        hpack::put_field(&mut block, ":scheme", scheme.as_bytes());
-        hpack::put_field(&mut block, ":path", e.path_and_query.as_bytes());
-        hpack::put_field(&mut block, ":authority", &authority);
-        for (name, value) in crate::net::DEFAULT_HEADERS {
-            if !has(name) {
-                hpack::put_field(&mut block, name, value.as_bytes());
-            }
-        }
-        for (n, v) in &e.headers {
-            let n = n.as_str();
-            if n == "host" || CONNECTION_SPECIFIC.contains(&n) {
-                continue;
-            }
-            if n == "te" && !v.as_bytes().eq_ignore_ascii_case(b"trailers") {
-                continue;
-            }
-            hpack::put_field(&mut block, n, v.as_bytes());
-        }
-        let body_method = !matches!(e.method.as_str(), "GET" | "HEAD" | "DELETE" | "OPTIONS");
-        if (!e.body.is_empty() || body_method) && !has("content-length") {
-            hpack::put_field(
-                &mut block,
-                "content-length",
-                e.body.len().to_string().as_bytes(),
-            );
+        hpack::put_field(&mut block, ":method", head.method.as_str().as_bytes());
+        hpack::put_field(&mut block, ":scheme", head.scheme.as_bytes());
+        hpack::put_field(&mut block, ":path", head.path.as_bytes());
+        hpack::put_field(&mut block, ":authority", head.authority.as_bytes());
+        for (n, v) in head.fields(Framing::Multiplexed) {
+            hpack::put_field(&mut block, n.as_str(), v.as_bytes());
         }
         Ok(Request::from_block(
             &block,
@@ -151,6 +112,8 @@ impl Request {
     }
 }
 
+#[cfg(test)]
+mod head_tests;
 #[cfg(test)]
 mod tests;
 

@@ -32,8 +32,9 @@ fn request(method: http::Method, body: &'static [u8], headers: &[&str]) -> Reque
     Request::new(&t, &endpoint(method, "/a?b=1", body, headers)).unwrap()
 }
 
+/// Every decoded field, in order (also for `head_tests`).
 #[derive(Default)]
-struct All(Vec<(String, String)>);
+pub(super) struct All(pub(super) Vec<(String, String)>);
 
 impl Sink for All {
     fn wants(&self, _: &[u8]) -> bool {

@@ -27,9 +27,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes};
-use http::header::{HeaderValue, CONNECTION, HOST};
 use http::Request;
 
+use crate::net::request::{Framing, RequestHead};
 use crate::net::{RequestSpec, ResolveOverride};
 
 use super::error::NetError;
@@ -513,26 +513,12 @@ fn stream_error(e: h3::error::StreamError) -> NetError {
     }
 }
 
-fn build_request(target: &Target, spec: &RequestSpec) -> Result<Request<()>, NetError> {
-    let mut req = Request::builder()
-        .method(spec.method.clone())
-        .uri(target.url.clone())
-        .body(())
-        .map_err(|e| NetError::Protocol(format!("cannot build the request: {e}")))?;
-    let headers = req.headers_mut();
-    for (name, value) in crate::net::DEFAULT_HEADERS {
-        headers.insert(
-            http::header::HeaderName::from_static(name),
-            HeaderValue::from_static(value),
-        );
-    }
-    for (name, value) in &spec.headers {
-        headers.insert(name.clone(), value.clone());
-    }
-    // Connection-specific fields are malformed in HTTP/3 (RFC 9114, section 4.2).
-    headers.remove(HOST);
-    headers.remove(CONNECTION);
-    Ok(req)
+/// The request h3 sends: the one [`RequestHead`] of `spec`, multiplexed
+/// (connection-specific fields are malformed in HTTP/3, RFC 9114 section 4.2).
+pub(crate) fn build_request(target: &Target, spec: &RequestSpec) -> Result<Request<()>, NetError> {
+    RequestHead::of(target, spec)
+        .to_request(Framing::Multiplexed, ())
+        .map_err(NetError::Protocol)
 }
 
 #[cfg(test)]
