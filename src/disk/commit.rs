@@ -339,7 +339,13 @@ pub fn run(opts: &CommitOptions, stop: &AtomicBool) -> Result<CommitResult, Disk
         }
         this_second += 1;
         if last - slice.started >= SLICE {
-            slice.close(last, &mut steady, &mut starved, &mut clean_time, &mut starved_time);
+            slice.close(
+                last,
+                &mut steady,
+                &mut starved,
+                &mut clean_time,
+                &mut starved_time,
+            );
             slice = Slice::start(last);
             if clean_time >= opts.commit_for {
                 break;
@@ -420,7 +426,9 @@ mod tests {
         assert!(r.per_second.iter().sum::<u64>() <= r.steady.count() + r.starved.count());
         assert!(r.steady_elapsed <= Duration::from_millis(1300) + STARVED_EXTRA);
         if !r.starved_kept {
-            assert!(r.steady_elapsed + r.starved_elapsed <= Duration::from_millis(1300) + STARVED_EXTRA);
+            assert!(
+                r.steady_elapsed + r.starved_elapsed <= Duration::from_millis(1300) + STARVED_EXTRA
+            );
         }
         // A commit is its write and its sync.
         assert!(r.steady.commit.max() >= r.steady.fsync.max());

@@ -97,6 +97,7 @@ pub trait Observer {
 struct CpuClock {
     wall: Instant,
     cpu_ns: Option<u64>,
+    wait_ns: Option<u64>,
 }
 
 impl CpuClock {
@@ -104,22 +105,34 @@ impl CpuClock {
         CpuClock {
             wall: Instant::now(),
             cpu_ns: process_cpu_ns(),
+            wait_ns: pressure::process_wait_ns().map(|w| w.0),
         }
     }
 
-    /// CPU used since the last lap, percent of one core (None: the clock is not
-    /// readable).
-    fn lap(&mut self) -> Option<f64> {
-        let (wall, cpu) = (Instant::now(), process_cpu_ns());
+    /// CPU used since the last lap, percent of one core, and the share of the lap
+    /// latscope's threads waited, runnable, for a CPU (percent, averaged over its
+    /// threads); None where a clock is not readable.
+    fn lap(&mut self) -> (Option<f64>, Option<f64>) {
+        let (wall, cpu, wait) = (
+            Instant::now(),
+            process_cpu_ns(),
+            pressure::process_wait_ns(),
+        );
+        let secs = wall.saturating_duration_since(self.wall).as_secs_f64();
         let pct = match (self.cpu_ns, cpu) {
             (Some(a), Some(b)) => {
-                let secs = wall.saturating_duration_since(self.wall).as_secs_f64();
                 (secs > 0.0).then(|| b.saturating_sub(a) as f64 / 1e9 / secs * 100.0)
             }
             _ => None,
         };
-        (self.wall, self.cpu_ns) = (wall, cpu);
-        pct
+        let wait_pct = match (self.wait_ns, wait) {
+            (Some(a), Some((b, threads))) if secs > 0.0 && threads > 0 => {
+                Some((b.saturating_sub(a) as f64 / 1e9 / secs * 100.0 / threads as f64).min(100.0))
+            }
+            _ => None,
+        };
+        (self.wall, self.cpu_ns, self.wait_ns) = (wall, cpu, wait.map(|w| w.0));
+        (pct, wait_pct)
     }
 }
 
@@ -286,7 +299,7 @@ pub(crate) fn measure(
         let mut cpu = CpuClock::start();
         recorder::collect(rx, workers, &mut |sec| {
             let mut stats = SecondStats::from_hists(sec, opts.bs, 1.0);
-            stats.cpu_pct = cpu.lap();
+            (stats.cpu_pct, stats.cpu_wait_pct) = cpu.lap();
             obs.second(&stats, sec);
             timeline.push(stats);
             per_second.extend(result::stored(&sec.hists, Some(sec.t)));

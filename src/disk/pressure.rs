@@ -32,6 +32,25 @@ impl CpuPressure {
     }
 }
 
+/// How long this process's threads have waited, runnable, for a CPU so far, ns (the
+/// sum of their schedstat run-queue delays), and how many threads that is; `None`
+/// where the kernel does not say.
+pub fn process_wait_ns() -> Option<(u64, usize)> {
+    let mut total = None;
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let text = std::fs::read_to_string(task.path().join("schedstat")).ok();
+        if let Some(ns) = text
+            .as_deref()
+            .and_then(|t| t.split_whitespace().nth(1)?.parse::<u64>().ok())
+        {
+            let (sum, n): &mut (u64, usize) = total.get_or_insert((0, 0));
+            *sum += ns;
+            *n += 1;
+        }
+    }
+    total
+}
+
 /// `/proc/pressure/cpu`'s cumulative "some" stall time, µs.
 fn some_total_us() -> Option<u64> {
     parse_some_total(&std::fs::read_to_string("/proc/pressure/cpu").ok()?)

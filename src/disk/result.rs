@@ -52,6 +52,9 @@ pub struct SecondStats {
     pub fsync_p99_us: f64,
     /// latscope's CPU in the second, percent of one core (live only: not stored).
     pub cpu_pct: Option<f64>,
+    /// Percent of the second latscope's threads waited, runnable, for a CPU (their
+    /// mean; live only: not stored). A second starved this way is the machine's.
+    pub cpu_wait_pct: Option<f64>,
 }
 
 impl SecondStats {
@@ -80,6 +83,7 @@ impl SecondStats {
             write_max_us: us(&h.write, 1.0),
             fsync_p99_us: us(&h.fsync, 0.99),
             cpu_pct: None,
+            cpu_wait_pct: None,
         }
     }
 
