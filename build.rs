@@ -13,11 +13,14 @@
 //! (rustc's default linker here since 1.90) and GNU ld take the script; gold does not
 //! know `INSERT`, so a build that asks for gold goes without, as does one with
 //! `LATSCOPE_HOT_TEXT=0`.
+//!
+//! And it gives `latscope --version` the commit it was built from.
 
 use std::process::Command;
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    commit();
     let target = std::env::var("TARGET").unwrap_or_default();
     let host = std::env::var("HOST").unwrap_or_default();
     if target != host || !target.ends_with("-linux-gnu") {
@@ -58,4 +61,32 @@ fn glibc_version() -> Option<(u32, u32)> {
         .parse()
         .ok()?;
     Some((major, minor))
+}
+
+/// `latscope --version` names the commit it was built from (`git rev-parse --short
+/// HEAD`), or "unknown commit" outside a git checkout (a source tarball, `cargo
+/// install` from the registry). Rebuilt when HEAD moves.
+fn commit() {
+    let git = |args: &[&str]| -> Option<String> {
+        let out = Command::new("git").args(args).output().ok()?;
+        let text = String::from_utf8(out.stdout).ok()?.trim().to_string();
+        (out.status.success() && !text.is_empty()).then_some(text)
+    };
+    let commit = git(&["rev-parse", "--short=10", "HEAD"]);
+    if let Some(dir) = git(&["rev-parse", "--absolute-git-dir"]) {
+        // HEAD names a branch whose ref file (or packed-refs) moves on a commit.
+        println!("cargo:rerun-if-changed={dir}/HEAD");
+        if let Some(head) = git(&["symbolic-ref", "-q", "HEAD"]) {
+            let common = git(&["rev-parse", "--path-format=absolute", "--git-common-dir"])
+                .unwrap_or(dir.clone());
+            // Only files that exist: a missing one would rerun this script every build.
+            for file in [format!("{common}/{head}"), format!("{common}/packed-refs")] {
+                if std::path::Path::new(&file).exists() {
+                    println!("cargo:rerun-if-changed={file}");
+                }
+            }
+        }
+    }
+    let shown = commit.map_or("unknown commit".to_string(), |c| format!("commit {c}"));
+    println!("cargo:rustc-env=LATSCOPE_COMMIT={shown}");
 }

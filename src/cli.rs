@@ -30,7 +30,12 @@ fn percent(s: &str) -> Result<f64, String> {
 
 /// latscope: find out where a web service's latency goes.
 #[derive(Debug, Parser)]
-#[command(name = "latscope", version, about, long_about = None)]
+#[command(
+    name = "latscope",
+    version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("LATSCOPE_COMMIT"), ")"),
+    about,
+    long_about = None
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -75,6 +80,27 @@ pub enum Command {
     Compare(CompareArgs),
     /// A self-contained HTML report of stored runs (charts as inline SVG), CSV, HDR log.
     Report(ReportArgs),
+    /// Shell completions on stdout (`latscope completions bash > /etc/bash_completion.d/latscope`).
+    Completions(CompletionsArgs),
+    /// The manual page (roff) on stdout, or one page per command into --dir.
+    Man(ManArgs),
+}
+
+/// `latscope completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to write completions for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// `latscope man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write latscope.1 and one latscope-COMMAND.1 per command into this directory
+    /// (for `man -l` or a MANPATH) instead of latscope.1 on stdout.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 /// Where the run store is, for the commands that read it.

@@ -291,7 +291,12 @@ fn saved_run_can_be_listed_and_shown() {
         .output()
         .unwrap();
     assert!(show.status.success(), "{}", stderr(&show));
-    assert_eq!(String::from_utf8_lossy(&show.stdout), printed);
+    // The run's text ends with where it went (not part of the stored text).
+    let (text, id) = printed
+        .rsplit_once("\n  saved as run ")
+        .unwrap_or_else(|| panic!("no `saved as run` line: {printed}"));
+    assert_eq!(Some(id.trim()), runs[0]["id"].as_str(), "{printed}");
+    assert_eq!(String::from_utf8_lossy(&show.stdout), text);
     let json = latscope()
         .args(["show", "disk-it", "--json", "--db"])
         .arg(&db)

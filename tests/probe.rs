@@ -402,7 +402,14 @@ fn probe_runs_are_saved_and_shown_again() {
         String::from_utf8_lossy(&out.stderr)
     );
     let shown = run_within(&["show", "before", "--db", db], LIMIT);
-    assert_eq!(shown.stdout, out.stdout);
+    // The run's text ends with where it went (not part of the stored text).
+    let printed = String::from_utf8_lossy(&out.stdout);
+    let (text, id) = printed
+        .rsplit_once("\n  saved as run ")
+        .unwrap_or_else(|| panic!("no `saved as run` line: {printed}"));
+    assert_eq!(String::from_utf8_lossy(&shown.stdout), text);
+    let again = run_within(&["show", id.trim(), "--db", db], LIMIT);
+    assert_eq!(again.stdout, shown.stdout, "the id it names is this run");
     let doc = run_within(&["show", "before", "--json", "--db", db], LIMIT);
     let text = String::from_utf8_lossy(&doc.stdout);
     assert!(text.contains("\"probe\""), "{text}");

@@ -11,6 +11,7 @@ mod diagnose;
 mod disk;
 mod disk_errors;
 mod disk_suite;
+mod docs_cli;
 mod findings;
 mod findings_disk;
 mod findings_dns;

@@ -146,11 +146,7 @@ pub fn run(
         },
     );
     super::output::print(output.json, &doc, &format!("{summary_text}{findings_text}"))?;
-    if let Some(id) = saved.id() {
-        if !output.json {
-            super::output::say(&format!("\n  saved as run {id}\n"))?;
-        }
-    }
+    super::output::say_saved(output.json, &saved)?;
     Ok(saved.exit_code(verdict(&s, &answer)))
 }
 

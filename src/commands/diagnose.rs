@@ -80,6 +80,7 @@ pub fn run(args: DiagnoseArgs) -> anyhow::Result<u8> {
     record.id = run_id;
     let saved = saving::save_record(&output, &record);
     super::output::print(output.json, &doc, &text)?;
+    super::output::say_saved(output.json, &saved)?;
     for (url, e) in &failures {
         eprintln!(
             "latscope: {}",

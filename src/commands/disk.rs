@@ -243,6 +243,7 @@ pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
     );
     // The verdict first (DESIGN.md, fourth wave), the rest in their usual order.
     super::output::print_first(output.json, doc, "verdict", &body)?;
+    super::output::say_saved(output.json, &saved)?;
     Ok(saved.exit_code(0))
 }
 
@@ -298,5 +299,6 @@ fn run_suite(
         },
     );
     super::output::print_first(output.json, doc, "verdict", &text)?;
+    super::output::say_saved(output.json, &saved)?;
     Ok(saved.exit_code(0))
 }

@@ -199,11 +199,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         &doc,
         &report::load::summary(&result, &findings),
     )?;
-    if let Some(id) = saved.id() {
-        if !cfg.output.json {
-            super::output::say(&format!("\n  saved as run {id}\n"))?;
-        }
-    }
+    super::output::say_saved(cfg.output.json, &saved)?;
     if let (Some(path), Some(record)) = (&cfg.export, record) {
         if let Err(e) = super::runs::write_export(path, record) {
             eprintln!("latscope: error: {e:#}");

@@ -168,11 +168,7 @@ pub fn run(args: MergeArgs) -> anyhow::Result<u8> {
     );
     super::output::print(args.output.json, &doc, &format!("{head}{summary}"))
         .context("printing the merged run")?;
-    if let Some(id) = saved.id() {
-        if !args.output.json {
-            super::output::say(&format!("\n  saved as run {id}\n"))?;
-        }
-    }
+    super::output::say_saved(args.output.json, &saved)?;
     Ok(saved.exit_code(if merged.thresholds_ok() {
         exit::OK
     } else {

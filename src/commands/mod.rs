@@ -10,6 +10,7 @@ mod demo;
 mod diagnose;
 mod diagnose_h3;
 mod disk;
+mod docs;
 mod interrupt;
 mod k8s;
 mod lab;
@@ -49,5 +50,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::K8s(args) => k8s::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Report(args) => report::run(args),
+        Command::Completions(args) => docs::completions(args),
+        Command::Man(args) => docs::man(args),
     }
 }

@@ -92,6 +92,16 @@ pub(crate) fn say(text: &str) -> anyhow::Result<()> {
     print(false, &(), text)
 }
 
+/// The line every saving command ends its text with — `saved as run ID`, the name
+/// `show`, `compare`, `report` and `export` take — unless the output is `--json` (the
+/// id is in the store; a JSON reader wants one document) or nothing was stored.
+pub(crate) fn say_saved(json: bool, saved: &super::saving::Saved) -> anyhow::Result<()> {
+    match saved.id() {
+        Some(id) if !json => say(&format!("\n  saved as run {id}\n")),
+        _ => Ok(()),
+    }
+}
+
 /// Text for the terminal with every control character but newline and tab shown as
 /// `\xNN` (or `\u{NNNN}`): what a server or a stored/imported file supplied (a
 /// header, a reason phrase, a run's text) cannot set the title, clear the screen or

@@ -143,6 +143,7 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
         },
     );
     super::output::print(args.output.json, &doc, &text)?;
+    super::output::say_saved(args.output.json, &saved)?;
     for (url, e) in &failures {
         eprintln!("latscope: {}", super::output::clean(&format!("{url}: {e}")));
     }
