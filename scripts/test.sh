@@ -50,6 +50,13 @@ want prometheus-node-exporter prometheus-node-exporter
 [ -d /usr/lib/python3/dist-packages/psycopg2 ] || need+=(python3-psycopg2) # tests/watch.rs
 # The HTML report's browser test opens it in headless Chromium.
 [ -x /usr/bin/chromium ] || need+=(chromium)
+# The disk suite's volumes (tests/disk_suite.rs): a FUSE filesystem that adds latency
+# (tests/data/slowfs.c, built against libfuse3) under a loop device; SQLite's own
+# commits through python3's sqlite3.
+want fusermount3 fuse3
+[ -f /usr/include/fuse3/fuse.h ] || need+=(libfuse3-dev)
+want pkg-config pkg-config
+want cc gcc
 # The live view's tests drive the real binary in tmux.
 want tmux tmux
 # Stack detection and advice (tests/stack_*.rs): WordPress on MariaDB and DokuWiki,

@@ -347,6 +347,70 @@ pub struct DiskFacts {
     pub iodepth: u32,
     pub fsync_p99_ms: Option<f64>,
     pub fsync_count: u64,
+    /// The database suite's workloads, in order (empty for one workload).
+    pub workloads: Vec<WorkloadFacts>,
+    /// The suite's commit test.
+    pub commit: Option<CommitFacts>,
+}
+
+impl DiskFacts {
+    /// The suite's workload named `name`.
+    pub fn workload(&self, name: &str) -> Option<&WorkloadFacts> {
+        self.workloads.iter().find(|w| w.name == name)
+    }
+}
+
+/// One workload of the database suite, ms.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WorkloadFacts {
+    /// `read-4k-qd1`, …
+    pub name: String,
+    pub bs: u64,
+    pub iodepth: u32,
+    /// The direction it ran (its reads, or its writes).
+    pub dir: DiskDirFacts,
+    pub iops: f64,
+    pub mib_s: f64,
+    /// fdatasync after each write: p50 and p99.
+    pub fsync_p50_ms: Option<f64>,
+    pub fsync_p99_ms: Option<f64>,
+}
+
+/// The commit a database does (8 KiB through the page cache + fdatasync), ms.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CommitFacts {
+    /// Commits into the pre-zeroed segment and their latency (write + fdatasync).
+    pub commits: u64,
+    pub mean_ms: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub p999_ms: f64,
+    pub p9999_ms: f64,
+    pub max_ms: f64,
+    /// The two halves of a commit, p50.
+    pub write_p50_ms: f64,
+    pub fsync_p50_ms: f64,
+    pub fsync_p99_ms: f64,
+    /// Commits that extended the file.
+    pub append_commits: u64,
+    pub append_p50_ms: Option<f64>,
+    /// Pre-zeroing a 16 MiB segment (extrapolated when the budget ran out).
+    pub segment_ms: f64,
+    pub segment_extrapolated: bool,
+    /// Commits that took longer than 100 ms and 1 s.
+    pub over_100ms: u64,
+    pub over_1s: u64,
+    /// Commits in each full second.
+    pub per_second: Vec<u64>,
+    /// Percent of the commits' time some task on the machine waited for a CPU (PSI),
+    /// and latscope's own thread did (schedstat); `None` where the kernel does not say.
+    pub cpu_pressure_pct: Option<f64>,
+    pub cpu_wait_pct: Option<f64>,
+    /// Seconds of commits set apart because latscope waited for a CPU, and whether
+    /// they had to be kept (too little time without): then the tail is the machine's
+    /// as much as the volume's.
+    pub starved_s: f64,
+    pub starved_kept: bool,
 }
 
 /// One direction (reads or writes) of a disk run, ms.
@@ -358,9 +422,17 @@ pub struct DiskDirFacts {
     pub p999_ms: f64,
     pub p9999_ms: f64,
     pub max_ms: f64,
+    pub p99_ms: f64,
     /// I/Os that took longer than 100 ms, and longer than 1 s.
     pub over_100ms: u64,
     pub over_1s: u64,
+    /// Seconds measured, and those in which some I/O stalled — took longer than
+    /// 100 ms and 4× the median — or longer than 1 s (and 4× the median): the I/Os
+    /// caught in one
+    /// stall are not independent events, the seconds nearly are.
+    pub seconds: u64,
+    pub stall_seconds: u64,
+    pub stall_seconds_1s: u64,
     /// I/Os per second in each full second of the run, in order.
     pub per_second_iops: Vec<f64>,
 }

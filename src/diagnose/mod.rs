@@ -9,6 +9,7 @@ pub mod audit;
 pub mod cache;
 pub mod cache_status;
 pub mod diagnosis;
+pub mod disk_verdict;
 pub mod facts;
 pub mod finding;
 pub mod from_disk;

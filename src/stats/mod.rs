@@ -8,6 +8,7 @@
 //! prints.
 
 pub mod compare;
+pub mod counts;
 pub mod histogram;
 pub mod interval;
 pub mod stored;

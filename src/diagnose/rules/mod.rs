@@ -10,6 +10,7 @@ pub mod cold;
 pub mod connection;
 pub mod content;
 pub mod disk;
+pub mod disk_cause;
 pub mod evidence;
 pub mod http3;
 pub mod load;
@@ -68,6 +69,9 @@ pub const IDS: &[&str] = &[
     "lone-spike",
     "tail-heavy",
     "disk-iops-cap",
+    "disk-bandwidth-cap",
+    "disk-added-latency",
+    "disk-flush-cost",
     "disk-tail",
     "slow-fsync",
 ];
@@ -138,7 +142,10 @@ pub fn all(facts: &Facts) -> Vec<Finding> {
         }
     }
     if let Some(d) = &facts.disk {
-        out.push(disk::iops_cap_finding(d));
+        out.push(disk::iops_cap_finding(d).or_else(|| disk_cause::iops_cap(d)));
+        out.push(disk_cause::bandwidth_cap(d));
+        out.push(disk_cause::added_latency(d));
+        out.push(disk_cause::flush_cost(d));
         out.push(disk::disk_tail(d));
         out.push(disk::slow_fsync(d));
     }
