@@ -25,7 +25,7 @@ pub struct Ramp {
     /// What the responses said about a cache, over every step.
     pub cache: RampCache,
     /// How each `--out` did.
-    pub outputs: Vec<crate::output::OutputReport>,
+    pub outputs: Vec<crate::record::OutputReport>,
     /// What `--watch` scraped during the ramp.
     pub watch: Option<crate::watch::WatchSummary>,
     /// Histograms to store with the run.

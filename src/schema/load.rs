@@ -179,8 +179,8 @@ pub struct OutputDoc {
     pub last_error: Option<String>,
 }
 
-impl From<&crate::output::OutputReport> for OutputDoc {
-    fn from(r: &crate::output::OutputReport) -> OutputDoc {
+impl From<&crate::record::OutputReport> for OutputDoc {
+    fn from(r: &crate::record::OutputReport) -> OutputDoc {
         OutputDoc {
             kind: r.kind.to_string(),
             url: r.url.clone(),
