@@ -152,6 +152,20 @@ pub fn http3_slower(p: &ProbeFacts, h3: &Http3Facts) -> Option<Finding> {
         Some(j) => (j.fires() && slower(h3_best - waited)) || lossy,
         None => slower(h3_best - waited) || lossy,
     };
+    // The fastest visit says slower but the visits are too few (or too spread) for
+    // the interval to tell: a note saying how many visits would, never silence.
+    if let Some(j) = judged.as_ref().filter(|j| j.undecided()) {
+        if !fires && slower(h3_best - waited) {
+            return Some(super::evidence::not_enough(
+                "http3-slower",
+                Category::Connection,
+                "is HTTP/3 slower than TCP here",
+                "ms",
+                j.confidence.clone()?,
+                &super::evidence::rerun_diagnose(&p.url, ""),
+            ));
+        }
+    }
     if !fires {
         return None;
     }
@@ -240,7 +254,8 @@ mod tests {
 
     /// Issue 29: h3 visits that, less the time latscope waited for a CPU during each,
     /// spread around TCP's (one slow, most not) stay quiet although the fastest is
-    /// over; visits all 40 ms slower fire with their interval.
+    /// over; three visits, too few for any interval, are a note that more visits would
+    /// tell, never a warning; visits all 40 % slower fire with their interval.
     #[test]
     fn http3_slower_decides_on_the_visits() {
         use crate::diagnose::rules::testutil::spread;
@@ -253,7 +268,18 @@ mod tests {
             fresh_ttfb_samples_ms: spread(tcp + 10.0, 60.0, 10),
             ..Http3Facts::default()
         };
+        let undecided = |h: &Http3Facts| {
+            let f = http3_slower(&p, h).expect("a note");
+            assert_eq!(f.severity, Severity::Info, "{f:?}");
+            assert!(f.title.contains("not enough samples"), "{}", f.title);
+            assert_eq!(f.confidence.as_ref().unwrap().verdict, "undecided");
+        };
         assert!(http3_slower(&p, &noisy).is_none());
+        undecided(&Http3Facts {
+            fresh_ttfb_ms: Some(tcp * 1.4),
+            fresh_ttfb_samples_ms: spread(tcp * 1.4, 2.0, 3),
+            ..noisy.clone()
+        });
         let slow = Http3Facts {
             fresh_ttfb_ms: Some(tcp * 1.4),
             fresh_ttfb_samples_ms: spread(tcp * 1.4, 2.0, 10),
