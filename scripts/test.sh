@@ -41,6 +41,7 @@ want nginx nginx
 want varnishd varnish
 want apache2 apache2
 want caddy caddy
+want haproxy haproxy                     # a proxy without a cache (tests/no_cache_invented.rs)
 # Prometheus (remote-write receiver, promtool), node_exporter and PostgreSQL for the
 # ecosystem tests (--out prometheus, --watch, export --format openmetrics).
 want prometheus prometheus
@@ -49,8 +50,29 @@ want prometheus-node-exporter prometheus-node-exporter
 [ -d /usr/lib/python3/dist-packages/psycopg2 ] || need+=(python3-psycopg2) # tests/watch.rs
 # The HTML report's browser test opens it in headless Chromium.
 [ -x /usr/bin/chromium ] || need+=(chromium)
+# The disk suite's volumes (tests/disk_suite.rs): a FUSE filesystem that adds latency
+# (tests/data/slowfs.c, built against libfuse3) under a loop device; SQLite's own
+# commits through python3's sqlite3.
+want fusermount3 fuse3
+[ -f /usr/include/fuse3/fuse.h ] || need+=(libfuse3-dev)
+want pkg-config pkg-config
+want cc gcc
 # The live view's tests drive the real binary in tmux.
 want tmux tmux
+# Stack detection and advice (tests/stack_*.rs): WordPress on MariaDB and DokuWiki,
+# run by a PHP-FPM of the tests' own behind nginx, Apache, Caddy, Varnish and
+# HAProxy. The tests start every daemon themselves; the packages' services need not
+# run (and are kept from starting while installing, below).
+want haproxy haproxy
+want php-fpm8.2 php-fpm
+want php php-cli
+want mariadbd mariadb-server
+[ -f /usr/share/wordpress/wp-load.php ] || need+=(wordpress php-mysql)
+[ -f /usr/share/dokuwiki/doku.php ] || need+=(dokuwiki)
+# … and a Django site behind nginx (tests/stack_django.rs, run by /usr/bin/python3).
+[ -d /usr/lib/python3/dist-packages/django ] || need+=(python3-django)
+# Two CPU hogs for the repeatability suite (tests/repeatability.rs, issue 29).
+want stress-ng stress-ng
 [ -x /usr/bin/time ] || need+=(time)  # GNU time: peak memory of an import (tests/schema.rs)
 
 missing() {
@@ -65,9 +87,20 @@ missing() {
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "installing: ${need[*]}"
+    # Without systemd, invoke-rc.d would start mariadb, php-fpm, nginx … from their
+    # init scripts; nothing needs them running (the tests start their own), so a
+    # policy-rc.d that says no is in place while installing, unless one is already.
+    made_policy=0
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+      printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+      chmod +x /usr/sbin/policy-rc.d
+      made_policy=1
+    fi
     if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null; }; then
+      [ "$made_policy" = 1 ] && rm -f /usr/sbin/policy-rc.d
       missing "apt-get install ${need[*]} failed"
     fi
+    [ "$made_policy" = 1 ] && rm -f /usr/sbin/policy-rc.d
   else
     missing "missing ${need[*]} (run as root to install them: sudo bash scripts/test.sh)"
   fi

@@ -300,6 +300,13 @@ pub struct HttpArgs {
     /// Cookie, X-Api-Key, *-Token, *-Secret, *-Key … always are).
     #[arg(long = "redact-header", value_name = "NAME")]
     pub redact_headers: Vec<String>,
+    /// Follow redirects (as curl -L): measure the page the chain ends at and report
+    /// the chain and its cost; credentials are not sent to another origin.
+    #[arg(short = 'L', long)]
+    pub location: bool,
+    /// With -L, follow at most N redirects.
+    #[arg(long, value_name = "N", requires = "location")]
+    pub max_redirs: Option<usize>,
 }
 
 /// Flags about where results go, shared by every measuring command.
@@ -493,24 +500,27 @@ pub struct DiskArgs {
     /// A directory (a test file is created there and removed afterwards) or an existing file.
     #[arg(value_name = "PATH")]
     pub path: PathBuf,
-    /// Access pattern.
-    #[arg(long, value_enum, default_value = "randrw")]
-    pub pattern: Pattern,
+    /// Access pattern [default without workload flags: the database suite; with them:
+    /// randrw].
+    #[arg(long, value_enum)]
+    pub pattern: Option<Pattern>,
     /// Read percentage for randrw.
     #[arg(long, default_value_t = 70, value_parser = clap::value_parser!(u8).range(0..=100))]
     pub mix: u8,
-    /// Block size.
-    #[arg(long, default_value = "4k", value_parser = size)]
-    pub bs: u64,
-    /// Queue depth (I/Os in flight).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
-    pub iodepth: u32,
-    /// Test file size [default: 256MB; an existing file: its length].
+    /// Block size [default: 4k].
+    #[arg(long, value_parser = size)]
+    pub bs: Option<u64>,
+    /// Queue depth (I/Os in flight) [default: 1].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub iodepth: Option<u32>,
+    /// Test file size [default: 256MB; an existing file: its length; the suite lays out
+    /// at most 256MB in about 4 s].
     #[arg(long, value_parser = size)]
     pub size: Option<u64>,
-    /// How long to measure.
-    #[arg(short = 'd', long, default_value = "30s", value_parser = duration)]
-    pub duration: Duration,
+    /// How long to measure one workload [default: 30s]. Any of --pattern, --bs,
+    /// --iodepth, --duration or --fsync runs that one workload instead of the suite.
+    #[arg(short = 'd', long, value_parser = duration)]
+    pub duration: Option<Duration>,
     /// O_DIRECT with aligned buffers (the default).
     #[arg(long, overrides_with = "buffered")]
     pub direct: bool,

@@ -370,6 +370,7 @@ fn find_max_finds_a_python_worker_pools_capacity() {
         (170.0..=230.0).contains(&level),
         "capacity {level} req/s, 200 in theory: {c}"
     );
+    no_step_above_its_rate(&v);
     // Below capacity a request costs its 20 ms of service, little more.
     let first = &v["steps"][0]["endpoints"]["/work"];
     let p50 = first["p50_ms"].as_f64().unwrap();
@@ -448,6 +449,19 @@ fn steps_of(v: &Value) -> &Vec<Value> {
     v["steps"].as_array().expect("steps")
 }
 
+/// Issue 29: an open-model step never reports more achieved than its rate, early
+/// stopped or not (what its window completed beyond is a drained backlog, apart).
+fn no_step_above_its_rate(v: &Value) {
+    for s in steps_of(v) {
+        let target = s["target_rps"].as_f64().expect("an open-model step");
+        let achieved = s["achieved"].as_f64().unwrap();
+        assert!(achieved <= target, "achieved {achieved} > {target}: {s}");
+        if let Some(d) = s["backlog_drained_rps"].as_f64() {
+            assert!(d > 0.0 && achieved == target, "{s}");
+        }
+    }
+}
+
 /// Early stop (k6's `abortOnFail` with `delayAbortEval`, made safe): against the
 /// lab's `--capacity 200` queue a 240 req/s step queues 40 more requests each
 /// second, so after the 1 s settle every answer waits well past 100 ms; its p99 is
@@ -505,6 +519,8 @@ fn find_max_stops_decided_steps_early() {
         "no step stopped early: {:?}",
         steps_of(&early)
     );
+    no_step_above_its_rate(&early);
+    no_step_above_its_rate(&full);
     for s in steps_of(&full) {
         assert_eq!(s["stopped_early"], false, "{s}");
         assert_eq!(scored(s), 3.0, "{s}");

@@ -528,14 +528,16 @@ fn tail_heavy_fires_on_stalls() {
         ..LabOptions::default()
     })
     .unwrap();
+    // Two seconds at one connection: ~100 requests or more, enough for a p99.
     let v = diagnose(&[
         &lab.url("/delay/10ms"),
         "--step",
-        "1s",
+        "2s",
         "--max-connections",
         "1",
     ]);
     let f = finding(&v, "tail-heavy");
+    assert!(num(f, "over") >= 2.0, "{f}");
     assert_eq!(text(f, "source"), "load run");
     assert_in("p50", num(f, "p50_ms"), 9.0, 50.0);
     assert_in("p99", num(f, "p99_ms"), 100.0, 400.0);

@@ -22,8 +22,12 @@ fn disk_tail_and_slow_fsync_on_an_iops_capped_volume() {
     };
     let args = "--size 8MB -d 3s --pattern randrw --fsync";
     let v = disk_json_in(Some(&capped), &format!("{} {args}", slow.path()));
+    // ~60 I/Os in 3 s: too few for a p99.99 (issue 29): the title gives the maximum
+    // as the maximum.
     let tail = finding(&v, "disk-tail");
-    assert!(tail["title"].as_str().unwrap().contains("p99.99"), "{tail}");
+    let title = tail["title"].as_str().unwrap();
+    assert!(title.contains("max "), "{tail}");
+    assert!(!title.contains("p99.99"), "{tail}");
     let fsync = finding(&v, "slow-fsync");
     assert!(num(fsync, "fsync_p99_ms") > 10.0, "{fsync}");
 

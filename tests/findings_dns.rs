@@ -1,5 +1,5 @@
 //! `slow-dns` both ways (priced: the lookup, per new visitor), with a resolver that
-//! answers after 120 ms. Everything runs
+//! answers after 120 ms — and the lookup kept out of the handshake's cost. Everything runs
 //! inside a network + mount namespace this test creates (root only): loopback up,
 //! /etc/resolv.conf bound to `nameserver 127.0.0.1`, a small DNS responder
 //! (tests/data/slow_dns.py), the lab and latscope — no query leaves the namespace.
@@ -49,6 +49,15 @@ fn slow_dns_fires_with_a_slow_resolver() {
     assert_eq!(f["saving_ms"].as_f64(), Some(dns), "{f}");
     assert_eq!(f["saving_basis"], "fresh", "{f}");
     assert_eq!(slow["probe"]["addresses"][0], "127.0.0.1");
+    // Issue 30 item 1: the lookup is its own phase, never a handshake cost — a 120 ms
+    // DNS in front of a loopback connect is not "a new connection costs 120 ms".
+    assert_quiet(
+        &slow,
+        "handshake-dominates",
+        "a slow lookup, not a handshake",
+    );
+    let cost = slow["probe"]["handshake_cost_ms"].as_f64().unwrap();
+    assert!(cost < 20.0, "handshake cost {cost} ms includes the lookup");
     let ip = read("ip.json");
     assert_quiet(&ip, "slow-dns", "an IP literal (no lookup)");
     let _ = std::fs::remove_dir_all(&dir);

@@ -31,7 +31,7 @@ fn http3_slower_fires_when_udp_is_slow_and_tcp_is_not() {
     let (_relay, relay_port) = relay(caddy.port, UDP_DELAY_MS, "0/1");
     let (_nginx, url) = nginx_advertising(&nginx_bin, &caddy, relay_port, "slowudp");
     let [k, ca] = caddy.cacert();
-    let v = diagnose_json(&["-n", "3", &k, &ca, &url]);
+    let v = diagnose_json(&["-n", "8", &k, &ca, &url]);
     let h3 = &v["http3"];
     assert_eq!(h3["port"].as_u64(), Some(u64::from(relay_port)), "{h3}");
     assert!(h3["error"].is_null(), "{h3}");

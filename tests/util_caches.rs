@@ -70,7 +70,7 @@ impl Drop for Server {
     }
 }
 
-fn spawn(mut cmd: Command, dir: PathBuf, port: u16) -> Server {
+pub fn spawn(mut cmd: Command, dir: PathBuf, port: u16) -> Server {
     let log = dir.join("stderr.log");
     let child = cmd
         .stdin(Stdio::piped())

@@ -37,6 +37,9 @@ pub fn install_hint(program: &str) -> String {
         "ip" => "iproute2",
         "mkfs.ext4" | "chattr" => "e2fsprogs",
         "postgres" | "initdb" | "pg_ctl" => "postgresql",
+        "php-fpm8.2" => "php-fpm",
+        "php" => "php-cli",
+        "mariadbd" | "mariadb-install-db" | "mariadb" => "mariadb-server",
         "httplint" | "kubernetes-validate" => return format!("pip install {program}"),
         other => other,
     };

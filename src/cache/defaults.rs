@@ -225,43 +225,52 @@ pub fn apache(req: RequestFacts, status: u16, h: &Headers) -> DefaultVerdict {
     verdict(Verdict::Hit, vec![], Some(ttl))
 }
 
-/// nginx proxy_cache without `proxy_cache_valid` or `proxy_ignore_headers`.
+/// nginx proxy_cache without `proxy_cache_valid` or `proxy_ignore_headers`. Every
+/// blocker is named, not only the first nginx checks: a page refused for no
+/// freshness *and* Set-Cookie stays a MISS when only one of them is fixed.
 pub fn nginx(req: RequestFacts, _status: u16, h: &Headers) -> DefaultVerdict {
-    let pass = |why| verdict(Verdict::Pass, vec![why], None);
     if !req.get {
-        return pass(Unstorable::Method);
+        return verdict(Verdict::Pass, vec![Unstorable::Method], None);
     }
     let (cc, raw) = cc_of(h);
+    let mut why = Vec::new();
     // ngx_http_upstream_process_cache_control: substring matches.
     if raw.contains("no-store") {
-        return pass(Unstorable::NoStore);
+        why.push(Unstorable::NoStore);
     }
     if raw.contains("private") {
-        return pass(Unstorable::Private);
+        why.push(Unstorable::Private);
     }
     if raw.contains("no-cache") {
-        return pass(Unstorable::NoCache);
+        why.push(Unstorable::NoCache);
     }
     let ttl = if let Some(s) = cc.s_maxage.or(cc.max_age) {
-        s as i64
+        Some(s as i64)
     } else if h.has("expires") {
-        match (http_date(h, "expires"), http_date(h, "date")) {
+        Some(match (http_date(h, "expires"), http_date(h, "date")) {
             (Some(e), Some(d)) => e - d,
             _ => 0,
-        }
+        })
     } else {
-        return pass(Unstorable::NoFreshness);
+        None
     };
-    if ttl <= 0 {
-        return pass(Unstorable::TtlZero);
+    match ttl {
+        None if why.is_empty() => why.push(Unstorable::NoFreshness),
+        Some(t) if t <= 0 && why.is_empty() => why.push(Unstorable::TtlZero),
+        _ => {}
     }
+    // ngx_http_upstream_process_set_cookie / process_vary.
     if h.has("set-cookie") {
-        return pass(Unstorable::SetCookie);
+        why.push(Unstorable::SetCookie);
     }
     if h.get("vary").is_some_and(|v| v.trim() == "*") {
-        return pass(Unstorable::VaryStar);
+        why.push(Unstorable::VaryStar);
     }
-    verdict(Verdict::Hit, vec![], Some(ttl))
+    if why.is_empty() {
+        verdict(Verdict::Hit, why, ttl)
+    } else {
+        verdict(Verdict::Pass, why, None)
+    }
 }
 
 /// The three caches' default verdicts (the diagnose JSON's `cache.default_caches`;
@@ -438,6 +447,12 @@ mod tests {
         assert_eq!(
             apache(GET, 200, &Headers::from_pairs(&[("etag", "\"a\"")])).ttl_s,
             Some(3600)
+        );
+        // nginx names both blockers of a page with no freshness and a Set-Cookie.
+        let two = Headers::from_pairs(&[("set-cookie", "PHPSESSID=x; path=/")]);
+        assert_eq!(
+            nginx(GET, 200, &two).why,
+            [Unstorable::NoFreshness, Unstorable::SetCookie]
         );
         // A request with Cookie is passed by Varnish, not by Apache or nginx.
         let cookie = RequestFacts {

@@ -5,6 +5,7 @@
 //! load engine share. Pure functions over headers: nothing here measures or prints.
 
 pub mod control;
+pub mod cookies;
 pub mod defaults;
 pub mod edge;
 pub mod headers;

@@ -173,8 +173,9 @@ impl Unstorable {
                 "send `public` or `s-maxage` if authenticated responses may be shared"
             }
             Unstorable::Credentials => {
-                "serve anonymous readers without cookies, or strip analytics cookies \
-                 in the cache's config"
+                "a request with a session cookie or Authorization is passed on purpose \
+                 (never strip those); strip only analytics cookies (_ga, _gid, _fbp, \
+                 utm_*) in the cache's config"
             }
         }
     }

@@ -109,6 +109,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<u8> {
         live: crate::report::live::wanted(output.json, output.no_tui),
         watch: None,
         secret_headers: Vec::new(),
+        peek: false,
     };
     let mut progress = diagnose::progress_printer();
     let mut results: Vec<Diagnosis> = Vec::new();

@@ -133,14 +133,34 @@ pub(crate) fn diagnose_url(
     };
     config.client.http3 = false;
     let stop = &interrupt.stop;
+    // With -L everything below measures the page the redirects end at.
+    let (config, chain) = if config.client.follow_redirects.is_some() {
+        progress(&format!("{target}: following redirects…"));
+        interrupt
+            .runtime
+            .block_on(probe::redirect::follow(&config, stop))
+            .map_err(anyhow::Error::new)?
+    } else {
+        (config, probe::redirect::Chain::default())
+    };
+    let target = &config.target;
+    let origin_config = match &plan.origin {
+        Some(o) => Some(origin_config(target, &config, o)?),
+        None => None,
+    };
     progress(&format!(
-        "{}: probing ({} requests per series)…",
-        target, plan.count
+        "{}: probing ({} rounds or more{})…",
+        target,
+        plan.count,
+        if origin_config.is_some() {
+            ", alternating with the origin"
+        } else {
+            ""
+        }
     ));
-    let probe = interrupt
-        .runtime
-        .block_on(probe::probe(&config, stop))
-        .map_err(anyhow::Error::new)?;
+    let (mut probe, origin) = sampled(interrupt, plan, &config, origin_config.as_ref())?;
+    probe.redirects = chain.hops;
+    probe.dropped_headers = chain.dropped_headers;
     let http3 =
         super::diagnose_h3::discover(interrupt, &config, &probe, plan.client.http3, progress);
     progress(&format!("{target}: cache audit…"));
@@ -151,42 +171,6 @@ pub(crate) fn diagnose_url(
         Ok(c) => (Some(c), None),
         Err(NetError::Interrupted) => (None, Some(interrupt.reason().to_string())),
         Err(e) => (None, Some(e.to_string())),
-    };
-    let origin = match &plan.origin {
-        Some(o) if !stop.is_stopped() => {
-            progress(&format!("{target}: probing the origin at {o}…"));
-            let (ip, port) = config::diagnose::origin_override(o, target.port)?;
-            let mut config = config.clone();
-            config
-                .client
-                .resolve
-                .retain(|r| r.host != target.host.to_ascii_lowercase());
-            config.client.resolve.push(ResolveOverride {
-                host: target.host.to_ascii_lowercase(),
-                port: target.port,
-                addr: ip,
-            });
-            if port != target.port {
-                config.target = Target::parse(&target.url.replacen(
-                    &target.authority(),
-                    &format!("{}:{port}", target.host),
-                    1,
-                ))
-                .map_err(|e| usage!("{e}"))?;
-                config.client.resolve.push(ResolveOverride {
-                    host: target.host.to_ascii_lowercase(),
-                    port,
-                    addr: ip,
-                });
-            }
-            Some(
-                interrupt
-                    .runtime
-                    .block_on(probe::probe(&config, stop))
-                    .with_context(|| format!("probing the origin {o}"))?,
-            )
-        }
-        _ => None,
     };
     let (ramp, skipped) = if let Some(why) = &plan.no_load {
         (None, Some(why.clone()))
@@ -222,7 +206,7 @@ pub(crate) fn diagnose_url(
         };
         let ran = ramp::run(
             target,
-            &plan.request,
+            &config.request,
             &plan.client,
             &plan.ramp,
             &interrupt.flag,
@@ -246,12 +230,19 @@ pub(crate) fn diagnose_url(
             Err(e) => (None, Some(format!("the load ramp failed: {e:#}"))),
         }
     };
+    // After the ramp, so the stack's two requests never shift the ramp's timing.
+    let stack = super::diagnose_stack::gather(
+        interrupt,
+        &config,
+        (&probe, cache.as_ref()),
+        plan.peek,
+        progress,
+    );
     progress("");
     let offered_h2 = plan.client.version != HttpVersionPref::Http1;
-    let mut probe = probe;
     probe.set_distance(plan.distance_km);
     let mut probe_facts = from_probe::probe_facts(&probe, offered_h2);
-    if let Some(c) = &cache {
+    if let Some(c) = cache.as_ref().filter(|_| probe_facts.redirects.is_empty()) {
         probe_facts.redirects = from_probe::redirect_facts(c);
     }
     let hit_ratio = ramp.as_ref().and_then(|r| r.hit_ratio);
@@ -283,7 +274,8 @@ pub(crate) fn diagnose_url(
             .filter(|s| s.count > 0)
             .map(|s| s.p50.ttfb);
     }
-    let findings = diagnose::run_rules(&facts);
+    let mut findings = diagnose::run_rules(&facts);
+    diagnose::stack::attach(&mut findings, &facts, &stack);
     probe.server_time_label = rules::facts_time_label(&facts).to_string();
     let summary = diagnose::summary(&facts);
     Ok(Diagnosis {
@@ -298,7 +290,83 @@ pub(crate) fn diagnose_url(
         findings,
         summary,
         http3,
+        stack: Some(stack),
     })
+}
+
+/// The probe of `--origin`: the same URL, resolved to the origin's address (and
+/// port, when given).
+fn origin_config(target: &Target, config: &ProbeConfig, o: &str) -> anyhow::Result<ProbeConfig> {
+    let (ip, port) = config::diagnose::origin_override(o, target.port)?;
+    let mut config = config.clone();
+    config
+        .client
+        .resolve
+        .retain(|r| r.host != target.host.to_ascii_lowercase());
+    config.client.resolve.push(ResolveOverride {
+        host: target.host.to_ascii_lowercase(),
+        port: target.port,
+        addr: ip,
+    });
+    if port != target.port {
+        config.target = Target::parse(&target.url.replacen(
+            &target.authority(),
+            &format!("{}:{port}", target.host),
+            1,
+        ))
+        .map_err(|e| usage!("{e}"))?;
+        config.client.resolve.push(ResolveOverride {
+            host: target.host.to_ascii_lowercase(),
+            port,
+            addr: ip,
+        });
+    }
+    Ok(config)
+}
+
+/// The probe of the URL and, with `--origin`, of the origin, in interleaved rounds
+/// (`probe::sampler`): at least `-n` rounds, more until every timing-based rule can
+/// decide (bounded in rounds and time; the JSON's `probe.sampling` says how it ended).
+fn sampled(
+    interrupt: &Interrupt,
+    plan: &DiagnoseConfig,
+    config: &ProbeConfig,
+    origin: Option<&ProbeConfig>,
+) -> anyhow::Result<(probe::ProbeResult, Option<probe::ProbeResult>)> {
+    let offered_h2 = plan.client.version != HttpVersionPref::Http1;
+    let mut configs = vec![config.clone()];
+    configs.extend(origin.cloned());
+    let mut decided = |rs: &[probe::ProbeResult]| {
+        diagnose::decided(&Facts {
+            probe: rs.first().map(|p| from_probe::probe_facts(p, offered_h2)),
+            origin: rs.get(1).map(|p| from_probe::probe_facts(p, offered_h2)),
+            distance_km: plan.distance_km,
+            ..Facts::default()
+        })
+    };
+    let mut out = interrupt
+        .runtime
+        .block_on(probe::sample(
+            &configs,
+            &probe::Sampling::adaptive(plan.count),
+            &interrupt.stop,
+            &mut decided,
+        ))
+        .into_iter();
+    let main = out
+        .next()
+        .unwrap_or(Err(NetError::Interrupted))
+        .map_err(anyhow::Error::new)?;
+    let origin = match (origin, out.next()) {
+        (Some(_), Some(r)) => Some(r.with_context(|| {
+            format!(
+                "probing the origin {}",
+                plan.origin.as_deref().unwrap_or_default()
+            )
+        })?),
+        _ => None,
+    };
+    Ok((main, origin))
 }
 
 /// A URL that could not be diagnosed, as an entry of `results`.

@@ -147,6 +147,16 @@ pub(crate) fn facts(h: &Http3Probe) -> Http3Facts {
             .as_ref()
             .filter(|r| r.fresh.count > 0)
             .map(|r| r.fresh.phases_ms.ttfb.min),
+        // The first visits, each less the time latscope waited for a CPU during it.
+        fresh_ttfb_samples_ms: h
+            .h3
+            .as_ref()
+            .map(|r| {
+                r.ok_samples(probe::Series::Fresh)
+                    .filter_map(|s| Some((s.phases_ms.ttfb - s.client_wait_ms?).max(0.0)))
+                    .collect()
+            })
+            .unwrap_or_default(),
         error: h.error.clone(),
     }
 }

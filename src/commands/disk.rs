@@ -11,7 +11,7 @@ use std::time::{Instant, SystemTime};
 
 use crate::cli::DiskArgs;
 use crate::config::DiskConfig;
-use crate::diagnose::{self, Facts};
+use crate::diagnose::{self, disk_verdict, Facts};
 use crate::disk::{self, DiskOptions, Observer, SecondHists, SecondStats, Setup};
 use crate::report;
 use crate::report::live::{self, disk::DiskSecond, DiskSetup, DiskState, LiveView, Stopper};
@@ -89,6 +89,10 @@ struct Printer<'a> {
     total_s: u64,
     header: String,
     last_layout: Option<Instant>,
+    /// The database suite runs: no live view, the header comes after the verdict.
+    suite: bool,
+    /// The suite's workload under way, for the progress line.
+    current: String,
 }
 
 /// What `q` and Ctrl-C do in the view: what the signals do (raw mode turns Ctrl-C
@@ -128,22 +132,31 @@ impl Observer for Printer<'_> {
         for w in setup.warnings.iter().chain(&setup.engine_note) {
             eprintln!("latscope: warning: {w}");
         }
-        if !self.json {
+        if !self.json && !self.suite {
             let mut out = std::io::stdout().lock();
             let _ = out.write_all(self.header.as_bytes());
             let _ = out.flush();
         }
-        if self.live {
+        if self.live && !self.suite {
             // No view (a terminal that cannot take raw mode): the progress line.
             let state = DiskState::new(DiskSetup::new(self.opts, setup));
             self.view = LiveView::open(state, stopper()).ok();
         }
     }
 
+    fn workload(&mut self, i: usize, n: usize, name: &str, what: &str) {
+        self.current = format!("[{}/{n}] {name}", i + 1);
+        let text = format!("  {}: {what}", self.current);
+        self.line.show(&text);
+    }
+
     fn second(&mut self, s: &SecondStats, hists: &SecondHists) {
         if let Some(view) = &self.view {
             let second = DiskSecond::new(s, hists);
             view.update(move |st| st.push(&second));
+        } else if self.suite {
+            let text = format!("  {} {}", self.current, report::disk::progress_rates(s));
+            self.line.show(&text);
         } else {
             self.line.show(&report::disk::progress(s, self.total_s));
         }
@@ -168,7 +181,12 @@ pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
         total_s: opts.duration.as_secs_f64().ceil() as u64,
         header: String::new(),
         last_layout: None,
+        suite: opts.suite,
+        current: String::new(),
     };
+    if opts.suite {
+        return run_suite(&output, &opts, started, printer);
+    }
     let outcome = disk::run(&opts, &STOP, &mut printer);
     if let Some(view) = printer.view.take() {
         // The terminal back before the summary (and any error) is printed.
@@ -187,10 +205,16 @@ pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
         ..Facts::default()
     };
     let findings = diagnose::run_rules(&facts);
+    let verdict = disk_verdict::verdict(facts.disk.as_ref().expect("disk facts"), &findings);
     let mut doc = crate::schema::DiskDoc::from(&result);
     doc.findings = findings.clone();
+    doc.verdict = Some(serde_json::to_value(&verdict)?);
     let doc = crate::schema::to_value(&doc);
-    let body = report::disk::render(&result, &findings);
+    let body = format!(
+        "\n{}{}",
+        report::disk_suite::verdict_text(&verdict),
+        report::disk::render(&result, &findings)
+    );
     let text = format!("{}{body}", printer.header);
     // Saved before it is printed: a stdout that cannot be written loses nothing.
     let saved = saving::save(
@@ -212,7 +236,62 @@ pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
             secret_headers: Vec::new(),
         },
     );
-    super::output::print(output.json, &doc, &body)?;
+    // The verdict first (DESIGN.md, fourth wave), the rest in their usual order.
+    super::output::print_first(output.json, doc, "verdict", &body)?;
+    super::output::say_saved(output.json, &saved)?;
+    Ok(saved.exit_code(0))
+}
+
+/// Runs the database suite (no workload flags): its workloads and the commit test,
+/// the verdict first, then what was measured.
+fn run_suite(
+    output: &crate::config::OutputConfig,
+    opts: &DiskOptions,
+    started: SystemTime,
+    mut printer: Printer<'_>,
+) -> anyhow::Result<u8> {
+    let outcome = disk::suite::run(opts, &STOP, &mut printer);
+    printer.line.clear();
+    let result = match outcome {
+        Ok(r) => r,
+        Err(e) if e.is_usage() => return Err(usage!("{e}")),
+        Err(e) => return Err(anyhow::Error::new(e)),
+    };
+    let facts = Facts {
+        disk: Some(diagnose::from_disk::suite_facts(&result)),
+        ..Facts::default()
+    };
+    let findings = diagnose::run_rules(&facts);
+    let verdict = disk_verdict::verdict(facts.disk.as_ref().expect("disk facts"), &findings);
+    let mut doc = crate::schema::DiskDoc::from(&result);
+    doc.findings = findings.clone();
+    doc.verdict = Some(serde_json::to_value(&verdict)?);
+    let doc = crate::schema::to_value(&doc);
+    let text = report::disk_suite::render_suite(&result, &verdict, &findings);
+    let saved = saving::save(
+        output,
+        NewRun {
+            kind: "disk",
+            target: opts.path.display().to_string(),
+            started,
+            duration_s: result.elapsed.as_secs_f64(),
+            config: serde_json::json!({
+                "path": opts.path.display().to_string(),
+                "pattern": "suite",
+                "size": result.setup.size,
+                "direct": format!("{:?}", opts.direct).to_lowercase(),
+                "write": opts.allow_write,
+                "engine": format!("{:?}", opts.engine).to_lowercase(),
+            }),
+            summary: doc.clone(),
+            timeline: doc["timeline"].clone(),
+            findings: serde_json::to_value(&findings)?,
+            text: text.clone(),
+            histograms: result.histograms(),
+            secret_headers: Vec::new(),
+        },
+    );
+    super::output::print_first(output.json, doc, "verdict", &text)?;
     super::output::say_saved(output.json, &saved)?;
     Ok(saved.exit_code(0))
 }

@@ -27,8 +27,10 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     if let Some(search) = cfg.search {
         return super::capacity::run(cfg.plan, search, &cfg.output, &cfg.redact_headers);
     }
-    let plan = cfg.plan;
+    let mut plan = cfg.plan;
     let start_at = cfg.start_at;
+    let interrupt = super::interrupt::Interrupt::install()?;
+    let redirects = follow_first(&mut plan, &cfg.redact_headers, &interrupt)?;
     // Known before the run, so the series written while it goes carry it.
     let run_id = crate::store::new_id();
     let mut sink = (!cfg.out.is_empty()).then(|| {
@@ -39,12 +41,14 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
             endpoints: plan.endpoints.iter().map(|e| e.name.clone()).collect(),
         })
     });
-    let interrupt = super::interrupt::Interrupt::install()?;
     let stop = interrupt.flag.clone();
     if !cfg.output.json {
         // A stdout that cannot be written (`> /dev/full`) must not stop the run
         // before it is measured and saved; the final print reports the error.
         let _ = super::output::say(&report::load::header(&plan));
+        if !redirects.is_empty() {
+            let _ = super::output::say(&report::load::redirects_line(&redirects));
+        }
     }
     // The barrier of shards started apart: every one waits for the same instant.
     let mut start_late_ms = None;
@@ -101,6 +105,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     let mut doc = crate::schema::LoadDoc::from(&result);
     doc.findings = findings.clone();
     doc.shard = config.shard;
+    doc.redirects = redirects;
     if let (Some(at), Some(late)) = (start_at, start_late_ms) {
         // What this process's clock saw: how late after --start-at it began.
         doc.start_at = Some(humantime::format_rfc3339_millis(at).to_string());
@@ -190,6 +195,48 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         }
     }
     Ok(saved.exit_code(verdict(&result)))
+}
+
+/// `-L`: follows the URL's redirects once before the run (what `curl -L` would do
+/// first) and points the plan at the page they end at, with the request as it is
+/// sent there (credentials dropped when the chain left the first origin).
+fn follow_first(
+    plan: &mut load::LoadPlan,
+    redact: &[String],
+    interrupt: &super::interrupt::Interrupt,
+) -> anyhow::Result<Vec<crate::probe::audit::Hop>> {
+    if plan.client.follow_redirects.is_none() {
+        return Ok(Vec::new());
+    }
+    if plan.endpoints.len() != 1 {
+        return Err(crate::usage!(
+            "-L follows one URL's redirects: give each request of a scenario its final URL"
+        ));
+    }
+    let ep = &plan.endpoints[0];
+    let request = crate::net::RequestSpec {
+        method: ep.method.clone(),
+        headers: ep.headers.clone(),
+        body: ep.body.clone(),
+    };
+    let config = crate::probe::ProbeConfig {
+        target: plan.target.clone(),
+        count: 1,
+        secret_headers: crate::config::diagnose::secret_headers(&request, redact),
+        request,
+        client: plan.client.clone(),
+    };
+    let (last, chain) = interrupt
+        .runtime
+        .block_on(crate::probe::redirect::follow(&config, &interrupt.stop))
+        .context("following the URL's redirects (-L)")?;
+    plan.target = last.target.clone();
+    let ep = &mut plan.endpoints[0];
+    ep.path_and_query = last.target.path_and_query;
+    ep.method = last.request.method;
+    ep.headers = last.request.headers;
+    ep.body = last.request.body;
+    Ok(chain.hops)
 }
 
 /// The exit code the run itself earns: 1 when every request failed or none

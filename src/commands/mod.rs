@@ -9,6 +9,7 @@ mod compare;
 mod demo;
 mod diagnose;
 mod diagnose_h3;
+mod diagnose_stack;
 mod disk;
 mod docs;
 mod interrupt;

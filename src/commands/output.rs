@@ -27,6 +27,50 @@ pub(crate) fn print(json: bool, doc: &impl serde::Serialize, text: &str) -> anyh
     }
 }
 
+/// Prints a document already turned into JSON as [`print`] does, with its `first`
+/// field first and the rest in their usual order (a `serde_json::Value` object keeps
+/// its keys sorted, so [`print`]'s redaction pass cannot keep an order of its own):
+/// `latscope disk`'s verdict leads its document.
+pub(crate) fn print_first(
+    json: bool,
+    mut doc: serde_json::Value,
+    first: &str,
+    text: &str,
+) -> anyhow::Result<()> {
+    if !json {
+        return print(false, &(), text);
+    }
+    crate::redact::json_for_output(&mut doc);
+    let write = || -> std::io::Result<()> {
+        let mut out = std::io::stdout().lock();
+        serde_json::to_writer_pretty(&mut out, &FirstKey(&doc, first))
+            .map_err(std::io::Error::from)?;
+        writeln!(out)?;
+        out.flush()
+    };
+    match write() {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
+/// A JSON object serialized with one key first, the rest in their order.
+struct FirstKey<'a>(&'a serde_json::Value, &'a str);
+
+impl serde::Serialize for FirstKey<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let first = self.1;
+        match self.0.as_object() {
+            Some(map) => s.collect_map(
+                map.get_key_value(first)
+                    .into_iter()
+                    .chain(map.iter().filter(|(k, _)| *k != first)),
+            ),
+            None => self.0.serialize(s),
+        }
+    }
+}
+
 /// Writes `text` to stdout as it is, secrets included: for documents whose
 /// secrets are meant to be there (`k8s job`'s Secret manifest), never for a run's
 /// output.

@@ -72,7 +72,35 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
                     &args.http.redact_headers,
                 ),
             };
-            outcomes.push((target.url.clone(), probe::probe(&config, stop).await));
+            // At least -n rounds, more until every timing-based rule can decide
+            // (`probe::sampler`); a TCP ping takes exactly -n connects.
+            let sampling = if target.scheme == crate::net::Scheme::Tcp {
+                probe::Sampling::fixed(args.count)
+            } else {
+                probe::Sampling::adaptive(args.count)
+            };
+            let mut decided = |rs: &[ProbeResult]| {
+                diagnose::decided(&Facts {
+                    probe: rs.first().map(|p| from_probe::probe_facts(p, offered_h2)),
+                    distance_km: args.distance_km,
+                    ..Facts::default()
+                })
+            };
+            // With -L the page the redirects end at is probed, the chain beside it.
+            let outcome = match probe::redirect::follow(&config, stop).await {
+                Ok((config, chain)) => {
+                    let mut out =
+                        probe::sample(std::slice::from_ref(&config), &sampling, stop, &mut decided)
+                            .await;
+                    out.remove(0).map(|mut r| {
+                        r.redirects = chain.hops;
+                        r.dropped_headers = chain.dropped_headers;
+                        r
+                    })
+                }
+                Err(e) => Err(e),
+            };
+            outcomes.push((target.url.clone(), outcome));
         }
         outcomes
     });

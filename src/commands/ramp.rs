@@ -112,6 +112,8 @@ pub(crate) fn run(
             p99_ms: p.p99,
             requests: r.requests,
             errors,
+            p99_interval: crate::stats::interval::histogram_quantile(&r.latency, 0.99)
+                .map(|iv| (iv.low, iv.high)),
         };
         steps.push(step);
         hits += r.cache_hits;
@@ -162,6 +164,9 @@ pub(crate) fn run(
         facts.p50_ms = p.p50;
         facts.p99_ms = p.p99;
         facts.p999_ms = p.p999;
+        // The same step's latencies, counted (tail-heavy counts them over its
+        // threshold).
+        facts.latency_ms = f.latency_ms;
         if r.aborted {
             stopped_early = Some("interrupted".to_string());
             break;

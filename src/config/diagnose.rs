@@ -45,6 +45,9 @@ pub struct DiagnoseConfig {
     /// The request's secret headers ([`secret_headers`]): the cache audit never
     /// carries them to another origin.
     pub secret_headers: Vec<http::HeaderName>,
+    /// Let the stack step send its two requests (the page's HTML, a 404 page) besides
+    /// reading the responses already seen; the demo's lab has no stack to find.
+    pub peek: bool,
 }
 
 /// The headers of `request` that are secret: named as secrets are
@@ -120,6 +123,7 @@ impl DiagnoseRun {
             }),
             count: args.count,
             secret_headers: secret_headers(&request, &args.http.redact_headers),
+            peek: true,
             request,
             client,
             origin: args.origin.clone(),

@@ -1,6 +1,8 @@
 //! The checked configuration of `latscope disk`: the run's [`DiskOptions`] from the
 //! flags (a bad value is a usage error naming the flag) and where its result goes.
 
+use std::time::Duration;
+
 use crate::cli::DiskArgs;
 use crate::config::out::OutputConfig;
 use crate::disk::options::MAX_BS;
@@ -28,26 +30,34 @@ impl DiskConfig {
 
 /// The disk run the flags ask for.
 fn options(a: &DiskArgs) -> Result<DiskOptions, String> {
-    let pattern = a.pattern;
-    if a.bs == 0 {
+    // No workload flag: the database suite (crate::disk::suite).
+    let suite = a.pattern.is_none()
+        && a.bs.is_none()
+        && a.iodepth.is_none()
+        && a.duration.is_none()
+        && !a.fsync;
+    let pattern = a.pattern.unwrap_or(Pattern::RandRw);
+    let bs = a.bs.unwrap_or(4096);
+    let duration = a.duration.unwrap_or(Duration::from_secs(30));
+    if bs == 0 {
         return Err("--bs must be at least 1 byte".into());
     }
-    if a.bs > MAX_BS {
+    if bs > MAX_BS {
         return Err(format!(
             "--bs {} is too large (at most {})",
-            fmt_bytes(a.bs),
+            fmt_bytes(bs),
             fmt_bytes(MAX_BS)
         ));
     }
-    if a.duration.is_zero() {
+    if duration.is_zero() {
         return Err("--duration must be longer than 0".into());
     }
     if let Some(size) = a.size {
-        if size < a.bs {
+        if size < bs {
             return Err(format!(
                 "--size {} is smaller than one block (--bs {})",
                 fmt_bytes(size),
-                fmt_bytes(a.bs)
+                fmt_bytes(bs)
             ));
         }
     }
@@ -73,14 +83,16 @@ fn options(a: &DiskArgs) -> Result<DiskOptions, String> {
         path: a.path.clone(),
         pattern,
         read_pct,
-        bs: a.bs,
-        iodepth: a.iodepth.max(1),
+        bs,
+        iodepth: a.iodepth.unwrap_or(1).max(1),
         size: a.size,
-        duration: a.duration,
+        duration,
         direct,
         fsync: a.fsync,
         precondition: a.precondition,
         allow_write: a.write,
         engine: a.engine,
+        suite,
+        layout_budget: None,
     })
 }

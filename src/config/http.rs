@@ -136,6 +136,10 @@ pub fn from_args(args: &HttpArgs) -> Result<(RequestSpec, ClientOptions), UsageE
             resolve,
             version,
             http3: args.http3,
+            follow_redirects: args.location.then(|| {
+                args.max_redirs
+                    .unwrap_or(crate::net::options::MAX_REDIRECTS)
+            }),
         },
     ))
 }

@@ -25,7 +25,7 @@ pub struct Ramp {
     /// What the responses said about a cache, over every step.
     pub cache: RampCache,
     /// How each `--out` did.
-    pub outputs: Vec<crate::output::OutputReport>,
+    pub outputs: Vec<crate::record::OutputReport>,
     /// What `--watch` scraped during the ramp.
     pub watch: Option<crate::watch::WatchSummary>,
     /// Histograms to store with the run.
@@ -63,6 +63,9 @@ pub struct Diagnosis {
     pub summary: Option<String>,
     /// HTTP/3 discovery and the other protocols probed beside it (https only).
     pub http3: Option<Http3Probe>,
+    /// The recognised stack (server, proxy, cache, CDN, app, framework), with the
+    /// evidence for each guess.
+    pub stack: Option<super::stack::Stack>,
 }
 
 /// What diagnose found out about HTTP/3 on an https URL: the `Alt-Svc` offer, the h3

@@ -35,6 +35,22 @@ pub struct SeriesFacts {
     pub total_ms: Vec<f64>,
     /// TCP connect time of each request that opened a connection, in order, ms.
     pub connect_ms: Vec<f64>,
+    /// Per request, in order (the same requests as `ttfb_ms`), ms: wait (request
+    /// written → first byte), receive (first → last byte) and DNS.
+    pub wait_ms: Vec<f64>,
+    pub receive_ms: Vec<f64>,
+    pub dns_ms: Vec<f64>,
+    /// Connect + TLS of each request that opened a connection, in order, ms.
+    pub handshake_ms: Vec<f64>,
+    /// TLS handshake of each request that opened a connection, in order, ms.
+    pub tls_ms: Vec<f64>,
+}
+
+impl SeriesFacts {
+    /// Samples of the series, or 0 when none was kept per request.
+    pub fn n(&self) -> usize {
+        self.ttfb_ms.len()
+    }
 }
 
 /// Kernel TCP_INFO of a probe connection.
@@ -68,16 +84,21 @@ pub struct RedirectHop {
     pub location: String,
     /// What the hop cost (its total time), ms.
     pub time_ms: f64,
+    /// The URL that answered with it (empty when not known).
+    pub from: String,
 }
 
 /// A large body downloaded over a fresh and over a warm connection.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct DownloadFacts {
     pub body_bytes: u64,
     /// Receive time (first → last byte) over a fresh connection, ms.
     pub fresh_ms: f64,
     /// Receive time over a warm (reused) connection, ms.
     pub warm_ms: f64,
+    /// Each large body's receive time over fresh and over warm connections, ms.
+    pub fresh_samples_ms: Vec<f64>,
+    pub warm_samples_ms: Vec<f64>,
 }
 
 /// What a probe of one URL measured.
@@ -114,6 +135,28 @@ pub struct ProbeFacts {
     pub redirects: Vec<RedirectHop>,
     /// For each response, whether the server closed the connection after it.
     pub closed_by_server: Vec<bool>,
+    /// The addresses the URL resolved to.
+    pub addresses: Vec<String>,
+    /// How long latscope itself waited for a CPU during the very first request, ms
+    /// (None: not measured): time the first request lost on this machine, not on the
+    /// server.
+    pub first_client_wait_ms: Option<f64>,
+    /// How busy this machine was while the probe ran (None: not measured).
+    pub client: Option<ClientNoise>,
+}
+
+/// The client's own noise during a probe: time latscope waited, runnable, for a CPU
+/// (schedstat) and the samples that waited long enough to be left out.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ClientNoise {
+    /// Samples measured (kept and left out).
+    pub samples: u64,
+    /// Samples left out (and re-taken) because latscope waited for a CPU during them.
+    pub disturbed: u64,
+    /// Run-queue wait over all samples, ms.
+    pub wait_ms: f64,
+    /// That wait as a share of the samples' time (0..1).
+    pub wait_share: f64,
 }
 
 /// One conditional GET of the cache audit.
@@ -145,6 +188,8 @@ pub struct CacheFacts {
     pub cookie: bool,
     /// The request carried Authorization.
     pub authorization: bool,
+    /// The names of the cookies the request carried (never their values).
+    pub request_cookies: Vec<String>,
     /// The audited URL has a query string.
     pub query: bool,
     pub status: u16,
@@ -177,6 +222,9 @@ pub struct LoadStep {
     pub p99_ms: f64,
     pub requests: u64,
     pub errors: u64,
+    /// The 95 % interval of the step's p99 (order statistics of its requests; the
+    /// upper end infinite when too few requests bound it), ms. None: not computed.
+    pub p99_interval: Option<(f64, f64)>,
 }
 
 impl LoadStep {
@@ -243,6 +291,9 @@ pub struct LoadFacts {
     pub errors_by_kind: BTreeMap<String, u64>,
     /// Connect times as (value ms, count) pairs, e.g. from the connect histogram.
     pub connect_ms: Vec<(f64, u64)>,
+    /// Every request's latency as (value ms, count) pairs, from the latency
+    /// histogram (empty: not kept).
+    pub latency_ms: Vec<(f64, u64)>,
     /// latscope's own CPU use, percent of one core (200 = two cores busy).
     pub client_cpu_pct: Option<f64>,
     /// Time latscope's threads were ready to run but waited for a CPU, percent
@@ -274,6 +325,10 @@ pub struct LoadFacts {
     pub client_data_retrans: Option<u64>,
     /// Responses that said they came from a cache.
     pub cache_hits: u64,
+    /// Responses that were redirects (3xx other than 304): counted as successes.
+    pub redirects: u64,
+    /// The most frequent of those redirect statuses (0: none).
+    pub redirect_status: u16,
 }
 
 /// How busy latscope's worker threads were, percent of the run per thread: on a CPU
@@ -292,6 +347,70 @@ pub struct DiskFacts {
     pub iodepth: u32,
     pub fsync_p99_ms: Option<f64>,
     pub fsync_count: u64,
+    /// The database suite's workloads, in order (empty for one workload).
+    pub workloads: Vec<WorkloadFacts>,
+    /// The suite's commit test.
+    pub commit: Option<CommitFacts>,
+}
+
+impl DiskFacts {
+    /// The suite's workload named `name`.
+    pub fn workload(&self, name: &str) -> Option<&WorkloadFacts> {
+        self.workloads.iter().find(|w| w.name == name)
+    }
+}
+
+/// One workload of the database suite, ms.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WorkloadFacts {
+    /// `read-4k-qd1`, …
+    pub name: String,
+    pub bs: u64,
+    pub iodepth: u32,
+    /// The direction it ran (its reads, or its writes).
+    pub dir: DiskDirFacts,
+    pub iops: f64,
+    pub mib_s: f64,
+    /// fdatasync after each write: p50 and p99.
+    pub fsync_p50_ms: Option<f64>,
+    pub fsync_p99_ms: Option<f64>,
+}
+
+/// The commit a database does (8 KiB through the page cache + fdatasync), ms.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CommitFacts {
+    /// Commits into the pre-zeroed segment and their latency (write + fdatasync).
+    pub commits: u64,
+    pub mean_ms: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub p999_ms: f64,
+    pub p9999_ms: f64,
+    pub max_ms: f64,
+    /// The two halves of a commit, p50.
+    pub write_p50_ms: f64,
+    pub fsync_p50_ms: f64,
+    pub fsync_p99_ms: f64,
+    /// Commits that extended the file.
+    pub append_commits: u64,
+    pub append_p50_ms: Option<f64>,
+    /// Pre-zeroing a 16 MiB segment (extrapolated when the budget ran out).
+    pub segment_ms: f64,
+    pub segment_extrapolated: bool,
+    /// Commits that took longer than 100 ms and 1 s.
+    pub over_100ms: u64,
+    pub over_1s: u64,
+    /// Commits in each full second.
+    pub per_second: Vec<u64>,
+    /// Percent of the commits' time some task on the machine waited for a CPU (PSI),
+    /// and latscope's own thread did (schedstat); `None` where the kernel does not say.
+    pub cpu_pressure_pct: Option<f64>,
+    pub cpu_wait_pct: Option<f64>,
+    /// Seconds of commits set apart because latscope waited for a CPU, and whether
+    /// they had to be kept (too little time without): then the tail is the machine's
+    /// as much as the volume's.
+    pub starved_s: f64,
+    pub starved_kept: bool,
 }
 
 /// One direction (reads or writes) of a disk run, ms.
@@ -303,9 +422,17 @@ pub struct DiskDirFacts {
     pub p999_ms: f64,
     pub p9999_ms: f64,
     pub max_ms: f64,
+    pub p99_ms: f64,
     /// I/Os that took longer than 100 ms, and longer than 1 s.
     pub over_100ms: u64,
     pub over_1s: u64,
+    /// Seconds measured, and those in which some I/O stalled — took longer than
+    /// 100 ms and 4× the median — or longer than 1 s (and 4× the median): the I/Os
+    /// caught in one
+    /// stall are not independent events, the seconds nearly are.
+    pub seconds: u64,
+    pub stall_seconds: u64,
+    pub stall_seconds_1s: u64,
     /// I/Os per second in each full second of the run, in order.
     pub per_second_iops: Vec<f64>,
 }
@@ -343,6 +470,9 @@ pub struct Http3Facts {
     pub reused_ttfb_ms: Option<f64>,
     /// The h3 probe's fastest fresh TTFB, ms.
     pub fresh_ttfb_min_ms: Option<f64>,
+    /// Each fresh h3 visit's TTFB less the time latscope waited for a CPU during it
+    /// (when measured per visit), ms.
+    pub fresh_ttfb_samples_ms: Vec<f64>,
     /// How long latscope's threads waited for a CPU during the h3 probe, per
     /// request, ms: time a busy client added to QUIC's side only.
     pub client_cpu_wait_per_visit_ms: Option<f64>,

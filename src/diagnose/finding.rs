@@ -3,13 +3,16 @@
 //! audits: a stable id, a severity, a title that carries the numbers, the evidence as
 //! named fields, and concrete advice. Like Lighthouse's "opportunities", a finding
 //! that can be priced from what was measured says what fixing it would save
-//! (`saving_ms`, per `saving_basis`, out of `saving_of_ms`). This module only defines
+//! (`saving_ms`, per `saving_basis`, out of `saving_of_ms`); a timing-based finding
+//! carries the interval it decided on (`confidence`). This module only defines
 //! the type; rules live in `diagnose::rules`.
 
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+pub use crate::stats::interval::Confidence;
 
 /// How bad a finding is. Ordered: `Info < Warn < Crit`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -94,8 +97,13 @@ pub struct Finding {
     pub title: String,
     /// The numbers (and a few strings) behind the title, as named fields.
     pub evidence: Map<String, Value>,
-    /// What to do about it.
+    /// What to do about it, in generic HTTP terms.
     pub advice: String,
+    /// The same advice in the detected stack's own terms (diagnose only; empty when
+    /// nothing was recognised or the catalogue has nothing for it): one entry per
+    /// component and topic, each naming its documentation source.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub advice_stack: Vec<crate::diagnose::stack::StackAdvice>,
     /// What fixing it would save, ms, estimated from the measurements the finding
     /// already has (None: not priced — the data does not say).
     #[serde(default)]
@@ -107,6 +115,11 @@ pub struct Finding {
     /// of it.
     #[serde(default)]
     pub saving_of_ms: Option<f64>,
+    /// The interval a timing-based finding decided on (DESIGN.md, Findings: it fires
+    /// only when the interval clears the threshold); absent on findings that count or
+    /// read headers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<Confidence>,
 }
 
 impl Finding {
@@ -119,10 +132,24 @@ impl Finding {
             title,
             evidence: Map::new(),
             advice: String::new(),
+            advice_stack: Vec::new(),
             saving_ms: None,
             saving_basis: None,
             saving_of_ms: None,
+            confidence: None,
         }
+    }
+
+    /// Sets the interval the finding decided on.
+    pub fn confidence(mut self, c: Confidence) -> Finding {
+        self.confidence = Some(c);
+        self
+    }
+
+    /// Whether the finding says it could not tell (its interval straddled the
+    /// threshold).
+    pub fn undecided(&self) -> bool {
+        self.confidence.as_ref().is_some_and(Confidence::undecided)
     }
 
     /// Prices the finding: fixing it saves `saving` ms of the `of` ms that the requests

@@ -42,6 +42,11 @@ pub fn load_facts(r: &LoadResult) -> LoadFacts {
             .iter_recorded()
             .map(|v| (v.value_iterated_to() as f64 / 1e6, v.count_at_value()))
             .collect(),
+        latency_ms: r
+            .latency
+            .iter_recorded()
+            .map(|v| (v.value_iterated_to() as f64 / 1e6, v.count_at_value()))
+            .collect(),
         client_cpu_pct: Some(r.client_cpu_pct),
         client_wait_pct: r.client_wait_pct,
         threads: r.threads as u32,
@@ -60,5 +65,20 @@ pub fn load_facts(r: &LoadResult) -> LoadFacts {
         client_early_retrans: (r.data_retrans.is_some()).then_some(r.early_retrans),
         client_data_retrans: r.data_retrans,
         cache_hits: r.cache_hits,
+        redirects: redirects(r).map_or(0, |(_, n)| n),
+        redirect_status: redirects(r).map_or(0, |(s, _)| s),
     }
+}
+
+/// Redirect responses (3xx other than 304): the most frequent status, and how many
+/// there were in all.
+fn redirects(r: &LoadResult) -> Option<(u16, u64)> {
+    let of = || {
+        r.statuses
+            .iter()
+            .filter(|(s, n)| (300..400).contains(*s) && **s != 304 && **n > 0)
+    };
+    let total: u64 = of().map(|(_, n)| n).sum();
+    let top = of().max_by_key(|(_, n)| **n).map(|(s, _)| *s)?;
+    Some((top, total))
 }

@@ -5,8 +5,8 @@ use crate::probe::audit::{CacheObservation, Seen};
 use crate::probe::{ProbeResult, Sample, Series, SeriesSummary};
 
 use super::facts::{
-    CacheFacts, ConditionalFacts, DownloadFacts, Headers, Phases, ProbeFacts, RedirectHop,
-    RepeatFacts, SeriesFacts, TcpFacts, TlsFacts,
+    CacheFacts, ClientNoise, ConditionalFacts, DownloadFacts, Headers, Phases, ProbeFacts,
+    RedirectHop, RepeatFacts, SeriesFacts, TcpFacts, TlsFacts,
 };
 
 /// The facts of one probe. `offered_h2`: the client put h2 in ALPN.
@@ -32,6 +32,19 @@ pub fn probe_facts(p: &ProbeResult, offered_h2: bool) -> ProbeFacts {
                 .iter()
                 .filter(|s| s.new_connection)
                 .map(|s| s.phases_ms.connect)
+                .collect(),
+            wait_ms: ok.iter().map(|s| s.phases_ms.wait).collect(),
+            receive_ms: ok.iter().map(|s| s.phases_ms.receive).collect(),
+            dns_ms: ok.iter().map(|s| s.phases_ms.dns).collect(),
+            handshake_ms: ok
+                .iter()
+                .filter(|s| s.new_connection)
+                .map(|s| s.phases_ms.connect + s.phases_ms.tls)
+                .collect(),
+            tls_ms: ok
+                .iter()
+                .filter(|s| s.new_connection)
+                .map(|s| s.phases_ms.tls)
                 .collect(),
         }
     };
@@ -113,18 +126,42 @@ pub fn probe_facts(p: &ProbeResult, offered_h2: bool) -> ProbeFacts {
         headers: Headers::from_pairs(&headers),
         body_bytes: p.body_bytes,
         accept_encoding: true,
-        download: p.download.map(|d| DownloadFacts {
-            body_bytes: d.body_bytes,
-            fresh_ms: d.fresh_receive_ms,
-            warm_ms: d.warm_receive_ms,
+        download: p.download.map(|d| {
+            let big = |fresh: bool| {
+                p.samples
+                    .iter()
+                    .filter(|s| s.error.is_none() && !s.disturbed && s.body_bytes >= 1 << 20)
+                    .filter(|s| s.new_connection == fresh)
+                    .map(|s| s.phases_ms.receive)
+                    .collect()
+            };
+            DownloadFacts {
+                body_bytes: d.body_bytes,
+                fresh_ms: d.fresh_receive_ms,
+                warm_ms: d.warm_receive_ms,
+                fresh_samples_ms: big(true),
+                warm_samples_ms: big(false),
+            }
         }),
-        redirects: Vec::new(),
+        redirects: p.redirects.iter().map(hop_fact).collect(),
         closed_by_server: p
             .samples
             .iter()
             .filter(|s| s.error.is_none())
             .map(|s| s.closed_by_server)
             .collect(),
+        addresses: p.addresses.clone(),
+        first_client_wait_ms: p
+            .samples
+            .iter()
+            .find(|s| s.error.is_none())
+            .and_then(|s| s.client_wait_ms),
+        client: p.client.map(|c| ClientNoise {
+            samples: c.samples,
+            disturbed: c.disturbed,
+            wait_ms: c.cpu_wait_ms,
+            wait_share: c.cpu_wait_pct / 100.0,
+        }),
     }
 }
 
@@ -152,6 +189,7 @@ pub fn cache_facts(c: &CacheObservation, load_hit_ratio: Option<f64>) -> CacheFa
         anonymous: c.anonymous,
         cookie: c.cookie,
         authorization: c.authorization,
+        request_cookies: c.cookie_names.clone(),
         query: c.url.contains('?'),
         status: c.full.status,
         headers: Headers::from_pairs(&c.full.headers),
@@ -171,12 +209,14 @@ pub fn cache_facts(c: &CacheObservation, load_hit_ratio: Option<f64>) -> CacheFa
 
 /// The redirects an audit followed, as the probe facts carry them.
 pub fn redirect_facts(c: &CacheObservation) -> Vec<RedirectHop> {
-    c.redirects
-        .iter()
-        .map(|h| RedirectHop {
-            status: h.status,
-            location: h.location.clone(),
-            time_ms: h.time_ms,
-        })
-        .collect()
+    c.redirects.iter().map(hop_fact).collect()
+}
+
+fn hop_fact(h: &crate::probe::redirect::Hop) -> RedirectHop {
+    RedirectHop {
+        status: h.status,
+        location: h.location.clone(),
+        time_ms: h.time_ms,
+        from: h.url.clone(),
+    }
 }

@@ -2,7 +2,7 @@
 //! problems gives each expected finding most severe first, and `client-bound` silences
 //! the load rules.
 
-use super::rules::testutil::{far_probe, healthy_probe};
+use super::rules::testutil::{far_probe, healthy_probe, set};
 use super::*;
 
 fn healthy_cache() -> CacheFacts {
@@ -34,6 +34,7 @@ fn healthy_load() -> LoadFacts {
                 p99_ms: 0.3 + i as f64 * 0.4,
                 requests: 10_000,
                 errors: 0,
+                p99_interval: None,
             })
             .collect(),
         timeline: (0..15)
@@ -163,8 +164,8 @@ fn proxy_names_the_server_bucket() {
     let mut probe = far_probe();
     probe.headers = Headers::from_pairs(&[("via", "1.1 varnish"), ("x-varnish", "12")]);
     let r = probe.reused.as_mut().unwrap();
-    r.p50.wait = 600.0;
-    r.p50.ttfb = 600.0;
+    set(r, "wait", 600.0);
+    set(r, "ttfb", 600.0);
     let label = |probe: &ProbeFacts| {
         let facts = Facts {
             probe: Some(probe.clone()),

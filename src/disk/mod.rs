@@ -5,12 +5,19 @@
 //! fdatasync after every write (timed on its own). Completion latencies land in
 //! HdrHistograms, per direction and per second.
 //!
+//! Without workload flags `latscope disk` runs the database suite instead
+//! ([`suite`]: several workloads and the commit test of [`commit`]).
+//!
 //! This module measures; it never prints. Progress and the setup reach the caller
 //! through an [`Observer`].
 
+pub mod commit;
 pub mod file;
 pub mod options;
+pub mod pressure;
 pub mod result;
+pub mod suite;
+mod suite_json;
 pub mod workload;
 
 mod buf;
@@ -78,6 +85,8 @@ pub trait Observer {
     fn laying_out(&mut self, _done: u64, _total: u64) {}
     /// The file is ready and the measurement starts now.
     fn started(&mut self, _setup: &Setup) {}
+    /// The suite starts workload `i` of `n` (its name, and what it stands for).
+    fn workload(&mut self, _i: usize, _n: usize, _name: &str, _what: &str) {}
     /// One second of the measurement closed: its numbers, and its histograms (for
     /// a view that adds them up while the run goes).
     fn second(&mut self, _s: &SecondStats, _hists: &SecondHists) {}
@@ -88,6 +97,7 @@ pub trait Observer {
 struct CpuClock {
     wall: Instant,
     cpu_ns: Option<u64>,
+    wait_ns: Option<u64>,
 }
 
 impl CpuClock {
@@ -95,22 +105,34 @@ impl CpuClock {
         CpuClock {
             wall: Instant::now(),
             cpu_ns: process_cpu_ns(),
+            wait_ns: pressure::process_wait_ns().map(|w| w.0),
         }
     }
 
-    /// CPU used since the last lap, percent of one core (None: the clock is not
-    /// readable).
-    fn lap(&mut self) -> Option<f64> {
-        let (wall, cpu) = (Instant::now(), process_cpu_ns());
+    /// CPU used since the last lap, percent of one core, and the share of the lap
+    /// latscope's threads waited, runnable, for a CPU (percent, averaged over its
+    /// threads); None where a clock is not readable.
+    fn lap(&mut self) -> (Option<f64>, Option<f64>) {
+        let (wall, cpu, wait) = (
+            Instant::now(),
+            process_cpu_ns(),
+            pressure::process_wait_ns(),
+        );
+        let secs = wall.saturating_duration_since(self.wall).as_secs_f64();
         let pct = match (self.cpu_ns, cpu) {
             (Some(a), Some(b)) => {
-                let secs = wall.saturating_duration_since(self.wall).as_secs_f64();
                 (secs > 0.0).then(|| b.saturating_sub(a) as f64 / 1e9 / secs * 100.0)
             }
             _ => None,
         };
-        (self.wall, self.cpu_ns) = (wall, cpu);
-        pct
+        let wait_pct = match (self.wait_ns, wait) {
+            (Some(a), Some((b, threads))) if secs > 0.0 && threads > 0 => {
+                Some((b.saturating_sub(a) as f64 / 1e9 / secs * 100.0 / threads as f64).min(100.0))
+            }
+            _ => None,
+        };
+        (self.wall, self.cpu_ns, self.wait_ns) = (wall, cpu, wait.map(|w| w.0));
+        (pct, wait_pct)
     }
 }
 
@@ -180,7 +202,17 @@ pub fn run(
     if stop.load(Ordering::Relaxed) {
         return Err(DiskError::Interrupted);
     }
-    let (engine, engine_note) = match opts.engine {
+    let setup = setup_of(&tf, opts.engine)?;
+    obs.started(&setup);
+    let result = measure(opts, &tf, setup, Duration::ZERO, stop, obs);
+    drop(tf);
+    result
+}
+
+/// The engine to use (io_uring where it works, unless told otherwise) and the setup
+/// a prepared file gives.
+pub(crate) fn setup_of(tf: &file::TestFile, choice: DiskEngine) -> Result<Setup, DiskError> {
+    let (engine, engine_note) = match choice {
         DiskEngine::Threads => (EngineKind::Threads, None),
         DiskEngine::Uring => {
             engine_uring::probe().map_err(DiskError::Uring)?;
@@ -194,7 +226,7 @@ pub fn run(
             ),
         },
     };
-    let setup = Setup {
+    Ok(Setup {
         file: tf.path.clone(),
         created: tf.created,
         size: tf.size,
@@ -204,11 +236,23 @@ pub fn run(
         engine,
         engine_note,
         warnings: tf.warnings.clone(),
-    };
-    obs.started(&setup);
+    })
+}
 
+/// Keeps `opts.iodepth` I/Os of `opts.bs` in flight on a prepared file for
+/// `opts.duration`, after `warmup` whose completions are not recorded (a throttle's
+/// first burst, a device's first I/Os).
+pub(crate) fn measure(
+    opts: &DiskOptions,
+    tf: &file::TestFile,
+    setup: Setup,
+    warmup: Duration,
+    stop: &AtomicBool,
+    obs: &mut dyn Observer,
+) -> Result<DiskResult, DiskError> {
+    let engine = setup.engine;
     let halted = AtomicBool::new(false);
-    let t0 = Instant::now();
+    let t0 = Instant::now() + warmup;
     let ctx = Ctx {
         file: &tf.file,
         bs: opts.bs,
@@ -255,7 +299,7 @@ pub fn run(
         let mut cpu = CpuClock::start();
         recorder::collect(rx, workers, &mut |sec| {
             let mut stats = SecondStats::from_hists(sec, opts.bs, 1.0);
-            stats.cpu_pct = cpu.lap();
+            (stats.cpu_pct, stats.cpu_wait_pct) = cpu.lap();
             obs.second(&stats, sec);
             timeline.push(stats);
             per_second.extend(result::stored(&sec.hists, Some(sec.t)));
@@ -270,7 +314,7 @@ pub fn run(
         .unwrap_or(Duration::ZERO)
         .min(opts.duration);
     let interrupted = stop.load(Ordering::Relaxed) && elapsed < opts.duration;
-    let result = DiskResult::new(
+    Ok(DiskResult::new(
         opts.clone(),
         setup,
         elapsed,
@@ -278,9 +322,7 @@ pub fn run(
         collected.totals,
         timeline,
         per_second,
-    );
-    drop(tf);
-    Ok(result)
+    ))
 }
 
 #[cfg(test)]
@@ -323,6 +365,8 @@ mod tests {
             precondition: false,
             allow_write: false,
             engine: DiskEngine::Auto,
+            suite: false,
+            layout_budget: None,
         };
         let mut seen = Seen::default();
         let r = run(&opts, &AtomicBool::new(false), &mut seen).unwrap();

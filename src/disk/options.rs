@@ -12,6 +12,11 @@ use crate::units::fmt_bytes;
 
 /// Test file size when `--size` is not given and a file is created.
 pub const DEFAULT_SIZE: u64 = 256 * 1024 * 1024;
+/// How long the suite lays out its test file at most (it keeps what was written by
+/// then, at least [`MIN_LAYOUT`]).
+pub const SUITE_LAYOUT_BUDGET: Duration = Duration::from_secs(4);
+/// The least the suite lays out, however slow the volume.
+pub const MIN_LAYOUT: u64 = 8 * 1024 * 1024;
 /// Largest block size (io_uring lengths are 32-bit; larger blocks say nothing more).
 pub const MAX_BS: u64 = 64 * 1024 * 1024;
 
@@ -62,6 +67,10 @@ pub struct DiskOptions {
     /// Writing to an existing file is allowed (`--write`).
     pub allow_write: bool,
     pub engine: DiskEngine,
+    /// No workload flag was given: run the database suite ([`crate::disk::suite`]).
+    pub suite: bool,
+    /// Stop laying out after this long (keeping at least [`MIN_LAYOUT`]).
+    pub layout_budget: Option<Duration>,
 }
 
 /// Why a disk run could not be done.

@@ -114,7 +114,11 @@ impl Recorder {
     }
 
     /// Records one latency that completed at `at`.
+    /// Completions before `t0` (a warm-up) are not recorded.
     pub(crate) fn record(&mut self, kind: Kind, latency: Duration, at: Instant) {
+        if at < self.t0 {
+            return;
+        }
         let s = at.saturating_duration_since(self.t0).as_secs() as u32;
         if s > self.cur {
             self.flush(s);

@@ -12,8 +12,10 @@ use hdrhistogram::Histogram;
 use crate::disk::options::DiskOptions;
 use crate::disk::recorder::{Hists, SecondHists};
 use crate::disk::Setup;
+use crate::stats::counts::supports;
 use crate::stats::StoredHistogram;
 use crate::stats::{Percentiles, Unit};
+use serde_json::{json, Value};
 
 const MIB: f64 = 1024.0 * 1024.0;
 
@@ -50,6 +52,9 @@ pub struct SecondStats {
     pub fsync_p99_us: f64,
     /// latscope's CPU in the second, percent of one core (live only: not stored).
     pub cpu_pct: Option<f64>,
+    /// Percent of the second latscope's threads waited, runnable, for a CPU (their
+    /// mean; live only: not stored). A second starved this way is the machine's.
+    pub cpu_wait_pct: Option<f64>,
 }
 
 impl SecondStats {
@@ -78,6 +83,7 @@ impl SecondStats {
             write_max_us: us(&h.write, 1.0),
             fsync_p99_us: us(&h.fsync, 0.99),
             cpu_pct: None,
+            cpu_wait_pct: None,
         }
     }
 
@@ -206,12 +212,47 @@ pub(crate) fn stored(h: &Hists, second: Option<u32>) -> Vec<StoredHistogram> {
     out
 }
 
-fn rate(n: u64, secs: f64) -> f64 {
+/// One direction as JSON: `{ios, iops, bw_mib_s, lat_us}`.
+pub(crate) fn dir_json(d: DirSummary) -> Value {
+    json!({
+        "ios": d.ios,
+        "iops": r1(d.iops),
+        "bw_mib_s": r2(d.bw_mib_s),
+        "lat_us": lat_json(&d.lat_us, d.ios),
+    })
+}
+
+/// Latency percentiles as JSON, each only where `n` values support it (p99.9 from
+/// 1,000, p99.99 from 10,000; null below: that "percentile" would be the maximum).
+pub(crate) fn lat_json(p: &Percentiles, n: u64) -> Value {
+    let q = |v: f64, q: f64| {
+        if supports(n, q) {
+            json!(r1(v))
+        } else {
+            Value::Null
+        }
+    };
+    json!({
+        "min": r1(p.min), "mean": r1(p.mean), "p50": r1(p.p50), "p90": q(p.p90, 0.9),
+        "p99": q(p.p99, 0.99), "p999": q(p.p999, 0.999), "p9999": q(p.p9999, 0.9999),
+        "max": r1(p.max),
+    })
+}
+
+pub(crate) fn rate(n: u64, secs: f64) -> f64 {
     if secs > 0.0 {
         n as f64 / secs
     } else {
         0.0
     }
+}
+
+pub(crate) fn r1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+pub(crate) fn r2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
 }
 
 #[cfg(test)]

@@ -20,6 +20,10 @@ pub enum HttpVersionPref {
     Http2,
 }
 
+/// Redirects `-L` follows unless `--max-redirs` says otherwise (and the cache audit
+/// follows at most).
+pub const MAX_REDIRECTS: usize = 10;
+
 /// How to connect.
 #[derive(Debug, Clone)]
 pub struct ClientOptions {
@@ -30,6 +34,9 @@ pub struct ClientOptions {
     pub version: HttpVersionPref,
     /// HTTP/3 over QUIC (`--http3`; `version` then stays `Auto`): see `net::quic`.
     pub http3: bool,
+    /// `-L`: follow redirects, at most this many (`--max-redirs`); None measures a
+    /// 3xx as the answer it is.
+    pub follow_redirects: Option<usize>,
 }
 
 impl ClientOptions {
@@ -53,6 +60,7 @@ impl Default for ClientOptions {
             resolve: Vec::new(),
             version: HttpVersionPref::Auto,
             http3: false,
+            follow_redirects: None,
         }
     }
 }

@@ -9,11 +9,10 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use serde_json::Value;
-
 use super::series::{self, Counters, Sample, Series};
 use crate::load::result::SecondResult;
 use crate::record::RunRecord;
+use crate::schema::TimelineRow;
 
 /// The OpenMetrics text of a stored load run; the error says why a run has none.
 pub fn run_text(run: &RunRecord) -> Result<String, String> {
@@ -23,7 +22,7 @@ pub fn run_text(run: &RunRecord) -> Result<String, String> {
             run.id, run.kind
         ));
     }
-    let rows = run.timeline.as_array().cloned().unwrap_or_default();
+    let rows: Vec<TimelineRow> = crate::schema::from_value(&run.timeline).unwrap_or_default();
     // Per-second histograms: `latency` for the whole run, `latency:<name>` per
     // endpoint (kept for runs with 2 to 100 endpoints).
     let mut all: BTreeMap<u32, Vec<u8>> = BTreeMap::new();
@@ -56,39 +55,26 @@ pub fn run_text(run: &RunRecord) -> Result<String, String> {
     Ok(text(&samples))
 }
 
-/// A stored timeline row back as the second it was.
+/// A stored timeline row back as the second it was (the fields the series export).
 fn second_of(
-    row: &Value,
+    row: &TimelineRow,
     all: &BTreeMap<u32, Vec<u8>>,
     names: &[String],
     per_ep: &BTreeMap<String, BTreeMap<u32, Vec<u8>>>,
 ) -> SecondResult {
-    let t = row["t"].as_u64().unwrap_or(0) as u32;
-    let f = |k: &str| row[k].as_f64().unwrap_or(0.0);
-    let n = |k: &str| row[k].as_u64().unwrap_or(0);
-    let server = row["server"]
-        .is_object()
-        .then(|| serde_json::from_value(row["server"].clone()).ok())
-        .flatten();
+    let t = row.t;
     SecondResult {
         t,
-        server,
-        requests: n("requests"),
-        errors: n("errors"),
-        errors_by_kind: row["error_kinds"]
-            .as_object()
-            .map(|m| {
-                m.iter()
-                    .map(|(k, v)| (k.clone(), v.as_u64().unwrap_or(0)))
-                    .collect()
-            })
-            .unwrap_or_default(),
-        dropped: n("dropped"),
-        active: n("active"),
-        p50_ms: f("p50_ms"),
-        p90_ms: f("p90_ms"),
-        p99_ms: f("p99_ms"),
-        max_ms: f("max_ms"),
+        server: row.server.clone().flatten().map(|s| *s),
+        requests: row.requests,
+        errors: row.errors,
+        errors_by_kind: row.error_kinds.clone(),
+        dropped: row.dropped,
+        active: row.active,
+        p50_ms: row.p50_ms,
+        p90_ms: row.p90_ms,
+        p99_ms: row.p99_ms,
+        max_ms: row.max_ms,
         v2: all.get(&t).cloned().unwrap_or_default(),
         ep_v2: names
             .iter()
@@ -200,6 +186,7 @@ fn number(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     fn run(timeline: Value) -> RunRecord {
         RunRecord {

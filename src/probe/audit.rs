@@ -3,10 +3,11 @@
 //! starts answering, and send real conditional GETs (If-None-Match, If-Modified-Since)
 //! to see whether they come back 304 with no body. The verdicts live in `diagnose`.
 //!
-//! Redirects follow curl's rules (`-L`): at most [`MAX_REDIRECTS`], only to http and
-//! https, and once a redirect leaves the first origin (scheme, host or port) the
-//! credentials are not sent on — `Authorization`, `Cookie`, `Proxy-Authorization`,
-//! a `Host` the user set, and every header in [`ProbeConfig::secret_headers`].
+//! Redirects follow curl's rules (`-L`), with the probe's own code (`redirect`): at
+//! most [`MAX_REDIRECTS`] (or `--max-redirs`), only to http and https, and once a
+//! redirect leaves the first origin (scheme, host or port) the credentials are not
+//! sent on — `Authorization`, `Cookie`, `Proxy-Authorization`, a `Host` the user set,
+//! and every header in [`ProbeConfig::secret_headers`].
 
 use http::{HeaderName, HeaderValue, Method};
 use serde::{Deserialize, Serialize};
@@ -16,25 +17,15 @@ use crate::net::RequestSpec;
 use crate::net::{conn, NetError, Target};
 use crate::units::ms;
 
+use super::redirect::{
+    redirect_request, redirect_stop, resolve_location, same_origin, strip_credentials,
+};
 use super::run::{connect_options, ProbeConfig};
 use super::stop::Stop;
 
-/// Redirects followed at most.
-pub const MAX_REDIRECTS: usize = 10;
-/// Request headers never sent to an origin other than the first (curl's rule).
-pub const CROSS_ORIGIN_DROPPED: [&str; 4] =
-    ["authorization", "cookie", "proxy-authorization", "host"];
+pub use super::redirect::{Hop, CROSS_ORIGIN_DROPPED, MAX_REDIRECTS};
 /// GETs after the first, to see a cache warm up.
 pub const REPEATS: usize = 3;
-
-/// One redirect: its status, where it pointed, what it cost (a fresh connection).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Hop {
-    pub url: String,
-    pub status: u16,
-    pub location: String,
-    pub time_ms: f64,
-}
 
 /// A response as the audit keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -84,6 +75,9 @@ pub struct CacheObservation {
     /// The request carried Authorization.
     #[serde(default)]
     pub authorization: bool,
+    /// The names of the cookies the request carried (no values).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cookie_names: Vec<String>,
     pub redirects: Vec<Hop>,
     /// The first full response (over a warm connection).
     pub full: Seen,
@@ -105,6 +99,7 @@ pub async fn audit(config: &ProbeConfig, stop: &Stop) -> Result<CacheObservation
     let mut request = config.request.clone();
     let mut dropped_headers = Vec::new();
     let mut redirects = Vec::new();
+    let max = config.client.follow_redirects.unwrap_or(MAX_REDIRECTS);
     let opts = connect_options(config)?;
     let h2c = config.client.version == crate::net::HttpVersionPref::Http2;
     let timeout = config.client.timeout;
@@ -141,12 +136,14 @@ pub async fn audit(config: &ProbeConfig, stop: &Stop) -> Result<CacheObservation
                     status: x.status,
                     location: loc,
                     time_ms: setup_ms + seen.time_ms,
+                    setup_ms: Some(setup_ms),
                 });
                 // A redirect is never audited as the page: a loop or a chain too
                 // long ends the audit, saying where it went.
-                if let Some(why) = redirect_stop(&redirects, &next.url) {
+                if let Some(why) = redirect_stop(&redirects, &next.url, max) {
                     return Err(NetError::Redirects(why));
                 }
+                redirect_request(&mut request, x.status);
                 if !same_origin(&config.target, &next) {
                     for name in strip_credentials(&mut request, &config.secret_headers) {
                         if !dropped_headers.contains(&name) {
@@ -210,6 +207,13 @@ pub async fn audit(config: &ProbeConfig, stop: &Stop) -> Result<CacheObservation
         sent(http::header::AUTHORIZATION),
     );
     let anonymous = !cookie && !authorization;
+    let cookie_names = request
+        .headers
+        .iter()
+        .filter(|(k, _)| k == http::header::COOKIE)
+        .filter_map(|(_, v)| v.to_str().ok())
+        .flat_map(crate::cache::cookies::request_names)
+        .collect();
     let mut cond = cond.into_iter();
     Ok(CacheObservation {
         url: target.url.clone(),
@@ -217,6 +221,7 @@ pub async fn audit(config: &ProbeConfig, stop: &Stop) -> Result<CacheObservation
         anonymous,
         cookie,
         authorization,
+        cookie_names,
         redirects,
         full,
         repeats,
@@ -224,25 +229,6 @@ pub async fn audit(config: &ProbeConfig, stop: &Stop) -> Result<CacheObservation
         if_modified_since: cond.next().flatten(),
         dropped_headers,
     })
-}
-
-/// Whether `a` and `b` are one origin: scheme, host (without case) and port.
-fn same_origin(a: &Target, b: &Target) -> bool {
-    a.scheme == b.scheme && a.port == b.port && a.host.eq_ignore_ascii_case(&b.host)
-}
-
-/// Removes the headers a redirect to another origin must not carry
-/// ([`CROSS_ORIGIN_DROPPED`] and `secret`); returns the names removed.
-fn strip_credentials(spec: &mut RequestSpec, secret: &[HeaderName]) -> Vec<String> {
-    let mut removed = Vec::new();
-    spec.headers.retain(|(name, _)| {
-        let drop = CROSS_ORIGIN_DROPPED.contains(&name.as_str()) || secret.contains(name);
-        if drop {
-            removed.push(name.as_str().to_string());
-        }
-        !drop
-    });
-    removed
 }
 
 /// One request over `http`, bounded by the timeout and the stop flag.
@@ -257,49 +243,4 @@ async fn send(
         r = http.send(target, spec, timeout) => r.map(|x| Seen::of(&x)),
         _ = stop.stopped() => Err(NetError::Interrupted),
     }
-}
-
-/// Why following `hops` (the last pointing to `next`) must stop: a loop (`next` was
-/// visited), or a redirect after [`MAX_REDIRECTS`] followed; None to go on.
-fn redirect_stop(hops: &[Hop], next: &str) -> Option<String> {
-    let urls = |from: usize| {
-        hops[from..]
-            .iter()
-            .map(|h| h.url.as_str())
-            .chain(std::iter::once(next))
-            .collect::<Vec<_>>()
-            .join(" → ")
-    };
-    if let Some(i) = hops.iter().position(|h| h.url == next) {
-        return Some(format!(
-            "stopped after {} redirects (loop: {})",
-            hops.len(),
-            urls(i)
-        ));
-    }
-    // `hops` holds the redirect just seen: MAX_REDIRECTS were followed before it.
-    (hops.len() > MAX_REDIRECTS).then(|| {
-        format!(
-            "stopped after {MAX_REDIRECTS} redirects (chain: … {} → …)",
-            urls(hops.len().saturating_sub(3))
-        )
-    })
-}
-
-/// The target a Location header points to (absolute, or relative to `from`); only
-/// http and https are followed.
-fn resolve_location(from: &Target, location: &str) -> Result<Target, NetError> {
-    let base = url::Url::parse(&from.url)
-        .map_err(|e| NetError::Protocol(format!("bad URL {}: {e}", from.url)))?;
-    let next = base.join(location).map_err(|e| {
-        NetError::Redirects(format!("redirect Location {location:?} is not a URL: {e}"))
-    })?;
-    if !matches!(next.scheme(), "http" | "https") {
-        return Err(NetError::Redirects(format!(
-            "redirect to a {}: URL: scheme not followed (only http and https are)",
-            next.scheme()
-        )));
-    }
-    Target::parse(next.as_str())
-        .map_err(|e| NetError::Protocol(format!("redirect to an unusable URL: {e}")))
 }

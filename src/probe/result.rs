@@ -187,8 +187,23 @@ pub struct ProbeResult {
     /// HTTP/3 (`--http3`): QUIC's RTT estimate and handshakes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quic: Option<QuicSummary>,
+    /// With `-L`: the redirects followed before the page (`target`), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redirects: Vec<super::redirect::Hop>,
+    /// With `-L`: the user's headers not sent once the chain left the first origin
+    /// (names, lowercase).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropped_headers: Vec<String>,
     /// Response headers of the last response (values of repeated headers joined).
     pub headers: BTreeMap<String, String>,
+    /// How busy this machine was while the probe ran: latscope's wait for a CPU and
+    /// the samples left out for it (absent where the kernel does not say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<super::noise::ClientSummary>,
+    /// How many rounds were taken and why sampling stopped (absent in runs stored
+    /// before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<super::sampler::SamplingReport>,
     pub samples: Vec<Sample>,
 }
 
@@ -230,15 +245,18 @@ impl ProbeResult {
             .as_ref()
             .filter(|r| r.count > 0 && is_http)
             .map(|r| r.phases_ms.ttfb.p50);
+        // DNS is its own phase: the handshakes' cost leaves it out (issue 30 item 1).
         let raw_cost = reused_ttfb
             .filter(|_| fresh.count > 0)
-            .map(|r| fresh.phases_ms.ttfb.p50 - r);
+            .map(|r| fresh.phases_ms.ttfb.p50 - fresh.phases_ms.dns.p50.max(0.0) - r);
         // A negative cost (reused slower than fresh) is noise or a server that slows
         // kept-alive connections; it is shown as 0 with the difference beside it.
         let handshake_cost_ms = raw_cost.map(|c| c.max(0.0));
         let reused_slower_ms = raw_cost.filter(|c| *c < 0.0).map(|c| -c);
         let resumed_handshake_cost_ms = match (&resumed, reused_ttfb) {
-            (Some(s), Some(r)) => Some((s.phases_ms.ttfb.p50 - r).max(0.0)),
+            (Some(s), Some(r)) => {
+                Some((s.phases_ms.ttfb.p50 - s.phases_ms.dns.p50.max(0.0) - r).max(0.0))
+            }
             _ => None,
         };
         let download = download(&samples);
@@ -295,7 +313,11 @@ impl ProbeResult {
             download,
             physical_floor: None,
             quic: None,
+            redirects: Vec::new(),
+            dropped_headers: Vec::new(),
             headers,
+            client: None,
+            sampling: None,
             samples,
         };
         if is_http {
@@ -337,11 +359,12 @@ impl ProbeResult {
         self.physical_floor = distance_km.map(|d| PhysicalFloor::new(d, self.tcp.as_ref()));
     }
 
-    /// The successful samples of one series, in order.
+    /// The successful samples of one series, in order (the disturbed ones left out:
+    /// `noise`).
     pub fn ok_samples(&self, series: Series) -> impl Iterator<Item = &Sample> {
         self.samples
             .iter()
-            .filter(move |s| s.series == series && s.error.is_none())
+            .filter(move |s| s.series == series && s.error.is_none() && !s.disturbed)
     }
 }
 

@@ -1,5 +1,8 @@
-//! Running a probe: the fresh series (full handshakes), the reused series, on TLS the
-//! resumed series (new connections that resume a session), or a TCP-connect ping.
+//! Running a probe: rounds of a fresh sample (a new connection, a full handshake) and
+//! a reused one (the next request over that connection), so drift hits both series
+//! alike; then on TLS the resumed series (new connections that resume a session); or
+//! a TCP-connect ping. Each sample records how long latscope waited for a CPU
+//! during it (`noise`); a disturbed round is re-taken.
 
 use std::time::{Duration, Instant, SystemTime};
 
@@ -10,6 +13,7 @@ use crate::net::{ClientOptions, HttpVersionPref, RequestSpec};
 use crate::net::{NetError, Scheme, Target};
 use crate::units::ms;
 
+use super::noise::{self, Mark};
 use super::result::ProbeResult;
 use super::sample::{PhasesMs, Sample, Series};
 use super::stop::Stop;
@@ -31,70 +35,32 @@ pub struct ProbeConfig {
 const GIVE_UP: usize = 3;
 
 /// Resumption attempts, with not one resumed, after which the server is taken not to
-/// resume sessions (the resumed series then stays empty).
-const RESUME_TRIES: u32 = 2;
+/// resume sessions (the resumed series then stays empty); the first of them only
+/// fetches a session.
+const RESUME_TRIES: u32 = 3;
 
-/// Probes one target. Fails only when nothing could be measured (the first error is
-/// returned, after at most [`GIVE_UP`] tries); later failures are kept as samples
-/// with an error. Stops early, keeping what was measured, when `stop` is set.
+/// Requests over each round's connection after its first (reused samples).
+pub const REUSED_PER_ROUND: u32 = 1;
+
+/// Probes one target with `config.count` rounds (each a fresh and a reused sample),
+/// re-taking rounds in which latscope waited for a CPU (`noise`) up to `count` times
+/// more. Fails only when nothing could be measured (the first error is returned,
+/// after at most [`GIVE_UP`] tries); later failures are kept as samples with an
+/// error. Stops early, keeping what was measured, when `stop` is set. The adaptive
+/// and interleaved form is `sampler::sample`.
 pub async fn probe(config: &ProbeConfig, stop: &Stop) -> Result<ProbeResult, NetError> {
     if config.client.http3 {
         return super::run_h3::probe(config, stop).await;
     }
-    let started = SystemTime::now();
-    let clock = Instant::now();
-    let opts = connect_options(config)?;
-    // The fresh series pays the full handshake every time (what a curl loop or a
-    // first visit pays); the others keep sessions, as a browser does.
-    let fresh_opts = ConnectOptions {
-        tls: opts.tls.as_ref().map(tls::without_resumption),
-        ..opts.clone()
-    };
-    let mut run = Runner {
-        config,
-        opts,
-        fresh_opts,
-        clock,
+    let sampling = super::sampler::Sampling::fixed(config.count);
+    let mut out = super::sampler::sample(
+        std::slice::from_ref(config),
+        &sampling,
         stop,
-        samples: Vec::new(),
-        addresses: Vec::new(),
-        tcp: None,
-        last: None,
-        first_cache: None,
-        tls_version: None,
-        alpn: None,
-        first_error: None,
-    };
-    if config.target.scheme == Scheme::Tcp {
-        run.tcp_ping().await;
-    } else {
-        run.fresh_series().await;
-        // The reused connection's full handshake also gives the client a session
-        // (TLS 1.3 tickets arrive during its requests) for the resumed series.
-        run.reused_series().await;
-        if config.target.scheme == Scheme::Https {
-            run.resumed_series().await;
-        }
-    }
-    if let Some(first_error) = run.all_failed() {
-        return Err(first_error);
-    }
-    let mut result = ProbeResult::new(
-        config,
-        started,
-        clock.elapsed(),
-        run.samples,
-        run.addresses,
-        run.tcp,
-        run.last,
-        run.tls_version,
-        run.alpn,
-        stop.is_stopped(),
-    );
-    if let Some(f) = result.first_request.as_mut() {
-        f.cache = run.first_cache;
-    }
-    Ok(result)
+        &mut |_: &[ProbeResult]| true,
+    )
+    .await;
+    out.remove(0)
 }
 
 pub(super) fn connect_options(config: &ProbeConfig) -> Result<ConnectOptions, NetError> {
@@ -125,7 +91,7 @@ pub(super) fn connect_options(config: &ProbeConfig) -> Result<ConnectOptions, Ne
     })
 }
 
-struct Runner<'a> {
+pub(super) struct Runner<'a> {
     config: &'a ProbeConfig,
     /// Connections that keep and resume TLS sessions.
     opts: ConnectOptions,
@@ -144,12 +110,89 @@ struct Runner<'a> {
     tls_version: Option<String>,
     alpn: Option<String>,
     first_error: Option<NetError>,
+    started: SystemTime,
+    /// Retransmissions of the round connections closed so far.
+    retrans_closed: u32,
 }
 
 /// A failed sample's error, kept to report if nothing succeeds.
 struct Failed(NetError);
 
-impl Runner<'_> {
+impl<'a> Runner<'a> {
+    /// A runner for one target (fails only when its TLS settings cannot be built).
+    pub(super) fn new(config: &'a ProbeConfig, stop: &'a Stop) -> Result<Runner<'a>, NetError> {
+        let opts = connect_options(config)?;
+        // The fresh samples pay the full handshake every time (what a curl loop or a
+        // first visit pays); the resumed series keeps sessions, as a browser does.
+        let fresh_opts = ConnectOptions {
+            tls: opts.tls.as_ref().map(tls::without_resumption),
+            ..opts.clone()
+        };
+        Ok(Runner {
+            config,
+            opts,
+            fresh_opts,
+            clock: Instant::now(),
+            stop,
+            samples: Vec::new(),
+            addresses: Vec::new(),
+            tcp: None,
+            last: None,
+            first_cache: None,
+            tls_version: None,
+            alpn: None,
+            first_error: None,
+            started: SystemTime::now(),
+            retrans_closed: 0,
+        })
+    }
+
+    /// The probe as measured so far (the samples are copied).
+    pub(super) fn snapshot(&self) -> ProbeResult {
+        self.build(self.samples.clone(), self.last.clone())
+    }
+
+    /// The finished probe; the first error when nothing succeeded.
+    pub(super) fn finish(mut self) -> Result<ProbeResult, NetError> {
+        if let Some(first_error) = self.all_failed() {
+            return Err(first_error);
+        }
+        let samples = std::mem::take(&mut self.samples);
+        let last = self.last.take();
+        Ok(self.build(samples, last))
+    }
+
+    fn build(&self, mut samples: Vec<Sample>, last: Option<Exchange>) -> ProbeResult {
+        let too_busy = super::noise::keep_enough(&mut samples);
+        let mut result = ProbeResult::new(
+            self.config,
+            self.started,
+            self.clock.elapsed(),
+            samples,
+            self.addresses.clone(),
+            self.tcp,
+            last,
+            self.tls_version.clone(),
+            self.alpn.clone(),
+            self.stop.is_stopped(),
+        );
+        if let Some(f) = result.first_request.as_mut() {
+            f.cache = self.first_cache;
+        }
+        result.client = super::noise::summary(&result.samples, too_busy);
+        result
+    }
+
+    /// Whether no more samples should be taken (stopped, or nothing works).
+    pub(super) fn done(&self) -> bool {
+        self.stop.is_stopped() || self.hopeless()
+    }
+
+    /// Whether this target is a `tcp://` ping.
+    pub(super) fn is_ping(&self) -> bool {
+        self.config.target.scheme == Scheme::Tcp
+    }
+
     fn h2c(&self) -> bool {
         self.config.client.version == HttpVersionPref::Http2
     }
@@ -189,15 +232,18 @@ impl Runner<'_> {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn record(
         &mut self,
         series: Series,
         t: Instant,
+        mark: &Mark,
         phases: [Duration; 3],
         http: &HttpConn,
         x: Exchange,
         resume: bool,
-    ) {
+    ) -> bool {
+        let (client_wait_ms, client_cpu_ms) = mark.since();
         let new_connection = phases != [Duration::ZERO; 3];
         let phases_ms = PhasesMs::new(phases[0], phases[1], phases[2], &x);
         let throughput = (x.receive > Duration::from_micros(50) && x.body_bytes >= 64 * 1024)
@@ -219,12 +265,20 @@ impl Runner<'_> {
             closed_by_server: x.closed_after,
             error: None,
             error_kind: None,
+            client_wait_ms,
+            client_cpu_ms: Some(client_cpu_ms),
+            // The very first request is kept whatever it waited (a cold start
+            // happens once; the rules subtract its wait instead).
+            disturbed: self.last.is_some()
+                && client_wait_ms.is_some_and(|w| noise::disturbed(w, phases_ms.total)),
         });
+        let clean = !self.samples.last().is_some_and(|s| s.disturbed);
         if self.last.is_none() {
             let h = crate::cache::Headers::from_pairs(&x.headers);
             self.first_cache = Some(crate::cache::cache_status(&h).state);
         }
         self.last = Some(x);
+        clean
     }
 
     fn record_error(&mut self, series: Series, t: Instant, e: NetError) {
@@ -239,37 +293,94 @@ impl Runner<'_> {
         self.first_error.get_or_insert(e);
     }
 
-    /// N requests, each on a connection of its own (DNS resolved anew every time),
-    /// each with a full TLS handshake.
-    async fn fresh_series(&mut self) {
-        for _ in 0..self.config.count {
-            if self.stop.is_stopped() || self.hopeless() {
-                return;
+    /// One round: a connection of its own (DNS resolved anew, a full TLS
+    /// handshake), whose request is a fresh sample, then [`REUSED_PER_ROUND`]
+    /// requests over it, each a reused sample; a connection the server closed is
+    /// opened again, as a client would. Each round holds one connection at a time,
+    /// so a server that serves one connection at a time is never kept waiting.
+    /// Returns whether every sample of the round was clean (latscope did not wait
+    /// for a CPU during it: `noise`).
+    pub(super) async fn round(&mut self) -> bool {
+        let mark = Mark::now();
+        let t = Instant::now();
+        let (mut http, phases) = match self.open(false).await {
+            Ok(c) => c,
+            Err(Failed(e)) => {
+                self.record_error(Series::Fresh, t, e);
+                return true;
             }
+        };
+        let mut clean = match self.exchange(&mut http).await {
+            Ok(x) => self.record(Series::Fresh, t, &mark, phases, &http, x, false),
+            Err(Failed(e)) => {
+                self.record_error(Series::Fresh, t, e);
+                return true;
+            }
+        };
+        for _ in 0..REUSED_PER_ROUND {
+            if self.done() {
+                break;
+            }
+            let mark = Mark::now();
             let t = Instant::now();
-            match self.open(false).await {
-                Err(Failed(e)) => self.record_error(Series::Fresh, t, e),
-                Ok((mut http, phases)) => match self.exchange(&mut http).await {
-                    Ok(x) => self.record(Series::Fresh, t, phases, &http, x, false),
-                    Err(Failed(e)) => self.record_error(Series::Fresh, t, e),
-                },
+            let mut phases = [Duration::ZERO; 3];
+            if !http.is_usable() {
+                self.closed(&http);
+                match self.open(true).await {
+                    Ok((c, p)) => {
+                        http = c;
+                        phases = p;
+                    }
+                    Err(Failed(e)) => {
+                        self.record_error(Series::Reused, t, e);
+                        return clean;
+                    }
+                }
+            }
+            match self.exchange(&mut http).await {
+                Ok(x) => clean &= self.record(Series::Reused, t, &mark, phases, &http, x, true),
+                Err(Failed(e)) => self.record_error(Series::Reused, t, e),
             }
         }
+        self.closed(&http);
+        clean
+    }
+
+    /// Takes the kernel's view of a round's connection as it is done with: the
+    /// smallest min RTT of every connection so far (more connections, a truer
+    /// floor), the latest smoothed RTT and window, and the retransmissions summed
+    /// over the connections.
+    fn closed(&mut self, http: &HttpConn) {
+        let Some(info) = http.tcp_info() else { return };
+        let min = match self.tcp.map(|t| t.min_rtt_us).filter(|m| *m > 0) {
+            Some(m) if info.min_rtt_us > 0 => m.min(info.min_rtt_us),
+            Some(m) => m,
+            None => info.min_rtt_us,
+        };
+        self.retrans_closed += info.total_retrans;
+        self.tcp = Some(crate::net::tcp::TcpInfo {
+            min_rtt_us: min,
+            total_retrans: self.retrans_closed,
+            ..info
+        });
     }
 
     /// N requests, each on a new connection that offers the TLS session of an earlier
     /// one (a returning visitor). A connection the server did not resume paid the full
     /// handshake: it counts as fresh. After [`RESUME_TRIES`] tries without one
     /// resumption the server does not resume, and the series stops.
-    async fn resumed_series(&mut self) {
+    pub(super) async fn resumed_series(&mut self) {
         let (mut tried, mut resumed) = (0u32, 0u32);
-        for _ in 0..self.config.count {
+        // The first connection has no session to offer (the rounds' connections keep
+        // none): it fetches one, and counts as a fresh sample.
+        while resumed < self.config.count && tried < self.config.count + RESUME_TRIES {
             if self.stop.is_stopped() || self.hopeless() {
                 return;
             }
             if tried >= RESUME_TRIES && resumed == 0 {
                 return;
             }
+            let mark = Mark::now();
             let t = Instant::now();
             tried += 1;
             match self.open(true).await {
@@ -283,7 +394,9 @@ impl Runner<'_> {
                         Series::Fresh
                     };
                     match self.exchange(&mut http).await {
-                        Ok(x) => self.record(series, t, phases, &http, x, true),
+                        Ok(x) => {
+                            self.record(series, t, &mark, phases, &http, x, true);
+                        }
                         Err(Failed(e)) => self.record_error(series, t, e),
                     }
                 }
@@ -291,103 +404,51 @@ impl Runner<'_> {
         }
     }
 
-    /// One connection (its first request is a fresh sample), then N requests over it;
-    /// reconnects, as a client would, when the server closes it.
-    async fn reused_series(&mut self) {
-        let mut conn: Option<HttpConn> = None;
-        let mut done = 0u32;
-        let mut first = true;
-        let mut attempts = 0u32;
-        while done < self.config.count && attempts < self.config.count * 2 + 2 {
-            attempts += 1;
-            if self.stop.is_stopped() || self.hopeless() {
-                return;
-            }
-            let t = Instant::now();
-            let mut phases = [Duration::ZERO; 3];
-            let mut http = match conn.take() {
-                Some(c) if c.is_usable() => c,
-                _ => match self.open(true).await {
-                    Ok((c, p)) => {
-                        phases = p;
-                        c
-                    }
-                    Err(Failed(e)) => {
-                        let series = if first { Series::Fresh } else { Series::Reused };
-                        self.record_error(series, t, e);
-                        if first {
-                            return;
-                        }
-                        done += 1;
-                        continue;
-                    }
-                },
-            };
-            let series = if first { Series::Fresh } else { Series::Reused };
-            match self.exchange(&mut http).await {
-                Ok(x) => {
-                    self.record(series, t, phases, &http, x, true);
-                    if let Some(info) = http.tcp_info() {
-                        self.tcp = Some(info);
-                    }
+    /// One TCP connect, resolving anew: a ping for a database host.
+    pub(super) async fn ping_once(&mut self) {
+        let t = Instant::now();
+        let opened = tokio::select! {
+            r = conn::open(&self.config.target, &self.opts) => r,
+            _ = self.stop.stopped() => return,
+        };
+        match opened {
+            Ok(c) => {
+                if self.addresses.is_empty() {
+                    self.addresses = c.addresses.clone();
                 }
-                Err(Failed(e)) => self.record_error(series, t, e),
-            }
-            if !first {
-                done += 1;
-            }
-            first = false;
-            conn = Some(http);
-        }
-    }
-
-    /// N TCP connects, each resolving anew: a ping for a database host.
-    async fn tcp_ping(&mut self) {
-        for _ in 0..self.config.count {
-            if self.stop.is_stopped() || self.hopeless() {
-                return;
-            }
-            let t = Instant::now();
-            let opened = tokio::select! {
-                r = conn::open(&self.config.target, &self.opts) => r,
-                _ = self.stop.stopped() => return,
-            };
-            match opened {
-                Ok(c) => {
-                    if self.addresses.is_empty() {
-                        self.addresses = c.addresses.clone();
-                    }
-                    let info = crate::net::tcp::tcp_info(&c.socket).ok();
-                    let (dns, connect) = (ms(c.dns), ms(c.connect));
-                    self.samples.push(Sample {
-                        series: Series::Fresh,
-                        t_ms: ms(t - self.clock),
-                        phases_ms: PhasesMs {
-                            dns,
-                            connect,
-                            ttfb: dns + connect,
-                            total: dns + connect,
-                            ..PhasesMs::default()
-                        },
-                        new_connection: true,
-                        status: None,
-                        body_bytes: 0,
-                        throughput_mib_s: None,
-                        tls_resumed: Some(false),
-                        tls_client_resumes: None,
-                        tcp_rtt_ms: info.map(|i| i.rtt_us as f64 / 1000.0),
-                        quic_rtt_ms: None,
-                        zero_rtt: None,
-                        closed_by_server: false,
-                        error: None,
-                        error_kind: None,
-                    });
-                    if info.is_some() {
-                        self.tcp = info;
-                    }
+                let info = crate::net::tcp::tcp_info(&c.socket).ok();
+                let (dns, connect) = (ms(c.dns), ms(c.connect));
+                self.samples.push(Sample {
+                    series: Series::Fresh,
+                    t_ms: ms(t - self.clock),
+                    phases_ms: PhasesMs {
+                        dns,
+                        connect,
+                        ttfb: dns + connect,
+                        total: dns + connect,
+                        ..PhasesMs::default()
+                    },
+                    new_connection: true,
+                    status: None,
+                    body_bytes: 0,
+                    throughput_mib_s: None,
+                    tls_resumed: Some(false),
+                    tls_client_resumes: None,
+                    tcp_rtt_ms: info.map(|i| i.rtt_us as f64 / 1000.0),
+                    quic_rtt_ms: None,
+                    zero_rtt: None,
+                    closed_by_server: false,
+                    error: None,
+                    error_kind: None,
+                    client_wait_ms: None,
+                    client_cpu_ms: None,
+                    disturbed: false,
+                });
+                if info.is_some() {
+                    self.tcp = info;
                 }
-                Err(e) => self.record_error(Series::Fresh, t, e),
             }
+            Err(e) => self.record_error(Series::Fresh, t, e),
         }
     }
 

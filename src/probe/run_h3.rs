@@ -181,6 +181,9 @@ impl Runner<'_> {
             closed_by_server: false,
             error: None,
             error_kind: None,
+            client_wait_ms: None,
+            client_cpu_ms: None,
+            disturbed: false,
         });
         self.last = Some(x);
     }
@@ -199,19 +202,27 @@ impl Runner<'_> {
         self.stop.is_stopped() || super::run::hopeless(&self.samples)
     }
 
-    /// N requests, each on a new QUIC connection with a full handshake.
+    /// N requests, each on a new QUIC connection with a full handshake; each
+    /// sample says how long latscope waited for a CPU during it (QUIC runs in user
+    /// space: a busy client slows it where it would not slow TCP).
     async fn fresh_series(&mut self) {
         for _ in 0..self.config.count {
             if self.done() {
                 return;
             }
+            let mark = super::noise::Mark::now();
             let t = Instant::now();
             match self.open(false, false).await {
                 Err(Failed(e)) => self.record_error(Series::Fresh, t, e),
                 Ok(mut conn) => match self.exchange(&mut conn).await {
                     Ok(x) => {
+                        let (wait, cpu) = mark.since();
                         self.record(Series::Fresh, t, &mut conn, true, false, x)
-                            .await
+                            .await;
+                        if let Some(s) = self.samples.last_mut() {
+                            s.client_wait_ms = wait;
+                            s.client_cpu_ms = Some(cpu);
+                        }
                     }
                     Err(Failed(e)) => self.record_error(Series::Fresh, t, e),
                 },

@@ -133,6 +133,17 @@ pub struct Sample {
     /// The error kind (`connect`, `timeout`, `reset`, `tls`, `protocol`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_kind: Option<String>,
+    /// How long latscope's threads waited, runnable, for a CPU during this request,
+    /// ms (schedstat; absent where the kernel does not say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_wait_ms: Option<f64>,
+    /// CPU latscope used during this request, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_cpu_ms: Option<f64>,
+    /// Left out of the series: latscope waited for a CPU during it long enough to
+    /// measure this machine rather than the server (`probe::noise`); re-taken.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub disturbed: bool,
 }
 
 impl Sample {
@@ -154,6 +165,9 @@ impl Sample {
             closed_by_server: false,
             error_kind: Some(e.kind().to_string()),
             error: Some(e.to_string()),
+            client_wait_ms: None,
+            client_cpu_ms: None,
+            disturbed: false,
         }
     }
 }
@@ -223,11 +237,11 @@ pub struct SeriesSummary {
 }
 
 impl SeriesSummary {
-    /// Summarises the successful samples of `series`.
+    /// Summarises the successful samples of `series` (the disturbed ones left out).
     pub fn of(samples: &[Sample], series: Series) -> SeriesSummary {
         let ok: Vec<&Sample> = samples
             .iter()
-            .filter(|s| s.series == series && s.error.is_none())
+            .filter(|s| s.series == series && s.error.is_none() && !s.disturbed)
             .collect();
         let errors = samples
             .iter()

@@ -4,10 +4,12 @@
 //! module holds data; it never prints.
 
 mod env;
+mod output;
 
 use serde::{Deserialize, Serialize};
 
 pub use env::Environment;
+pub use output::OutputReport;
 
 use crate::stats::StoredHistogram;
 

@@ -14,11 +14,14 @@
 use serde::Serialize;
 
 use crate::record::RunRecord;
+use crate::schema::{LoadPart, Summary};
 use crate::stats::compare::{ALPHA, MIN_SAMPLES, TEST_NAME};
+use crate::stats::Percentiles;
 
 use super::compare_diagnose::{diagnose_sections, findings_changes, FindingsChange};
 use super::compare_tail::{test, TailData, TAIL_FROM};
-use super::rundata::{self, num, Histograms, RunDataError, PHASES};
+use super::html_probe::{series as probe_series, stat};
+use super::rundata::{self, Histograms, RunDataError, PHASES};
 
 /// Which way is better for a metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -194,14 +197,15 @@ impl Metric {
 /// One run's sections: (section name, metrics).
 pub(super) type RunSections = Vec<(String, Vec<Metric>)>;
 
-/// The percentiles compared for latencies: (name, summary key, quantile).
-const PERCENTILES: [(&str, &str, f64); 6] = [
-    ("p50", "p50", 0.50),
-    ("p90", "p90", 0.90),
-    ("p99", "p99", 0.99),
-    ("p99.9", "p999", 0.999),
-    ("p99.99", "p9999", 0.9999),
-    ("max", "max", 1.0),
+/// The percentiles compared for latencies: (name, summary value, quantile).
+type Pick = fn(&Percentiles) -> f64;
+const PERCENTILES: [(&str, Pick, f64); 6] = [
+    ("p50", |p| p.p50, 0.50),
+    ("p90", |p| p.p90, 0.90),
+    ("p99", |p| p.p99, 0.99),
+    ("p99.9", |p| p.p999, 0.999),
+    ("p99.99", |p| p.p9999, 0.9999),
+    ("max", |p| p.max, 1.0),
 ];
 
 /// Builds the comparison of `runs` (the first that has a section is its baseline).
@@ -209,14 +213,16 @@ pub fn compare(runs: &[RunRecord]) -> Result<Comparison, RunDataError> {
     let mut per_run: Vec<RunSections> = Vec::with_capacity(runs.len());
     for run in runs {
         let hist = Histograms::decode(run)?;
-        let mut sections = probe_sections(run);
-        if run.kind == "diagnose" {
-            // A diagnose run's load is a ramp: compared step by step.
-            sections.extend(diagnose_sections(run, &hist));
-        } else {
-            sections.extend(load_sections(run, &hist));
+        let mut sections = Vec::new();
+        if let Some(doc) = rundata::doc(run) {
+            sections.extend(probe_sections(&doc));
+            match &doc {
+                // A diagnose run's load is a ramp: compared step by step.
+                Summary::Diagnose(d) => sections.extend(diagnose_sections(run, d, &hist)),
+                _ => sections.extend(load_sections(run, &doc, &hist)),
+            }
+            sections.extend(disk_sections(run, &doc, &hist));
         }
-        sections.extend(disk_sections(run, &hist));
         per_run.push(sections);
     }
     Ok(Comparison {
@@ -334,8 +340,8 @@ fn align(per_run: &[RunSections]) -> Vec<Section> {
     sections
 }
 
-fn probe_sections(run: &RunRecord) -> RunSections {
-    let results = rundata::probe_results(run);
+fn probe_sections(doc: &Summary) -> RunSections {
+    let results = doc.probes();
     let many = results.len() > 1;
     let mut out = Vec::new();
     for (i, result) in results.iter().enumerate() {
@@ -344,19 +350,22 @@ fn probe_sections(run: &RunRecord) -> RunSections {
             ("resumed", "new connections resuming TLS sessions"),
             ("reused", "reused connection"),
         ] {
-            let Some(s) = result.get(series) else {
+            let s = probe_series(result, series);
+            // A probe without a kept-alive series stores `reused: null`: its section
+            // is there, empty (a run without TLS resumption has no `resumed` at all).
+            if s.is_none() && series != "reused" {
                 continue;
-            };
+            }
             let mut metrics = Vec::new();
             for phase in PHASES {
-                let samples = rundata::probe_samples(result, series, phase);
-                for (name, key) in [("p50", "p50"), ("p90", "p90"), ("p99", "p99")] {
+                let samples = rundata::samples(result, series, phase);
+                for name in ["p50", "p90", "p99"] {
                     metrics.push(
                         metric(
                             &format!("{phase} {name}"),
                             "ms",
                             Better::Lower,
-                            num(s, &["phases_ms", phase, key]),
+                            s.map(|s| stat(s.phases_ms.get(phase), name)),
                         )
                         .blocks(format!("probe samples of {phase}"), samples.clone()),
                     );
@@ -421,8 +430,7 @@ fn keep_seconds<T>(
 /// The percentile rows of one latency: per-second blocks for all, and the
 /// per-second histograms for the tail rows (p99 and up) to test on exceedances.
 fn latency_metrics(
-    summary: &serde_json::Value,
-    key: &str,
+    summary: &Percentiles,
     unit: &'static str,
     seconds: &[(u32, &hdrhistogram::Histogram<u64>)],
     unit_ns: f64,
@@ -435,8 +443,8 @@ fn latency_metrics(
     });
     PERCENTILES
         .iter()
-        .map(|(name, k, q)| {
-            let mut m = metric(name, unit, Better::Lower, num(summary, &[key, k])).blocks(
+        .map(|(name, pick, q)| {
+            let mut m = metric(name, unit, Better::Lower, Some(pick(summary))).blocks(
                 format!("per-second {name}"),
                 per_second_quantile(seconds, *q, unit_ns),
             );
@@ -448,20 +456,22 @@ fn latency_metrics(
         .collect()
 }
 
-fn load_sections(run: &RunRecord, hist: &Histograms) -> RunSections {
-    let Some(load) = rundata::load_summary(run) else {
+fn load_sections(run: &RunRecord, doc: &Summary, hist: &Histograms) -> RunSections {
+    let Some(load) = doc.load().and_then(LoadPart::run) else {
         return Vec::new();
     };
-    let duration = num(load, &["duration_s"]).unwrap_or(run.duration_s);
+    let duration = Some(load.duration_s)
+        .filter(|d| *d > 0.0)
+        .unwrap_or(run.duration_s);
     let timeline: Vec<(u32, rundata::Second)> = rundata::timeline(run)
         .into_iter()
         .map(|s| (s.t, s))
         .collect();
     // A --find-max run's numbers are its capacity step's: so are its blocks.
-    let window = rundata::capacity_window(load);
+    let window = load.capacity_window();
     let timeline = keep_seconds(timeline, window, duration);
     let seconds = keep_seconds(hist.per_second("latency"), window, duration);
-    let mut all = latency_metrics(load, "latency_ms", "ms", &seconds, 1e6, "requests");
+    let mut all = latency_metrics(&load.latency_ms, "ms", &seconds, 1e6, "requests");
     if seconds.is_empty() {
         // No per-second histograms: fall back on the timeline's percentiles.
         for m in all.iter_mut() {
@@ -484,27 +494,24 @@ fn load_sections(run: &RunRecord, hist: &Histograms) -> RunSections {
         seconds.iter().map(|(_, h)| h.len() as f64).collect()
     };
     all.push(
-        metric("requests/s", "req/s", Better::Higher, num(load, &["rps"]))
+        metric("requests/s", "req/s", Better::Higher, Some(load.rps))
             .blocks("per-second requests", rps_blocks),
     );
-    let errors = rundata::count(load.get("errors"));
+    let errors = Some(load.error_count() as f64);
     let err_blocks: Vec<f64> = timeline.iter().filter_map(|(_, s)| s.errors).collect();
     all.push(metric("errors", "", Better::Lower, errors).blocks("per-second errors", err_blocks));
-    if let Some(cap) = load.get("capacity").filter(|c| c.is_object()) {
+    if let Some(cap) = &load.capacity {
         // Rates and connections are different answers: one row each.
-        let (name, unit) = match cap.get("unit").and_then(|u| u.as_str()) {
-            Some("connections") => ("capacity (closed)", "connections"),
+        let (name, unit) = match cap.unit.as_str() {
+            "connections" => ("capacity (closed)", "connections"),
             _ => ("capacity (open)", "req/s"),
         };
-        all.push(metric(name, unit, Better::Higher, num(cap, &["level"])));
+        all.push(metric(name, unit, Better::Higher, cap.level));
     }
     let mut out = vec![("load: all endpoints".to_string(), all)];
-    let endpoints = load.get("endpoints").and_then(|e| e.as_array());
-    let single = endpoints.is_some_and(|e| e.len() == 1);
-    for ep in endpoints.into_iter().flatten() {
-        let Some(name) = ep.get("name").and_then(|n| n.as_str()) else {
-            continue;
-        };
+    let single = load.endpoints.len() == 1;
+    for ep in &load.endpoints {
+        let name = &ep.name;
         // Per-endpoint seconds are stored with two or more endpoints; a single
         // endpoint's seconds are the run's.
         let hname = if single {
@@ -513,49 +520,60 @@ fn load_sections(run: &RunRecord, hist: &Histograms) -> RunSections {
             format!("latency:{name}")
         };
         let seconds = keep_seconds(hist.per_second(&hname), window, duration);
-        let mut metrics = latency_metrics(ep, "latency_ms", "ms", &seconds, 1e6, "requests");
-        let requests = num(ep, &["requests"]);
-        let rps = requests.filter(|_| duration > 0.0).map(|r| r / duration);
+        let mut metrics = latency_metrics(&ep.latency_ms, "ms", &seconds, 1e6, "requests");
+        let requests = ep.requests as f64;
+        let rps = Some(requests)
+            .filter(|_| duration > 0.0)
+            .map(|r| r / duration);
         metrics.push(metric("requests/s", "req/s", Better::Higher, rps).blocks(
             "per-second requests",
             seconds.iter().map(|(_, h)| h.len() as f64).collect(),
         ));
-        let errors = match (requests, num(ep, &["ok"])) {
-            (Some(r), Some(ok)) => Some((r - ok).max(0.0)),
-            _ => rundata::count(ep.get("errors")),
-        };
+        let errors = Some((requests - ep.ok as f64).max(0.0));
         metrics.push(metric("errors", "", Better::Lower, errors));
         out.push((format!("load endpoint: {name}"), metrics));
     }
     out
 }
 
-fn disk_sections(run: &RunRecord, hist: &Histograms) -> RunSections {
-    let Some(disk) = rundata::disk_summary(run) else {
+fn disk_sections(run: &RunRecord, doc: &Summary, hist: &Histograms) -> RunSections {
+    let Some(disk) = doc.disk() else {
         return Vec::new();
     };
-    let duration = num(disk, &["duration_s"]).unwrap_or(run.duration_s);
+    let duration = Some(disk.duration_s)
+        .filter(|d| *d > 0.0)
+        .unwrap_or(run.duration_s);
     let mut out = Vec::new();
-    for dir in ["read", "write", "fsync"] {
-        let Some(d) = disk.get(dir).filter(|d| d.is_object()) else {
-            continue;
-        };
+    let mut dirs = vec![("read", &disk.read.lat_us), ("write", &disk.write.lat_us)];
+    let fsync = disk.fsync.measured();
+    if let Some((_, lat)) = fsync {
+        dirs.push(("fsync", lat));
+    }
+    for (dir, lat) in dirs {
         let seconds = full_seconds(hist.per_second(dir), duration);
-        let mut metrics = latency_metrics(d, "lat_us", "µs", &seconds, 1e3, "I/Os");
+        let mut metrics = latency_metrics(lat, "µs", &seconds, 1e3, "I/Os");
         let counts: Vec<f64> = seconds.iter().map(|(_, h)| h.len() as f64).collect();
-        if dir == "fsync" {
-            metrics.push(metric("count", "", Better::Higher, num(d, &["count"])));
+        let d = if dir == "read" {
+            &disk.read
         } else {
-            metrics.push(
-                metric("IOPS", "IOPS", Better::Higher, num(d, &["iops"]))
-                    .blocks("per-second I/Os", counts),
-            );
-            metrics.push(metric(
-                "bandwidth",
-                "MiB/s",
-                Better::Higher,
-                num(d, &["bw_mib_s"]),
-            ));
+            &disk.write
+        };
+        match fsync.filter(|_| dir == "fsync") {
+            Some((count, _)) => {
+                metrics.push(metric("count", "", Better::Higher, Some(count as f64)));
+            }
+            None => {
+                metrics.push(
+                    metric("IOPS", "IOPS", Better::Higher, Some(d.iops))
+                        .blocks("per-second I/Os", counts),
+                );
+                metrics.push(metric(
+                    "bandwidth",
+                    "MiB/s",
+                    Better::Higher,
+                    Some(d.bw_mib_s),
+                ));
+            }
         }
         out.push((format!("disk: {dir}"), metrics));
     }

@@ -12,59 +12,71 @@ use std::rc::Rc;
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
-use serde_json::Value;
 
 use super::compare::{metric, Better, Metric, RunSections};
 use super::compare_tail::TailData;
-use super::rundata::{self, num, Histograms};
+use super::rundata::{self, Histograms};
+use crate::diagnose::Finding;
 use crate::record::RunRecord;
+use crate::schema::diagnose::{CacheDoc, ConditionalDoc, DiagnoseEntry};
+use crate::schema::{DiagnoseDoc, DiagnoseRun, RampDoc};
 
 /// The ramp and cache sections of a diagnose run (one set per diagnosed URL).
-pub(super) fn diagnose_sections(run: &RunRecord, hist: &Histograms) -> RunSections {
-    let diagnoses = rundata::diagnoses(run);
+pub(super) fn diagnose_sections(
+    run: &RunRecord,
+    doc: &DiagnoseRun,
+    hist: &Histograms,
+) -> RunSections {
+    // Every URL in order, one not measured as None (it counts in the numbering).
+    let diagnoses: Vec<Option<&DiagnoseDoc>> = match doc {
+        DiagnoseRun::One(d) => vec![Some(&**d)],
+        DiagnoseRun::Several(s) => s
+            .results
+            .iter()
+            .map(|e| match e {
+                DiagnoseEntry::Diagnosed(d) => Some(&**d),
+                DiagnoseEntry::Failed { .. } => None,
+            })
+            .collect(),
+    };
     let many = diagnoses.len() > 1;
     let mut out = Vec::new();
     for (i, d) in diagnoses.iter().enumerate() {
+        let Some(d) = d else {
+            continue;
+        };
         let suffix = if many {
             format!(" (URL {})", i + 1)
         } else {
             String::new()
         };
-        if let Some(load) = d.get("load").filter(|l| l.get("ramp").is_some()) {
+        if let Some(load) = &d.load {
             // Histograms are stored for the first URL's ramp only.
             let h = (i == 0).then_some(hist);
             out.push((format!("load ramp{suffix}"), ramp_metrics(run, load, h)));
         }
-        if let Some(cache) = d.get("cache").filter(|c| c.is_object()) {
-            out.push((format!("cache audit{suffix}"), cache_metrics(cache)));
-        }
+        // An audit that did not run still makes its (empty) section.
+        out.push((
+            format!("cache audit{suffix}"),
+            cache_metrics(d.cache.audit()),
+        ));
     }
     out
 }
 
 /// Connections of each second of the ramp's timeline, by `t`.
-fn step_of_second(load: &Value) -> Vec<(u32, u64)> {
-    load.get("timeline")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|s| {
-            let t = s.get("t")?.as_u64()? as u32;
-            let c = s.get("concurrency")?.as_u64()?;
-            Some((t, c))
-        })
+fn step_of_second(load: &RampDoc) -> Vec<(u32, u64)> {
+    load.timeline
+        .iter()
+        .filter_map(|s| Some((s.t, u64::from(s.concurrency?))))
         .collect()
 }
 
-fn ramp_metrics(run: &RunRecord, load: &Value, hist: Option<&Histograms>) -> Vec<Metric> {
-    let steps: Vec<&Value> = load
-        .get("ramp")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().collect())
-        .unwrap_or_default();
+fn ramp_metrics(run: &RunRecord, load: &RampDoc, hist: Option<&Histograms>) -> Vec<Metric> {
+    let steps = &load.ramp;
     let peak = steps
         .iter()
-        .filter_map(|s| num(s, &["rps"]))
+        .map(|s| s.rps)
         .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.max(r))));
     let knee = knee_concurrency(run);
     let mut out = vec![
@@ -76,9 +88,7 @@ fn ramp_metrics(run: &RunRecord, load: &Value, hist: Option<&Histograms>) -> Vec
     let seconds = hist.map(|h| h.per_second("latency")).unwrap_or_default();
     let timeline = rundata::timeline(run);
     for s in steps {
-        let Some(c) = s.get("connections").and_then(Value::as_u64) else {
-            continue;
-        };
+        let c = u64::from(s.connections);
         let in_step: Vec<u32> = of_second
             .iter()
             .filter(|(_, sc)| *sc == c)
@@ -104,24 +114,21 @@ fn ramp_metrics(run: &RunRecord, load: &Value, hist: Option<&Histograms>) -> Vec
                 &format!("c={c} req/s"),
                 "req/s",
                 Better::Higher,
-                num(s, &["rps"]),
+                Some(s.rps),
             )
             .blocks(format!("per-second requests at c={c}"), requests),
         );
-        for (name, key, q) in [("p50", "p50_ms", 0.5), ("p99", "p99_ms", 0.99)] {
-            let mut m = metric(
-                &format!("c={c} {name}"),
-                "ms",
-                Better::Lower,
-                num(s, &[key]),
-            );
+        for (name, v, q) in [("p50", s.p50_ms, 0.5), ("p99", s.p99_ms, 0.99)] {
+            let mut m = metric(&format!("c={c} {name}"), "ms", Better::Lower, Some(v));
             m.tail = tail.clone().map(|t| (q, t));
             out.push(m);
         }
     }
-    let errors = rundata::count(load.get("errors"));
+    let errors = load.errors.values().sum::<u64>() as f64;
     let err_blocks: Vec<f64> = timeline.iter().filter_map(|s| s.errors).collect();
-    out.push(metric("errors", "", Better::Lower, errors).blocks("per-second errors", err_blocks));
+    out.push(
+        metric("errors", "", Better::Lower, Some(errors)).blocks("per-second errors", err_blocks),
+    );
     out
 }
 
@@ -129,71 +136,72 @@ fn ramp_metrics(run: &RunRecord, load: &Value, hist: Option<&Histograms>) -> Vec
 fn knee_concurrency(run: &RunRecord) -> Option<f64> {
     findings_of(run)
         .iter()
-        .find(|f| f.get("id").and_then(Value::as_str) == Some("knee"))
-        .and_then(|f| num(f, &["evidence", "knee_concurrency"]))
+        .find(|f| f.id == "knee")
+        // Evidence is free-form by design (each rule names its own numbers): the
+        // knee rule's is read by its name.
+        .and_then(|f| f.evidence.get("knee_concurrency")?.as_f64())
 }
 
-/// 1 for true, 0 for false, a number as itself.
-fn flag(v: Option<&Value>) -> Option<f64> {
-    match v? {
-        Value::Bool(b) => Some(f64::from(u8::from(*b))),
-        other => other.as_f64(),
-    }
+/// 1 for true, 0 for false.
+fn flag(b: bool) -> Option<f64> {
+    Some(f64::from(u8::from(b)))
 }
 
-/// Whether a conditional request was answered 304: its `status` (or the value
-/// itself when it is a status number).
-fn answered_304(v: Option<&Value>) -> Option<f64> {
-    let v = v.filter(|v| !v.is_null())?;
-    let status = v.get("status").unwrap_or(v).as_f64()?;
-    Some(f64::from(u8::from(status == 304.0)))
+/// Whether a conditional request was answered 304.
+fn answered_304(v: &Option<ConditionalDoc>) -> Option<f64> {
+    v.as_ref().map(|v| f64::from(u8::from(v.status == 304)))
 }
 
-fn cache_metrics(c: &Value) -> Vec<Metric> {
-    let repeats = c.get("repeats").and_then(Value::as_array);
+/// The cache audit's rows (every value missing when the audit did not run).
+fn cache_metrics(c: Option<&CacheDoc>) -> Vec<Metric> {
     vec![
-        metric("hits (of repeats)", "", Better::Higher, num(c, &["hits"])),
+        metric(
+            "hits (of repeats)",
+            "",
+            Better::Higher,
+            c.map(|c| c.hits as f64),
+        ),
         metric(
             "repeats",
             "",
             Better::Higher,
-            repeats.map(|r| r.len() as f64),
+            c.map(|c| c.repeats.len() as f64),
         ),
         metric(
             "hit ratio under load",
             "",
             Better::Higher,
-            num(c, &["load_hit_ratio"]),
+            c.and_then(|c| c.load_hit_ratio),
         ),
         metric(
             "freshness (s)",
             "",
             Better::Higher,
-            num(c, &["freshness_s"]),
+            c.and_then(|c| c.freshness_s).map(|f| f as f64),
         ),
         metric(
             "shared cacheable (1 = yes)",
             "",
             Better::Higher,
-            flag(c.get("shared_cacheable")),
+            c.and_then(|c| flag(c.shared_cacheable)),
         ),
         metric(
             "validators (1 = yes)",
             "",
             Better::Higher,
-            flag(c.get("validators")),
+            c.and_then(|c| flag(c.validators)),
         ),
         metric(
             "304 to If-None-Match (1 = yes)",
             "",
             Better::Higher,
-            answered_304(c.get("if_none_match")),
+            c.and_then(|c| answered_304(&c.if_none_match)),
         ),
         metric(
             "304 to If-Modified-Since (1 = yes)",
             "",
             Better::Higher,
-            answered_304(c.get("if_modified_since")),
+            c.and_then(|c| answered_304(&c.if_modified_since)),
         ),
     ]
 }
@@ -223,25 +231,22 @@ pub struct FindingsChange {
     pub kept: Vec<FindingRef>,
 }
 
-/// A stored run's findings: `findings`, else its summary's.
-fn findings_of(run: &RunRecord) -> Vec<&Value> {
-    run.findings
-        .as_array()
-        .filter(|a| !a.is_empty())
-        .or_else(|| run.summary.get("findings")?.as_array())
-        .map(|a| a.iter().collect())
+/// A stored run's findings: the record's, else its summary's.
+fn findings_of(run: &RunRecord) -> Vec<Finding> {
+    crate::schema::from_value(&run.findings)
+        .ok()
+        .filter(|f: &Vec<Finding>| !f.is_empty())
+        .or_else(|| Some(rundata::doc(run)?.findings().into_iter().cloned().collect()))
         .unwrap_or_default()
 }
 
-fn to_ref(f: &Value) -> Option<FindingRef> {
-    let s = |k: &str| f.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-    f.get("id")?.as_str()?;
-    Some(FindingRef {
-        id: s("id"),
-        severity: s("severity"),
-        title: s("title"),
+fn to_ref(f: &Finding) -> FindingRef {
+    FindingRef {
+        id: f.id.clone(),
+        severity: f.severity.to_string(),
+        title: f.title.clone(),
         was: None,
-    })
+    }
 }
 
 /// Every run after the first against the first: findings that appeared, went away,
@@ -249,7 +254,7 @@ fn to_ref(f: &Value) -> Option<FindingRef> {
 pub fn findings_changes(runs: &[RunRecord]) -> Vec<FindingsChange> {
     let refs: Vec<Vec<FindingRef>> = runs
         .iter()
-        .map(|r| findings_of(r).into_iter().filter_map(to_ref).collect())
+        .map(|r| findings_of(r).iter().map(to_ref).collect())
         .collect();
     if refs.iter().all(Vec::is_empty) {
         return Vec::new();

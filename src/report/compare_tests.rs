@@ -61,7 +61,7 @@ fn sections_match_across_kinds() {
     let d = run(
         "d",
         "diagnose",
-        json!({"kind": "diagnose", "probe": probe(&[1.5, 2.5, 3.5, 4.5]), "load": {"skipped": "public"}}),
+        json!({"kind": "diagnose", "probe": probe(&[1.5, 2.5, 3.5, 4.5]), "skipped": "public"}),
     );
     let disk = run(
         "x",
@@ -70,7 +70,11 @@ fn sections_match_across_kinds() {
     );
     let cmp = compare(&[a, d, disk]).unwrap();
     let names: Vec<&str> = cmp.sections.iter().map(|s| s.name.as_str()).collect();
-    assert_eq!(names, ["probe: fresh connections", "disk: read"]);
+    // A disk document has both directions (a read-only run's write is all zeros).
+    assert_eq!(
+        names,
+        ["probe: fresh connections", "disk: read", "disk: write"]
+    );
     let read = &cmp.sections[1];
     assert_eq!(read.rows[0].values, vec![None, None, Some(80.0)]);
     // Each section is compared with the first run that has it.

@@ -53,7 +53,7 @@ pub fn timeline_csv(runs: &[RunRecord]) -> Result<String, RunDataError> {
             text(run.label.as_deref().unwrap_or("")),
             text(&run.kind)
         );
-        if rundata::load_summary(run).is_some() {
+        if rundata::has_load(run) {
             let secs = hist.per_second("latency");
             let q = |t: u32, q: f64| {
                 secs.iter()
@@ -97,7 +97,7 @@ pub fn timeline_csv(runs: &[RunRecord]) -> Result<String, RunDataError> {
                 out.push_str(&format!("{head},all,{},{}\n", s.t, cells.join(",")));
             }
         }
-        if rundata::disk_summary(run).is_some() {
+        if run.kind == "disk" {
             for dir in ["read", "write", "fsync"] {
                 for (t, h) in hist.per_second(dir) {
                     let ms = |v: u64| opt(Some(v as f64 / 1e6));

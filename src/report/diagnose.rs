@@ -42,6 +42,9 @@ pub fn render_several(results: &[Diagnosis]) -> String {
 /// The URL, "where the time goes" and the findings.
 pub fn verdict(d: &Diagnosis) -> String {
     let mut out = probe::heading(&d.probe);
+    if let Some(s) = &d.stack {
+        out.push_str(&format!("\n  stack: {}\n", s.summary));
+    }
     if let Some(s) = &d.summary {
         out.push_str(&format!("\n  where the time goes: {s}\n"));
     }

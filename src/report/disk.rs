@@ -7,6 +7,7 @@ use crate::diagnose::Finding;
 use crate::disk::{DirSummary, DiskOptions, DiskResult, Pattern, SecondStats, Setup};
 use crate::report::findings;
 use crate::report::table::Table;
+use crate::stats::counts::supports;
 use crate::stats::Percentiles;
 use crate::units::fmt_bytes;
 
@@ -95,20 +96,37 @@ pub fn render(r: &DiskResult, found: &[Finding]) -> String {
     let mut t = Table::new([
         "latency", "min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max",
     ]);
-    let lat_row = |t: &mut Table, name: &str, p: &Percentiles| {
+    // Percentiles only where the I/Os support them (p99.9 from 1,000, p99.99 from
+    // 10,000): "-" below, and the maximum stays the maximum.
+    let lat_row = |t: &mut Table, name: &str, p: &Percentiles, n: u64| {
         let mut row = vec![name.to_string()];
         row.extend(
-            [p.min, p.mean, p.p50, p.p90, p.p99, p.p999, p.p9999, p.max]
-                .into_iter()
-                .map(fmt_us),
+            [
+                (p.min, 0.0),
+                (p.mean, 0.0),
+                (p.p50, 0.0),
+                (p.p90, 0.9),
+                (p.p99, 0.99),
+                (p.p999, 0.999),
+                (p.p9999, 0.9999),
+                (p.max, 0.0),
+            ]
+            .into_iter()
+            .map(|(v, q)| {
+                if q == 0.0 || supports(n, q) {
+                    fmt_us(v)
+                } else {
+                    "-".into()
+                }
+            }),
         );
         t.row(row);
     };
     for (name, d) in &dirs {
-        lat_row(&mut t, name, &d.lat_us);
+        lat_row(&mut t, name, &d.lat_us, d.ios);
     }
     if let Some((count, p)) = r.fsync() {
-        lat_row(&mut t, &format!("fdatasync ({})", group(count)), &p);
+        lat_row(&mut t, &format!("fdatasync ({})", group(count)), &p, count);
     }
     out.push('\n');
     out.push_str(&t.render(2));
@@ -178,7 +196,12 @@ fn timeline(r: &DiskResult) -> String {
 
 /// The progress line while measuring (stderr, on a terminal only).
 pub fn progress(s: &SecondStats, total_s: u64) -> String {
-    let mut line = format!("  {}/{} s", s.t + 1, total_s);
+    format!("  {}/{} s{}", s.t + 1, total_s, progress_rates(s))
+}
+
+/// The rates and p99s of one second, for a progress line.
+pub fn progress_rates(s: &SecondStats) -> String {
+    let mut line = String::new();
     if s.read_ios > 0 {
         line.push_str(&format!(
             "  read {} IOPS p99 {}",

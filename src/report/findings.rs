@@ -39,8 +39,19 @@ pub fn render(findings: &[Finding]) -> String {
         if let Some(t) = f.saving_text() {
             out.push_str(&format!("{pad}{:<22} {t}\n", ""));
         }
+        for a in &f.advice_stack {
+            out.push_str(&format!(
+                "{pad}{:<22} → {}: {} [{}]\n",
+                "", a.name, a.advice, a.source
+            ));
+        }
         if !f.advice.is_empty() {
-            out.push_str(&format!("{pad}{:<22} → {}\n", "", f.advice));
+            let head = if f.advice_stack.is_empty() {
+                ""
+            } else {
+                "in any stack (HTTP): "
+            };
+            out.push_str(&format!("{pad}{:<22} → {head}{}\n", "", f.advice));
         }
     }
     out

@@ -44,9 +44,9 @@ pub fn interval_log(runs: &[RunRecord]) -> Result<Vec<u8>, HdrLogError> {
     let mut series = Vec::new();
     for run in runs {
         let hist = Histograms::decode(run)?;
-        let names: &[&str] = if rundata::load_summary(run).is_some() {
+        let names: &[&str] = if rundata::has_load(run) {
             &["latency"]
-        } else if rundata::disk_summary(run).is_some() {
+        } else if run.kind == "disk" {
             &["read", "write", "fsync"]
         } else {
             &[]

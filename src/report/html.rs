@@ -254,7 +254,9 @@ mod tests {
         let mut out = String::new();
         super::super::html_probe::probe(
             &mut out,
-            &serde_json::json!({"kind": "probe", "target": "http://127.0.0.1:1/", "samples": samples}),
+            &serde_json::from_value(serde_json::json!({"kind": "probe",
+                "target": "http://127.0.0.1:1/", "samples": samples}))
+            .unwrap(),
         )
         .unwrap();
         assert!(out.contains("Probe samples by percentile"), "{out}");

@@ -1,13 +1,13 @@
 //! The HTML report's part for a `--find-max` run: the answer, the chart of the
 //! objective's percentile against the load level (objective line, bracket shaded,
 //! each step marked pass or fail) and the table of steps — all read from the run's
-//! `steps` and `capacity` JSON.
-
-use serde_json::Value;
+//! `steps` and `capacity` (`schema::capacity`).
 
 use super::charts::{self, CapacityChart, LevelSeries};
 use super::html::{esc, figure, table, ReportError};
 use crate::load::steps::fmt_level;
+use crate::schema::{LoadDoc, StepDoc};
+use crate::stats::Percentiles;
 use crate::units::fmt_ms;
 
 /// The percentile key an objective expression judges ("p99<1s" → "p99"), when it is
@@ -30,29 +30,33 @@ fn percentile_key(expr: &str) -> Option<&'static str> {
     .filter(|_| t.limit > 0.0)
 }
 
+/// The percentile `key` (as [`percentile_key`] names it) of `p`.
+fn percentile(p: &Percentiles, key: &str) -> f64 {
+    match key {
+        "p50" => p.p50,
+        "p90" => p.p90,
+        "p999" => p.p999,
+        "p9999" => p.p9999,
+        "max" => p.max,
+        "mean" => p.mean,
+        _ => p.p99,
+    }
+}
+
 /// Appends the capacity part when `load` has one.
-pub fn section(out: &mut String, load: &Value) -> Result<(), ReportError> {
-    let Some(cap) = load.get("capacity").filter(|c| c.is_object()) else {
+pub fn section(out: &mut String, load: &LoadDoc) -> Result<(), ReportError> {
+    let Some(cap) = &load.capacity else {
         return Ok(());
     };
-    let steps: Vec<&Value> = load
-        .get("steps")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().collect())
-        .unwrap_or_default();
+    let steps: &[StepDoc] = load.steps.as_deref().unwrap_or_default();
     out.push_str("<h4>Capacity</h4>\n");
-    if let Some(a) = cap.get("answer").and_then(Value::as_str) {
-        out.push_str(&format!("<p class=\"summary\"><b>{}</b></p>\n", esc(a)));
+    if !cap.answer.is_empty() {
+        out.push_str(&format!(
+            "<p class=\"summary\"><b>{}</b></p>\n",
+            esc(&cap.answer)
+        ));
     }
-    let exprs: Vec<String> = cap
-        .get("objective")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default();
+    let exprs = &cap.objective;
     // The percentile drawn: the first latency objective's, else p99.
     let key = exprs
         .iter()
@@ -66,44 +70,34 @@ pub fn section(out: &mut String, load: &Value) -> Result<(), ReportError> {
             Some((e.clone(), t.limit))
         })
         .collect();
-    let mut names: Vec<String> = Vec::new();
-    for s in &steps {
-        if let Some(eps) = s.get("endpoints").and_then(Value::as_object) {
-            for n in eps.keys() {
-                if !names.contains(n) {
-                    names.push(n.clone());
-                }
+    let mut names: Vec<&String> = Vec::new();
+    for s in steps {
+        for n in s.endpoints.keys() {
+            if !names.contains(&n) {
+                names.push(n);
             }
         }
     }
     let series: Vec<LevelSeries> = names
         .iter()
         .map(|n| LevelSeries {
-            label: n.clone(),
+            label: (*n).clone(),
             points: steps
                 .iter()
                 .filter_map(|s| {
-                    let level = s.get("level")?.as_f64()?;
-                    let v = s
-                        .get("endpoints")?
-                        .get(n)?
-                        .get("latency_ms")?
-                        .get(key)?
-                        .as_f64()?;
-                    let pass = s.get("pass")?.as_bool()?;
-                    Some((level, v, pass))
+                    let v = percentile(&s.endpoints.get(*n)?.latency_ms, key);
+                    Some((s.level, v, s.pass))
                 })
                 .collect(),
         })
         .filter(|s| !s.points.is_empty())
         .collect();
-    let bracket = cap.get("bracket").and_then(Value::as_array);
-    let end = |i: usize| bracket.and_then(|b| b.get(i)).and_then(Value::as_f64);
-    let unit = cap
-        .get("unit")
-        .and_then(Value::as_str)
-        .unwrap_or("req/s")
-        .to_string();
+    let end = |i: usize| cap.bracket.get(i).copied().flatten();
+    let unit = if cap.unit.is_empty() {
+        "req/s".to_string()
+    } else {
+        cap.unit.clone()
+    };
     if !series.is_empty() {
         figure(
             out,
@@ -116,48 +110,26 @@ pub fn section(out: &mut String, load: &Value) -> Result<(), ReportError> {
             })?,
         );
     }
-    let mut ordered = steps.clone();
-    ordered.sort_by(|a, b| {
-        let l = |s: &Value| s.get("level").and_then(Value::as_f64).unwrap_or(0.0);
-        l(a).total_cmp(&l(b))
-    });
+    let mut ordered: Vec<&StepDoc> = steps.iter().collect();
+    ordered.sort_by(|a, b| a.level.total_cmp(&b.level));
     let mut rows = Vec::new();
     for s in ordered {
-        let level = s.get("level").and_then(Value::as_f64).map(fmt_level);
-        let achieved = s
-            .get("achieved")
-            .and_then(Value::as_f64)
-            .map(|v| format!("{v:.1}/s"));
-        let result = match s.get("pass").and_then(Value::as_bool) {
-            Some(true) => "pass".to_string(),
-            _ => match s.get("failed_objective").and_then(Value::as_str) {
-                Some(o) => format!("FAIL {o}"),
-                None => format!(
-                    "FAIL rate ({})",
-                    s.get("limited_by").and_then(Value::as_str).unwrap_or("?")
-                ),
-            },
+        let level = Some(fmt_level(s.level));
+        let achieved = Some(format!("{:.1}/s", s.achieved));
+        let result = match (s.pass, &s.failed_objective) {
+            (true, _) => "pass".to_string(),
+            (false, Some(o)) => format!("FAIL {o}"),
+            (false, None) => format!("FAIL rate ({})", s.limited_by.as_deref().unwrap_or("?")),
         };
         // A step ended once its failure was decided says when.
-        let result = match s.get("early_stop").filter(|e| !e.is_null()) {
+        let result = match &s.early_stop {
             Some(e) => format!(
                 "{result} (stopped early at {} of {} s: {})",
-                e.get("scored_s").and_then(Value::as_f64).unwrap_or(0.0),
-                e.get("planned_s").and_then(Value::as_f64).unwrap_or(0.0),
-                e.get("reason").and_then(Value::as_str).unwrap_or("")
+                e.scored_s, e.planned_s, e.reason
             ),
             None => result,
         };
-        let Some(eps) = s.get("endpoints").and_then(Value::as_object) else {
-            continue;
-        };
-        for (j, (name, e)) in eps.iter().enumerate() {
-            let f = |k: &str| {
-                e.get(k)
-                    .and_then(Value::as_f64)
-                    .map(fmt_ms)
-                    .unwrap_or_default()
-            };
+        for (j, (name, e)) in s.endpoints.iter().enumerate() {
             let first = j == 0;
             let cell = |v: Option<String>| {
                 if first {
@@ -170,9 +142,9 @@ pub fn section(out: &mut String, load: &Value) -> Result<(), ReportError> {
                 cell(level.clone()),
                 cell(achieved.clone()),
                 name.clone(),
-                f("p50_ms"),
-                f("p90_ms"),
-                f("p99_ms"),
+                fmt_ms(e.p50_ms),
+                fmt_ms(e.p90_ms),
+                fmt_ms(e.p99_ms),
                 cell(Some(result.clone())),
             ]);
         }
@@ -192,7 +164,7 @@ pub fn section(out: &mut String, load: &Value) -> Result<(), ReportError> {
         ],
         &rows,
     );
-    if let Some(e) = cap.get("limiting_endpoint").and_then(Value::as_str) {
+    if let Some(e) = &cap.limiting_endpoint {
         out.push_str(&format!("<p>Limiting endpoint: <b>{}</b></p>\n", esc(e)));
     }
     Ok(())

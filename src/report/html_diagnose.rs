@@ -3,15 +3,16 @@
 //! probe (`html_probe`), the cache audit, the origin probe and the load ramp with its
 //! timeline (`html_runs`). Everything from the run is escaped.
 
-use serde_json::Value;
-
+use crate::diagnose::diagnosis::ProtocolRow;
 use crate::record::RunRecord;
+use crate::schema::diagnose::{CacheSection, DiagnoseEntry, Http3Doc};
+use crate::schema::{DiagnoseDoc, DiagnoseRun, LoadPart, RampDoc, Summary};
 
 use super::compare_text::fmt_value;
-use super::html::{esc, table, value_text, ReportError};
-use super::html_runs::{kv, load_section, text_at};
+use super::html::{esc, table, ReportError};
+use super::html_runs::{kv, load_section, text};
 use super::html_verdict;
-use super::rundata::{self, num, Histograms};
+use super::rundata::{self, Histograms};
 
 /// A diagnose run, one section per URL in order: the verdict ("where the time goes",
 /// the findings), then the details (probe phases, cache audit, origin, load ramp and
@@ -22,13 +23,32 @@ pub(super) fn sections(
     run: &RunRecord,
     hist: &Histograms,
 ) -> Result<(), ReportError> {
-    let with_timeline = rundata::load_summary(run);
-    let all = rundata::diagnoses(run);
+    let Some(doc) = rundata::doc(run) else {
+        return Ok(());
+    };
+    let with_timeline = doc.load().and_then(LoadPart::ramp);
+    let all: Vec<Result<&DiagnoseDoc, (&str, &str)>> = match &doc {
+        Summary::Diagnose(DiagnoseRun::One(d)) => vec![Ok(&**d)],
+        Summary::Diagnose(DiagnoseRun::Several(s)) => s
+            .results
+            .iter()
+            .map(|e| match e {
+                DiagnoseEntry::Diagnosed(d) => Ok(&**d),
+                DiagnoseEntry::Failed { url, error } => Err((url.as_str(), error.as_str())),
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
     for (i, d) in all.iter().enumerate() {
         let anchor = html_verdict::url_anchor(run, i);
-        let url = text_at(d, &["target"])
-            .or_else(|| text_at(d, &["url"]))
-            .unwrap_or_else(|| format!("URL {}", i + 1));
+        let url = match d {
+            Ok(d) => d.target.as_str(),
+            Err((url, _)) => *url,
+        };
+        let url = match url {
+            "" => format!("URL {}", i + 1),
+            u => u.to_string(),
+        };
         out.push_str(&format!(
             "<section class=\"url\" id=\"{}\"><h3>{}{}</h3>\n",
             esc(&anchor),
@@ -39,57 +59,42 @@ pub(super) fn sections(
             },
             esc(&url)
         ));
-        if let Some(e) = d.get("error") {
-            out.push_str(&format!(
-                "<p class=\"note\">Not measured: {}</p></section>\n",
-                esc(&value_text(e))
-            ));
-            continue;
-        }
-        let probe = d.get("probe").filter(|p| p.is_object());
-        let summary = d.get("summary").and_then(Value::as_str);
-        match probe {
-            Some(p) => html_verdict::where_the_time_goes(out, p, summary),
-            None => {
-                if let Some(s) = summary {
-                    out.push_str(&format!("<p class=\"summary\">{}</p>\n", esc(s)));
-                }
+        let d = match d {
+            Ok(d) => d,
+            Err((_, error)) => {
+                out.push_str(&format!(
+                    "<p class=\"note\">Not measured: {}</p></section>\n",
+                    esc(error)
+                ));
+                continue;
             }
-        }
-        let list = d
-            .get("findings")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        html_verdict::findings(out, &list, &format!("{anchor}-findings"));
+        };
+        html_verdict::where_the_time_goes(out, &d.probe, d.summary.as_deref());
+        html_verdict::findings(out, &d.findings, &format!("{anchor}-findings"));
         out.push_str("<div class=\"details\"><h4>Details</h4>\n");
-        if let Some(p) = probe {
-            out.push_str("<h4>Probe</h4>\n");
-            super::html_probe::probe(out, p)?;
+        out.push_str("<h4>Probe</h4>\n");
+        super::html_probe::probe(out, &d.probe)?;
+        if let Some(rows) = &d.protocols {
+            protocols(out, d.http3.as_ref(), rows);
         }
-        if let Some(rows) = d.get("protocols").and_then(Value::as_array) {
-            protocols(out, d, rows);
-        }
-        if let Some(c) = d.get("cache").filter(|c| c.is_object()) {
-            cache_audit(out, c);
-        }
-        if let Some(o) = d.get("origin").filter(|o| o.is_object()) {
+        cache_audit(out, &d.cache);
+        if let Some(o) = &d.origin {
             out.push_str("<h4>Origin (straight, --origin)</h4>\n");
             super::html_probe::probe(out, o)?;
         }
-        match d.get("load").filter(|l| l.is_object()) {
+        match &d.load {
             Some(load) if with_timeline.is_some_and(|w| std::ptr::eq(w, load)) => {
-                load_section(out, run, load, hist)?;
+                load_section(out, run, LoadPart::Ramp(load), hist)?;
             }
             Some(load) => {
                 out.push_str("<h3>Load</h3>\n");
                 ramp_table(out, load);
             }
             None => {
-                if let Some(reason) = d.get("skipped").filter(|r| !r.is_null()) {
+                if let Some(reason) = &d.skipped {
                     out.push_str(&format!(
                         "<p class=\"note\">Load: skipped ({}).</p>\n",
-                        esc(&value_text(reason))
+                        esc(reason)
                     ));
                 }
             }
@@ -101,10 +106,15 @@ pub(super) fn sections(
 
 /// h1, h2 and h3 side by side (the `protocols` array of the diagnose JSON), when
 /// HTTP/3 was offered or asked for.
-fn protocols(out: &mut String, d: &Value, rows: &[Value]) {
-    let offer = text_at(d, &["http3", "https_rr"])
+fn protocols(out: &mut String, http3: Option<&Http3Doc>, rows: &[ProtocolRow]) {
+    let offer = http3
+        .and_then(|h| h.https_rr.as_ref())
         .map(|r| format!("HTTPS record: {r}"))
-        .or_else(|| text_at(d, &["http3", "alt_svc"]).map(|a| format!("Alt-Svc: {a}")))
+        .or_else(|| {
+            http3
+                .and_then(|h| h.alt_svc.as_ref())
+                .map(|a| format!("Alt-Svc: {a}"))
+        })
         .unwrap_or_else(|| "--http3".into());
     out.push_str(&format!(
         "<h4>Protocols ({})</h4>\n<p class=\"note\">fresh: a new connection with a full \
@@ -112,28 +122,20 @@ fn protocols(out: &mut String, d: &Value, rows: &[Value]) {
          QUIC's own estimate.</p>\n",
         esc(&offer)
     ));
-    let ms = |r: &Value, k: &str| {
-        r.get(k)
-            .and_then(Value::as_f64)
-            .map(|v| fmt_value(v, "ms"))
-            .unwrap_or_else(|| "-".into())
-    };
+    let ms = |v: Option<f64>| v.map(|v| fmt_value(v, "ms")).unwrap_or_else(|| "-".into());
     let body: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            let mut row = vec![text_at(r, &["http_version"]).unwrap_or_default()];
-            for k in [
-                "fresh_ttfb_ms",
-                "resumed_ttfb_ms",
-                "reused_ttfb_ms",
-                "connect_ms",
-                "tls_ms",
-                "min_rtt_ms",
-            ] {
-                row.push(ms(r, k));
-            }
-            row.push(text_at(r, &["error"]).unwrap_or_default());
-            row
+            vec![
+                r.http_version.clone(),
+                ms(r.fresh_ttfb_ms),
+                ms(r.resumed_ttfb_ms),
+                ms(r.reused_ttfb_ms),
+                ms(r.connect_ms),
+                ms(r.tls_ms),
+                ms(r.min_rtt_ms),
+                r.error.clone().unwrap_or_default(),
+            ]
         })
         .collect();
     table(
@@ -154,95 +156,81 @@ fn protocols(out: &mut String, d: &Value, rows: &[Value]) {
 }
 
 /// The cache audit of a diagnosis (the `cache` object of the diagnose JSON).
-fn cache_audit(out: &mut String, c: &Value) {
+fn cache_audit(out: &mut String, c: &CacheSection) {
     out.push_str("<h4>Cache audit</h4>\n");
-    if let Some(e) = c.get("error").filter(|e| !e.is_null()) {
-        out.push_str(&format!(
-            "<p class=\"note\">Not run: {}</p>\n",
-            esc(&value_text(e))
-        ));
-        return;
-    }
-    let defaults = c.get("default_caches").and_then(Value::as_object).map(|m| {
-        m.iter()
-            .map(|(k, v)| format!("{k} {}", value_text(v)))
-            .collect::<Vec<_>>()
-            .join(" · ")
-    });
-    let conditional = |key: &str| {
-        c.get(key).filter(|v| v.is_object()).map(|v| {
+    let (c, redirects) = match c {
+        CacheSection::Audited {
+            audit, redirects, ..
+        } => (audit, redirects),
+        CacheSection::Failed { error } => {
+            if let Some(e) = error {
+                out.push_str(&format!("<p class=\"note\">Not run: {}</p>\n", esc(e)));
+            }
+            return;
+        }
+    };
+    let defaults = c
+        .default_caches
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect::<Vec<_>>()
+        .join(" · ");
+    let conditional = |v: &Option<crate::schema::diagnose::ConditionalDoc>| {
+        v.as_ref().map(|v| {
             format!(
                 "{} · {} bytes · {}",
-                text_at(v, &["status"]).unwrap_or_default(),
-                text_at(v, &["body_bytes"]).unwrap_or_default(),
-                num(v, &["time_ms"])
-                    .map(|t| fmt_value(t, "ms"))
-                    .unwrap_or_default()
+                v.status,
+                v.body_bytes,
+                fmt_value(v.time_ms, "ms")
             )
         })
     };
     kv(
         out,
         vec![
-            ("status", text_at(c, &["status"])),
-            (
-                "shared cache may store it",
-                text_at(c, &["shared_cacheable"]),
-            ),
-            ("why not", text_at(c, &["unstorable"])),
-            ("by default", defaults),
+            ("status", text(&c.status)),
+            ("shared cache may store it", text(&c.shared_cacheable)),
+            ("why not", text(&c.unstorable)),
+            ("by default", Some(defaults)),
             (
                 "freshness",
-                text_at(c, &["freshness_s"]).map(|f| {
-                    format!(
-                        "{f} s from {}",
-                        text_at(c, &["freshness_source"]).unwrap_or_default()
-                    )
-                }),
+                text(&c.freshness_s).map(|f| format!("{f} s from {}", c.freshness_source)),
             ),
-            ("ETag", text_at(c, &["etag"])),
-            ("Last-Modified", text_at(c, &["last_modified"])),
-            ("If-None-Match", conditional("if_none_match")),
-            ("If-Modified-Since", conditional("if_modified_since")),
-            ("repeated GETs", text_at(c, &["repeats"])),
+            ("ETag", text(&c.etag)),
+            ("Last-Modified", text(&c.last_modified)),
+            ("If-None-Match", conditional(&c.if_none_match)),
+            ("If-Modified-Since", conditional(&c.if_modified_since)),
+            ("repeated GETs", text(&c.repeats)),
         ],
     );
-    if let Some(hops) = c.get("redirects").and_then(Value::as_array) {
-        let rows: Vec<Vec<String>> = hops
-            .iter()
-            .map(|h| {
-                vec![
-                    text_at(h, &["status"]).unwrap_or_default(),
-                    text_at(h, &["location"]).unwrap_or_default(),
-                    num(h, &["time_ms"])
-                        .map(|t| fmt_value(t, "ms"))
-                        .unwrap_or_default(),
-                ]
-            })
-            .collect();
-        if !rows.is_empty() {
-            table(out, "redirects", &["redirect", "location", "time"], &rows);
-        }
+    let rows: Vec<Vec<String>> = redirects
+        .iter()
+        .map(|h| {
+            vec![
+                h.status.to_string(),
+                h.location.clone(),
+                fmt_value(h.time_ms, "ms"),
+            ]
+        })
+        .collect();
+    if !rows.is_empty() {
+        table(out, "redirects", &["redirect", "location", "time"], &rows);
     }
 }
 
 /// The steps of a diagnose ramp (`load.ramp`).
-pub(super) fn ramp_table(out: &mut String, load: &Value) {
-    let Some(steps) = load.get("ramp").and_then(Value::as_array) else {
-        return;
-    };
-    let rows: Vec<Vec<String>> = steps
+pub(super) fn ramp_table(out: &mut String, load: &RampDoc) {
+    let rows: Vec<Vec<String>> = load
+        .ramp
         .iter()
         .map(|s| {
-            let n =
-                |k: &str, unit: &str| num(s, &[k]).map(|v| fmt_value(v, unit)).unwrap_or_default();
             vec![
-                n("connections", ""),
-                n("rps", "req/s"),
-                n("p50_ms", "ms"),
-                n("p99_ms", "ms"),
-                n("requests", ""),
-                n("errors", ""),
+                fmt_value(f64::from(s.connections), ""),
+                fmt_value(s.rps, "req/s"),
+                fmt_value(s.p50_ms, "ms"),
+                fmt_value(s.p99_ms, "ms"),
+                fmt_value(s.requests as f64, ""),
+                fmt_value(s.errors as f64, ""),
             ]
         })
         .collect();

@@ -4,11 +4,12 @@
 //! I/O latency by percentile and IOPS over time.
 
 use crate::record::RunRecord;
+use crate::schema::Summary;
 
 use super::charts::{self, run_color, Panel, Series};
 use super::compare_text::letter;
 use super::html::{figure, ReportError};
-use super::html_runs::{hist_curve, phase_bar, sample_curve, summary_curve};
+use super::html_runs::{hist_curve, phase_bar, phase_curve, sample_curve, summary_curve};
 use super::rundata::{self, run_name, Histograms};
 
 /// Appends the overlay charts of `runs`.
@@ -36,7 +37,8 @@ fn load(
     let mut curves = Vec::new();
     let mut x_max: f64 = 1.0;
     for (i, run) in runs.iter().enumerate() {
-        let Some(summary) = rundata::load_summary(run) else {
+        let doc = rundata::doc(run);
+        let Some(load) = doc.as_ref().and_then(Summary::load) else {
             continue;
         };
         let (panels, xm) = super::html_runs::load_panels(run, &hists[i]);
@@ -55,9 +57,9 @@ fn load(
         errs.push(Series::new(name(i), color, points(2, 0)));
         let curve = match hists[i].totals.get("latency") {
             Some(h) => hist_curve(h, 1e6),
-            None => summary
-                .get("latency_ms")
-                .map(summary_curve)
+            None => load
+                .run()
+                .map(|l| summary_curve(&l.latency_ms))
                 .unwrap_or_default(),
         };
         curves.push(Series::new(name(i), color, curve));
@@ -98,7 +100,8 @@ fn probe(
     let mut bars = Vec::new();
     let mut curves = Vec::new();
     for (i, run) in runs.iter().enumerate() {
-        let results = rundata::probe_results(run);
+        let doc = rundata::doc(run);
+        let results = doc.as_ref().map(Summary::probes).unwrap_or_default();
         let Some(first) = results.first() else {
             continue;
         };
@@ -107,15 +110,10 @@ fn probe(
                 bars.push(b);
             }
         }
-        let samples = rundata::probe_samples(first, "fresh", "ttfb");
+        let samples = rundata::samples(first, "fresh", "ttfb");
         let mut curve = sample_curve(&samples);
         if curve.is_empty() {
-            curve = first
-                .get("fresh")
-                .and_then(|f| f.get("phases_ms"))
-                .and_then(|p| p.get("ttfb"))
-                .map(summary_curve)
-                .unwrap_or_default();
+            curve = phase_curve(&first.fresh.phases_ms.ttfb);
         }
         curves.push(Series::new(
             format!("{} fresh ttfb", name(i)),
@@ -145,16 +143,14 @@ fn disk(
     let mut iops = Vec::new();
     let mut x_max: f64 = 1.0;
     for (i, run) in runs.iter().enumerate() {
-        let Some(summary) = rundata::disk_summary(run) else {
+        let doc = rundata::doc(run);
+        let Some(disk) = doc.as_ref().and_then(Summary::disk) else {
             continue;
         };
-        for dir in ["read", "write"] {
-            let Some(d) = summary.get(dir).filter(|d| d.is_object()) else {
-                continue;
-            };
+        for (dir, d) in [("read", &disk.read), ("write", &disk.write)] {
             let curve = match hists[i].totals.get(dir) {
                 Some(h) => hist_curve(h, 1e3),
-                None => d.get("lat_us").map(summary_curve).unwrap_or_default(),
+                None => summary_curve(&d.lat_us),
             };
             let s = Series::new(format!("{} {dir}", name(i)), run_color(i), curve);
             curves.push(if dir == "write" { s.dashed() } else { s });

@@ -3,45 +3,66 @@
 //! connections resuming TLS sessions, one reused connection), the samples by
 //! percentile, and the response headers — escaped, as everything a server sent.
 
-use serde_json::Value;
+use crate::probe::sample::{PhaseStats, SeriesSummary};
+use crate::probe::ProbeResult;
 
 use super::charts::{self, Bar, Series, PALETTE};
 use super::compare_text::fmt_value;
-use super::html::{figure, table, value_text, ReportError};
-use super::html_runs::{kv, sample_curve, text_at};
-use super::rundata::{self, num, PHASES};
+use super::html::{figure, table, ReportError};
+use super::html_runs::{kv, sample_curve, text};
+use super::rundata::{self, PHASES};
 
-/// A probe series' phase medians (or another percentile) as bar segments.
-pub fn phase_bar(result: &Value, series: &str, key: &str, label: String) -> Option<Bar> {
-    let s = result.get(series)?;
-    let segments: Vec<(String, f64)> = PHASES[..6]
-        .iter()
-        .filter_map(|p| num(s, &["phases_ms", p, key]).map(|v| (p.to_string(), v)))
-        .collect();
-    (!segments.is_empty()).then_some(Bar { label, segments })
+/// A probe series by name (`fresh`, `resumed`, `reused`), when it was measured.
+pub fn series<'a>(r: &'a ProbeResult, name: &str) -> Option<&'a SeriesSummary> {
+    match name {
+        "fresh" => Some(&r.fresh),
+        "resumed" => r.resumed.as_ref(),
+        _ => r.reused.as_ref(),
+    }
 }
 
-pub(super) fn probe(out: &mut String, r: &Value) -> Result<(), ReportError> {
-    let ms = |path: &[&str]| num(r, path).map(|v| fmt_value(v, "ms"));
+/// A phase statistic by name (`p50`, `p90`, `p99`, …).
+pub fn stat(s: &PhaseStats, key: &str) -> f64 {
+    match key {
+        "min" => s.min,
+        "p50" => s.p50,
+        "p90" => s.p90,
+        "max" => s.max,
+        "mean" => s.mean,
+        _ => s.p99,
+    }
+}
+
+/// A probe series' phase medians (or another percentile) as bar segments.
+pub fn phase_bar(result: &ProbeResult, series_name: &str, key: &str, label: String) -> Option<Bar> {
+    let s = series(result, series_name)?;
+    let segments: Vec<(String, f64)> = PHASES[..6]
+        .iter()
+        .map(|p| (p.to_string(), stat(s.phases_ms.get(p), key)))
+        .collect();
+    Some(Bar { label, segments })
+}
+
+pub(super) fn probe(out: &mut String, r: &ProbeResult) -> Result<(), ReportError> {
+    let ms = |v: Option<f64>| v.map(|v| fmt_value(v, "ms"));
+    let tls = r.tls.as_ref();
     kv(
         out,
         vec![
-            ("target", text_at(r, &["target"])),
-            ("addresses", text_at(r, &["addresses"])),
-            ("HTTP version", text_at(r, &["http_version"])),
-            ("TLS", text_at(r, &["tls", "version"])),
-            ("ALPN", text_at(r, &["tls", "alpn"])),
-            ("TLS resumed", text_at(r, &["tls", "resumed"])),
-            ("first request", ms(&["first_request", "total_ms"])),
-            ("kernel RTT", ms(&["tcp", "rtt_ms"])),
-            ("kernel min RTT", ms(&["tcp", "min_rtt_ms"])),
-            ("retransmits", text_at(r, &["tcp", "total_retrans"])),
+            ("target", text(&r.target)),
+            ("addresses", text(&r.addresses)),
+            ("HTTP version", text(&r.http_version)),
+            ("TLS", tls.and_then(|t| text(&t.version))),
+            ("ALPN", tls.and_then(|t| text(&t.alpn))),
+            ("TLS resumed", tls.and_then(|t| text(&t.resumed))),
+            ("first request", ms(r.first_request.map(|f| f.total_ms))),
+            ("kernel RTT", ms(r.tcp.map(|t| t.rtt_ms))),
+            ("kernel min RTT", ms(r.tcp.map(|t| t.min_rtt_ms))),
+            ("retransmits", r.tcp.and_then(|t| text(&t.total_retrans))),
             (
                 "server time p50",
-                ms(&["server_time_ms", "p50"]).map(|v| match text_at(r, &["server_time_label"]) {
-                    Some(l) => format!("{v} ({l})"),
-                    None => v,
-                }),
+                ms(r.server_time_ms.map(|s| s.p50))
+                    .map(|v| format!("{v} ({})", r.server_time_label)),
             ),
         ],
     );
@@ -59,16 +80,16 @@ pub(super) fn probe(out: &mut String, r: &Value) -> Result<(), ReportError> {
     if !bars.is_empty() {
         figure(out, &charts::phase_bars(&bars)?);
     }
-    let series_shown: Vec<&str> = ["fresh", "resumed", "reused"]
+    let series_shown: Vec<(&str, &SeriesSummary)> = ["fresh", "resumed", "reused"]
         .into_iter()
-        .filter(|s| r.get(*s).is_some_and(|v| !v.is_null()))
+        .filter_map(|s| Some((s, series(r, s)?)))
         .collect();
     let mut rows = Vec::new();
     for phase in PHASES {
         let mut row = vec![phase.to_string()];
-        for series in &series_shown {
+        for (_, s) in &series_shown {
             for k in ["p50", "p90", "p99"] {
-                row.push(ms(&[series, "phases_ms", phase, k]).unwrap_or_default());
+                row.push(fmt_value(stat(s.phases_ms.get(phase), k), "ms"));
             }
         }
         if row.iter().skip(1).any(|c| !c.is_empty()) {
@@ -77,7 +98,7 @@ pub(super) fn probe(out: &mut String, r: &Value) -> Result<(), ReportError> {
     }
     if !rows.is_empty() {
         let mut head = vec!["phase".to_string()];
-        for series in &series_shown {
+        for (series, _) in &series_shown {
             head.extend(["p50", "p90", "p99"].map(|k| format!("{series} {k}")));
         }
         let head: Vec<&str> = head.iter().map(String::as_str).collect();
@@ -85,7 +106,8 @@ pub(super) fn probe(out: &mut String, r: &Value) -> Result<(), ReportError> {
         out.push_str(
             "<p>fresh: a new connection per request (on TLS a full handshake: what a curl \
                  loop or a first visit pays); resumed: a new connection resuming its TLS \
-                 session (a returning visitor); reused: one kept-alive connection.</p>\n",
+                 session (a returning visitor); reused: the next request over each \
+                 fresh connection (one kept-alive connection over HTTP/3).</p>\n",
         );
     }
     let mut curves = Vec::new();
@@ -100,7 +122,7 @@ pub(super) fn probe(out: &mut String, r: &Value) -> Result<(), ReportError> {
     .iter()
     .enumerate()
     {
-        let samples = rundata::probe_samples(r, series, phase);
+        let samples = rundata::samples(r, series, phase);
         let s = Series::new(
             format!("{series} {phase}"),
             PALETTE[i / 2],
@@ -114,31 +136,14 @@ pub(super) fn probe(out: &mut String, r: &Value) -> Result<(), ReportError> {
             &charts::nines(&curves, "ms", "Probe samples by percentile")?,
         );
     }
-    headers(out, r.get("headers"));
-    Ok(())
-}
-
-/// The response headers, name and value escaped.
-fn headers(out: &mut String, h: Option<&Value>) {
-    let rows: Vec<Vec<String>> = match h {
-        Some(Value::Object(m)) => m
-            .iter()
-            .flat_map(|(k, v)| match v {
-                Value::Array(vs) => vs.iter().map(|v| vec![k.clone(), value_text(v)]).collect(),
-                v => vec![vec![k.clone(), value_text(v)]],
-            })
-            .collect(),
-        Some(Value::Array(pairs)) => pairs
-            .iter()
-            .filter_map(|p| {
-                let p = p.as_array()?;
-                Some(vec![value_text(p.first()?), value_text(p.get(1)?)])
-            })
-            .collect(),
-        _ => Vec::new(),
-    };
+    let rows: Vec<Vec<String>> = r
+        .headers
+        .iter()
+        .map(|(k, v)| vec![k.clone(), v.clone()])
+        .collect();
     if !rows.is_empty() {
         out.push_str("<h4>Response headers</h4>\n");
         table(out, "headers", &["header", "value"], &rows);
     }
+    Ok(())
 }

@@ -7,27 +7,34 @@
 use hdrhistogram::Histogram;
 use serde_json::Value;
 
+use crate::diagnose::Finding;
 use crate::record::RunRecord;
+use crate::schema::disk::DirDoc;
+use crate::schema::{DiskDoc, LoadPart, Summary};
+use crate::stats::Percentiles;
 
 use super::charts::{self, Panel, Series, PALETTE};
 use super::compare_text::fmt_value;
 use super::html::{esc, figure, table, value_text, ReportError};
 use super::html_verdict;
-use super::rundata::{self, num, Histograms};
+use super::rundata::{self, Histograms};
 
 pub use super::html_overlay::overlay;
 pub use super::html_probe::phase_bar;
 
-/// Latency summary keys shown in tables: (header, key).
-const PCT: [(&str, &str); 8] = [
-    ("min", "min"),
-    ("mean", "mean"),
-    ("p50", "p50"),
-    ("p90", "p90"),
-    ("p99", "p99"),
-    ("p99.9", "p999"),
-    ("p99.99", "p9999"),
-    ("max", "max"),
+/// One percentile of a summary.
+type Pick = fn(&Percentiles) -> f64;
+
+/// Latency summary columns shown in tables: (header, value).
+const PCT: [(&str, Pick); 8] = [
+    ("min", |p| p.min),
+    ("mean", |p| p.mean),
+    ("p50", |p| p.p50),
+    ("p90", |p| p.p90),
+    ("p99", |p| p.p99),
+    ("p99.9", |p| p.p999),
+    ("p99.99", |p| p.p9999),
+    ("max", |p| p.max),
 ];
 
 /// The (nines, value) curve of a histogram (ns → `unit_ns` units), to as many nines
@@ -73,25 +80,27 @@ pub fn sample_curve(samples: &[f64]) -> Vec<(f64, f64)> {
 }
 
 /// A curve from a summary's percentiles when no histogram is stored.
-pub fn summary_curve(p: &Value) -> Vec<(f64, f64)> {
-    [
-        (0.0, "min"),
-        (0.301, "p50"),
-        (1.0, "p90"),
-        (2.0, "p99"),
-        (3.0, "p999"),
-        (4.0, "p9999"),
+pub fn summary_curve(p: &Percentiles) -> Vec<(f64, f64)> {
+    vec![
+        (0.0, p.min),
+        (0.301, p.p50),
+        (1.0, p.p90),
+        (2.0, p.p99),
+        (3.0, p.p999),
+        (4.0, p.p9999),
     ]
-    .iter()
-    .filter_map(|(x, k)| num(p, &[k]).map(|v| (*x, v)))
-    .collect()
 }
 
-/// A `min … max` table row from a percentile object.
-pub(super) fn pct_row(name: &str, p: &Value, unit: &str) -> Vec<String> {
+/// A curve from a probe phase's statistics (min, p50, p90, p99).
+pub fn phase_curve(p: &crate::probe::sample::PhaseStats) -> Vec<(f64, f64)> {
+    vec![(0.0, p.min), (0.301, p.p50), (1.0, p.p90), (2.0, p.p99)]
+}
+
+/// A `min … max` table row from percentiles.
+pub(super) fn pct_row(name: &str, p: &Percentiles, unit: &str) -> Vec<String> {
     let mut row = vec![name.to_string()];
-    for (_, k) in PCT {
-        row.push(num(p, &[k]).map(|v| fmt_value(v, unit)).unwrap_or_default());
+    for (_, v) in PCT {
+        row.push(fmt_value(v(p), unit));
     }
     row
 }
@@ -113,11 +122,13 @@ pub(super) fn kv(out: &mut String, pairs: Vec<(&str, Option<String>)>) {
     }
 }
 
-pub(super) fn text_at(v: &Value, path: &[&str]) -> Option<String> {
-    let mut v = v;
-    for p in path {
-        v = v.get(p)?;
-    }
+/// A typed field as the report shows it: as its JSON reads (strings as they are,
+/// fractions to 3 places, lists joined); None for null.
+pub(super) fn text<T: serde::Serialize>(v: &T) -> Option<String> {
+    shown(&crate::schema::to_value(v))
+}
+
+fn shown(v: &Value) -> Option<String> {
     match v {
         Value::Null => None,
         Value::Array(a) => Some(a.iter().map(value_text).collect::<Vec<_>>().join(", ")),
@@ -133,36 +144,37 @@ pub fn run_section(out: &mut String, run: &RunRecord) -> Result<(), ReportError>
     if run.kind == "diagnose" {
         return super::html_diagnose::sections(out, run, &hist);
     }
-    if let Some(s) = run.summary.get("summary").and_then(Value::as_str) {
-        out.push_str(&format!("<p class=\"summary\">{}</p>\n", esc(s)));
-    }
-    let list = run
-        .findings
-        .as_array()
-        .filter(|a| !a.is_empty())
-        .or_else(|| run.summary.get("findings").and_then(Value::as_array))
-        .cloned()
+    let doc = rundata::doc(run);
+    // `run.findings` is the record's own copy; a run stored without it keeps them in
+    // its summary.
+    let list: Vec<Finding> = crate::schema::from_value(&run.findings)
+        .ok()
+        .filter(|f: &Vec<Finding>| !f.is_empty())
+        .or_else(|| Some(doc.as_ref()?.findings().into_iter().cloned().collect()))
         .unwrap_or_default();
     html_verdict::findings(
         out,
         &list,
         &format!("{}-findings", html_verdict::run_anchor(run)),
     );
-    let results = rundata::probe_results(run);
+    let results = doc.as_ref().map(Summary::probes).unwrap_or_default();
     for (i, result) in results.iter().enumerate() {
         if results.len() > 1 {
-            let url = text_at(result, &["target"]).unwrap_or_else(|| format!("URL {}", i + 1));
+            let url = match result.target.as_str() {
+                "" => format!("URL {}", i + 1),
+                t => t.to_string(),
+            };
             out.push_str(&format!("<h3>Probe {}</h3>\n", esc(&url)));
         } else {
             out.push_str("<h3>Probe</h3>\n");
         }
         super::html_probe::probe(out, result)?;
     }
-    if let Some(load) = rundata::load_summary(run) {
+    if let Some(load) = doc.as_ref().and_then(Summary::load) {
         load_section(out, run, load, &hist)?;
     }
-    if let Some(disk) = rundata::disk_summary(run) {
-        disk_section(out, run, disk, &hist)?;
+    if let Some(disk) = doc.as_ref().and_then(Summary::disk) {
+        disk_section(out, disk, &hist)?;
     }
     Ok(())
 }
@@ -251,48 +263,47 @@ pub fn load_panels(run: &RunRecord, hist: &Histograms) -> (Vec<Panel>, f64) {
 pub(super) fn load_section(
     out: &mut String,
     run: &RunRecord,
-    load: &Value,
+    load: LoadPart<'_>,
     hist: &Histograms,
 ) -> Result<(), ReportError> {
     out.push_str("<h3>Load</h3>\n");
-    super::html_diagnose::ramp_table(out, load);
-    let n = |k: &str| num(load, &[k]).map(|v| fmt_value(v, ""));
+    if let Some(ramp) = load.ramp() {
+        super::html_diagnose::ramp_table(out, ramp);
+    }
+    let n = |v: u64| Some(fmt_value(v as f64, ""));
+    let l = load.run();
+    let (model, cpu, errors) = match load {
+        LoadPart::Run(l) => (&l.model, Some(l.client_cpu_pct), &l.errors),
+        LoadPart::Ramp(r) => (&r.model, r.client_cpu_pct, &r.errors),
+    };
     kv(
         out,
         vec![
-            ("model", text_at(load, &["model"])),
-            ("requests", n("requests")),
-            ("ok", n("ok")),
-            (
-                "errors",
-                rundata::count(load.get("errors")).map(|v| fmt_value(v, "")),
-            ),
-            ("dropped", n("dropped")),
-            ("incomplete", n("incomplete")),
-            (
-                "duration",
-                num(load, &["duration_s"]).map(|v| format!("{v:.1} s")),
-            ),
-            (
-                "throughput",
-                num(load, &["rps"]).map(|v| fmt_value(v, "req/s")),
-            ),
-            ("bytes", n("bytes")),
-            (
-                "client CPU",
-                num(load, &["client_cpu_pct"]).map(|v| format!("{v:.0}%")),
-            ),
+            ("model", text(model)),
+            ("requests", n(load.requests())),
+            ("ok", l.and_then(|l| n(l.ok))),
+            ("errors", n(load.errors())),
+            ("dropped", l.and_then(|l| n(l.dropped))),
+            ("incomplete", l.and_then(|l| n(l.incomplete))),
+            ("duration", l.map(|l| format!("{:.1} s", l.duration_s))),
+            ("throughput", l.map(|l| fmt_value(l.rps, "req/s"))),
+            ("bytes", l.and_then(|l| n(l.bytes))),
+            ("client CPU", cpu.map(|v| format!("{v:.0}%"))),
         ],
     );
-    super::html_capacity::section(out, load)?;
+    if let Some(l) = l {
+        super::html_capacity::section(out, l)?;
+    }
     let mut rows = Vec::new();
-    for (name, key) in [
-        ("latency", "latency_ms"),
-        ("service time", "service_time_ms"),
-        ("connect", "connect_ms"),
-    ] {
-        if let Some(p) = load.get(key).filter(|p| p.is_object()) {
-            rows.push(pct_row(name, p, "ms"));
+    if let Some(l) = l {
+        for (name, p) in [
+            ("latency", Some(&l.latency_ms)),
+            ("service time", l.service_time_ms.as_ref()),
+            ("connect", Some(&l.connect_ms)),
+        ] {
+            if let Some(p) = p {
+                rows.push(pct_row(name, p, "ms"));
+            }
         }
     }
     table(out, "latency", &pct_header("ms"), &rows);
@@ -307,24 +318,16 @@ pub(super) fn load_section(
     let mut curves = Vec::new();
     let overall = match hist.totals.get("latency") {
         Some(h) => hist_curve(h, 1e6),
-        None => load
-            .get("latency_ms")
-            .map(summary_curve)
-            .unwrap_or_default(),
+        None => l.map(|l| summary_curve(&l.latency_ms)).unwrap_or_default(),
     };
     curves.push(Series::new("all endpoints", PALETTE[0], overall));
-    let endpoints: Vec<&Value> = load
-        .get("endpoints")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().collect())
-        .unwrap_or_default();
+    let endpoints = l.map(|l| l.endpoints.as_slice()).unwrap_or_default();
     for (i, ep) in endpoints.iter().enumerate() {
-        let name = text_at(ep, &["name"]).unwrap_or_default();
-        let curve = match hist.totals.get(&format!("latency:{name}")) {
+        let curve = match hist.totals.get(&format!("latency:{}", ep.name)) {
             Some(h) => hist_curve(h, 1e6),
-            None => ep.get("latency_ms").map(summary_curve).unwrap_or_default(),
+            None => summary_curve(&ep.latency_ms),
         };
-        curves.push(Series::new(name, PALETTE[(i + 1) % PALETTE.len()], curve).dashed());
+        curves.push(Series::new(ep.name.clone(), PALETTE[(i + 1) % PALETTE.len()], curve).dashed());
     }
     if curves.iter().any(|c| !c.points.is_empty()) {
         figure(out, &charts::nines(&curves, "ms", "Latency by percentile")?);
@@ -334,13 +337,8 @@ pub(super) fn load_section(
         let rows: Vec<Vec<String>> = endpoints
             .iter()
             .map(|ep| {
-                let mut r = vec![
-                    text_at(ep, &["name"]).unwrap_or_default(),
-                    text_at(ep, &["requests"]).unwrap_or_default(),
-                    text_at(ep, &["ok"]).unwrap_or_default(),
-                ];
-                let p = ep.get("latency_ms").cloned().unwrap_or(Value::Null);
-                r.extend(pct_row("", &p, "ms").into_iter().skip(1));
+                let mut r = vec![ep.name.clone(), ep.requests.to_string(), ep.ok.to_string()];
+                r.extend(pct_row("", &ep.latency_ms, "ms").into_iter().skip(1));
                 r
             })
             .collect();
@@ -348,34 +346,28 @@ pub(super) fn load_section(
         header.extend(PCT.iter().map(|(n, _)| *n));
         table(out, "endpoints", &header, &rows);
     }
-    if let Some(errors) = load.get("errors").and_then(Value::as_object) {
-        let rows: Vec<Vec<String>> = errors
-            .iter()
-            .filter(|(_, v)| v.as_f64().unwrap_or(0.0) > 0.0)
-            .map(|(k, v)| vec![k.clone(), value_text(v)])
-            .collect();
-        if !rows.is_empty() {
-            table(out, "errors", &["error", "count"], &rows);
-        }
+    let rows: Vec<Vec<String>> = errors
+        .iter()
+        .filter(|(_, v)| **v > 0)
+        .map(|(k, v)| vec![k.clone(), v.to_string()])
+        .collect();
+    if !rows.is_empty() {
+        table(out, "errors", &["error", "count"], &rows);
     }
-    if let Some(th) = load.get("thresholds").and_then(Value::as_array) {
-        let rows: Vec<Vec<String>> = th
-            .iter()
-            .map(|t| {
-                vec![
-                    text_at(t, &["expr"]).unwrap_or_default(),
-                    match t.get("ok").and_then(Value::as_bool) {
-                        Some(true) => "pass".into(),
-                        Some(false) => "FAIL".into(),
-                        None => String::new(),
-                    },
-                    text_at(t, &["value"]).unwrap_or_default(),
-                ]
-            })
-            .collect();
-        if !rows.is_empty() {
-            table(out, "thresholds", &["threshold", "result", "value"], &rows);
-        }
+    let rows: Vec<Vec<String>> = l
+        .map(|l| l.thresholds.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .map(|t| {
+            vec![
+                t.expr.clone(),
+                if t.ok { "pass" } else { "FAIL" }.into(),
+                text(&t.value).unwrap_or_default(),
+            ]
+        })
+        .collect();
+    if !rows.is_empty() {
+        table(out, "thresholds", &["threshold", "result", "value"], &rows);
     }
     Ok(())
 }
@@ -427,49 +419,48 @@ pub fn disk_panels(hist: &Histograms) -> (Vec<Panel>, f64) {
     (panels, x_max)
 }
 
-fn disk_section(
-    out: &mut String,
-    _run: &RunRecord,
-    disk: &Value,
-    hist: &Histograms,
-) -> Result<(), ReportError> {
+/// A disk run's directions as the report shows them: (name, latency µs, IOPS or
+/// fdatasyncs, MiB/s).
+fn disk_dirs(disk: &DiskDoc) -> Vec<(&'static str, &Percentiles, f64, Option<f64>)> {
+    fn dir<'a>(
+        name: &'static str,
+        d: &'a DirDoc,
+    ) -> (&'static str, &'a Percentiles, f64, Option<f64>) {
+        (name, &d.lat_us, d.iops, Some(d.bw_mib_s))
+    }
+    let mut v = vec![dir("read", &disk.read), dir("write", &disk.write)];
+    if let Some((count, lat)) = disk.fsync.measured() {
+        v.push(("fsync", lat, count as f64, None));
+    }
+    v
+}
+
+fn disk_section(out: &mut String, disk: &DiskDoc, hist: &Histograms) -> Result<(), ReportError> {
     out.push_str("<h3>Disk</h3>\n");
     kv(
         out,
         vec![
-            ("path", text_at(disk, &["path"])),
-            ("pattern", text_at(disk, &["pattern"])),
-            ("block size", text_at(disk, &["bs"])),
-            ("queue depth", text_at(disk, &["iodepth"])),
-            ("O_DIRECT", text_at(disk, &["direct"])),
-            ("fdatasync", text_at(disk, &["fsync"])),
-            ("engine", text_at(disk, &["engine"])),
+            ("path", text(&disk.path)),
+            ("pattern", text(&disk.pattern)),
+            ("block size", text(&disk.bs)),
+            ("queue depth", text(&disk.iodepth)),
+            ("O_DIRECT", text(&disk.direct)),
+            ("fdatasync", text(&disk.fsync)),
+            ("engine", text(&disk.engine)),
         ],
     );
     let mut rows = Vec::new();
     let mut curves = Vec::new();
-    for (i, dir) in ["read", "write", "fsync"].iter().enumerate() {
-        let Some(d) = disk.get(dir).filter(|d| d.is_object()) else {
-            continue;
-        };
-        let mut row = pct_row(dir, d.get("lat_us").unwrap_or(&Value::Null), "µs");
-        row.push(
-            num(d, &["iops"])
-                .or_else(|| num(d, &["count"]))
-                .map(|v| fmt_value(v, ""))
-                .unwrap_or_default(),
-        );
-        row.push(
-            num(d, &["bw_mib_s"])
-                .map(|v| fmt_value(v, "MiB/s"))
-                .unwrap_or_default(),
-        );
+    for (i, (dir, lat, ios, bw)) in disk_dirs(disk).into_iter().enumerate() {
+        let mut row = pct_row(dir, lat, "µs");
+        row.push(fmt_value(ios, ""));
+        row.push(bw.map(|v| fmt_value(v, "MiB/s")).unwrap_or_default());
         rows.push(row);
-        let curve = match hist.totals.get(*dir) {
+        let curve = match hist.totals.get(dir) {
             Some(h) => hist_curve(h, 1e3),
-            None => d.get("lat_us").map(summary_curve).unwrap_or_default(),
+            None => summary_curve(lat),
         };
-        curves.push(Series::new(*dir, PALETTE[i], curve));
+        curves.push(Series::new(dir, PALETTE[i], curve));
     }
     let mut header = pct_header("µs");
     header.extend(["IOPS (fsyncs)", "bandwidth"]);

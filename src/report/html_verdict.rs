@@ -7,16 +7,19 @@
 //! Everything from a run goes through [`esc`]; the bar is plain HTML with inline
 //! styles (the page's CSP allows no script, and needs none).
 
-use serde_json::Value;
-
 use crate::diagnose::finding::basis_phrase;
+use crate::diagnose::{Finding, Severity};
+use crate::probe::ProbeResult;
 use crate::record::RunRecord;
+use crate::schema::diagnose::DiagnoseEntry;
+use crate::schema::{DiagnoseRun, Summary};
 use crate::units::fmt_ms;
 
 use super::compare_text::letter;
 use super::html::{esc, table, value_text};
-use super::html_runs::text_at;
-use super::rundata::{self, num};
+use super::html_probe::series as probe_series;
+use super::html_runs::text;
+use super::rundata;
 
 /// One part of the "where the time goes" bar: name, ms, colour.
 struct Part {
@@ -37,13 +40,14 @@ const BAR_SERIES: [(&str, &str); 2] = [
 /// of the TTFB p50 as one network round trip (the kernel's min RTT) and the server's
 /// part (named as the probe names it: "server", "edge → origin + server" …); then the
 /// transfer of the body (receive p50). Without a kernel RTT the rest is one part.
-fn parts(result: &Value, series: &str) -> Vec<Part> {
-    let p50 = |phase: &str| num(result, &[series, "phases_ms", phase, "p50"]).unwrap_or(0.0);
+fn parts(result: &ProbeResult, series: &str) -> Vec<Part> {
+    let s = probe_series(result, series);
+    let p50 = |phase: &str| s.map(|s| s.phases_ms.get(phase).p50).unwrap_or(0.0);
     let before = p50("dns") + p50("connect") + p50("tls");
     let ttfb = p50("ttfb").max(before + p50("send") + p50("wait"));
     let wait = (ttfb - before).max(0.0);
-    let label = text_at(result, &["server_time_label"]).unwrap_or_else(|| "server".into());
-    let rtt = num(result, &["tcp", "min_rtt_ms"]).filter(|r| *r > 0.0);
+    let label = server_label(result);
+    let rtt = result.tcp.map(|t| t.min_rtt_ms).filter(|r| *r > 0.0);
     let mut v = vec![
         Part {
             name: "DNS".into(),
@@ -91,13 +95,21 @@ fn parts(result: &Value, series: &str) -> Vec<Part> {
     v
 }
 
+/// How the probe names the server's part ("server" when it does not say).
+fn server_label(result: &ProbeResult) -> String {
+    match result.server_time_label.as_str() {
+        "" => "server".into(),
+        l => l.to_string(),
+    }
+}
+
 /// "Where the time goes" for one probe result: the stacked bar, the caption that says
 /// which series it is, a legend with each part's time and share, and the summary
 /// paragraph when there is one.
-pub fn where_the_time_goes(out: &mut String, result: &Value, summary: Option<&str>) {
+pub fn where_the_time_goes(out: &mut String, result: &ProbeResult, summary: Option<&str>) {
     out.push_str("<div class=\"where\"><h4>Where the time goes</h4>\n");
     let shown = BAR_SERIES.iter().find_map(|(series, what)| {
-        let count = num(result, &[series, "count"]).unwrap_or(0.0);
+        let count = probe_series(result, series).map_or(0.0, |s| s.count as f64);
         let parts = parts(result, series);
         (count > 0.0 && !parts.is_empty()).then_some((*series, *what, count, parts))
     });
@@ -130,7 +142,7 @@ pub fn where_the_time_goes(out: &mut String, result: &Value, summary: Option<&st
             "<p class=\"note\" title=\"the network round trip is the kernel's minimum RTT; \
              the rest of the TTFB after the handshakes is the {}\">A request on {what}: \
              TTFB and phase p50s over {count:.0} requests, {} in all.</p>\n",
-            esc(&text_at(result, &["server_time_label"]).unwrap_or_else(|| "server".into())),
+            esc(&server_label(result)),
             esc(&fmt_ms(sum)),
         ));
     }
@@ -140,44 +152,28 @@ pub fn where_the_time_goes(out: &mut String, result: &Value, summary: Option<&st
     out.push_str("</div>\n");
 }
 
-/// Severity rank for sorting (crit first).
-fn rank(f: &Value) -> u8 {
-    match f.get("severity").and_then(Value::as_str) {
-        Some("crit") => 0,
-        Some("warn") => 1,
-        Some("info") => 2,
-        _ => 3,
-    }
-}
-
 /// Findings in the verdict's order: most severe first; within a severity the largest
 /// `saving_ms` first, unpriced ones after; otherwise as stored (rule order).
-pub fn ordered(list: &[Value]) -> Vec<&Value> {
-    let mut v: Vec<&Value> = list.iter().collect();
+pub fn ordered(list: &[Finding]) -> Vec<&Finding> {
+    let mut v: Vec<&Finding> = list.iter().collect();
     v.sort_by(|a, b| {
-        let s = |f: &Value| {
-            f.get("saving_ms")
-                .and_then(Value::as_f64)
-                .unwrap_or(f64::NEG_INFINITY)
-        };
-        rank(a).cmp(&rank(b)).then_with(|| s(b).total_cmp(&s(a)))
+        let s = |f: &Finding| f.saving_ms.unwrap_or(f64::NEG_INFINITY);
+        b.severity
+            .cmp(&a.severity)
+            .then_with(|| s(b).total_cmp(&s(a)))
     });
     v
 }
 
 /// The saving of a stored finding as a short badge ("saves ≈40.4 ms") and a phrase
 /// ("of 82.1 ms (49 %) per request").
-fn saving(f: &Value) -> Option<(String, String)> {
-    let s = f.get("saving_ms").and_then(Value::as_f64)?;
+fn saving(f: &Finding) -> Option<(String, String)> {
+    let s = f.saving_ms?;
     let mut rest = String::new();
-    if let Some(of) = f
-        .get("saving_of_ms")
-        .and_then(Value::as_f64)
-        .filter(|o| *o > 0.0)
-    {
+    if let Some(of) = f.saving_of_ms.filter(|o| *o > 0.0) {
         rest.push_str(&format!("of {} ({:.0} %)", fmt_ms(of), 100.0 * s / of));
     }
-    if let Some(b) = f.get("saving_basis").and_then(Value::as_str) {
+    if let Some(b) = &f.saving_basis {
         if !rest.is_empty() {
             rest.push(' ');
         }
@@ -188,7 +184,7 @@ fn saving(f: &Value) -> Option<(String, String)> {
 
 /// The findings block: a `div.findings` with `id`, the order stated, each finding with
 /// severity, saving, id, category, title, evidence and advice.
-pub fn findings(out: &mut String, list: &[Value], id: &str) {
+pub fn findings(out: &mut String, list: &[Finding], id: &str) {
     out.push_str(&format!(
         "<div class=\"findings\" id=\"{}\"><h4>Findings <span class=\"note\">(most \
          severe first; within a severity, the largest saving first)</span></h4>\n",
@@ -199,8 +195,7 @@ pub fn findings(out: &mut String, list: &[Value], id: &str) {
         return;
     }
     for f in ordered(list) {
-        let s = |k: &str| f.get(k).map(value_text).unwrap_or_default();
-        let severity = s("severity");
+        let severity = text(&f.severity).unwrap_or_default();
         let class = match severity.as_str() {
             "crit" | "warn" | "info" => severity.as_str(),
             _ => "",
@@ -217,9 +212,9 @@ pub fn findings(out: &mut String, list: &[Value], id: &str) {
              <span class=\"id\">{}</span> <span class=\"cat\">({})</span>\
              <p class=\"title\">{}</p>\n",
             esc(&severity),
-            esc(&s("id")),
-            esc(&s("category")),
-            esc(&s("title"))
+            esc(&f.id),
+            esc(&text(&f.category).unwrap_or_default()),
+            esc(&f.title)
         ));
         if !badge.is_empty() {
             out.push_str(&format!(
@@ -228,20 +223,27 @@ pub fn findings(out: &mut String, list: &[Value], id: &str) {
                 esc(&phrase)
             ));
         }
-        let advice = s("advice");
-        if !advice.is_empty() {
-            out.push_str(&format!("<p class=\"advice\">{}</p>\n", esc(&advice)));
+        for a in &f.advice_stack {
+            out.push_str(&format!(
+                "<p class=\"advice stack\"><b>{}</b>: {} <span class=\"note\">({})</span></p>\n",
+                esc(&a.name),
+                esc(&a.advice),
+                esc(&a.source)
+            ));
         }
-        if let Some(ev) = f.get("evidence").and_then(Value::as_object) {
-            let rows: Vec<Vec<String>> = ev
-                .iter()
-                .map(|(k, v)| vec![k.clone(), value_text(v)])
-                .collect();
-            if !rows.is_empty() {
-                out.push_str("<details><summary>evidence</summary>");
-                table(out, "kv evidence", &["evidence", "value"], &rows);
-                out.push_str("</details>\n");
-            }
+        if !f.advice.is_empty() {
+            out.push_str(&format!("<p class=\"advice\">{}</p>\n", esc(&f.advice)));
+        }
+        // Evidence stays JSON: each rule names its own numbers (free-form by design).
+        let rows: Vec<Vec<String>> = f
+            .evidence
+            .iter()
+            .map(|(k, v)| vec![k.clone(), value_text(v)])
+            .collect();
+        if !rows.is_empty() {
+            out.push_str("<details><summary>evidence</summary>");
+            table(out, "kv evidence", &["evidence", "value"], &rows);
+            out.push_str("</details>\n");
         }
         out.push_str("</div>\n");
     }
@@ -258,26 +260,22 @@ pub fn url_anchor(run: &RunRecord, i: usize) -> String {
     format!("run-{}-url-{}", run.id, i + 1)
 }
 
-/// The URLs a run holds, as (label, findings) — a diagnose run's diagnoses or a
-/// probe's results; one entry for a run of another kind.
-fn entries(run: &RunRecord) -> Vec<(String, Vec<Value>)> {
-    let list = |v: &Value| {
-        v.get("findings")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
+/// The URLs a run holds, as (label, findings) — a diagnose run's diagnoses, a URL
+/// that was not measured with none; no entry for a run of another kind.
+fn entries(run: &RunRecord) -> Vec<(String, Vec<Finding>)> {
+    let Some(Summary::Diagnose(d)) = rundata::doc(run) else {
+        return Vec::new();
     };
-    match run.kind.as_str() {
-        "diagnose" => rundata::diagnoses(run)
+    match d {
+        DiagnoseRun::One(d) => vec![(d.target, d.findings)],
+        DiagnoseRun::Several(s) => s
+            .results
             .into_iter()
-            .map(|d| {
-                let url = text_at(d, &["target"])
-                    .or_else(|| text_at(d, &["url"]))
-                    .unwrap_or_default();
-                (url, list(d))
+            .map(|e| match e {
+                DiagnoseEntry::Diagnosed(d) => (d.target, d.findings),
+                DiagnoseEntry::Failed { url, .. } => (url, Vec::new()),
             })
             .collect(),
-        _ => Vec::new(),
     }
 }
 
@@ -291,18 +289,17 @@ pub fn run_heading_target(run: &RunRecord) -> String {
 }
 
 /// "2 warn, 1 info" (or "no findings").
-fn tally(findings: &[Value]) -> String {
-    let n = |s: &str| {
-        findings
-            .iter()
-            .filter(|f| f.get("severity").and_then(Value::as_str) == Some(s))
-            .count()
-    };
-    let parts: Vec<String> = ["crit", "warn", "info"]
-        .iter()
-        .filter(|s| n(s) > 0)
-        .map(|s| format!("{} {s}", n(s)))
-        .collect();
+fn tally(findings: &[Finding]) -> String {
+    let n = |s: Severity| findings.iter().filter(|f| f.severity == s).count();
+    let parts: Vec<String> = [
+        (Severity::Crit, "crit"),
+        (Severity::Warn, "warn"),
+        (Severity::Info, "info"),
+    ]
+    .iter()
+    .filter(|(s, _)| n(*s) > 0)
+    .map(|(s, name)| format!("{} {name}", n(*s)))
+    .collect();
     if parts.is_empty() {
         "no findings".into()
     } else {
@@ -369,6 +366,7 @@ mod tests {
         let r = json!({"fresh": {"count": 5, "phases_ms": phases(40.4, 40.6)},
             "reused": {"count": 5, "phases_ms": phases(0.0, 40.6)},
             "tcp": {"min_rtt_ms": 40.2}, "server_time_label": "server"});
+        let r: ProbeResult = serde_json::from_value(r).unwrap();
         let mut out = String::new();
         where_the_time_goes(&mut out, &r, Some("TTFB <b>81 ms</b>"));
         assert!(out.contains("data-series=\"fresh\""), "{out}");
@@ -393,13 +391,16 @@ mod tests {
                 "saving_basis": saving.map(|_| "per request"),
                 "saving_of_ms": saving.map(|_| 82.0)})
         };
-        let list = vec![
+        let list: Vec<Finding> = [
             f("w-none", "warn", None),
             f("i-big", "info", Some(70.0)),
             f("w-small", "warn", Some(2.0)),
             f("c", "crit", None),
             f("w-big", "warn", Some(40.0)),
-        ];
+        ]
+        .into_iter()
+        .map(|v| serde_json::from_value(v).unwrap())
+        .collect();
         let mut out = String::new();
         findings(&mut out, &list, "x-findings");
         let pos = |id: &str| {

@@ -78,18 +78,51 @@ pub fn model_text(plan: &LoadPlan) -> String {
     }
 }
 
-fn pct_row(t: &mut Table, name: &str, p: &Percentiles) {
+/// A row of percentiles of `n` values: a percentile the values do not support (p99
+/// needs 100, p99.9 1,000, p99.99 10,000) would be the maximum, so it shows "—" and
+/// the maximum stands as the maximum. Returns whether any was left out.
+fn pct_row(t: &mut Table, name: &str, p: &Percentiles, n: u64) -> bool {
+    let q = |v: f64, q: f64| {
+        if crate::stats::histogram::supports(n, q) {
+            fmt_ms(v)
+        } else {
+            "—".to_string()
+        }
+    };
     t.row([
         name.to_string(),
         fmt_ms(p.min),
         fmt_ms(p.mean),
         fmt_ms(p.p50),
-        fmt_ms(p.p90),
-        fmt_ms(p.p99),
-        fmt_ms(p.p999),
-        fmt_ms(p.p9999),
+        q(p.p90, 0.9),
+        q(p.p99, 0.99),
+        q(p.p999, 0.999),
+        q(p.p9999, 0.9999),
         fmt_ms(p.max),
     ]);
+    !crate::stats::histogram::supports(n, 0.9999)
+}
+
+/// `-L`: the redirects followed once before the run, and what the run measures.
+pub fn redirects_line(hops: &[crate::probe::audit::Hop]) -> String {
+    let chain: Vec<String> = hops
+        .iter()
+        .map(|h| {
+            format!(
+                "{} {} → {}",
+                h.status,
+                crate::visible::one_line(&h.url),
+                crate::visible::one_line(&h.location)
+            )
+        })
+        .collect();
+    format!(
+        "  followed {} redirect{} first (-L): {}; the load measures the page they end \
+         at, its requests do not pay the chain\n",
+        hops.len(),
+        if hops.len() == 1 { "" } else { "s" },
+        chain.join("; ")
+    )
 }
 
 /// The summary printed at the end of a run.
@@ -122,6 +155,16 @@ pub fn summary(r: &LoadResult, findings: &[Finding]) -> String {
     );
     kv("Concurrency:", format!("{concurrency:.1}"));
     kv("Successful transactions:", r.ok.to_string());
+    // k6 and wrk count a 3xx as no error; it is not the page either, and says so.
+    let redirects: u64 = r
+        .statuses
+        .iter()
+        .filter(|(s, _)| (300..400).contains(*s) && **s != 304)
+        .map(|(_, n)| n)
+        .sum();
+    if redirects > 0 {
+        kv("Redirects (3xx):", redirects.to_string());
+    }
     kv("Failed transactions:", r.error_count().to_string());
     kv("Longest transaction:", fmt_ms(lat.max));
     kv("Shortest transaction:", fmt_ms(lat.min));
@@ -185,38 +228,48 @@ pub fn summary(r: &LoadResult, findings: &[Finding]) -> String {
     let mut t = Table::new([
         "latency", "min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max",
     ]);
-    pct_row(&mut t, "all", &lat);
+    let mut short = pct_row(&mut t, "all", &lat, r.latency.len());
     if r.endpoints.len() > 1 {
         for e in &r.endpoints {
-            pct_row(
+            short |= pct_row(
                 &mut t,
                 &e.name,
                 &Percentiles::from_histogram(&e.latency, Unit::Millis),
+                e.latency.len(),
             );
         }
     }
     if let Some(svc) = &r.service {
-        pct_row(
+        short |= pct_row(
             &mut t,
             "service time",
             &Percentiles::from_histogram(svc, Unit::Millis),
+            svc.len(),
         );
     }
     if !r.connect.is_empty() {
-        pct_row(
+        short |= pct_row(
             &mut t,
             "connect",
             &Percentiles::from_histogram(&r.connect, Unit::Millis),
+            r.connect.len(),
         );
     }
     if !r.tls.is_empty() {
-        pct_row(
+        short |= pct_row(
             &mut t,
             "tls",
             &Percentiles::from_histogram(&r.tls, Unit::Millis),
+            r.tls.len(),
         );
     }
     s.push_str(&t.render(2));
+    if short {
+        s.push_str(
+            "  (— : too few values for that percentile: p99 needs 100, p99.9 1,000, p99.99 \
+             10,000; below that it would be the max, shown as the max)\n",
+        );
+    }
     if r.service.is_some() {
         s.push_str("  (open model: latency counts from the intended send time, service time from the actual send)\n");
     }

@@ -12,6 +12,7 @@ pub mod compare_text;
 pub mod csv;
 pub mod diagnose;
 pub mod disk;
+pub mod disk_suite;
 pub mod findings;
 pub mod hdrlog;
 pub mod html;

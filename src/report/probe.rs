@@ -90,7 +90,11 @@ fn response_line(p: &ProbeResult) -> String {
         parts.push("TCP connect only".into());
     } else {
         if let (Some(v), Some(s)) = (&p.http_version, p.status) {
-            parts.push(format!("{v} {s}"));
+            if (300..400).contains(&s) && s != 304 {
+                parts.push(format!("{v} {s} (a redirect, not the page: -L follows it)"));
+            } else {
+                parts.push(format!("{v} {s}"));
+            }
         }
         parts.push(fmt_bytes(p.body_bytes));
     }
@@ -133,7 +137,13 @@ fn phase_table(p: &ProbeResult) -> String {
         let mut row = vec![phase.to_string()];
         for series in &shown {
             let s = series.phases_ms.get(phase);
-            row.extend([fmt_ms(s.min), fmt_ms(s.p50), fmt_ms(s.p90), fmt_ms(s.max)]);
+            // A p90 needs 10 samples; with fewer it would be the max, shown as such.
+            let p90 = if crate::stats::histogram::supports(series.count as u64, 0.9) {
+                fmt_ms(s.p90)
+            } else {
+                "—".to_string()
+            };
+            row.extend([fmt_ms(s.min), fmt_ms(s.p50), p90, fmt_ms(s.max)]);
         }
         table.row(row);
     }
@@ -186,7 +196,12 @@ fn phase_table(p: &ProbeResult) -> String {
             .filter(|s| s.series == Series::Reused && s.new_connection)
             .count();
         caption.push_str(&format!(
-            " · reused: one kept-alive connection (×{})",
+            " · reused: {} (×{})",
+            if p.quic.is_some() {
+                "one kept-alive connection"
+            } else {
+                "the next request over each fresh connection"
+            },
             r.count
         ));
         if reconnects > 0 {
@@ -200,6 +215,35 @@ fn phase_table(p: &ProbeResult) -> String {
 
 fn details(p: &ProbeResult) -> Vec<(&'static str, String)> {
     let mut d = Vec::new();
+    if !p.redirects.is_empty() {
+        let total: f64 = p.redirects.iter().map(|h| h.time_ms).sum();
+        let hops: Vec<String> = p
+            .redirects
+            .iter()
+            .map(|h| {
+                format!(
+                    "{} {} → {} ({})",
+                    h.status,
+                    crate::visible::one_line(&h.url),
+                    crate::visible::one_line(&h.location),
+                    fmt_ms(h.time_ms)
+                )
+            })
+            .collect();
+        d.push((
+            "redirects (-L)",
+            format!("{} in {}: {}", hops.len(), fmt_ms(total), hops.join("; ")),
+        ));
+    }
+    if !p.dropped_headers.is_empty() {
+        d.push((
+            "not sent on",
+            format!(
+                "{} (the chain left the first origin)",
+                p.dropped_headers.join(", ")
+            ),
+        ));
+    }
     if let Some(f) = p.first_request {
         let steady = p.fresh.phases_ms.total.p50;
         let ratio = if steady > 0.0 {
@@ -256,11 +300,11 @@ fn details(p: &ProbeResult) -> Vec<(&'static str, String)> {
     };
     if let Some(c) = p.handshake_cost_ms {
         let what = if p.quic.is_some() {
-            "fresh − reused TTFB p50: a new QUIC connection with a full handshake"
+            "fresh − DNS − reused TTFB p50: a new QUIC connection with a full handshake"
         } else if p.tls.is_some() {
-            "fresh − reused TTFB p50: a new connection with a full TLS handshake"
+            "fresh − DNS − reused TTFB p50: a new connection with a full TLS handshake"
         } else {
-            "fresh − reused TTFB p50: a new connection"
+            "fresh − DNS − reused TTFB p50: a new connection"
         };
         let text = match p.reused_slower_ms {
             Some(slower) => format!(
@@ -274,11 +318,17 @@ fn details(p: &ProbeResult) -> Vec<(&'static str, String)> {
         };
         d.push(("handshake cost", text));
     }
+    if let Some(s) = &p.sampling {
+        d.push(("sampling", sampling_text(s)));
+    }
+    if let Some(c) = &p.client {
+        d.push(("this machine", client_text(c)));
+    }
     if let Some(c) = p.resumed_handshake_cost_ms {
         d.push((
             "resumed handshake",
             format!(
-                "{}{} (resumed − reused TTFB p50: a returning visitor's new connection)",
+                "{}{} (resumed − DNS − reused TTFB p50: a returning visitor's new connection)",
                 fmt_ms(c),
                 trips(p.resumed_handshake_round_trips)
             ),
@@ -298,6 +348,66 @@ fn details(p: &ProbeResult) -> Vec<(&'static str, String)> {
         ));
     }
     d
+}
+
+/// "14 rounds (at least 10, at most 50 or 20 s): every verdict decided · alternating
+/// with http://origin/".
+pub fn sampling_text(s: &crate::probe::SamplingReport) -> String {
+    let bounds = match s.max_time_s {
+        Some(t) => format!(
+            "at least {}, at most {} or {t:.0} s",
+            s.min_rounds, s.max_rounds
+        ),
+        None => format!("{}, re-taking up to {}", s.min_rounds, s.max_rounds),
+    };
+    let why = match s.stopped.as_str() {
+        "decided" => "every verdict decided".to_string(),
+        "fixed" => "as asked".to_string(),
+        "max-rounds" => "the round limit: some verdict may still be undecided".to_string(),
+        "max-time" => "the time limit: some verdict may still be undecided".to_string(),
+        other => other.to_string(),
+    };
+    let mut t = format!("{} rounds ({bounds}): {why}", s.rounds);
+    if s.retaken > 0 {
+        t.push_str(&format!(
+            " · {} re-taken (latscope waited for a CPU during them)",
+            s.retaken
+        ));
+    }
+    if !s.interleaved_with.is_empty() {
+        t.push_str(&format!(
+            " · alternating with {}",
+            s.interleaved_with.join(", ")
+        ));
+    }
+    t
+}
+
+/// How busy this machine was: "latscope waited 26.5 ms for a CPU during 28 samples
+/// (12 % of their time), used 24 % of a core; 4 samples left out".
+pub fn client_text(c: &crate::probe::noise::ClientSummary) -> String {
+    let mut t = format!(
+        "latscope waited {} for a CPU during {} samples ({:.0} % of their time, over all \
+         its threads), used {:.0} % of a core",
+        fmt_ms(c.cpu_wait_ms),
+        c.samples,
+        c.cpu_wait_pct,
+        c.cpu_pct
+    );
+    if c.too_busy {
+        t.push_str(
+            "; too busy to take clean samples: every one is kept, the numbers include \
+             this machine's own delays",
+        );
+    } else if c.disturbed > 0 {
+        t.push_str(&format!(
+            "; {} samples left out (it waited ≥ {} ms and ≥ {:.0} % of the request)",
+            c.disturbed,
+            crate::probe::noise::DISTURBED_MS,
+            crate::probe::noise::DISTURBED_SHARE * 100.0
+        ));
+    }
+    t
 }
 
 /// "rtt 41.2 ms · min_rtt 40.1 ms (QUIC's estimate, not the kernel's TCP_INFO) ·

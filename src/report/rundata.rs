@@ -1,15 +1,17 @@
-//! Reading a stored run back into typed pieces for compare and the reports: its
-//! histograms decoded (whole-run and per-second), its timeline rows, and the parts
-//! of its summary (the kind's `--json` document, DESIGN.md) each report needs. A
-//! diagnose run holds a probe and a load; a multi-URL probe holds several results.
-//! Fields the summary lacks come back as `None`: a report shows what it has.
+//! Reading a stored run back for compare and the reports: its histograms decoded
+//! (whole-run and per-second), its summary read as its kind's typed document
+//! ([`crate::schema`]: nothing here looks a field up by its name), its load timeline
+//! as rows, and a probe's samples by series and phase. A diagnose run holds a probe
+//! and a load ramp; a multi-URL probe holds several results.
 
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
 use serde_json::Value;
 
-use crate::record::{self, RunRecord};
+use crate::probe::ProbeResult;
+use crate::record::RunRecord;
+use crate::schema::{self, Summary, TimelineRow};
 use crate::stats::v2;
 
 /// What can go wrong reading a stored run.
@@ -93,77 +95,59 @@ pub struct Second {
     pub server_retrans: Option<f64>,
 }
 
-/// A number, or the sum of an object's numbers (errors by kind).
-pub fn count(v: Option<&Value>) -> Option<f64> {
-    match v? {
-        // `+ 0.0`: an empty float sum is -0.0, which would print as "-0".
-        Value::Object(m) => Some(m.values().filter_map(Value::as_f64).sum::<f64>() + 0.0),
-        other => other.as_f64(),
+/// A run's summary read as its kind's document (`schema`). None when it does not
+/// fit (a run is checked when it is saved and when it is imported): a report then
+/// shows what the record itself holds.
+pub fn doc(run: &RunRecord) -> Option<Summary> {
+    Summary::parse(&run.kind, &run.summary).ok()
+}
+
+impl From<&TimelineRow> for Second {
+    fn from(r: &TimelineRow) -> Second {
+        let server = r.server.as_ref().and_then(|s| s.as_deref());
+        Second {
+            t: r.t,
+            requests: Some(r.requests as f64),
+            ok: Some(r.ok as f64),
+            errors: Some(r.errors as f64),
+            bytes: Some(r.bytes as f64),
+            p50_ms: Some(r.p50_ms),
+            p90_ms: Some(r.p90_ms),
+            p99_ms: Some(r.p99_ms),
+            max_ms: Some(r.max_ms),
+            active: Some(r.active as f64),
+            cache_hits: Some(r.cache_hits as f64),
+            retrans: r.retrans.map(|v| v as f64),
+            server_cpu_pct: server.and_then(|s| s.cpu_pct),
+            server_retrans: server.and_then(|s| s.retrans),
+        }
     }
 }
 
-/// The run's per-second timeline: `run.timeline` when it is an array, else the
-/// `timeline` of the summary (or of a diagnose run's load). Rows without `t` are
-/// numbered in order.
+/// The run's per-second load timeline: `run.timeline` when it holds rows, else the
+/// `timeline` of its load part (a load run's summary, a diagnose run's ramp).
 pub fn timeline(run: &RunRecord) -> Vec<Second> {
-    let rows = run
-        .timeline
-        .as_array()
-        .filter(|a| !a.is_empty())
-        .or_else(|| load_summary(run)?.get("timeline")?.as_array())
-        .or_else(|| run.summary.get("timeline")?.as_array());
-    let Some(rows) = rows else {
-        return Vec::new();
+    let stored: Vec<TimelineRow> = match &run.timeline {
+        Value::Array(a) if !a.is_empty() => schema::from_value(&run.timeline).unwrap_or_default(),
+        _ => Vec::new(),
     };
-    rows.iter()
-        .enumerate()
-        .map(|(i, r)| {
-            let f = |k: &str| r.get(k).and_then(Value::as_f64);
-            Second {
-                t: f("t").map(|t| t.max(0.0) as u32).unwrap_or(i as u32),
-                requests: f("requests"),
-                ok: f("ok"),
-                errors: count(r.get("errors")),
-                bytes: f("bytes"),
-                p50_ms: f("p50_ms"),
-                p90_ms: f("p90_ms"),
-                p99_ms: f("p99_ms"),
-                max_ms: f("max_ms"),
-                active: f("active"),
-                cache_hits: f("cache_hits"),
-                retrans: f("retrans"),
-                server_cpu_pct: r.pointer("/server/cpu_pct").and_then(Value::as_f64),
-                server_retrans: r.pointer("/server/retrans").and_then(Value::as_f64),
-            }
-        })
-        .collect()
-}
-
-/// The load part of a run's summary: the summary of a load run, the `load` of a
-/// diagnose run (unless it was skipped).
-pub fn load_summary(run: &RunRecord) -> Option<&Value> {
-    match run.kind.as_str() {
-        "load" => Some(&run.summary),
-        "diagnose" => diagnoses(run)
-            .into_iter()
-            .filter_map(|d| d.get("load"))
-            .find(|l| l.is_object() && l.get("skipped").is_none()),
-        _ => None,
+    if !stored.is_empty() {
+        return stored.iter().map(Second::from).collect();
     }
+    doc(run)
+        .as_ref()
+        .and_then(Summary::load)
+        .map(|l| l.timeline().iter().map(Second::from).collect())
+        .unwrap_or_default()
 }
 
-/// A `--find-max` run's capacity step on its joined timeline: the seconds of its
-/// scored window, [from, to). None for other runs.
-pub fn capacity_window(load: &Value) -> Option<(u32, u32)> {
-    let level = load.get("capacity")?.get("level")?.as_f64()?;
-    let step = load.get("steps")?.as_array()?.iter().find(|s| {
-        s.get("level").and_then(Value::as_f64) == Some(level)
-            && s.get("pass").and_then(Value::as_bool) == Some(true)
-    })?;
-    let f = |k: &str| step.get(k).and_then(Value::as_f64);
-    let from = f("t")? + f("settle_s").unwrap_or(0.0);
-    let to = from + f("duration_s")?.floor();
-    Some((from as u32, to as u32))
+/// Whether the run has a load part: a load run, or a diagnose run whose ramp ran.
+pub fn has_load(run: &RunRecord) -> bool {
+    match run.kind.as_str() {
+        "load" => true,
+        "diagnose" => doc(run).is_some_and(|d| d.load().is_some()),
+        _ => false,
+    }
 }
 
 /// The rows whose second falls in `window` ([from, to)).
@@ -173,69 +157,20 @@ pub fn in_window<T>(rows: Vec<(u32, T)>, (from, to): (u32, u32)) -> Vec<(u32, T)
         .collect()
 }
 
-/// The diagnoses of a diagnose run: its `results` (several URLs, the demo) or itself.
-pub fn diagnoses(run: &RunRecord) -> Vec<&Value> {
-    match run.summary.get("results").and_then(Value::as_array) {
-        Some(results) => results.iter().collect(),
-        None => vec![&run.summary],
-    }
-}
-
-/// The probe results of a run: one per URL (a diagnose run has one).
-pub fn probe_results(run: &RunRecord) -> Vec<&Value> {
-    let probe = match run.kind.as_str() {
-        "probe" => &run.summary,
-        "diagnose" => {
-            return diagnoses(run)
-                .into_iter()
-                .filter_map(|d| d.get("probe"))
-                .collect()
-        }
-        _ => return Vec::new(),
-    };
-    match probe.get("results").and_then(Value::as_array) {
-        Some(results) => results.iter().filter(|r| record::measured(r)).collect(),
-        None => vec![probe],
-    }
-}
-
-/// The disk part of a run's summary.
-pub fn disk_summary(run: &RunRecord) -> Option<&Value> {
-    (run.kind == "disk").then_some(&run.summary)
-}
-
 /// The phases of a request, in order, as the probe names them.
 pub const PHASES: [&str; 8] = [
     "dns", "connect", "tls", "send", "wait", "receive", "ttfb", "total",
 ];
 
-/// The values of `phase` (ms) over a probe result's samples of `series` (`fresh` or
-/// `reused`). Samples carry their phases under `phases_ms`, or flat as `<phase>` /
-/// `<phase>_ms`.
-pub fn probe_samples(result: &Value, series: &str, phase: &str) -> Vec<f64> {
-    let Some(samples) = result.get("samples").and_then(Value::as_array) else {
-        return Vec::new();
-    };
-    samples
+/// The values of `phase` (ms) over a probe result's samples of `series` (`fresh`,
+/// `resumed` or `reused`).
+pub fn samples(result: &ProbeResult, series: &str, phase: &str) -> Vec<f64> {
+    result
+        .samples
         .iter()
-        .filter(|s| s.get("series").and_then(Value::as_str) == Some(series))
-        .filter_map(|s| {
-            s.get("phases_ms")
-                .and_then(|p| p.get(phase))
-                .or_else(|| s.get(phase))
-                .or_else(|| s.get(format!("{phase}_ms")))
-                .and_then(Value::as_f64)
-        })
+        .filter(|s| s.series.name() == series)
+        .map(|s| s.phases_ms.get(phase))
         .collect()
-}
-
-/// A number at `path` inside `v`.
-pub fn num(v: &Value, path: &[&str]) -> Option<f64> {
-    let mut v = v;
-    for p in path {
-        v = v.get(p)?;
-    }
-    v.as_f64()
 }
 
 /// A run's display name: its label, else its id.
@@ -246,26 +181,10 @@ pub fn run_name(run: &RunRecord) -> String {
 }
 
 /// Where a merged run came from ("3 of 3 shards from 2 hosts: a, b"), from its
-/// config's `merged` object; None for a run that was not merged.
+/// config's `merged`; None for a run that was not merged.
 pub fn merged_from(run: &RunRecord) -> Option<String> {
-    let m = run.config.get("merged")?;
-    let shards = m["shards"].as_u64()?;
-    let of = m["of"]
-        .as_u64()
-        .map(|n| format!(" of {n}"))
-        .unwrap_or_default();
-    let hosts: Vec<&str> = m["hosts"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|h| h.as_str())
-        .collect();
-    let s = if hosts.len() == 1 { "" } else { "s" };
-    Some(format!(
-        "{shards}{of} shards from {} host{s}: {}",
-        hosts.len(),
-        hosts.join(", ")
-    ))
+    let plan: schema::PlanDoc = schema::from_value(&run.config).ok()?;
+    plan.merged.map(|m| m.describe())
 }
 
 #[cfg(test)]
@@ -273,11 +192,10 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    #[test]
-    fn timeline_reads_counts_and_error_objects() {
-        let run = RunRecord {
+    fn record(kind: &str, summary: Value) -> RunRecord {
+        RunRecord {
             id: "x".into(),
-            kind: "load".into(),
+            kind: kind.into(),
             label: None,
             target: String::new(),
             started_at_ms: 0,
@@ -285,13 +203,21 @@ mod tests {
             version: String::new(),
             config: Value::Null,
             env: Default::default(),
-            summary: json!({"timeline": [{"t": 0, "requests": 10, "errors": {"timeout": 2, "reset": 1}},
-                                         {"t": 1, "requests": 12, "errors": 0, "p99_ms": 4.5}]}),
+            summary,
             timeline: Value::Null,
             findings: json!([]),
             text: String::new(),
             histograms: Vec::new(),
-        };
+        }
+    }
+
+    #[test]
+    fn timeline_reads_counts_and_error_objects() {
+        let run = record(
+            "load",
+            json!({"timeline": [{"t": 0, "requests": 10, "errors": {"timeout": 2, "reset": 1}},
+                                {"t": 1, "requests": 12, "errors": 0, "p99_ms": 4.5}]}),
+        );
         let tl = timeline(&run);
         assert_eq!(tl.len(), 2);
         assert_eq!(tl[0].errors, Some(3.0));
@@ -300,12 +226,26 @@ mod tests {
     }
 
     #[test]
-    fn probe_samples_nested_or_flat() {
-        let r = json!({"samples": [
+    fn samples_by_series_and_phase() {
+        let r: ProbeResult = serde_json::from_value(json!({"samples": [
             {"series": "fresh", "t_ms": 0, "phases_ms": {"ttfb": 3.0}},
-            {"series": "reused", "t_ms": 5, "ttfb": 1.0},
-            {"series": "fresh", "t_ms": 9, "ttfb_ms": 4.0}]});
-        assert_eq!(probe_samples(&r, "fresh", "ttfb"), vec![3.0, 4.0]);
-        assert_eq!(probe_samples(&r, "reused", "ttfb"), vec![1.0]);
+            {"series": "reused", "t_ms": 5, "phases_ms": {"ttfb": 1.0}},
+            {"series": "fresh", "t_ms": 9, "phases_ms": {"ttfb": 4.0, "total": 5.0}}]}))
+        .unwrap();
+        assert_eq!(samples(&r, "fresh", "ttfb"), vec![3.0, 4.0]);
+        assert_eq!(samples(&r, "reused", "ttfb"), vec![1.0]);
+        assert_eq!(samples(&r, "fresh", "total"), vec![0.0, 5.0]);
+    }
+
+    #[test]
+    fn merged_from_reads_the_plan() {
+        let mut run = record("load", json!({}));
+        assert_eq!(merged_from(&run), None);
+        run.config = json!({"merged": {"runs": ["a", "b"], "shards": 2, "of": 2,
+                                       "hosts": ["h1", "h2"]}});
+        assert_eq!(
+            merged_from(&run).as_deref(),
+            Some("2 of 2 shards from 2 hosts: h1, h2")
+        );
     }
 }

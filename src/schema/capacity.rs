@@ -25,7 +25,14 @@ pub struct StepDoc {
     /// Open model: the rate asked for.
     pub target_rps: Option<f64>,
     pub connections: u32,
+    /// Requests per second completed in the window; open model: never above
+    /// `target_rps` (what it completed beyond is `backlog_drained_rps`).
     pub achieved: f64,
+    /// Open model: requests per second the window completed beyond its rate, a
+    /// backlog of earlier arrivals draining (absent when none, and in runs stored
+    /// before it was recorded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backlog_drained_rps: Option<f64>,
     pub pass: bool,
     pub failed_objective: Option<String>,
     pub failed_endpoint: Option<String>,
@@ -109,7 +116,8 @@ impl StepDoc {
                 Level::Connections(_) => None,
             },
             connections: r.connections,
-            achieved: w.rps(),
+            achieved: step.achieved_rps(),
+            backlog_drained_rps: step.drained_rps(),
             pass: step.pass(),
             failed_objective: worst.map(|c| c.verdict.expr.clone()),
             failed_endpoint: worst.and_then(|c| c.verdict.endpoint.clone()),

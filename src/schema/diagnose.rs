@@ -43,6 +43,10 @@ pub struct DiagnoseDoc {
     /// h1/h2/h3 side by side.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub protocols: Option<Vec<ProtocolRow>>,
+    /// The recognised stack (server, proxy, cache, CDN, app, framework) and the
+    /// evidence for each guess (issue 32); absent in runs stored before it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stack: Option<crate::diagnose::stack::Stack>,
 }
 
 /// The cache audit: its verdict, redirects and final URL; or why it failed.
@@ -505,6 +509,7 @@ impl From<&Diagnosis> for DiagnoseDoc {
             origin: d.origin.clone(),
             http3,
             protocols,
+            stack: d.stack.clone(),
         }
     }
 }

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::diagnose::Finding;
 use crate::disk::result::{DirSummary, DiskResult, SecondStats};
+use crate::disk::suite::SuiteResult;
 use crate::disk::workload::Pattern;
 use crate::stats::Percentiles;
 
@@ -16,6 +17,10 @@ const MIB: f64 = 1024.0 * 1024.0;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct DiskDoc {
+    /// Fit for a database: `{fit: yes|limited|no, for, because, profiles, …}`
+    /// (diagnose::disk_verdict; printed first).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<serde_json::Value>,
     pub kind: String,
     pub schema_version: u32,
     /// The directory (or file) asked for.
@@ -42,6 +47,22 @@ pub struct DiskDoc {
     pub timeline: Vec<DiskSecondDoc>,
     pub warnings: Vec<String>,
     pub findings: Vec<Finding>,
+    /// `suite` for the database suite (no workload flags); absent for one workload.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// The suite: its workloads, the commit test, the layout, what it left out, and
+    /// the time it is bounded to (`read`/`write`/`fsync` above are its 4 KiB reads at
+    /// depth 32, its 1 MiB writes and its commits' fdatasync).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workloads: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layout: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suite_seconds: Option<u64>,
 }
 
 /// `fsync`: off (`false`), or the fdatasyncs made and their latency (µs).
@@ -150,7 +171,60 @@ impl From<&DiskResult> for DiskDoc {
             timeline: timeline(r),
             warnings: r.warnings(),
             findings: Vec::new(),
+            ..DiskDoc::default()
         }
+    }
+}
+
+impl From<&SuiteResult> for DiskDoc {
+    /// The database suite's document: the one-workload fields hold its 4 KiB random
+    /// reads at depth 32 (`read`, `bs`, `iodepth`, `timeline`), its sequential 1 MiB
+    /// writes (`write`) and its commits' fdatasync (`fsync`); `mode`, `workloads`,
+    /// `commit`, `layout`, `notes` and `suite_seconds` the rest.
+    fn from(s: &SuiteResult) -> DiskDoc {
+        let v = s.to_json();
+        let mut doc = s.run("read-4k-qd32").map(DiskDoc::from).unwrap_or_default();
+        doc.kind = "disk".into();
+        doc.schema_version = super::SCHEMA_VERSION;
+        doc.path = v["path"].as_str().unwrap_or_default().to_string();
+        doc.file = s.setup.file.display().to_string();
+        doc.created = s.setup.created;
+        doc.size = s.setup.size;
+        doc.pattern = "suite".into();
+        doc.mix = None;
+        doc.bs = 4096;
+        doc.iodepth = 32;
+        doc.direct = s.setup.direct;
+        doc.engine = s.setup.engine.name().to_string();
+        doc.write = s
+            .run("write-1m-qd8")
+            .map(|r| DirDoc::from(r.write()))
+            .unwrap_or_default();
+        doc.fsync = match &s.commit {
+            Some(c) => Fsync::On {
+                count: c.steady.fsync.len(),
+                lat_us: round_pct(&Percentiles::from_histogram(
+                    &c.steady.fsync,
+                    crate::stats::Unit::Micros,
+                )),
+            },
+            None => Fsync::Off(false),
+        };
+        doc.duration_s = r2(s.elapsed.as_secs_f64());
+        doc.interrupted = s.interrupted;
+        doc.laid_out = s.setup.laid_out;
+        doc.warnings = s
+            .runs
+            .first()
+            .map(|r| r.result.warnings())
+            .unwrap_or_default();
+        doc.mode = Some("suite".into());
+        doc.workloads = Some(v["workloads"].clone());
+        doc.commit = Some(v["commit"].clone()).filter(|c| !c.is_null());
+        doc.layout = Some(v["layout"].clone()).filter(|c| !c.is_null());
+        doc.notes = s.notes.clone();
+        doc.suite_seconds = Some(crate::disk::suite::SUITE_SECONDS);
+        doc
     }
 }
 

@@ -40,6 +40,11 @@ pub struct LoadDoc {
     pub rps: f64,
     pub bytes: u64,
     pub latency_ms: Percentiles,
+    /// The percentiles of `latency_ms` its requests support (p99 needs 100, p99.9
+    /// 1,000, p99.99 10,000; an unsupported one is the maximum); absent in runs
+    /// stored before it was recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_percentiles_supported: Option<Vec<String>>,
     pub connect_ms: Percentiles,
     pub incomplete: u64,
     pub client_cpu_pct: f64,
@@ -87,6 +92,10 @@ pub struct LoadDoc {
     /// control frames.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub h2_flood_connections: Option<u64>,
+    /// `-L`: the redirects followed once before the run (the load ran against the
+    /// URL they end at; its requests did not pay them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redirects: Vec<crate::probe::audit::Hop>,
     /// Connects refused for lack of file descriptors (EMFILE).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub connect_fd_exhausted: Option<u64>,
@@ -170,8 +179,8 @@ pub struct OutputDoc {
     pub last_error: Option<String>,
 }
 
-impl From<&crate::output::OutputReport> for OutputDoc {
-    fn from(r: &crate::output::OutputReport) -> OutputDoc {
+impl From<&crate::record::OutputReport> for OutputDoc {
+    fn from(r: &crate::record::OutputReport) -> OutputDoc {
         OutputDoc {
             kind: r.kind.to_string(),
             url: r.url.clone(),
@@ -343,6 +352,12 @@ impl From<&LoadResult> for LoadDoc {
             rps: r.rps(),
             bytes: r.bytes,
             latency_ms: ms(&r.latency),
+            latency_percentiles_supported: Some(
+                crate::stats::histogram::supported(r.latency.len())
+                    .into_iter()
+                    .map(String::from)
+                    .collect(),
+            ),
             connect_ms: ms(&r.connect),
             incomplete: r.incomplete,
             client_cpu_pct: r.client_cpu_pct,

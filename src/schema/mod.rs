@@ -252,6 +252,14 @@ impl<'a> LoadPart<'a> {
         }
     }
 
+    /// Completed requests.
+    pub fn requests(self) -> u64 {
+        match self {
+            LoadPart::Run(l) => l.requests,
+            LoadPart::Ramp(r) => r.requests,
+        }
+    }
+
     /// Errors of all kinds.
     pub fn errors(self) -> u64 {
         let e = match self {

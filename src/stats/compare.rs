@@ -118,7 +118,7 @@ pub fn mann_whitney_u(a: &[f64], b: &[f64]) -> Option<MannWhitney> {
 
 /// Number of arrangements of `n1` + `n2` distinct values giving each U = 0 ..= n1·n2
 /// (recurrence f(m, n, u) = f(m−1, n, u−n) + f(m, n−1, u)).
-fn u_distribution(n1: usize, n2: usize) -> Vec<f64> {
+pub(crate) fn u_distribution(n1: usize, n2: usize) -> Vec<f64> {
     let max_u = n1 * n2;
     // table[m][n] = distribution for sizes (m, n); built for m ≤ n1, n ≤ n2.
     let mut table: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); n2 + 1]; n1 + 1];

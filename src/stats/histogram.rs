@@ -46,6 +46,28 @@ pub fn record_ns(h: &mut Histogram<u64>, ns: u64) {
     }
 }
 
+/// Whether `n` values support quantile `q`: at least one value must lie above it
+/// (p99 needs 100 values, p99.9 1,000, p99.99 10,000). Below that, the "percentile"
+/// is the maximum and is shown as the maximum.
+pub fn supports(n: u64, q: f64) -> bool {
+    n as f64 * (1.0 - q) >= 1.0 - 1e-9
+}
+
+/// The percentiles of a [`Percentiles`] summary (JSON names) that `n` values support.
+pub fn supported(n: u64) -> Vec<&'static str> {
+    [
+        ("p50", 0.5),
+        ("p90", 0.9),
+        ("p99", 0.99),
+        ("p999", 0.999),
+        ("p9999", 0.9999),
+    ]
+    .into_iter()
+    .filter(|(_, q)| supports(n, *q))
+    .map(|(name, _)| name)
+    .collect()
+}
+
 /// The unit a [`Percentiles`] summary is expressed in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unit {
@@ -129,6 +151,17 @@ impl Percentiles {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// p99.99 needs 10,000 values, p99.9 1,000, p99 100.
+    #[test]
+    fn percentiles_the_data_supports() {
+        assert!(supports(10_000, 0.9999) && !supports(9_999, 0.9999));
+        assert!(supports(1_000, 0.999) && !supports(999, 0.999));
+        assert!(supports(100, 0.99) && !supports(99, 0.99));
+        assert_eq!(supported(500), ["p50", "p90", "p99"]);
+        assert_eq!(supported(5), ["p50"]);
+        assert!(supported(0).is_empty());
+    }
 
     #[test]
     fn histogram_summary_in_ms_and_us() {

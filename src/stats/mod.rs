@@ -1,4 +1,6 @@
-//! Statistics over measurements: latency histograms and their percentile summaries.
+//! Statistics over measurements: latency histograms and their percentile summaries,
+//! comparison tests (`compare`) and the confidence intervals findings decide on
+//! (`interval`).
 //!
 //! Every latency is recorded in nanoseconds into an HdrHistogram that resolves 1 µs
 //! .. 1 h at 3 significant digits (DESIGN.md, Load). Histograms merge losslessly, so
@@ -6,7 +8,9 @@
 //! prints.
 
 pub mod compare;
+pub mod counts;
 pub mod histogram;
+pub mod interval;
 pub mod stored;
 pub mod v2;
 

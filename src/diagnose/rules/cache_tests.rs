@@ -199,3 +199,32 @@ fn no_304_both_ways() {
         .contains("304 with a 10-byte body"));
     assert!(no_304(&public()).is_none());
 }
+
+/// Issue 30 item 5: with `--origin` and no cache header, repeated GETs far faster
+/// than the origin (1 ms vs 60 ms) are inferred hits; as slow as the origin (a
+/// proxy without a cache) infers nothing — never a MISS from timing alone — and
+/// neither does a gain inside the noise (55 of 60 ms).
+#[test]
+fn timing_infers_hits_never_misses() {
+    let with = |ttfb: f64| {
+        let mut c = facts(&[("cache-control", "public, max-age=60")]);
+        c.origin_ttfb_ms = Some(60.0);
+        c.repeats = (0..4)
+            .map(|_| RepeatFacts {
+                headers: Headers::from_pairs(&[("cache-control", "public, max-age=60")]),
+                ttfb_ms: ttfb,
+            })
+            .collect();
+        c
+    };
+    let hits = statuses(&with(1.0));
+    assert!(hits.iter().all(|s| s.state == CacheState::Hit), "{hits:?}");
+    assert_eq!(hits[0].layers[0].source, "inferred");
+    for ttfb in [61.0, 55.0, 120.0] {
+        let c = with(ttfb);
+        let s = statuses(&c);
+        assert!(s.iter().all(|s| s.state == CacheState::Unknown), "{s:?}");
+        assert!(crate::diagnose::rules::cdn::cdn_not_caching(&c).is_none());
+        assert!(crate::diagnose::rules::cdn::cache_status(&c).is_none());
+    }
+}

@@ -86,14 +86,70 @@ pub fn cdn_not_caching(c: &CacheFacts) -> Option<Finding> {
                 }
             ),
         )
-    } else if !why.is_empty() {
-        let fixes: Vec<_> = why.iter().map(|r| r.fix()).collect();
-        let severity = if why == [Unstorable::Credentials] {
-            // A logged-in request is passed on purpose.
-            Severity::Info
+    } else if why == [Unstorable::Credentials] {
+        // Told apart by cookie name: a session cookie passed is right (a signed-in user
+        // gets their own page); only analytics cookies are worth stripping.
+        let (analytics, session, other) = crate::cache::cookies::split(&c.request_cookies);
+        if session.is_empty() && other.is_empty() && !analytics.is_empty() {
+            (
+                Severity::Warn,
+                format!(
+                    "a request cookie/authorization, here only analytics cookies ({}), \
+                     which {rules} pass",
+                    analytics.join(", ")
+                ),
+                format!(
+                    "strip the analytics cookies ({}) in the cache before its lookup: no \
+                     server reads them, yet each one sends the reader to the origin",
+                    analytics.join(", ")
+                ),
+            )
         } else {
-            Severity::Warn
-        };
+            let kept: Vec<String> = session.iter().chain(&other).cloned().collect();
+            (
+                Severity::Info,
+                format!(
+                    "a request cookie/authorization, here {} ({}), which {rules} pass — \
+                     correct for a signed-in or tracked visitor",
+                    if session.is_empty() {
+                        "cookies"
+                    } else {
+                        "a session cookie"
+                    },
+                    if kept.is_empty() {
+                        "Authorization".to_string()
+                    } else {
+                        kept.join(", ")
+                    }
+                ),
+                format!(
+                    "nothing to fix for this request: a visitor with a session gets their \
+                     own page, so never strip {} in the cache{}; measure the anonymous \
+                     page without -H Cookie to see what readers get",
+                    if kept.is_empty() {
+                        "credentials".to_string()
+                    } else {
+                        kept.join(", ")
+                    },
+                    if analytics.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            " (only the analytics cookies {} may go)",
+                            analytics.join(", ")
+                        )
+                    }
+                ),
+            )
+        }
+    } else if !why.is_empty() {
+        let mut fixes: Vec<&str> = Vec::new();
+        for f in why.iter().map(|r| r.fix()) {
+            if !fixes.contains(&f) {
+                fixes.push(f);
+            }
+        }
+        let severity = Severity::Warn;
         (
             severity,
             format!(
@@ -219,7 +275,7 @@ pub fn cache_status(c: &CacheFacts) -> Option<Finding> {
 mod tests {
     use super::*;
     use crate::diagnose::facts::{Headers, RepeatFacts};
-    use crate::diagnose::rules::testutil::{far_probe, healthy_probe};
+    use crate::diagnose::rules::testutil::{far_probe, healthy_probe, set_ttfb};
 
     fn repeat(pairs: &[(&str, &str)], ttfb: f64) -> RepeatFacts {
         RepeatFacts {
@@ -248,7 +304,7 @@ mod tests {
     #[test]
     fn cdn_cost_both_ways() {
         let mut via = far_probe();
-        via.fresh.as_mut().unwrap().p50.ttfb = 530.0;
+        set_ttfb(via.fresh.as_mut().unwrap(), 530.0, 1.0);
         via.headers =
             Headers::from_pairs(&[("cf-ray", "8a1b-SJC"), ("cf-cache-status", "DYNAMIC")]);
         let f = cdn_cost(&via, &far_probe()).expect("fires");
@@ -261,7 +317,7 @@ mod tests {
         assert!(cdn_cost(&far_probe(), &far_probe()).is_none());
         // Loopback: 0.47 vs 0.2 ms is 2× but far under 20 ms.
         let mut fast = healthy_probe();
-        fast.fresh.as_mut().unwrap().p50.ttfb = 0.2;
+        set_ttfb(fast.fresh.as_mut().unwrap(), 0.2, 0.02);
         assert!(cdn_cost(&healthy_probe(), &fast).is_none());
     }
 

@@ -4,10 +4,12 @@
 //! counted in round trips to it: one when the proxy keeps its upstream connection
 //! alive, two when it opens a new one per request — and the origin's own time.
 
+use super::evidence::{interval_text, judge, Judged};
 use super::ms;
 use crate::cache::status::{cache_status as status_of, edge, CacheState};
 use crate::diagnose::facts::{ProbeFacts, SeriesFacts};
 use crate::diagnose::finding::{basis, Category, Finding, Severity};
+use crate::stats::interval::{shift, Interval, Method};
 
 /// What the edge → origin hop costs, from the reused (else fresh) series of both.
 struct Split {
@@ -69,38 +71,111 @@ fn split(cdn: &ProbeFacts, origin: &ProbeFacts) -> Option<Split> {
     })
 }
 
+/// The smallest difference `cdn-cost` reports, ms…
+const FLOOR_MS: f64 = 20.0;
+/// …and as a share of the origin's TTFB.
+const FLOOR_SHARE: f64 = 0.2;
+
+/// One series of both sides, judged: the p50s, and the interval of the difference
+/// (edge − origin) against the threshold both ways.
+struct Pair {
+    name: &'static str,
+    via: f64,
+    direct: f64,
+    /// Edge slower by at least the threshold.
+    adds: Judged,
+    /// Edge faster by at least the threshold.
+    saves: Judged,
+}
+
+fn pair(name: &'static str, a: Option<&SeriesFacts>, b: Option<&SeriesFacts>) -> Option<Pair> {
+    let (a, b) = (a?, b?);
+    let (via, direct) = (a.p50.ttfb, b.p50.ttfb);
+    let threshold = FLOOR_MS.max(FLOOR_SHARE * direct);
+    let iv = shift(&b.ttfb_ms, &a.ttfb_ms);
+    let n = [a.n(), b.n()];
+    let quantity = format!("edge − origin TTFB on {name} connections, ms");
+    let adds = judge(
+        &quantity,
+        iv,
+        via - direct,
+        n,
+        threshold,
+        Method::HodgesLehmann,
+    );
+    let quantity = format!("origin − edge TTFB on {name} connections, ms");
+    let saves = judge(
+        &quantity,
+        iv.map(Interval::negated),
+        direct - via,
+        n,
+        threshold,
+        Method::HodgesLehmann,
+    );
+    Some(Pair {
+        name,
+        via,
+        direct,
+        adds,
+        saves,
+    })
+}
+
 /// `cdn-cost`: fires when, on fresh or on reused connections, the edge's TTFB
-/// differs from the origin's by ≥ 20 ms and ≥ 20 %: `warn` when the edge is slower
-/// on either, `info` when it only saves time.
+/// differs from the origin's by ≥ 20 ms and ≥ 20 % of the origin's, with 95 %
+/// confidence (the Hodges–Lehmann interval of the difference clears it): `warn`
+/// when the edge is slower on either, `info` when it only saves time. When an
+/// interval straddles the threshold and nothing fires: `info`, not enough samples
+/// to tell.
 pub fn cdn_cost(cdn: &ProbeFacts, origin: &ProbeFacts) -> Option<Finding> {
-    let pair = |a: &Option<SeriesFacts>, b: &Option<SeriesFacts>| {
-        counted(a)
-            .zip(counted(b))
-            .map(|(a, b)| (a.p50.ttfb, b.p50.ttfb))
-    };
     let series = [
-        ("fresh", pair(&cdn.fresh, &origin.fresh)),
-        ("reused", pair(&cdn.reused, &origin.reused)),
+        pair("fresh", counted(&cdn.fresh), counted(&origin.fresh)),
+        pair("reused", counted(&cdn.reused), counted(&origin.reused)),
     ];
-    let significant = |(v, d): (f64, f64)| (v - d).abs() >= 20.0 && (v - d).abs() >= 0.2 * d;
-    let found: Vec<(&str, (f64, f64))> = series
-        .iter()
-        .filter_map(|(n, x)| x.map(|x| (*n, x)))
-        .filter(|(_, x)| significant(*x))
-        .collect();
+    let pairs: Vec<&Pair> = series.iter().flatten().collect();
     // The edge costing time is the news (where it costs most); saving it only when
     // it costs nowhere.
-    let (name, (via, direct)) = found
+    let chosen = pairs
         .iter()
-        .copied()
-        .filter(|(_, (v, d))| v > d)
-        .max_by(|a, b| (a.1 .0 - a.1 .1).total_cmp(&(b.1 .0 - b.1 .1)))
-        .or_else(|| found.first().copied())?;
+        .filter(|p| p.adds.fires())
+        .max_by(|a, b| (a.via - a.direct).total_cmp(&(b.via - b.direct)))
+        .or_else(|| pairs.iter().find(|p| p.saves.fires()));
+    let Some(chosen) = chosen else {
+        let unsure = pairs
+            .iter()
+            .flat_map(|p| [&p.adds, &p.saves])
+            .find(|j| j.undecided())?;
+        let addr = origin.addresses.first().cloned().unwrap_or_default();
+        let port = origin
+            .url
+            .split('/')
+            .nth(2)
+            .and_then(|a| a.rsplit_once(':'));
+        let origin_arg = match port {
+            Some((_, port)) if !addr.is_empty() => format!(" --origin {addr}:{port}"),
+            _ if !addr.is_empty() => format!(" --origin {addr}"),
+            _ => " --origin ADDR".to_string(),
+        };
+        return Some(super::evidence::not_enough(
+            "cdn-cost",
+            Category::Cache,
+            "does the edge cost or save time against the origin",
+            "ms",
+            unsure.confidence.clone()?,
+            &super::evidence::rerun_diagnose(&cdn.url, &origin_arg),
+        ));
+    };
+    let (name, via, direct) = (chosen.name, chosen.via, chosen.direct);
+    let judged = if chosen.adds.fires() {
+        &chosen.adds
+    } else {
+        &chosen.saves
+    };
     let cost = via - direct;
-    let others: Vec<String> = series
+    let others: Vec<String> = pairs
         .iter()
-        .filter(|(n, _)| *n != name)
-        .filter_map(|(n, x)| x.map(|(v, d)| format!("{n}: {} vs {}", ms(v), ms(d))))
+        .filter(|p| p.name != name)
+        .map(|p| format!("{}: {} vs {}", p.name, ms(p.via), ms(p.direct)))
         .collect();
     let others = if others.is_empty() {
         String::new()
@@ -130,9 +205,10 @@ pub fn cdn_cost(cdn: &ProbeFacts, origin: &ProbeFacts) -> Option<Finding> {
         (
             Severity::Warn,
             format!(
-                "the edge adds {} to TTFB on {name} connections ({} vs {} straight to the \
-                 origin{others}; {edge_name}, cache {}){behind}",
+                "the edge adds {}{} to TTFB on {name} connections ({} vs {} straight to \
+                 the origin{others}; {edge_name}, cache {}){behind}",
                 ms(cost),
+                interval_text(judged.confidence.as_ref(), "ms"),
                 ms(via),
                 ms(direct),
                 state.as_str()
@@ -157,9 +233,10 @@ pub fn cdn_cost(cdn: &ProbeFacts, origin: &ProbeFacts) -> Option<Finding> {
         (
             Severity::Info,
             format!(
-                "the edge saves {} of TTFB on {name} connections ({} vs {} straight to the \
-                 origin{others}; {edge_name}, cache {}){behind}",
+                "the edge saves {}{} of TTFB on {name} connections ({} vs {} straight to \
+                 the origin{others}; {edge_name}, cache {}){behind}",
                 ms(-cost),
+                interval_text(judged.confidence.as_ref(), "ms"),
                 ms(via),
                 ms(direct),
                 state.as_str()
@@ -173,10 +250,21 @@ pub fn cdn_cost(cdn: &ProbeFacts, origin: &ProbeFacts) -> Option<Finding> {
         .num("origin_ttfb_ms", direct)
         .num("cost_ms", cost)
         .text("series", name);
-    f = num(f, "fresh_cdn_ttfb_ms", series[0].1.map(|x| x.0));
-    f = num(f, "fresh_origin_ttfb_ms", series[0].1.map(|x| x.1));
-    f = num(f, "reused_cdn_ttfb_ms", series[1].1.map(|x| x.0));
-    f = num(f, "reused_origin_ttfb_ms", series[1].1.map(|x| x.1));
+    f = num(f, "fresh_cdn_ttfb_ms", series[0].as_ref().map(|p| p.via));
+    f = num(
+        f,
+        "fresh_origin_ttfb_ms",
+        series[0].as_ref().map(|p| p.direct),
+    );
+    f = num(f, "reused_cdn_ttfb_ms", series[1].as_ref().map(|p| p.via));
+    f = num(
+        f,
+        "reused_origin_ttfb_ms",
+        series[1].as_ref().map(|p| p.direct),
+    );
+    if let Some(c) = judged.confidence.clone() {
+        f = f.confidence(c);
+    }
     if let Some(s) = &split {
         f = f
             .num("origin_rtt_ms", s.origin_rtt)
@@ -212,7 +300,7 @@ pub fn cdn_cost(cdn: &ProbeFacts, origin: &ProbeFacts) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diagnose::rules::testutil::healthy_probe;
+    use crate::diagnose::rules::testutil::{healthy_probe, set_ttfb};
 
     /// A probe of `wait` ms on fresh and reused connections over `rtt` (fresh TTFB =
     /// a connect round trip more).
@@ -222,11 +310,46 @@ mod tests {
         let f = p.fresh.as_mut().unwrap();
         f.p50.connect = rtt;
         f.p50.wait = fresh_wait;
-        f.p50.ttfb = rtt + fresh_wait;
+        set_ttfb(f, rtt + fresh_wait, 1.0);
         let r = p.reused.as_mut().unwrap();
         r.p50.wait = reused_wait;
-        r.p50.ttfb = reused_wait;
+        set_ttfb(r, reused_wait, 1.0);
         p
+    }
+
+    /// A series of 12 samples around `ms` ± `noise`.
+    fn noisy(ms: f64, noise: f64) -> ProbeFacts {
+        let mut p = healthy_probe();
+        for s in [p.fresh.as_mut().unwrap(), p.reused.as_mut().unwrap()] {
+            s.count = 12;
+            s.ttfb_ms = vec![0.0; 12];
+            set_ttfb(s, ms, noise);
+        }
+        p
+    }
+
+    /// Issue 29: a MISS-only proxy on the same host as a slow, noisy origin (the edge
+    /// adds nothing) stays quiet when the samples say the difference is well under
+    /// 20 ms; with few, noisy samples whose medians differ by 25 ms it does not warn
+    /// but says it cannot tell, with the command that would; with a clear 60 ms it
+    /// fires, its interval in `confidence`.
+    #[test]
+    fn decides_on_the_interval() {
+        let origin = noisy(150.0, 3.0);
+        assert!(cdn_cost(&noisy(151.0, 3.0), &origin).is_none());
+        let f = cdn_cost(&noisy(175.0, 60.0), &noisy(150.0, 60.0)).expect("says so");
+        assert_eq!(f.severity, Severity::Info, "{}", f.title);
+        assert!(f.title.contains("not enough samples"), "{}", f.title);
+        let cmd = f.evidence_str("command").unwrap();
+        assert!(cmd.contains(" --origin 127.0.0.1"), "{cmd}");
+        assert!(f.undecided());
+        let f = cdn_cost(&noisy(210.0, 3.0), &origin).expect("fires");
+        assert_eq!(f.severity, Severity::Warn);
+        let c = f.confidence.as_ref().unwrap();
+        assert_eq!(c.verdict, "above");
+        assert!(c.low.unwrap() > 50.0 && c.high.unwrap() < 70.0, "{c:?}");
+        assert_eq!(c.samples, vec![12, 12]);
+        assert!(f.title.contains("95 % interval"), "{}", f.title);
     }
 
     /// Issue 12.5, measured with nginx in front of an origin 80 ms away: without

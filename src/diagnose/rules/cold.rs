@@ -2,9 +2,11 @@
 //! steady state, or the first few requests show a warm-up trend, or the first one
 //! alone paid for something set up once (a proxy's upstream connection).
 
+use super::evidence::{judge, not_enough, rerun_diagnose, Judged};
 use super::{median, ms, steady, times};
 use crate::diagnose::facts::ProbeFacts;
 use crate::diagnose::finding::{basis, Category, Finding, Severity};
+use crate::stats::interval::{self, Interval, Method};
 
 /// First request must be this many times the steady p50…
 const RATIO: f64 = 5.0;
@@ -16,38 +18,85 @@ const WARMUP_FLOOR_MS: f64 = 100.0;
 /// The steady request the first one is compared with: the fresh series' p50 over its
 /// later half (not the first request itself, nor a warm-up after it), so first and
 /// steady both open a connection; the reused series' p50 only when there is no fresh series to compare.
-/// Returns (p50 ms, what it is).
-fn baseline(p: &ProbeFacts) -> Option<(f64, &'static str)> {
+/// Returns (p50 ms, what it is, the steady samples it is the median of).
+fn baseline(p: &ProbeFacts) -> Option<(f64, &'static str, &[f64])> {
     if let Some(f) = p.fresh.as_ref().filter(|f| f.total_ms.len() >= 2) {
         // The later half: a warm-up over the first few requests is not steady.
         let rest = &f.total_ms[1..];
-        return Some((
-            median(&rest[rest.len() / 2..]),
-            "fresh p50 of the later requests",
-        ));
+        let later = &rest[rest.len() / 2..];
+        return Some((median(later), "fresh p50 of the later requests", later));
     }
     let s = steady(p)?;
-    let v = if s.total_ms.is_empty() {
+    let later = &s.total_ms[s.total_ms.len() / 2..];
+    let v = if later.is_empty() {
         s.p50.total
     } else {
-        median(&s.total_ms[s.total_ms.len() / 2..])
+        median(later)
     };
     let what = if p.reused.as_ref().is_some_and(|r| r.count > 0) {
         "reused-connection p50"
     } else {
         "fresh p50"
     };
-    Some((v, what))
+    Some((v, what, later))
 }
 
-/// `cold-start` over a probe's first request and the order of its samples.
+/// The steady p50's interval: from order statistics with 6 or more samples; with
+/// fewer, the range of the samples (the median lies inside it with probability
+/// 1 − 2·½ⁿ); with none, the point.
+fn steady_interval(point: f64, samples: &[f64]) -> Interval {
+    interval::median(samples).unwrap_or_else(|| {
+        let finite = samples.iter().copied().filter(|v| v.is_finite());
+        let (lo, hi) = finite.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+            (a.min(v), b.max(v))
+        });
+        Interval {
+            estimate: point,
+            low: if lo.is_finite() { lo } else { point },
+            high: if hi.is_finite() { hi } else { point },
+            n: [samples.len(), 0],
+        }
+    })
+}
+
+/// The first request (less the time latscope itself waited for a CPU during it) −
+/// the steady p50, judged against `threshold` ms: its interval runs from first −
+/// the steady p50's upper bound to first − its lower bound.
+fn first_extra(first: f64, steady: &Interval, threshold: f64) -> Judged {
+    let iv = Interval {
+        estimate: first - steady.estimate,
+        low: first - steady.high,
+        high: first - steady.low,
+        n: steady.n,
+    };
+    judge(
+        "first request − steady p50, ms",
+        Some(iv),
+        iv.estimate,
+        iv.n,
+        threshold,
+        Method::OrderStatistic,
+    )
+}
+
+/// `cold-start` over a probe's first request and the order of its samples: the first
+/// request (less latscope's own wait for a CPU during it) more than 5× and 500 ms
+/// over the steady p50 even at the upper end of that p50's 95 % interval.
 pub fn cold_start(p: &ProbeFacts) -> Option<Finding> {
-    let (steady_ms, baseline) = baseline(p)?;
+    cold(p).and_then(Result::ok)
+}
+
+/// `cold-start`, or (Err) the main rule's "not enough samples to tell".
+fn cold(p: &ProbeFacts) -> Option<Result<Finding, Finding>> {
+    let (steady_ms, baseline, later) = baseline(p)?;
     if !(steady_ms.is_finite() && steady_ms > 0.0) {
         return None;
     }
-    let first = p.first_total_ms?;
-    let slow = |v: f64| v > steady_ms * 2.0 && v - steady_ms > WARMUP_FLOOR_MS;
+    let measured = p.first_total_ms?;
+    let first = (measured - p.first_client_wait_ms.unwrap_or(0.0)).max(0.0);
+    let iv = steady_interval(steady_ms, later);
+    let high = iv.high.max(steady_ms);
+    let slow = |v: f64| v > high * 2.0 && v - high > WARMUP_FLOOR_MS;
     let fresh_samples = p
         .fresh
         .as_ref()
@@ -65,41 +114,55 @@ pub fn cold_start(p: &ProbeFacts) -> Option<Finding> {
             // A warm service answers the first request like the later ones.
             .saving(first - steady_ms, first, basis::FIRST_REQUEST)
     };
-    if ratio > RATIO && first - steady_ms > FLOOR_MS {
+    let judged = first_extra(first, &iv, FLOOR_MS.max((RATIO - 1.0) * steady_ms));
+    let judged_high = first_extra(first, &iv, FLOOR_MS.max((RATIO - 1.0) * high));
+    if judged.fires() && !judged_high.fires() {
+        // The point says cold, the interval's upper end does not.
+        let c = judged.confidence?;
+        return Some(Err(not_enough(
+            "cold-start",
+            Category::Server,
+            "is the first request a cold start",
+            "ms",
+            c,
+            &rerun_diagnose(&p.url, ""),
+        )));
+    }
+    if judged_high.fires() {
         let sev = if first >= 5000.0 {
             Severity::Crit
         } else {
             Severity::Warn
         };
-        return Some(
-            finding(
-                sev,
-                format!(
-                    "first request {}, {} the {baseline} ({})",
-                    ms(first),
-                    times(ratio),
-                    ms(steady_ms)
-                ),
-            )
-            .advice(
-                "the first request after a start or idle period pays for warming up \
+        return Some(Ok(finding(
+            sev,
+            format!(
+                "first request {}, {} the {baseline} ({})",
+                ms(first),
+                times(ratio),
+                ms(steady_ms)
+            ),
+        )
+        .opt_num("first_client_wait_ms", p.first_client_wait_ms)
+        .confidence(judged_high.confidence?)
+        .advice(
+            "the first request after a start or idle period pays for warming up \
                  (process start, JIT, connection pools, caches): keep the service warm \
                  (min instances, a health check that exercises the real path, preloading) \
                  or warm it before taking traffic",
-            ),
-        );
+        )));
     }
     if warmup >= 3 {
-        return Some(
-            finding(
-                Severity::Info,
-                format!(
-                    "warm-up: the first {warmup} requests were over 2× the {baseline} ({})",
-                    ms(steady_ms)
-                ),
-            )
-            .advice("caches or pools fill over the first requests: warm them at start-up"),
-        );
+        return Some(Ok(finding(
+            Severity::Info,
+            format!(
+                "warm-up: the first {warmup} requests were over 2× the {baseline} ({})",
+                ms(steady_ms)
+            ),
+        )
+        .advice(
+            "caches or pools fill over the first requests: warm them at start-up",
+        )));
     }
     None
 }
@@ -115,12 +178,21 @@ const FIRST_ONLY_FLOOR_MS: f64 = 50.0;
 /// 500 ms): typically a proxy opening its upstream connection (a cold upstream,
 /// then kept alive), a connection pool or a cache filling.
 pub fn first_only(p: &ProbeFacts, origin: Option<&ProbeFacts>) -> Option<Finding> {
-    if cold_start(p).is_some() {
+    match cold(p) {
+        Some(Ok(_)) => return None,
+        Some(Err(unsure)) => return Some(unsure),
+        None => {}
+    }
+    let (steady_ms, baseline, later) = baseline(p)?;
+    let first = (p.first_total_ms? - p.first_client_wait_ms.unwrap_or(0.0)).max(0.0);
+    let extra = first - steady_ms;
+    // The first request must stand out even from the upper end of the steady p50's
+    // interval (and from the time latscope waited for a CPU during it).
+    let high = steady_interval(steady_ms, later).high.max(steady_ms);
+    // (NaN, from no steady samples, counts as not standing out.)
+    if (first - high).is_nan() || first - high < FIRST_ONLY_FLOOR_MS {
         return None;
     }
-    let (steady_ms, baseline) = baseline(p)?;
-    let first = p.first_total_ms?;
-    let extra = first - steady_ms;
     let origin_rtt = origin
         .and_then(|o| o.tcp)
         .map(|t| t.min_rtt_ms)
@@ -243,6 +315,29 @@ mod tests {
         let f = cold_start(&p).expect("fires");
         assert_eq!(f.severity, Severity::Info);
         assert_eq!(f.evidence_f64("warmup_requests"), Some(3.0));
+    }
+
+    /// Issue 29: a 700 ms first request against later requests of 36..150 ms is 5×
+    /// their median but not 5× the upper end of its interval: not enough samples to
+    /// tell, info, never a warning. A first request that spent 450 ms of its 800 ms
+    /// waiting for a CPU on this machine is not a cold start of the server.
+    #[test]
+    fn decides_on_the_steady_interval() {
+        let mut p = healthy_probe();
+        p.reused = None;
+        p.fresh.as_mut().unwrap().total_ms = vec![700.0, 36.0, 37.0, 150.0, 38.0, 40.0];
+        p.first_total_ms = Some(700.0);
+        assert!(cold_start(&p).is_none());
+        let f = first_only(&p, None).expect("says so");
+        assert_eq!(f.severity, Severity::Info);
+        assert!(f.title.contains("not enough samples"), "{}", f.title);
+        p.fresh.as_mut().unwrap().total_ms = vec![700.0, 36.0, 37.0, 39.0, 38.0, 40.0];
+        let f = cold_start(&p).expect("fires");
+        assert_eq!(f.severity, Severity::Warn);
+        assert_eq!(f.confidence.as_ref().unwrap().verdict, "above");
+        p.first_total_ms = Some(800.0);
+        p.first_client_wait_ms = Some(450.0);
+        assert!(cold_start(&p).is_none());
     }
 
     /// Healthy and noisy-fast (3 ms first vs 0.3 ms steady = 10×) stay quiet, and so

@@ -1,18 +1,54 @@
 //! Connection rules: `handshake-dominates`, `no-keepalive`, `no-tls-resumption`,
 //! `no-http2`, `slow-start`.
 
+use super::evidence::{interval_text, judge, not_enough, rerun_diagnose, Judged};
 use super::{ms, times};
 use crate::diagnose::facts::ProbeFacts;
 use crate::diagnose::finding::{basis, Category, Finding, Severity};
+use crate::stats::interval::{median, shift, Method};
 use crate::units::fmt_bytes;
 
 /// `handshake-dominates`: fresh − reused TTFB is a large share of the fresh TTFB
-/// (≥ 40 %, one TCP round trip of two) and at least 20 ms.
+/// (≥ 40 %, one TCP round trip of two) and at least 20 ms, with 95 % confidence (the
+/// Hodges–Lehmann interval of the difference clears both); an interval that
+/// straddles them says it cannot tell.
 pub fn handshake_dominates(p: &ProbeFacts) -> Option<Finding> {
-    let fresh = p.fresh.as_ref()?.p50.ttfb;
-    let reused = p.reused.as_ref().filter(|s| s.count > 0)?.p50.ttfb;
-    let cost = fresh - reused;
-    if !(cost >= 20.0 && cost >= 0.4 * fresh) {
+    let f = p.fresh.as_ref()?;
+    let r = p.reused.as_ref().filter(|s| s.count > 0)?;
+    let (fresh, reused) = (f.p50.ttfb, r.p50.ttfb);
+    // DNS is its own phase (`slow-dns`), not a handshake: a reused connection skips
+    // it too, but a slow lookup is not a reason to reuse connections (issue 30 item
+    // 1). Each fresh sample loses its own lookup.
+    let dns = f.p50.dns.max(0.0);
+    let fresh_no_dns: Vec<f64> = if f.dns_ms.len() == f.ttfb_ms.len() {
+        f.ttfb_ms
+            .iter()
+            .zip(&f.dns_ms)
+            .map(|(t, d)| t - d.max(0.0))
+            .collect()
+    } else {
+        f.ttfb_ms.iter().map(|t| t - dns).collect()
+    };
+    let cost = fresh - dns - reused;
+    let judged = judge(
+        "fresh − reused TTFB without DNS (a new connection's handshakes), ms",
+        shift(&r.ttfb_ms, &fresh_no_dns),
+        cost,
+        [f.n(), r.n()],
+        20.0_f64.max(0.4 * fresh),
+        Method::HodgesLehmann,
+    );
+    if judged.undecided() {
+        return Some(not_enough(
+            "handshake-dominates",
+            Category::Connection,
+            "does a new connection's handshake dominate the fresh TTFB",
+            "ms",
+            judged.confidence?,
+            &rerun_diagnose(&p.url, ""),
+        ));
+    }
+    if !judged.fires() {
         return None;
     }
     let rtt = p.tcp.map(|t| t.min_rtt_ms).filter(|r| *r >= 0.5);
@@ -26,8 +62,9 @@ pub fn handshake_dominates(p: &ProbeFacts) -> Option<Finding> {
             Category::Connection,
             Severity::Warn,
             format!(
-                "a new connection costs {}{trips_text}, {:.0}% of the fresh TTFB ({}; reused {})",
+                "a new connection costs {}{}{trips_text}, {:.0}% of the fresh TTFB ({}; reused {})",
                 ms(cost),
+                interval_text(judged.confidence.as_ref(), "ms"),
                 100.0 * cost / fresh,
                 ms(fresh),
                 ms(reused)
@@ -36,10 +73,12 @@ pub fn handshake_dominates(p: &ProbeFacts) -> Option<Finding> {
         .num("fresh_ttfb_ms", fresh)
         .num("reused_ttfb_ms", reused)
         .num("handshake_ms", cost)
+        .num("dns_ms", dns)
         .opt_num("round_trips", trips)
         .opt_num("min_rtt_ms", rtt)
         // A new visitor on a reused connection would skip the handshakes.
         .saving(cost, fresh, basis::FRESH)
+        .confidence(judged.confidence?)
         .advice(
             "reuse connections (keep-alive, connection pools, HTTP/2), use TLS 1.3 with \
              session resumption, or put a keep-alive proxy near users so the handshakes \
@@ -54,6 +93,20 @@ fn handshake_ms(p: &ProbeFacts) -> f64 {
         .as_ref()
         .map(|f| f.p50.connect + f.p50.tls)
         .unwrap_or(0.0)
+}
+
+/// Whether a per-connection cost (its median over the fresh connections' samples)
+/// reaches `threshold` with 95 % confidence: a `warn` instead of an `info`. An
+/// interval that straddles it stays `info` (never warn on noise).
+fn costs_at_least(samples: &[f64], point: f64, threshold: f64, what: &str) -> Judged {
+    judge(
+        what,
+        median(samples),
+        point,
+        [samples.len(), 0],
+        threshold,
+        Method::OrderStatistic,
+    )
 }
 
 /// What a request after a connection's first pays for its new connection when the
@@ -82,7 +135,9 @@ pub fn no_keepalive(p: &ProbeFacts) -> Option<Finding> {
         return None;
     }
     let cost = handshake_ms(p);
-    let sev = if cost >= 5.0 {
+    let samples = p.fresh.as_ref().map_or(&[][..], |f| &f.handshake_ms[..]);
+    let judged = costs_at_least(samples, cost, 5.0, "connect + TLS of a new connection, ms");
+    let sev = if judged.fires() {
         Severity::Warn
     } else {
         Severity::Info
@@ -102,6 +157,10 @@ pub fn no_keepalive(p: &ProbeFacts) -> Option<Finding> {
     .count("responses", p.closed_by_server.len() as u64)
     .num("handshake_ms", cost)
     .text("http_version", p.http_version.clone());
+    let f = match judged.confidence {
+        Some(c) => f.confidence(c),
+        None => f,
+    };
     // Keep-alive spares every request after a connection's first its handshake.
     let f = match later_request_handshake(p) {
         Some((handshake, ttfb)) => f.saving(handshake, ttfb, basis::PER_REQUEST),
@@ -119,7 +178,9 @@ pub fn no_tls_resumption(p: &ProbeFacts) -> Option<Finding> {
         return None;
     }
     let tls = p.fresh.as_ref().map(|f| f.p50.tls).unwrap_or(0.0);
-    let sev = if tls >= 10.0 {
+    let samples = p.fresh.as_ref().map_or(&[][..], |f| &f.tls_ms[..]);
+    let judged = costs_at_least(samples, tls, 10.0, "full TLS handshake, ms");
+    let sev = if judged.fires() {
         Severity::Warn
     } else {
         Severity::Info
@@ -142,6 +203,10 @@ pub fn no_tls_resumption(p: &ProbeFacts) -> Option<Finding> {
     .count("resumed", 0)
     .num("tls_ms", tls)
     .text("tls_version", version);
+    let f = match judged.confidence {
+        Some(c) => f.confidence(c),
+        None => f,
+    };
     // A resumed handshake takes one round trip in TLS 1.2 and 1.3 alike (a full one:
     // two in 1.2, one in 1.3) and skips the certificate and its signature: resuming
     // saves what the full handshake takes beyond one round trip.
@@ -192,15 +257,34 @@ pub fn no_http2(p: &ProbeFacts) -> Option<Finding> {
 }
 
 /// `slow-start`: a large body over a fresh connection is much slower than over a warm
-/// one (TCP's congestion window starts small).
+/// one (TCP's congestion window starts small): fresh − warm receive time ≥ 50 ms and
+/// ≥ half the warm time (1.5×), with 95 % confidence over the large bodies received.
 pub fn slow_start(p: &ProbeFacts) -> Option<Finding> {
-    let d = p.download?;
+    let d = p.download.as_ref()?;
     if d.warm_ms <= 0.0 || d.body_bytes < 256 * 1024 {
         return None;
     }
     let extra = d.fresh_ms - d.warm_ms;
     let ratio = d.fresh_ms / d.warm_ms;
-    if !(extra >= 50.0 && ratio >= 1.5) {
+    let judged = judge(
+        "fresh − warm receive time of the body, ms",
+        shift(&d.warm_samples_ms, &d.fresh_samples_ms),
+        extra,
+        [d.fresh_samples_ms.len(), d.warm_samples_ms.len()],
+        50.0_f64.max(0.5 * d.warm_ms),
+        Method::HodgesLehmann,
+    );
+    if judged.undecided() {
+        return Some(not_enough(
+            "slow-start",
+            Category::Network,
+            "is a large body slower over a fresh connection",
+            "ms",
+            judged.confidence?,
+            &rerun_diagnose(&p.url, ""),
+        ));
+    }
+    if !judged.fires() {
         return None;
     }
     let mib_s = |t: f64| d.body_bytes as f64 / 1048576.0 / (t / 1000.0);
@@ -223,6 +307,7 @@ pub fn slow_start(p: &ProbeFacts) -> Option<Finding> {
         .num("fresh_mib_s", mib_s(d.fresh_ms))
         .num("warm_mib_s", mib_s(d.warm_ms))
         .saving(extra, d.fresh_ms, basis::FRESH)
+        .confidence(judged.confidence?)
         .advice(
             "reuse warm connections for large transfers (keep-alive, HTTP/2), raise the \
              server's initial congestion window (initcwnd) or use BBR, and serve large \
@@ -235,7 +320,18 @@ pub fn slow_start(p: &ProbeFacts) -> Option<Finding> {
 mod tests {
     use super::*;
     use crate::diagnose::facts::{DownloadFacts, TlsFacts};
-    use crate::diagnose::rules::testutil::{far_probe, healthy_probe};
+    use crate::diagnose::rules::testutil::{far_probe, healthy_probe, spread};
+
+    /// Ten large bodies each way, within ±1 % of the given receive times.
+    fn download(body_bytes: u64, fresh_ms: f64, warm_ms: f64) -> DownloadFacts {
+        DownloadFacts {
+            body_bytes,
+            fresh_ms,
+            warm_ms,
+            fresh_samples_ms: spread(fresh_ms, 0.01 * fresh_ms, 10),
+            warm_samples_ms: spread(warm_ms, 0.01 * warm_ms, 10),
+        }
+    }
 
     fn tls(resumed: bool, alpn: &str) -> TlsFacts {
         TlsFacts {
@@ -245,15 +341,54 @@ mod tests {
         }
     }
 
+    /// Fresh TTFBs of 60 ± 45 ms against reused 30 ± 25 ms (8 each): the medians
+    /// differ by 30 ms, over the 24 ms threshold, but the interval straddles it: not
+    /// enough samples to tell, never a warning; 40 samples each of the same spread
+    /// decide it.
+    #[test]
+    fn handshake_decides_on_the_interval() {
+        let mut p = far_probe();
+        let f = p.fresh.as_mut().unwrap();
+        f.ttfb_ms = spread(60.0, 45.0, 8);
+        f.p50.ttfb = 60.0;
+        let r = p.reused.as_mut().unwrap();
+        r.ttfb_ms = spread(30.0, 25.0, 8);
+        r.p50.ttfb = 30.0;
+        let found = handshake_dominates(&p).expect("says so");
+        assert_eq!(found.severity, Severity::Info, "{}", found.title);
+        assert!(found.undecided());
+        p.fresh.as_mut().unwrap().ttfb_ms = spread(60.0, 45.0, 400);
+        p.reused.as_mut().unwrap().ttfb_ms = spread(30.0, 25.0, 400);
+        let found = handshake_dominates(&p).expect("fires");
+        assert_eq!(found.severity, Severity::Warn, "{}", found.title);
+    }
+
     /// Story 2: 230 ms fresh vs 118 ms reused with a 110 ms RTT: one round trip.
     #[test]
     fn handshake_fires_far_quiet_near() {
         let f = handshake_dominates(&far_probe()).expect("fires");
-        assert_eq!(f.evidence_f64("handshake_ms"), Some(112.0));
-        assert!((f.evidence_f64("round_trips").unwrap() - 1.018).abs() < 0.01);
+        assert_eq!(f.evidence_f64("handshake_ms"), Some(110.0));
+        assert_eq!(f.evidence_f64("dns_ms"), Some(2.0));
+        assert!((f.evidence_f64("round_trips").unwrap() - 1.0).abs() < 0.01);
         assert!(f.title.contains("1.0 round trips"), "{}", f.title);
         // Loopback: 0.47 vs 0.3 ms is 36 % but far under the 20 ms floor.
         assert!(handshake_dominates(&healthy_probe()).is_none());
+        // Issue 30 item 1: a 30 ms lookup in front of the same handshake is DNS, not
+        // more round trips of handshake; a near server with a slow lookup is quiet.
+        let mut p = far_probe();
+        if let Some(f) = p.fresh.as_mut() {
+            f.p50.dns = 30.0;
+            f.p50.ttfb += 28.0;
+        }
+        let f = handshake_dominates(&p).expect("fires");
+        assert_eq!(f.evidence_f64("handshake_ms"), Some(110.0));
+        assert!(f.title.contains("1.0 round trips"), "{}", f.title);
+        let mut p = healthy_probe();
+        if let Some(f) = p.fresh.as_mut() {
+            f.p50.dns = 60.0;
+            f.p50.ttfb += 60.0;
+        }
+        assert!(handshake_dominates(&p).is_none());
     }
 
     /// Every response closed: fires (warn when handshakes cost ≥ 5 ms); keep-alive quiet.
@@ -280,9 +415,18 @@ mod tests {
         let mut p = far_probe();
         p.https = true;
         p.fresh.as_mut().unwrap().p50.tls = 110.0;
+        p.fresh.as_mut().unwrap().tls_ms = spread(110.0, 2.0, 10);
         p.tls = vec![tls(false, "h2"); 5];
         let f = no_tls_resumption(&p).expect("fires");
         assert_eq!(f.severity, Severity::Warn);
+        assert_eq!(f.confidence.as_ref().unwrap().verdict, "above");
+        // Full handshakes of 4..16 ms whose median is 10 ms: they may or may not
+        // cost 10 ms, so the finding stays info (never a warning on noise).
+        let mut noisy = p.clone();
+        noisy.fresh.as_mut().unwrap().tls_ms = spread(10.0, 6.0, 10);
+        let f = no_tls_resumption(&noisy).expect("fires");
+        assert_eq!(f.severity, Severity::Info);
+        assert_eq!(f.confidence.as_ref().unwrap().verdict, "undecided");
         assert_eq!(f.evidence_f64("tls_ms"), Some(110.0));
         // The first connection cannot resume: 4 could.
         assert_eq!(f.evidence_f64("connections"), Some(4.0));
@@ -319,19 +463,11 @@ mod tests {
     #[test]
     fn slow_start_both_ways() {
         let mut p = healthy_probe();
-        p.download = Some(DownloadFacts {
-            body_bytes: 10 << 20,
-            fresh_ms: 1900.0,
-            warm_ms: 800.0,
-        });
+        p.download = Some(download(10 << 20, 1900.0, 800.0));
         let f = slow_start(&p).expect("fires");
         assert_eq!(f.evidence_f64("fresh_ms"), Some(1900.0));
         assert!((f.evidence_f64("warm_mib_s").unwrap() - 12.5).abs() < 0.01);
-        p.download = Some(DownloadFacts {
-            body_bytes: 10 << 20,
-            fresh_ms: 9.0,
-            warm_ms: 3.0,
-        });
+        p.download = Some(download(10 << 20, 9.0, 3.0));
         assert!(slow_start(&p).is_none(), "3× but only 6 ms");
         assert!(slow_start(&healthy_probe()).is_none());
     }
@@ -346,8 +482,8 @@ mod tests {
     }
 
     /// Pricing the connection rules from the probe's own phases:
-    /// - handshake-dominates: a new visitor on a reused connection saves fresh − reused
-    ///   TTFB: 230 − 118 = 112 ms of 230 ms;
+    /// - handshake-dominates: a new visitor on a reused connection saves fresh − DNS −
+    ///   reused TTFB: 230 − 2 − 118 = 110 ms of 230 ms;
     /// - no-keepalive: every request after a connection's first saves its connect +
     ///   TLS: 110 + 0 ms of the fresh 230 ms TTFB; with TLS sessions resumed, what a
     ///   resuming connection pays: 40 + 40 = 80 ms of 122 ms;
@@ -358,7 +494,7 @@ mod tests {
     #[test]
     fn pricing_connection_rules() {
         let f = handshake_dominates(&far_probe()).unwrap();
-        assert_eq!(priced(&f), (112.0, Some(230.0), "fresh"));
+        assert_eq!(priced(&f), (110.0, Some(230.0), "fresh"));
 
         let mut p = far_probe();
         p.closed_by_server = vec![true; 10];
@@ -388,11 +524,7 @@ mod tests {
         assert_eq!(no_tls_resumption(&p).unwrap().saving_ms, None);
 
         let mut p = healthy_probe();
-        p.download = Some(DownloadFacts {
-            body_bytes: 10 << 20,
-            fresh_ms: 1900.0,
-            warm_ms: 800.0,
-        });
+        p.download = Some(download(10 << 20, 1900.0, 800.0));
         assert_eq!(
             priced(&slow_start(&p).unwrap()),
             (1100.0, Some(1900.0), "fresh")

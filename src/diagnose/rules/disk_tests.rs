@@ -3,6 +3,7 @@
 //! local disk).
 
 use super::*;
+use crate::diagnose::facts::CommitFacts;
 
 /// The capped run of the issue: randread at queue depth 32 on a loop device held at
 /// 500 IOPS by a blkio cgroup (the first second bursts to 549).
@@ -12,11 +13,15 @@ fn capped() -> DiskFacts {
             ios: 2549,
             mean_ms: 62.7,
             p50_ms: 96.0,
+            p99_ms: 104.1,
             p999_ms: 104.1,
             p9999_ms: 104.1,
             max_ms: 104.1,
             over_100ms: 1100,
             over_1s: 0,
+            seconds: 5,
+            stall_seconds: 0,
+            stall_seconds_1s: 0,
             per_second_iops: vec![549.0, 500.0, 500.0, 500.0, 500.0],
         }),
         iodepth: 32,
@@ -42,18 +47,23 @@ fn uncapped() -> DiskFacts {
     }
 }
 
-/// A noisy local disk: p99.99 195 ms and one 1.37 s stall in a million reads.
+/// A noisy local disk: p99.99 195 ms and one 1.37 s stall in a million reads over
+/// 30 s; 12 of the 30 seconds held an I/O over 100 ms.
 fn noisy() -> DiskFacts {
     DiskFacts {
         read: Some(DiskDirFacts {
             ios: 1_000_000,
             mean_ms: 0.4,
             p50_ms: 0.2,
+            p99_ms: 3.0,
             p999_ms: 12.0,
             p9999_ms: 195.0,
             max_ms: 1370.0,
             over_100ms: 300,
             over_1s: 1,
+            seconds: 30,
+            stall_seconds: 12,
+            stall_seconds_1s: 1,
             per_second_iops: vec![33_000.0, 35_500.0, 31_200.0, 34_800.0, 29_900.0],
         }),
         iodepth: 16,
@@ -97,7 +107,15 @@ fn iops_cap_detection() {
     );
     assert!(
         iops_cap(&[500.0, 600.0, 580.0, 420.0, 400.0]).is_none(),
-        "drifts 0.18 s off the line"
+        "runs 0.2 s ahead of the line"
+    );
+    // Issue 29: a busy machine starved the device for part of one second; the
+    // median stays on the cap (the mean, 470.5, was taken for a 470 cap).
+    let c = iops_cap(&[567.0, 500.0, 500.0, 382.0, 500.0]).expect("a starved second");
+    assert_eq!(c.iops, 500.0);
+    assert!(
+        iops_cap(&[500.0, 500.0, 382.0, 390.0, 500.0]).is_none(),
+        "two seconds in four off the cap"
     );
     assert_eq!(round_rate(16_100.0), Some(16_000.0));
     assert_eq!(round_rate(1_105.0), Some(1_100.0));
@@ -136,12 +154,13 @@ fn iops_cap_finding_both_ways() {
 }
 
 /// `disk-tail`: the capped volume's p50 is already 96 ms and the title says so
-/// (crit: 43 % of I/Os over 100 ms); the noisy local disk's rare stalls are a warn
-/// with their frequency; the uncapped device is quiet.
+/// (warn: a slow median; 43 % of I/Os over 100 ms, yet no second held a stall past
+/// 4× that median); the noisy local disk's one stall over 1 s in 30 s is a warn
+/// with its counts; the uncapped device is quiet.
 #[test]
 fn disk_tail_severity_follows_how_often_and_how_long() {
     let f = disk_tail(&capped()).expect("fires");
-    assert_eq!(f.severity, Severity::Crit);
+    assert_eq!(f.severity, Severity::Warn);
     assert!(
         f.title
             .starts_with("read p50 is 96.0 ms: typical I/Os are slow"),
@@ -159,8 +178,10 @@ fn disk_tail_severity_follows_how_often_and_how_long() {
     let f = disk_tail(&noisy()).expect("fires");
     assert_eq!(f.severity, Severity::Warn);
     assert!(
-        f.title
-            .starts_with("read stalls: 1 in 3,333 I/Os over 100 ms, 1 over 1 s"),
+        f.title.starts_with(
+            "read stalls: 1 of 1,000,000 I/Os over 1 s in 1 of 30 s; 1 in 3,333 I/Os over \
+             100 ms, 12 of 30 s held a stall"
+        ),
         "{}",
         f.title
     );
@@ -171,35 +192,78 @@ fn disk_tail_severity_follows_how_often_and_how_long() {
     assert!(disk_tail(&DiskFacts::default()).is_none());
 }
 
-/// The grades of [`tail_severity`]: one stall in a million is info, several over 1 s
-/// at 1 in 10,000 are crit, a slow median alone is a warn.
+/// The grades of [`tail_severity`], on counts: one slow I/O in 8,000 (the false
+/// warn of issue 29) is info; stalls over 100 ms warn only when the seconds holding
+/// them come at least twice a minute at 95 % confidence (3 in 20 s do, 2 do not);
+/// stalls over 1 s at least once a minute are crit; a slow median is a warn only
+/// where the median counts (queue depth 1).
 #[test]
 fn tail_severity_grades() {
     let base = DiskDirFacts {
         ios: 1_000_000,
         p50_ms: 0.2,
+        seconds: 20,
         ..DiskDirFacts::default()
     };
-    assert_eq!(tail_severity(&base), None);
-    let one = DiskDirFacts {
+    assert_eq!(tail_severity(&base, true), None);
+    let issue_29 = DiskDirFacts {
+        ios: 8_000,
         over_100ms: 1,
+        stall_seconds: 1,
         max_ms: 150.0,
         ..base.clone()
     };
-    assert_eq!(tail_severity(&one), Some(Severity::Info));
+    assert_eq!(tail_severity(&issue_29, true), Some(Severity::Info));
+    let two = DiskDirFacts {
+        over_100ms: 40,
+        stall_seconds: 2,
+        ..base.clone()
+    };
+    assert_eq!(tail_severity(&two, true), Some(Severity::Info));
+    let three = DiskDirFacts {
+        stall_seconds: 3,
+        ..two.clone()
+    };
+    assert_eq!(tail_severity(&three, true), Some(Severity::Warn));
     let hangs = DiskDirFacts {
         over_100ms: 200,
         over_1s: 150,
+        stall_seconds: 3,
+        stall_seconds_1s: 3,
         ..base.clone()
     };
-    assert_eq!(tail_severity(&hangs), Some(Severity::Crit));
+    assert_eq!(tail_severity(&hangs, true), Some(Severity::Crit));
+    let one_hang = DiskDirFacts {
+        over_1s: 32,
+        stall_seconds: 1,
+        stall_seconds_1s: 1,
+        ..base.clone()
+    };
+    assert_eq!(tail_severity(&one_hang, true), Some(Severity::Warn));
     let slow = DiskDirFacts {
         p50_ms: 25.0,
         ..base.clone()
     };
-    assert_eq!(tail_severity(&slow), Some(Severity::Warn));
+    assert_eq!(tail_severity(&slow, true), Some(Severity::Warn));
+    assert_eq!(tail_severity(&slow, false), None);
     assert_eq!(how_often(1, 2_000_000), "1 of 2,000,000 I/Os");
     assert_eq!(how_often(30, 1000), "30 of 1,000 I/Os (3.0 %)");
+}
+
+/// Only the percentiles the sample supports: 8,000 I/Os give a p99.9 but no p99.99,
+/// and the maximum is called the maximum.
+#[test]
+fn tail_text_names_only_supported_percentiles() {
+    let f = DiskDirFacts {
+        ios: 8_000,
+        p999_ms: 4.0,
+        p9999_ms: 150.0,
+        max_ms: 150.0,
+        ..DiskDirFacts::default()
+    };
+    assert_eq!(tail_text(&f), "p99.9 4.00 ms, max 150 ms");
+    let f = DiskDirFacts { ios: 500, ..f };
+    assert_eq!(tail_text(&f), "max 150 ms");
 }
 
 /// 25 ms fsync p99 fires; 2 ms does not.
@@ -220,4 +284,36 @@ fn slow_fsync_both_ways() {
         ..DiskFacts::default()
     };
     assert!(slow_fsync(&d).is_none());
+}
+
+/// The suite's numbers from a RAM-backed loop device on a CPU-starved machine
+/// (latscope waited for a CPU ~50 % of every slice of the commit test, so every commit
+/// was kept): commits 4.0 ms p50, fdatasync 16 ms p99 — info, not warn. The same tail
+/// with enough unstarved time warns; a volume paying 20 ms per flush warns however
+/// starved latscope was (its median is over the limit too).
+#[test]
+fn slow_fsync_on_a_starved_machine_is_not_held_against_the_volume() {
+    let suite = |p50: f64, kept: bool| DiskFacts {
+        fsync_p99_ms: Some(16.0),
+        fsync_count: 666,
+        commit: Some(CommitFacts {
+            commits: 666,
+            p50_ms: p50,
+            p99_ms: 16.0,
+            cpu_wait_pct: Some(49.0),
+            cpu_pressure_pct: Some(88.0),
+            starved_s: 7.0,
+            starved_kept: kept,
+            ..CommitFacts::default()
+        }),
+        ..DiskFacts::default()
+    };
+    let f = slow_fsync(&suite(4.0, true)).expect("says so");
+    assert_eq!(f.severity, Severity::Info);
+    assert_eq!(f.evidence_f64("cpu_wait_pct"), Some(49.0));
+    assert!(f.title.contains("the machine's"), "{}", f.title);
+    for (p50, kept) in [(4.0, false), (20.4, true)] {
+        let f = slow_fsync(&suite(p50, kept)).expect("fires");
+        assert_eq!(f.severity, Severity::Warn, "{p50} {kept}");
+    }
 }

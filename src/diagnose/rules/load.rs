@@ -2,9 +2,11 @@
 //! bottleneck, the other load rules stay quiet), `knee`, `errors-under-load`,
 //! `tail-heavy`.
 
+use super::evidence::{judge, not_enough, rerun_diagnose, Judged};
 use super::{ms, percentile, steady, times};
 use crate::diagnose::facts::{LoadFacts, LoadStep, ProbeFacts};
-use crate::diagnose::finding::{Category, Finding, Severity};
+use crate::diagnose::finding::{Category, Confidence, Finding, Severity};
+use crate::stats::interval::{Decision, Method};
 
 /// latscope is the bottleneck when its threads were busy (on a CPU, or ready to
 /// run and waiting for one) at least this share of the run, percent per thread.
@@ -71,7 +73,9 @@ pub fn client_bound(l: &LoadFacts) -> Option<Finding> {
 }
 
 /// `knee`: from some step on, more concurrency adds < 15 % throughput while p99 at
-/// least doubles and grows by ≥ 10 ms.
+/// least doubles and grows by ≥ 10 ms — judged, when the steps carry the intervals
+/// of their p99s, from the upper end of the knee step's interval to the lower end of
+/// the worst step's (a p99 from a few hundred requests is not a point).
 pub fn knee(l: &LoadFacts) -> Option<Finding> {
     let s = &l.steps;
     if s.len() < 3 {
@@ -89,7 +93,16 @@ pub fn knee(l: &LoadFacts) -> Option<Finding> {
             continue;
         }
         let worst = rest.iter().max_by(|a, b| a.p99_ms.total_cmp(&b.p99_ms))?;
-        if worst.p99_ms >= 2.0 * s[i].p99_ms && worst.p99_ms - s[i].p99_ms >= 10.0 {
+        // (A p99 from few requests has no upper bound: the point stands in.)
+        let knee_high = s[i]
+            .p99_interval
+            .map(|iv| iv.1)
+            .filter(|h| h.is_finite())
+            .map_or(s[i].p99_ms, |h| h.max(s[i].p99_ms));
+        let worst_low = worst
+            .p99_interval
+            .map_or(worst.p99_ms, |iv| iv.0.min(worst.p99_ms));
+        if worst_low >= 2.0 * knee_high && worst_low - knee_high >= 10.0 {
             let k = s[i];
             return Some(
                 Finding::new(
@@ -112,6 +125,14 @@ pub fn knee(l: &LoadFacts) -> Option<Finding> {
                 .count("worst_concurrency", worst.concurrency as u64)
                 .num("worst_p99_ms", worst.p99_ms)
                 .num("max_rps_after", max_rps)
+                .opt_num(
+                    "knee_p99_high_ms",
+                    k.p99_interval.map(|iv| iv.1).filter(|v| v.is_finite()),
+                )
+                .opt_num(
+                    "worst_p99_low_ms",
+                    worst.p99_interval.map(|iv| iv.0).filter(|v| v.is_finite()),
+                )
                 .opt_num("cache_hit_ratio", hit_ratio)
                 .opt_num("client_busy_pct", busy)
                 .advice(knee_advice(hit_ratio, busy)),
@@ -184,7 +205,10 @@ pub fn errors_under_load(l: &LoadFacts) -> Option<Finding> {
         None if l.steps.is_empty() => (None, l.errors, l.requests),
         None => return None,
     };
-    if requests == 0 || errors < 5 || errors as f64 / requests as f64 <= 0.01 {
+    // Over 1 % with 95 % confidence (Wilson's interval of the share), and at least
+    // 5 errors.
+    let share = crate::stats::interval::share(errors, requests)?;
+    if errors < 5 || share.low <= 0.01 {
         return None;
     }
     let rate = errors as f64 / requests as f64;
@@ -218,6 +242,12 @@ pub fn errors_under_load(l: &LoadFacts) -> Option<Finding> {
     .num("error_rate", rate)
     .count("errors", errors)
     .count("requests", requests)
+    .confidence(Confidence::new(
+        "share of requests that failed",
+        &share,
+        0.01,
+        Method::Wilson,
+    ))
     .text("kinds", kinds.join(", "));
     if let Some(c) = concurrency {
         f = f.count("concurrency", c as u64);
@@ -233,43 +263,147 @@ pub fn errors_under_load(l: &LoadFacts) -> Option<Finding> {
     ))
 }
 
-/// `tail-heavy` over one set of percentiles: p99 ≥ 5× p50 and ≥ 50 ms above it.
-pub fn tail(p50: f64, p99: f64, p999: Option<f64>, source: &str) -> Option<Finding> {
-    if !(p50 > 0.0 && p99 >= 5.0 * p50 && p99 - p50 >= 50.0) {
-        return None;
-    }
-    Some(
-        Finding::new(
-            "tail-heavy",
-            Category::Load,
-            Severity::Warn,
-            format!(
-                "p99 {} is {} the p50 ({}) in the {source}: a few requests wait far longer",
-                ms(p99),
-                times(p99 / p50),
-                ms(p50)
-            ),
-        )
-        .num("p50_ms", p50)
-        .num("p99_ms", p99)
-        .opt_num("p999_ms", p999)
-        .num("ratio", p99 / p50)
-        .text("source", source)
-        .advice(
-            "tails come from queueing and pauses, not from the average request: look for \
-             periodic stalls (GC, cron, checkpoints), lock or pool contention, \
-             retransmissions, and cold caches; see periodic-spikes and retransmits",
-        ),
-    )
+/// The tail threshold for a p50: 5× it and at least 50 ms above it.
+fn tail_threshold(p50: f64) -> f64 {
+    (5.0 * p50).max(p50 + 50.0)
 }
 
-/// `tail-heavy` over a load run.
+/// Share of requests over the tail threshold that makes a tail heavy: p99 ≥ the
+/// threshold means at least 1 % of the requests are over it.
+const TAIL_SHARE: f64 = 0.01;
+
+/// `tail-heavy` over counts: `over` of `of` requests took longer than 5× the p50
+/// and 50 ms more — at least 1 % of them with 95 % confidence (Wilson's interval),
+/// what "p99 ≥ 5× p50" says when the p99 itself is supported by the data. Too few
+/// to tell, when the point share would fire: info, not enough samples.
+#[allow(clippy::too_many_arguments)]
+fn tail(
+    p50: f64,
+    counts: Option<(u64, u64)>,
+    requests: u64,
+    slowest: f64,
+    p99: Option<f64>,
+    p999: Option<f64>,
+    source: &str,
+    rerun: &str,
+) -> Option<Finding> {
+    let threshold = tail_threshold(p50);
+    let judged = match counts {
+        Some((over, of)) => {
+            let iv = crate::stats::interval::share(over, of)?;
+            judge(
+                &format!("share of requests over {}", ms(threshold)),
+                Some(iv),
+                iv.estimate,
+                [of as usize, 0],
+                TAIL_SHARE,
+                Method::Wilson,
+            )
+        }
+        // Without the counts (a run whose histogram was not kept), the p99 when the
+        // requests support one.
+        None => Judged {
+            decision: if p99.is_some_and(|p| p >= threshold)
+                && crate::stats::histogram::supports(requests, 0.99)
+            {
+                Decision::Above
+            } else {
+                Decision::Below
+            },
+            confidence: None,
+        },
+    };
+    if p50.is_nan() || p50 <= 0.0 || requests == 0 {
+        return None;
+    }
+    let (over, of) = counts.unwrap_or((0, requests));
+    if judged.undecided() && over > 0 {
+        return Some(not_enough(
+            "tail-heavy",
+            Category::Load,
+            &format!(
+                "is the {source} tail-heavy ({over} of {of} requests over {})",
+                ms(threshold)
+            ),
+            "",
+            judged.confidence?,
+            rerun,
+        ));
+    }
+    if !judged.fires() {
+        return None;
+    }
+    let supported = |q: f64| crate::stats::histogram::supports(of, q);
+    let quoted = match p99.filter(|_| supported(0.99)) {
+        Some(p) => format!("p99 {} is {} the p50 ({})", ms(p), times(p / p50), ms(p50)),
+        None => format!(
+            "the slowest request took {} ({} the p50 of {}; too few requests for a p99)",
+            ms(slowest),
+            times(slowest / p50),
+            ms(p50)
+        ),
+    };
+    let counted = if counts.is_some() {
+        format!("{over} of {of} requests took over {}", ms(threshold))
+    } else {
+        format!("over 1 % of the requests took over {}", ms(threshold))
+    };
+    let f = Finding::new(
+        "tail-heavy",
+        Category::Load,
+        Severity::Warn,
+        format!("{quoted} in the {source}: {counted} — a few requests wait far longer"),
+    )
+    .num("p50_ms", p50)
+    .opt_num("p99_ms", p99.filter(|_| supported(0.99)))
+    .opt_num("p999_ms", p999.filter(|_| supported(0.999)))
+    .num("max_ms", slowest)
+    .opt_num("ratio", p99.filter(|_| supported(0.99)).map(|p| p / p50))
+    .num("threshold_ms", threshold)
+    .count("requests", of)
+    .text("source", source);
+    let f = if counts.is_some() {
+        f.count("over", over)
+    } else {
+        f
+    };
+    let f = match judged.confidence {
+        Some(c) => f.confidence(c),
+        None => f,
+    };
+    Some(f.advice(
+        "tails come from queueing and pauses, not from the average request: look for \
+             periodic stalls (GC, cron, checkpoints), lock or pool contention, \
+             retransmissions, and cold caches; see periodic-spikes and retransmits",
+    ))
+}
+
+/// `tail-heavy` over a load run: its requests over the tail threshold, from the
+/// latency histogram (or, without it, the p99 as a 1 % share).
 pub fn tail_heavy(l: &LoadFacts) -> Option<Finding> {
+    let threshold = tail_threshold(l.p50_ms);
+    let (counts, slowest) = if l.latency_ms.is_empty() {
+        (None, l.p99_ms)
+    } else {
+        let of: u64 = l.latency_ms.iter().map(|(_, c)| c).sum();
+        let over = l
+            .latency_ms
+            .iter()
+            .filter(|(v, _)| *v > threshold)
+            .map(|(_, c)| c)
+            .sum();
+        let slowest = l.latency_ms.iter().map(|(v, _)| *v).fold(0.0, f64::max);
+        (Some((over, of)), slowest)
+    };
     tail(
         l.p50_ms,
-        l.p99_ms,
+        counts,
+        l.requests,
+        slowest,
+        Some(l.p99_ms),
         Some(l.p999_ms).filter(|v| *v > 0.0),
         "load run",
+        "latscope load … -d 30s (a longer run: more requests)",
     )
 }
 
@@ -279,11 +413,19 @@ pub fn probe_tail_heavy(p: &ProbeFacts) -> Option<Finding> {
     if s.ttfb_ms.len() < 20 {
         return None;
     }
+    let p50 = percentile(&s.ttfb_ms, 0.5);
+    let threshold = tail_threshold(p50);
+    let over = s.ttfb_ms.iter().filter(|v| **v > threshold).count() as u64;
+    let slowest = s.ttfb_ms.iter().copied().fold(0.0, f64::max);
     tail(
-        percentile(&s.ttfb_ms, 0.5),
-        percentile(&s.ttfb_ms, 0.99),
+        p50,
+        Some((over, s.ttfb_ms.len() as u64)),
+        s.ttfb_ms.len() as u64,
+        slowest,
+        Some(percentile(&s.ttfb_ms, 0.99)),
         None,
         "probe",
+        &rerun_diagnose(&p.url, ""),
     )
 }
 
@@ -300,6 +442,7 @@ mod tests {
             p99_ms: p99,
             requests: (rps * 3.0) as u64,
             errors,
+            p99_interval: None,
         }
     }
 
@@ -492,6 +635,7 @@ mod tests {
             p50_ms: 12.0,
             p99_ms: 900.0,
             p999_ms: 1500.0,
+            requests: 10_000,
             ..LoadFacts::default()
         };
         let f = tail_heavy(&l).expect("fires");
@@ -509,9 +653,51 @@ mod tests {
         r.ttfb_ms = (0..50)
             .map(|i| if i % 25 == 7 { 800.0 } else { 10.0 })
             .collect();
-        assert_eq!(
-            probe_tail_heavy(&p).unwrap().evidence_f64("p99_ms"),
-            Some(800.0)
+        // 2 of 50 over the threshold: at least 1 % with 95 % confidence; with 50
+        // samples there is no p99 to quote, the slowest request is quoted as such.
+        let f = probe_tail_heavy(&p).unwrap();
+        assert_eq!(f.severity, Severity::Warn);
+        assert_eq!(f.evidence_f64("p99_ms"), None);
+        assert_eq!(f.evidence_f64("max_ms"), Some(800.0));
+        assert!(
+            f.title.contains("too few requests for a p99"),
+            "{}",
+            f.title
         );
+        assert_eq!(f.evidence_f64("over"), Some(2.0));
+    }
+
+    /// Issue 29: one slow request in 40 is not a heavy tail for sure (its share's
+    /// interval reaches below 1 %): info, not enough samples, never a warning; 300
+    /// samples of which 12 are slow decide it. From a load run's histogram, 30 of
+    /// 1,000 requests over 5× the p50 fire, with the p99 quoted (1,000 support it).
+    #[test]
+    fn tail_counts_with_a_confidence_bound() {
+        let mut p = healthy_probe();
+        let r = p.reused.as_mut().unwrap();
+        r.ttfb_ms = (0..40).map(|i| if i == 7 { 300.0 } else { 10.0 }).collect();
+        let f = probe_tail_heavy(&p).expect("says so");
+        assert_eq!(f.severity, Severity::Info);
+        assert!(f.undecided(), "{}", f.title);
+        let r = p.reused.as_mut().unwrap();
+        r.ttfb_ms = (0..300)
+            .map(|i| if i % 25 == 7 { 300.0 } else { 10.0 })
+            .collect();
+        assert_eq!(probe_tail_heavy(&p).unwrap().severity, Severity::Warn);
+        let l = LoadFacts {
+            p50_ms: 10.0,
+            p99_ms: 400.0,
+            requests: 1000,
+            latency_ms: vec![(10.0, 970), (400.0, 30)],
+            ..LoadFacts::default()
+        };
+        let f = tail_heavy(&l).expect("fires");
+        assert_eq!(f.evidence_f64("p99_ms"), Some(400.0));
+        assert_eq!(f.evidence_f64("over"), Some(30.0));
+        let quiet = LoadFacts {
+            latency_ms: vec![(10.0, 999), (400.0, 1)],
+            ..l
+        };
+        assert!(tail_heavy(&quiet).is_none());
     }
 }

@@ -10,6 +10,8 @@ pub mod cold;
 pub mod connection;
 pub mod content;
 pub mod disk;
+pub mod disk_cause;
+pub mod evidence;
 pub mod http3;
 pub mod load;
 pub mod rate;
@@ -19,6 +21,7 @@ pub mod status;
 pub mod tcp;
 pub mod timeline;
 pub mod timing;
+pub mod tls;
 
 use super::cache_status::{proxy_header, CacheState};
 use super::facts::{Facts, ProbeFacts};
@@ -43,6 +46,7 @@ pub const IDS: &[&str] = &[
     "handshake-dominates",
     "no-keepalive",
     "no-tls-resumption",
+    "old-tls-version",
     "no-http2",
     "no-http3",
     "http3-slower",
@@ -56,6 +60,7 @@ pub const IDS: &[&str] = &[
     "no-304",
     "no-compression",
     "redirect-chain",
+    "redirect-not-followed",
     "client-bound",
     "knee",
     "errors-under-load",
@@ -64,6 +69,9 @@ pub const IDS: &[&str] = &[
     "lone-spike",
     "tail-heavy",
     "disk-iops-cap",
+    "disk-bandwidth-cap",
+    "disk-added-latency",
+    "disk-flush-cost",
     "disk-tail",
     "slow-fsync",
 ];
@@ -78,6 +86,7 @@ pub fn all(facts: &Facts) -> Vec<Finding> {
         out.push(connection::handshake_dominates(p));
         out.push(connection::no_keepalive(p));
         out.push(connection::no_tls_resumption(p));
+        out.push(tls::old_tls_version(p));
         out.push(connection::no_http2(p));
         out.push(connection::slow_start(p));
         out.push(timing::time_split(p, proxied));
@@ -89,6 +98,7 @@ pub fn all(facts: &Facts) -> Vec<Finding> {
         out.push(load::probe_tail_heavy(p));
         out.push(content::no_compression(p));
         out.push(content::redirect_chain(p));
+        out.push(content::redirect_not_followed(p));
         if let Some(d) = facts.distance_km {
             out.push(timing::above_physical_floor(p, d));
         }
@@ -113,6 +123,7 @@ pub fn all(facts: &Facts) -> Vec<Finding> {
     // error says so; the latencies and CPU of failures judge nothing, and errors from
     // the start are not "under load".
     if let Some(l) = facts.load.as_ref().filter(|l| !load::none_succeeded(l)) {
+        out.push(content::load_redirects(l));
         let bound = load::client_bound(l);
         let trusted = bound.is_none();
         out.push(bound);
@@ -131,7 +142,10 @@ pub fn all(facts: &Facts) -> Vec<Finding> {
         }
     }
     if let Some(d) = &facts.disk {
-        out.push(disk::iops_cap_finding(d));
+        out.push(disk::iops_cap_finding(d).or_else(|| disk_cause::iops_cap(d)));
+        out.push(disk_cause::bandwidth_cap(d));
+        out.push(disk_cause::added_latency(d));
+        out.push(disk_cause::flush_cost(d));
         out.push(disk::disk_tail(d));
         out.push(disk::slow_fsync(d));
     }

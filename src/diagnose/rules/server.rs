@@ -6,10 +6,12 @@
 //! the server's connections to what is behind it). Each stays silent without server
 //! data.
 
+use super::evidence::{judge, not_enough};
 use super::spikes::detect_spikes;
 use super::{median, ms};
 use crate::diagnose::facts::{LoadFacts, Second};
 use crate::diagnose::finding::{Category, Finding, Severity};
+use crate::stats::interval::{shift, Method};
 use crate::watch::ServerSecond;
 
 /// A second is CPU-saturated at or above this busy share…
@@ -68,11 +70,34 @@ pub fn server_cpu_saturated(l: &LoadFacts) -> Option<Finding> {
         .collect();
     let p99_sat = med_p99(&sat);
     let mean_cpu = secs.iter().map(|(_, c)| c).sum::<f64>() / secs.len() as f64;
+    let mut confidence = None;
     let (title, base) = if calm.len() >= 2 {
         let base = med_p99(&calm);
-        if p99_sat < RISE_RATIO * base || p99_sat - base < RISE_FLOOR_MS {
+        // The saturated seconds' p99s against the calm ones' (per-second blocks, as
+        // DESIGN.md's comparisons): ≥ 1.5× and ≥ 20 ms more with 95 % confidence.
+        let p99s = |v: &[&Second]| v.iter().map(|s| s.p99_ms).collect::<Vec<_>>();
+        let judged = judge(
+            "p99 of the saturated seconds − the calm seconds', ms",
+            shift(&p99s(&calm), &p99s(&sat)),
+            p99_sat - base,
+            [sat.len(), calm.len()],
+            RISE_FLOOR_MS.max((RISE_RATIO - 1.0) * base),
+            Method::HodgesLehmann,
+        );
+        if judged.undecided() {
+            return Some(not_enough(
+                "server-cpu-saturated",
+                Category::Server,
+                "does p99 rise while the server's CPU is saturated",
+                "ms",
+                judged.confidence?,
+                "latscope load … --watch … -d 60s (more seconds on each side)",
+            ));
+        }
+        if !judged.fires() {
             return None;
         }
+        confidence = judged.confidence;
         (
             format!(
                 "p99 {} while the server's CPU was ≥ 90 % busy ({} s), {} while it was \
@@ -98,26 +123,28 @@ pub fn server_cpu_saturated(l: &LoadFacts) -> Option<Finding> {
             None,
         )
     };
-    Some(
-        Finding::new(
-            "server-cpu-saturated",
-            Category::Server,
-            Severity::Warn,
-            title,
-        )
-        .count("saturated_seconds", sat.len() as u64)
-        .count("calm_seconds", calm.len() as u64)
-        .count("watched_seconds", secs.len() as u64)
-        .num("p99_saturated_ms", p99_sat)
-        .opt_num("p99_calm_ms", base)
-        .num("server_cpu_mean_pct", mean_cpu)
-        .opt_num("client_cpu_pct", l.client_cpu_pct)
-        .advice(
-            "the server ran out of CPU and requests queued for it: profile the hot \
+    let f = Finding::new(
+        "server-cpu-saturated",
+        Category::Server,
+        Severity::Warn,
+        title,
+    )
+    .count("saturated_seconds", sat.len() as u64)
+    .count("calm_seconds", calm.len() as u64)
+    .count("watched_seconds", secs.len() as u64)
+    .num("p99_saturated_ms", p99_sat)
+    .opt_num("p99_calm_ms", base)
+    .num("server_cpu_mean_pct", mean_cpu)
+    .opt_num("client_cpu_pct", l.client_cpu_pct);
+    let f = match confidence {
+        Some(c) => f.confidence(c),
+        None => f,
+    };
+    Some(f.advice(
+        "the server ran out of CPU and requests queued for it: profile the hot \
              path, add cores or instances, or cache the answer. If latscope runs on the \
              same host, its own CPU (client_cpu_pct) counts in the server's too",
-        ),
-    )
+    ))
 }
 
 /// `listen-queue-overflow`: the server's kernel dropped connections (or their
@@ -209,10 +236,16 @@ pub fn server_retransmits(l: &LoadFacts) -> Option<Finding> {
         .map(|(s, _)| *s)
         .collect();
     let (p99_with, p99_without) = (med_p99(&with), med_p99(&without));
+    // Seconds with retransmissions against those without: ≥ 2× and ≥ 20 ms more p99
+    // with 95 % confidence when each side has the seconds for an interval, else on
+    // the medians (a warning then also needs the spikes to line up).
+    let p99s = |v: &[&Second]| v.iter().map(|s| s.p99_ms).collect::<Vec<_>>();
     let by_p99 = !with.is_empty()
         && without.len() >= 2
-        && p99_with >= 2.0 * p99_without
-        && p99_with - p99_without >= RISE_FLOOR_MS;
+        && match shift(&p99s(&without), &p99s(&with)) {
+            Some(iv) => iv.low >= RISE_FLOOR_MS.max(p99_without),
+            None => p99_with >= 2.0 * p99_without && p99_with - p99_without >= RISE_FLOOR_MS,
+        };
     let linked = (n > 0 && joined.len() * 2 >= n) || by_p99;
     let handshake = l.client_syn_retrans.unwrap_or(0) + l.client_early_retrans.unwrap_or(0);
     let side = match l.client_data_retrans {

@@ -72,6 +72,26 @@ fn baseline(active: &[&Second], t: u32, value: impl Fn(&Second) -> f64) -> f64 {
     median(&around).min(2.0 * percentile(&around, 0.25))
 }
 
+/// A second is a spike beside its neighbours when its p99 is ≥ SPIKE_RATIO times
+/// the second before's (and ≥ SPIKE_FLOOR_MS above it) and ≥ this many times the
+/// second after's: up and back down. Past a ramp's knee the ±5 s baseline holds
+/// seconds of higher levels, so a stall there (0.5 s on a 150 ms queue) stays under
+/// 3× it; a level's climb goes up and stays up, never back down.
+const NEIGHBOUR_FALL_RATIO: f64 = 1.5;
+
+/// Whether `s` spiked beside the seconds just before and after it (both completed
+/// requests; see [`NEIGHBOUR_FALL_RATIO`]).
+fn neighbour_spike(timeline: &[Second], s: &Second) -> bool {
+    let at = |t: u32| timeline.iter().find(|o| o.t == t && o.requests > 0);
+    let (Some(before), Some(after)) = (s.t.checked_sub(1).and_then(at), at(s.t + 1)) else {
+        return false;
+    };
+    s.requests > 0
+        && s.p99_ms >= SPIKE_RATIO * before.p99_ms
+        && s.p99_ms - before.p99_ms >= SPIKE_FLOOR_MS
+        && s.p99_ms >= NEIGHBOUR_FALL_RATIO * after.p99_ms
+}
+
 /// A second is a start spike when the slowest request that *started* in it took
 /// this many times the local typical slowest-started…
 const START_SPIKE_RATIO: f64 = 10.0;
@@ -134,6 +154,7 @@ pub fn detect_spikes(timeline: &[Second]) -> Spikes {
             && s.started_max_ms >= START_SPIKE_RATIO * base_start
             && s.started_max_ms >= MAX_SPIKE_FLOOR_MS;
         let stall = s.requests == 0 && med_requests >= 5.0 && s.t > first && s.t < last;
+        let spike = spike || s.t != first && neighbour_spike(timeline, s);
         if spike || max_spike || stall {
             by_end.push((s, spike, max_spike));
         }

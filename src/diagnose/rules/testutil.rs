@@ -3,15 +3,82 @@
 
 use crate::diagnose::facts::{Headers, Phases, ProbeFacts, SeriesFacts, TcpFacts};
 
-/// A series with the given p50s and per-request samples.
+/// A series with the given p50s and per-request samples (the other phases' samples
+/// are the p50s, within ±1 %).
 pub fn series(p50: Phases, ttfb: &[f64], total: &[f64], connect: &[f64]) -> SeriesFacts {
+    let n = ttfb.len().max(total.len()).max(1);
+    let around = |v: f64| spread(v, 0.01 * v, n);
     SeriesFacts {
-        count: ttfb.len().max(total.len()).max(1),
+        count: n,
         p50,
         ttfb_ms: ttfb.to_vec(),
         total_ms: total.to_vec(),
         connect_ms: connect.to_vec(),
+        wait_ms: around(p50.wait),
+        receive_ms: around(p50.receive),
+        dns_ms: around(p50.dns),
+        handshake_ms: if connect.is_empty() {
+            Vec::new()
+        } else {
+            spread(
+                p50.connect + p50.tls,
+                0.01 * (p50.connect + p50.tls),
+                connect.len(),
+            )
+        },
+        tls_ms: if connect.is_empty() {
+            Vec::new()
+        } else {
+            spread(p50.tls, 0.01 * p50.tls, connect.len())
+        },
     }
+}
+
+/// `n` values spread evenly over `value ± spread`, in a shuffled order (the same
+/// every time); their median is `value`.
+pub fn spread(value: f64, spread: f64, n: usize) -> Vec<f64> {
+    if n <= 1 {
+        return vec![value; n];
+    }
+    let mut v: Vec<f64> = (0..n)
+        .map(|i| value - spread + 2.0 * spread * i as f64 / (n - 1) as f64)
+        .collect();
+    // A fixed shuffle: order matters to the rules that read the first samples.
+    for i in (1..n).rev() {
+        v.swap(i, (i * 7 + 3) % (i + 1));
+    }
+    v
+}
+
+/// Sets one phase of a series to `value` ms: its p50 and, where the series keeps
+/// that phase per request, every sample (within ±1 %).
+pub fn set(s: &mut SeriesFacts, phase: &str, value: f64) {
+    let n = s.ttfb_ms.len().max(s.count).max(1);
+    let v = spread(value, 0.01 * value, n);
+    match phase {
+        "dns" => (s.p50.dns, s.dns_ms) = (value, v),
+        "connect" => s.p50.connect = value,
+        "tls" => {
+            s.p50.tls = value;
+            s.tls_ms = spread(value, 0.01 * value, s.connect_ms.len());
+        }
+        "send" => s.p50.send = value,
+        "wait" => (s.p50.wait, s.wait_ms) = (value, v),
+        "receive" => (s.p50.receive, s.receive_ms) = (value, v),
+        "ttfb" => (s.p50.ttfb, s.ttfb_ms) = (value, v),
+        "total" => (s.p50.total, s.total_ms) = (value, v),
+        other => panic!("no phase {other}"),
+    }
+}
+
+/// Sets a series' TTFB and total to `value` ms: the p50s and every sample (within
+/// ±`jitter` ms), keeping the number of samples.
+pub fn set_ttfb(s: &mut SeriesFacts, value: f64, jitter: f64) {
+    let n = s.ttfb_ms.len().max(s.count).max(1);
+    s.p50.ttfb = value;
+    s.p50.total = value + s.p50.receive;
+    s.ttfb_ms = spread(value, jitter, n);
+    s.total_ms = s.ttfb_ms.iter().map(|t| t + s.p50.receive).collect();
 }
 
 /// Noisy sub-millisecond samples: a 0.3 ms median with a few 3 ms outliers.
@@ -71,6 +138,9 @@ pub fn healthy_probe() -> ProbeFacts {
         download: None,
         redirects: vec![],
         closed_by_server: vec![false; 20],
+        addresses: vec!["127.0.0.1".into()],
+        first_client_wait_ms: None,
+        client: None,
     }
 }
 

@@ -117,8 +117,30 @@ fn stalls_on_a_saturating_ramp() {
         })
         .collect();
     let s = detect_spikes(&tl);
-    assert_eq!(s.onsets, [2, 6, 10]);
-    assert_eq!(s.period_s, Some(4.0));
+    // The fourth stall (second 15: 650 ms between 161 and 324) stands out from
+    // its neighbours although its ±5 s baseline holds the knee's climb.
+    assert_eq!(s.onsets, [2, 6, 10, 15]);
+    assert_eq!(s.period_s, Some(4.3));
+}
+
+/// The demo's ramp as measured (2 s steps of 1 … 32 connections over a 40 ms RTT
+/// against 100 req/s, a 0.5 s stall every 3 s), at the phase where the third stall
+/// falls past the knee: its ±5 s baseline holds the queue's climb, so only the drop
+/// after it tells it (up ≥ 3× the second before, back down ≥ 1.5× in the one after).
+/// A ramp that climbs and stays up is no spike.
+#[test]
+fn stalls_past_a_ramps_knee() {
+    let p99 = [
+        82.0, 42.0, 531.0, 45.0, 113.0, 541.0, 152.0, 575.0, 232.0, 161.0, 807.0, 342.0,
+    ];
+    let s = detect_spikes(&timeline(12, |t| p99[t as usize]));
+    assert_eq!(s.onsets, [2, 5, 7, 10]);
+    assert_eq!(s.period_s, Some(2.7));
+    let climb = [
+        40.0, 40.0, 80.0, 80.0, 160.0, 160.0, 320.0, 320.0, 640.0, 640.0,
+    ];
+    let s = detect_spikes(&timeline(10, |t| climb[t as usize]));
+    assert!(s.onsets.is_empty(), "{:?}", s.onsets);
 }
 
 /// A fast route (p50 0.05 ms, p99 1 ms, max ≈ 3 ms) stalled for 500 ms every

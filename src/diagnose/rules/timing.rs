@@ -4,10 +4,41 @@
 //!
 //! Server time ≈ `wait` − `tcpi_min_rtt` on a warm connection (DESIGN.md, Derived).
 
+use super::evidence::{both, judge, not_enough, rerun_diagnose, Judged};
 use super::{ms, steady, time_label, times};
-use crate::diagnose::facts::ProbeFacts;
+use crate::diagnose::facts::{ProbeFacts, SeriesFacts};
 use crate::diagnose::finding::{basis, Category, Finding, Severity};
 use crate::diagnose::server_timing::server_timing;
+use crate::stats::interval::{median, Method};
+
+/// Each steady request's server time (wait − min RTT, ms) and the share of its TTFB
+/// that was server time, and the share that was the round trip.
+fn per_request(s: &SeriesFacts, rtt: f64) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let mut server = Vec::new();
+    let (mut server_share, mut rtt_share) = (Vec::new(), Vec::new());
+    for (w, t) in s.wait_ms.iter().zip(&s.ttfb_ms) {
+        let srv = (w - rtt).max(0.0);
+        let ttfb = t.max(*w);
+        server.push(srv);
+        if ttfb > 0.0 {
+            server_share.push(srv / ttfb);
+            rtt_share.push(rtt / ttfb);
+        }
+    }
+    (server, server_share, rtt_share)
+}
+
+/// The median of per-request values judged against `threshold`.
+fn median_at_least(quantity: &str, v: &[f64], point: f64, threshold: f64) -> Judged {
+    judge(
+        quantity,
+        median(v),
+        point,
+        [v.len(), 0],
+        threshold,
+        Method::OrderStatistic,
+    )
+}
 
 /// (TTFB, min RTT, server time) of a steady request, ms, when the RTT is known.
 pub(crate) fn split(p: &ProbeFacts) -> Option<(f64, f64, f64)> {
@@ -18,12 +49,25 @@ pub(crate) fn split(p: &ProbeFacts) -> Option<(f64, f64, f64)> {
 }
 
 /// `network-dominates` or `server-dominates`: the round trip or the server time is at
-/// least half of a warm request's TTFB (floors: 20 ms of RTT, 100 ms of server time).
+/// least half of a warm request's TTFB (floors: 20 ms of RTT, 100 ms of server time),
+/// judged on the medians of the steady requests with 95 % confidence; a
+/// `server-dominates` the interval cannot decide says so (info).
 pub fn time_split(p: &ProbeFacts, proxied: bool) -> Option<Finding> {
     let (ttfb, rtt, server) = split(p)?;
     if ttfb <= 0.0 {
         return None;
     }
+    let s = steady(p)?;
+    let (servers, server_share, rtt_share) = per_request(s, rtt);
+    let server_judged = both(
+        median_at_least("server time of a warm request, ms", &servers, server, 100.0),
+        median_at_least(
+            "server time's share of a warm request's TTFB",
+            &server_share,
+            server / ttfb,
+            0.5,
+        ),
+    );
     let label = time_label(p, proxied);
     let base = |id, cat, sev, title| {
         Finding::new(id, cat, sev, title)
@@ -32,7 +76,26 @@ pub fn time_split(p: &ProbeFacts, proxied: bool) -> Option<Finding> {
             .num("server_ms", server)
             .text("server_label", label)
     };
-    if server >= 100.0 && server / ttfb >= 0.5 {
+    if server_judged.undecided() {
+        return Some(not_enough(
+            "server-dominates",
+            Category::Server,
+            "does the server's time dominate a warm request",
+            if server_judged
+                .confidence
+                .as_ref()
+                .is_some_and(|c| c.quantity.contains("share"))
+            {
+                ""
+            } else {
+                "ms"
+            },
+            server_judged.confidence?,
+            &rerun_diagnose(&p.url, ""),
+        ));
+    }
+    if server_judged.fires() {
+        let confidence = server_judged.confidence?;
         return Some(
             base(
                 "server-dominates",
@@ -53,6 +116,7 @@ pub fn time_split(p: &ProbeFacts, proxied: bool) -> Option<Finding> {
                 ),
             )
             .num("share", server / ttfb)
+            .confidence(confidence)
             .advice(if label == super::EDGE_HIT {
                 "the edge answers from its cache, yet slowly: the edge is busy or far from \
                  its own network (compare another PoP or CDN)"
@@ -69,7 +133,15 @@ pub fn time_split(p: &ProbeFacts, proxied: bool) -> Option<Finding> {
             }),
         );
     }
-    if rtt >= 20.0 && rtt / ttfb >= 0.5 {
+    let network = median_at_least(
+        "round trip's share of a warm request's TTFB",
+        &rtt_share,
+        rtt / ttfb,
+        0.5,
+    );
+    // An info: shown on its point estimate while the interval cannot tell yet (its
+    // confidence then says "undecided", and the sampler takes more rounds).
+    if rtt >= 20.0 && !network.decision_is_below() {
         return Some(
             base(
                 "network-dominates",
@@ -85,6 +157,7 @@ pub fn time_split(p: &ProbeFacts, proxied: bool) -> Option<Finding> {
                 ),
             )
             .num("share", rtt / ttfb)
+            .confidence(network.confidence?)
             .advice(
                 "distance dominates: serve from closer to users (a CDN edge that caches, \
                  a region near them), cut round trips (keep-alive, HTTP/2, fewer \
@@ -162,9 +235,18 @@ pub fn server_timing_gap(p: &ProbeFacts, proxied: bool) -> Option<Finding> {
         .or_else(|| whole("server"))
         .or_else(|| whole("app"))
         .unwrap_or_else(|| durs.iter().map(|(_, d)| d).sum());
-    let (_, _, server) = split(p)?;
+    let (_, rtt, server) = split(p)?;
     let gap = server - explained;
-    if !(gap >= 20.0 && explained < 0.5 * server) {
+    // The server time with 95 % confidence at least `explained` + 20 ms and twice
+    // `explained`.
+    let (servers, _, _) = per_request(steady(p)?, rtt);
+    let judged = median_at_least(
+        "server time of a warm request, ms",
+        &servers,
+        server,
+        (explained + 20.0).max(2.0 * explained),
+    );
+    if judged.decision_is_below() {
         return None;
     }
     let label = time_label(p, proxied);
@@ -183,6 +265,7 @@ pub fn server_timing_gap(p: &ProbeFacts, proxied: bool) -> Option<Finding> {
         .num("server_ms", server)
         .num("explained_ms", explained)
         .num("gap_ms", gap)
+        .confidence(judged.confidence?)
         .text(
             "server_timing",
             p.headers.get("server-timing").unwrap_or_default(),
@@ -199,7 +282,13 @@ pub fn server_timing_gap(p: &ProbeFacts, proxied: bool) -> Option<Finding> {
 pub fn slow_dns(p: &ProbeFacts) -> Option<Finding> {
     let f = p.fresh.as_ref()?;
     let dns = f.p50.dns;
-    if dns < 50.0 {
+    let judged = median_at_least(
+        "DNS resolution of a fresh request, ms",
+        &f.dns_ms,
+        dns,
+        50.0,
+    );
+    if judged.decision_is_below() {
         return None;
     }
     Some(
@@ -215,6 +304,7 @@ pub fn slow_dns(p: &ProbeFacts) -> Option<Finding> {
         )
         .num("dns_ms", dns)
         .num("fresh_ttfb_ms", f.p50.ttfb)
+        .confidence(judged.confidence?)
         // A caching resolver near the client answers in about a millisecond.
         .saving(dns, f.p50.ttfb, basis::FRESH)
         .advice(
@@ -294,7 +384,42 @@ pub(crate) fn receive_advice(r: &Receive) -> &'static str {
 /// go; names the ≈40 ms Nagle + delayed-ACK signature when it is there.
 pub fn slow_receive(p: &ProbeFacts) -> Option<Finding> {
     let r = receive_share(p)?;
-    if r.receive_ms < 20.0 || p.body_bytes > SMALL_BODY {
+    if p.body_bytes > SMALL_BODY {
+        return None;
+    }
+    let s = steady(p)?;
+    let shares: Vec<f64> = s
+        .receive_ms
+        .iter()
+        .zip(&s.total_ms)
+        .filter(|(_, t)| **t > 0.0)
+        .map(|(rx, t)| rx / t)
+        .collect();
+    let judged = both(
+        median_at_least(
+            "body time (first → last byte) of a steady request, ms",
+            &s.receive_ms,
+            r.receive_ms,
+            20.0,
+        ),
+        median_at_least(
+            "body time's share of a steady request",
+            &shares,
+            r.receive_ms / r.total_ms,
+            0.5,
+        ),
+    );
+    if judged.undecided() {
+        return Some(not_enough(
+            "slow-receive",
+            Category::Server,
+            "does the body take long after the first byte",
+            "ms",
+            judged.confidence?,
+            &rerun_diagnose(&p.url, ""),
+        ));
+    }
+    if !judged.fires() {
         return None;
     }
     let series = if r.reused { "reused" } else { "fresh" };
@@ -339,6 +464,7 @@ pub fn slow_receive(p: &ProbeFacts) -> Option<Finding> {
             .opt_num("fresh_receive_ms", r.fresh_receive_ms)
             .count("body_bytes", p.body_bytes)
             .text("series", series)
+            .confidence(judged.confidence?)
             .text(
                 "cause",
                 if r.delayed_ack {

@@ -1,0 +1,154 @@
+//! The cause rules on the suite's numbers from real runs: a RAM loop device capped
+//! by blkio at 500 IOPS and at 5 MiB/s, ext4 over a FUSE file adding 5 ms per I/O,
+//! the same FUSE device with no delay (CPU-bound, not capped), and a flush that
+//! costs 20 ms.
+
+use super::*;
+use crate::diagnose::facts::{CommitFacts, DiskDirFacts};
+
+/// A workload's facts from its IOPS, block size, depth, p50 and mean (ms).
+fn w(name: &str, bs: u64, qd: u32, iops: f64, p50: f64, mean: f64) -> WorkloadFacts {
+    WorkloadFacts {
+        name: name.into(),
+        bs,
+        iodepth: qd,
+        iops,
+        mib_s: iops * bs as f64 / MIB,
+        dir: DiskDirFacts {
+            ios: (iops * 3.0) as u64,
+            p50_ms: p50,
+            mean_ms: mean,
+            seconds: 3,
+            ..DiskDirFacts::default()
+        },
+        ..WorkloadFacts::default()
+    }
+}
+
+fn suite(reads: [(f64, f64, f64); 3]) -> DiskFacts {
+    let [a, b, c] = reads;
+    DiskFacts {
+        workloads: vec![
+            w("read-4k-qd1", 4096, 1, a.0, a.1, a.2),
+            w("read-4k-qd32", 4096, 32, b.0, b.1, b.2),
+            w("read-64k-qd32", 65536, 32, c.0, c.1, c.2),
+        ],
+        ..DiskFacts::default()
+    }
+}
+
+/// blkio at 500 IOPS: 500 at every block size, p50 13 µs at depth 1 (the slice lets
+/// I/Os through) and 96 ms at 32.
+fn iops_capped() -> DiskFacts {
+    suite([
+        (500.0, 0.013, 2.0),
+        (500.0, 96.2, 64.0),
+        (500.0, 98.4, 64.0),
+    ])
+}
+
+/// blkio at 5 MiB/s: 1,280 IOPS at 4 KiB, 80 at 64 KiB.
+fn bw_capped() -> DiskFacts {
+    suite([
+        (1280.0, 0.013, 0.78),
+        (1280.0, 0.131, 25.0),
+        (80.0, 400.0, 400.0),
+    ])
+}
+
+/// ext4 over FUSE + 5 ms per I/O.
+fn delayed() -> DiskFacts {
+    suite([(183.0, 5.24, 5.4), (5487.0, 5.31, 5.8), (5196.0, 5.68, 6.1)])
+}
+
+/// The same FUSE device without delay: its daemon's CPU is the limit (IOPS near
+/// 15,000 at both sizes, 15 % apart).
+fn cpu_bound() -> DiskFacts {
+    suite([
+        (10353.0, 0.066, 0.09),
+        (13479.0, 1.06, 2.3),
+        (15849.0, 1.74, 2.0),
+    ])
+}
+
+/// Each volume gets its own cause and no other.
+#[test]
+fn each_volume_gets_its_cause() {
+    let f = iops_cap(&iops_capped()).expect("an IOPS cap");
+    assert_eq!(f.evidence_f64("cap_iops"), Some(500.0));
+    assert!(
+        f.title
+            .starts_with("IOPS cap: 500 IOPS whatever the block size"),
+        "{}",
+        f.title
+    );
+    assert!(bandwidth_cap(&iops_capped()).is_none());
+    assert!(added_latency(&iops_capped()).is_none());
+
+    let f = bandwidth_cap(&bw_capped()).expect("a bandwidth cap");
+    assert!((f.evidence_f64("cap_mib_s").unwrap() - 5.0).abs() < 0.01);
+    assert!(iops_cap(&bw_capped()).is_none());
+    assert!(added_latency(&bw_capped()).is_none());
+
+    let f = added_latency(&delayed()).expect("added latency");
+    assert_eq!(f.severity, Severity::Warn);
+    assert_eq!(f.evidence_f64("floor_ms"), Some(5.24));
+    assert!(iops_cap(&delayed()).is_none());
+    assert!(bandwidth_cap(&delayed()).is_none());
+
+    for d in [cpu_bound(), DiskFacts::default()] {
+        assert!(iops_cap(&d).is_none());
+        assert!(bandwidth_cap(&d).is_none());
+        assert!(added_latency(&d).is_none());
+        assert!(flush_cost(&d).is_none());
+    }
+}
+
+/// A cap at an unround rate is a device at its limit, not a token bucket; a floor
+/// under 1 ms is no finding and 1–2 ms only info.
+#[test]
+fn floors_and_roundness() {
+    let mut d = iops_capped();
+    for w in &mut d.workloads {
+        w.iops = 435.0;
+    }
+    assert!(iops_cap(&d).is_none());
+    let mut d = delayed();
+    for w in &mut d.workloads {
+        w.dir.p50_ms /= 3.5;
+    }
+    assert_eq!(added_latency(&d).unwrap().severity, Severity::Info);
+    for w in &mut d.workloads {
+        w.dir.p50_ms /= 2.0;
+    }
+    assert!(added_latency(&d).is_none());
+}
+
+/// fdatasync 20 ms after a 0.04 ms O_DIRECT write is a costly flush; 5.2 ms after a
+/// 5.2 ms write (every I/O slow alike) is not.
+#[test]
+fn flush_cost_both_ways() {
+    let mut wal = w("wal-direct", 8192, 1, 48.0, 0.04, 0.05);
+    wal.fsync_p50_ms = Some(20.3);
+    let d = DiskFacts {
+        workloads: vec![wal.clone()],
+        commit: Some(CommitFacts {
+            p50_ms: 20.4,
+            ..CommitFacts::default()
+        }),
+        ..DiskFacts::default()
+    };
+    let f = flush_cost(&d).expect("fires");
+    assert!(
+        f.title.starts_with("cache flush costs 20.3 ms"),
+        "{}",
+        f.title
+    );
+    wal.dir.p50_ms = 5.2;
+    wal.fsync_p50_ms = Some(5.2);
+    let d = DiskFacts {
+        workloads: vec![wal],
+        ..DiskFacts::default()
+    };
+    assert!(flush_cost(&d).is_none());
+}
