@@ -42,6 +42,7 @@ want varnishd varnish
 want apache2 apache2
 want caddy caddy
 want haproxy haproxy                     # a proxy without a cache (tests/no_cache_invented.rs)
+want unbound unbound                     # a caching resolver (tests/findings_dns.rs: dns-cold)
 # Prometheus (remote-write receiver, promtool), node_exporter and PostgreSQL for the
 # ecosystem tests (--out prometheus, --watch, export --format openmetrics).
 want prometheus prometheus

@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use crate::hostile_py::measure;
+use crate::util::documents;
 use crate::util_hostile::{response, Hostile, Reply};
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -61,15 +62,6 @@ fn urls_are_redacted_in_every_output() {
     assert!(m.stdout().contains("t0k3n"), "{}", m.stdout());
 }
 
-/// The documents of a `k8s job` output.
-fn documents(stdout: &str) -> Vec<serde_json::Value> {
-    stdout
-        .split("---\n")
-        .filter(|d| !d.trim().is_empty())
-        .map(|d| serde_json::from_str(d).expect("each document is JSON"))
-        .collect()
-}
-
 /// Item 12: `-H` values of secret headers (named as secrets, or marked
 /// `--redact-header`) and a URL with credentials or a token go into a Secret; the
 /// Job's arguments say `$(LATSCOPE_SECRET_N)`, which Kubernetes expands from env
@@ -103,7 +95,7 @@ fn k8s_job_keeps_secrets_in_a_secret() {
         LIMIT,
     );
     assert_eq!(m.code(), Some(0), "{}", m.stderr());
-    let docs = documents(&m.stdout());
+    let docs = documents(m.stdout().as_bytes());
     let secret = docs
         .iter()
         .find(|d| d["kind"] == "Secret")
@@ -176,7 +168,7 @@ fn k8s_job_keeps_secrets_in_a_secret() {
         LIMIT,
     );
     assert_eq!(m2.code(), Some(0), "{}", m2.stderr());
-    let docs2 = documents(&m2.stdout());
+    let docs2 = documents(m2.stdout().as_bytes());
     assert!(docs2.iter().all(|d| d["kind"] != "ConfigMap"), "{docs2:?}");
     let job2 = docs2.iter().find(|d| d["kind"] == "Job").unwrap();
     assert!(!job2.to_string().contains("sc3n"));

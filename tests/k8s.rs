@@ -5,18 +5,8 @@
 
 use std::process::Command;
 
-use serde_json::Value;
 
-use crate::util::run;
-
-/// The documents of a `k8s job` output (`---`-separated; each one JSON).
-fn documents(stdout: &[u8]) -> Vec<Value> {
-    String::from_utf8_lossy(stdout)
-        .split("---\n")
-        .filter(|d| !d.trim().is_empty())
-        .map(|d| serde_json::from_str(d).expect("each document is JSON"))
-        .collect()
-}
+use crate::util::{documents, run};
 
 /// With a scenario file: the ConfigMap carries it, the Job runs 3 pods at once
 /// (Indexed, completions = parallelism = 3, no retries), each running the load from

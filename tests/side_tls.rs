@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::util::{free_port, json_of, run_within};
+use crate::util::free_port;
 use crate::util_lab::healthy;
 use crate::util_netns::NODE_EXPORTER;
 use crate::util_real::TempDir;
@@ -143,14 +143,26 @@ fn wait_https(ca: &Ca, url: &str, what: &str) {
 
 /// Runs latscope, asserting exit 0; its JSON.
 fn json(args: &[&str]) -> Value {
-    let out = run_within(args, Duration::from_secs(60));
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    json_of(&out)
+    crate::util::run_json_within(args, Duration::from_secs(60))
+}
+
+/// A one-connection `load` of `url` for `secs` with the side channel `side`
+/// (`--watch URL`, `--out SINK`) and `extra` arguments; its JSON.
+fn load(url: &str, secs: &str, side: [&str; 2], extra: &[&str]) -> Value {
+    let mut args = vec![
+        "load",
+        url,
+        "-c",
+        "1",
+        "-d",
+        secs,
+        "--json",
+        "--no-save",
+        side[0],
+        side[1],
+    ];
+    args.extend_from_slice(extra);
+    json(&args)
 }
 
 /// `--watch https://…` scrapes node_exporter behind TLS when `--cacert` names its CA
@@ -184,22 +196,7 @@ fn watch_scrapes_node_exporter_over_https() {
     let lab = healthy();
     let url = lab.url("/");
     let ca_path = ca.ca.to_str().unwrap();
-    let run = |extra: &[&str]| {
-        let mut args = vec![
-            "load",
-            &url,
-            "-c",
-            "1",
-            "-d",
-            "3s",
-            "--json",
-            "--no-save",
-            "--watch",
-            &metrics,
-        ];
-        args.extend_from_slice(extra);
-        json(&args)
-    };
+    let run = |extra: &[&str]| load(&url, "3s", ["--watch", &metrics], extra);
     for extra in [&["--cacert", ca_path][..], &["-k"]] {
         let doc = run(extra);
         let t = &doc["watch"]["targets"][0];
@@ -257,22 +254,7 @@ fn out_writes_to_prometheus_over_https() {
     let url = lab.url("/");
     let out = format!("prometheus={base}/api/v1/write");
     let ca_path = ca.ca.to_str().unwrap();
-    let run = |extra: &[&str]| {
-        let mut args = vec![
-            "load",
-            &url,
-            "-c",
-            "1",
-            "-d",
-            "2s",
-            "--json",
-            "--no-save",
-            "--out",
-            &out,
-        ];
-        args.extend_from_slice(extra);
-        json(&args)
-    };
+    let run = |extra: &[&str]| load(&url, "2s", ["--out", &out], extra);
 
     let doc = run(&["--cacert", ca_path]);
     let o = &doc["outputs"][0];

@@ -172,6 +172,15 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// The JSON documents of a multi-document output (`k8s job`: one per `---`).
+pub fn documents(stdout: &[u8]) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(stdout)
+        .split("---\n")
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| serde_json::from_str(d).expect("each document is JSON"))
+        .collect()
+}
+
 /// Parses stdout as JSON, with the output in the panic message if it is not.
 pub fn json_of(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {

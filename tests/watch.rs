@@ -48,14 +48,7 @@ fn server_sum(doc: &Value, field: &str) -> f64 {
 
 /// Runs latscope and parses its JSON, asserting exit 0.
 fn load_json(args: &[&str]) -> Value {
-    let out = run_within(args, Duration::from_secs(90));
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    json_of(&out)
+    crate::util::run_json_within(args, Duration::from_secs(90))
 }
 
 /// A server that burns `?ms=N` of CPU per request (default 20), in `argv[1]`

@@ -159,6 +159,17 @@ pub(crate) fn diagnose_url(
         }
     ));
     let (mut probe, origin) = sampled(interrupt, plan, &config, origin_config.as_ref())?;
+    if let Some(d) = probe.dns.as_mut() {
+        // The record's TTL, asked after the probe (so from the resolver's cache).
+        d.ttl_s = interrupt
+            .runtime
+            .block_on(crate::net::svcb::address_ttl(
+                &target.host,
+                std::time::Duration::from_secs(2),
+            ))
+            .ok()
+            .flatten();
+    }
     probe.redirects = chain.hops;
     probe.dropped_headers = chain.dropped_headers;
     let http3 =

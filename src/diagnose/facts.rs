@@ -143,6 +143,19 @@ pub struct ProbeFacts {
     pub first_client_wait_ms: Option<f64>,
     /// How busy this machine was while the probe ran (None: not measured).
     pub client: Option<ClientNoise>,
+    /// The first lookup apart from the repeated ones (None: the host needed none).
+    pub dns: Option<DnsFacts>,
+}
+
+/// The probe's first DNS lookup (a first visitor's resolver, its cache cold) and
+/// the repeated ones (answered from the resolver's cache), ms.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct DnsFacts {
+    pub first_ms: f64,
+    pub repeat_p50_ms: f64,
+    pub repeats: usize,
+    /// The address record's TTL as the resolver gave it, s.
+    pub ttl_s: Option<u32>,
 }
 
 /// The client's own noise during a probe: time latscope waited, runnable, for a CPU

@@ -5,8 +5,8 @@ use crate::probe::audit::{CacheObservation, Seen};
 use crate::probe::{ProbeResult, Sample, Series, SeriesSummary};
 
 use super::facts::{
-    CacheFacts, ClientNoise, ConditionalFacts, DownloadFacts, Headers, Phases, ProbeFacts,
-    RedirectHop, RepeatFacts, SeriesFacts, TcpFacts, TlsFacts,
+    CacheFacts, ClientNoise, ConditionalFacts, DnsFacts, DownloadFacts, Headers, Phases,
+    ProbeFacts, RedirectHop, RepeatFacts, SeriesFacts, TcpFacts, TlsFacts,
 };
 
 /// The facts of one probe. `offered_h2`: the client put h2 in ALPN.
@@ -156,6 +156,12 @@ pub fn probe_facts(p: &ProbeResult, offered_h2: bool) -> ProbeFacts {
             .iter()
             .find(|s| s.error.is_none())
             .and_then(|s| s.client_wait_ms),
+        dns: p.dns.map(|d| DnsFacts {
+            first_ms: d.first_ms,
+            repeat_p50_ms: d.repeat_p50_ms,
+            repeats: d.repeats,
+            ttl_s: d.ttl_s,
+        }),
         client: p.client.map(|c| ClientNoise {
             samples: c.samples,
             disturbed: c.disturbed,

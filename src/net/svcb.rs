@@ -9,6 +9,9 @@ use std::time::Duration;
 
 /// The HTTPS resource record type (RFC 9460 §14.2).
 const TYPE_HTTPS: u16 = 65;
+/// The address record types (RFC 1035 §3.2.2, RFC 3596).
+const TYPE_A: u16 = 1;
+const TYPE_AAAA: u16 = 28;
 /// SvcParamKeys read here (RFC 9460 §14.3.2).
 const KEY_ALPN: u16 = 1;
 const KEY_NO_DEFAULT_ALPN: u16 = 2;
@@ -68,35 +71,66 @@ pub fn query_name(host: &str, port: u16) -> String {
 
 /// Looks up the HTTPS records of `host:port`. Ok(empty): none (or no such name).
 pub async fn lookup(host: &str, port: u16, timeout: Duration) -> Result<Vec<HttpsRecord>, String> {
-    let server = nameserver(&std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default());
     let id = query_id();
-    let query = encode_query(id, &query_name(host, port))?;
+    let query = encode_query(id, &query_name(host, port), TYPE_HTTPS)?;
+    let (server, answer) = exchange(id, &query, timeout).await;
+    answer
+        .and_then(|m| decode_response(&m))
+        .map_err(|e| format!("HTTPS record lookup via {server}: {e}"))
+}
+
+/// The TTL of `host`'s address records as the system's resolver gives it (a caching
+/// resolver: the time its cached copy has left), s: the smallest over the A records
+/// (AAAA when there is no A). Ok(None): no address record.
+pub async fn address_ttl(host: &str, timeout: Duration) -> Result<Option<u32>, String> {
+    for qtype in [TYPE_A, TYPE_AAAA] {
+        let id = query_id();
+        let query = encode_query(id, host, qtype)?;
+        let (server, answer) = exchange(id, &query, timeout).await;
+        let ttl = answer
+            .and_then(|m| answer_ttl(&m, qtype))
+            .map_err(|e| format!("address lookup via {server}: {e}"))?;
+        if ttl.is_some() {
+            return Ok(ttl);
+        }
+    }
+    Ok(None)
+}
+
+/// Sends `query` (whose ID is `id`) to the resolver over UDP and waits, bounded by
+/// `timeout`, for the answer with that ID; the resolver asked, and the answer.
+async fn exchange(
+    id: u16,
+    query: &[u8],
+    timeout: Duration,
+) -> (SocketAddr, Result<Vec<u8>, String>) {
+    let server = nameserver(&std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default());
     let bind: SocketAddr = if server.is_ipv4() {
         (Ipv4Addr::UNSPECIFIED, 0).into()
     } else {
         (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
     };
-    let exchange = async {
+    let ask = async {
         let sock = tokio::net::UdpSocket::bind(bind)
             .await
             .map_err(|e| e.to_string())?;
         sock.connect(server).await.map_err(|e| e.to_string())?;
-        sock.send(&query).await.map_err(|e| e.to_string())?;
+        sock.send(query).await.map_err(|e| e.to_string())?;
         let mut buf = vec![0u8; 4096];
         loop {
             let n = sock.recv(&mut buf).await.map_err(|e| e.to_string())?;
             // Not ours (a late answer to another query): keep waiting.
             if n >= 2 && u16::from_be_bytes([buf[0], buf[1]]) == id {
-                return decode_response(&buf[..n]);
+                buf.truncate(n);
+                return Ok(buf);
             }
         }
     };
-    match tokio::time::timeout(timeout, exchange).await {
-        Ok(r) => r.map_err(|e| format!("HTTPS record lookup via {server}: {e}")),
-        Err(_) => Err(format!(
-            "HTTPS record lookup via {server}: no answer within {timeout:?}"
-        )),
-    }
+    let answer = match tokio::time::timeout(timeout, ask).await {
+        Ok(r) => r,
+        Err(_) => Err(format!("no answer within {timeout:?}")),
+    };
+    (server, answer)
 }
 
 /// A random query ID (the kernel's getrandom; a guessable one would let an off-path
@@ -126,7 +160,7 @@ fn nameserver(conf: &str) -> SocketAddr {
 
 /// A recursive query for `name`'s HTTPS records, with an EDNS(0) OPT record
 /// offering 1,232-byte answers (RFC 6891).
-fn encode_query(id: u16, name: &str) -> Result<Vec<u8>, String> {
+fn encode_query(id: u16, name: &str, qtype: u16) -> Result<Vec<u8>, String> {
     let mut q = Vec::with_capacity(64);
     q.extend_from_slice(&id.to_be_bytes());
     q.extend_from_slice(&[0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 1]);
@@ -141,7 +175,7 @@ fn encode_query(id: u16, name: &str) -> Result<Vec<u8>, String> {
     if q.len() - 12 > MAX_NAME + 1 {
         return Err(format!("DNS name longer than 255 bytes: {name}"));
     }
-    q.extend_from_slice(&TYPE_HTTPS.to_be_bytes());
+    q.extend_from_slice(&qtype.to_be_bytes());
     q.extend_from_slice(&1u16.to_be_bytes());
     // OPT: root name, type 41, class = UDP payload size, TTL 0, no data.
     q.extend_from_slice(&[0, 0, 41, 0x04, 0xd0, 0, 0, 0, 0, 0, 0]);
@@ -150,6 +184,41 @@ fn encode_query(id: u16, name: &str) -> Result<Vec<u8>, String> {
 
 /// The HTTPS records in a response's answer section (CNAMEs and other types skipped).
 pub fn decode_response(msg: &[u8]) -> Result<Vec<HttpsRecord>, String> {
+    answers(msg)?
+        .into_iter()
+        .filter(|a| a.rtype == TYPE_HTTPS)
+        .map(|a| decode_rdata(msg, a.start, a.end))
+        .collect()
+}
+
+/// The smallest TTL of the answer records of type `rtype` (None: none; CNAMEs on the
+/// way count too, since a resolver re-asks when any of the chain expires).
+fn answer_ttl(msg: &[u8], rtype: u16) -> Result<Option<u32>, String> {
+    let all = answers(msg)?;
+    if !all.iter().any(|a| a.rtype == rtype) {
+        return Ok(None);
+    }
+    Ok(all
+        .iter()
+        .filter(|a| a.rtype == rtype || a.rtype == TYPE_CNAME)
+        .map(|a| a.ttl)
+        .min())
+}
+
+/// The CNAME record type (RFC 1035 §3.2.2).
+const TYPE_CNAME: u16 = 5;
+
+/// One answer record: its type, TTL and where its RDATA lies in the message.
+struct Answer {
+    rtype: u16,
+    ttl: u32,
+    start: usize,
+    end: usize,
+}
+
+/// The answer section of a response (empty for NXDOMAIN); errors for a message that
+/// is not a response, a truncated one, or a resolver error.
+fn answers(msg: &[u8]) -> Result<Vec<Answer>, String> {
     let mut r = Reader { msg, at: 0 };
     r.u16()?;
     let flags = r.u16()?;
@@ -175,13 +244,16 @@ pub fn decode_response(msg: &[u8]) -> Result<Vec<HttpsRecord>, String> {
     for _ in 0..an {
         r.name()?;
         let (rtype, _class) = (r.u16()?, r.u16()?);
-        r.take(4)?;
+        let ttl = (u32::from(r.u16()?) << 16) | u32::from(r.u16()?);
         let len = usize::from(r.u16()?);
         let start = r.at;
         r.take(len)?;
-        if rtype == TYPE_HTTPS {
-            out.push(decode_rdata(msg, start, start + len)?);
-        }
+        out.push(Answer {
+            rtype,
+            ttl,
+            start,
+            end: start + len,
+        });
     }
     Ok(out)
 }
@@ -303,7 +375,7 @@ mod tests {
 
     /// A response to `encode_query` carrying `answers` (type, rdata) for the question.
     fn response(id: u16, name: &str, answers: &[(u16, Vec<u8>)]) -> Vec<u8> {
-        let q = encode_query(id, name).unwrap();
+        let q = encode_query(id, name, TYPE_HTTPS).unwrap();
         let question = &q[12..q.len() - 11];
         let mut m = Vec::new();
         m.extend_from_slice(&id.to_be_bytes());
@@ -319,6 +391,23 @@ mod tests {
             m.extend_from_slice(rdata);
         }
         m
+    }
+
+    /// The address records' TTL (the answers here carry 60 s): Some for an A answer,
+    /// None where only other types answered; an error response stays an error.
+    #[test]
+    fn address_ttl_from_the_answers() {
+        let a = response(
+            9,
+            "example.com",
+            &[(TYPE_CNAME, vec![0]), (TYPE_A, vec![192, 0, 2, 1])],
+        );
+        assert_eq!(answer_ttl(&a, TYPE_A), Ok(Some(60)));
+        let other = response(9, "example.com", &[(TYPE_HTTPS, vec![0, 1, 0])]);
+        assert_eq!(answer_ttl(&other, TYPE_A), Ok(None));
+        let mut failed = a.clone();
+        failed[3] = 0x82; // SERVFAIL
+        assert!(answer_ttl(&failed, TYPE_A).is_err());
     }
 
     /// RFC 9460 Appendix D.2, Figure 4 ("16 foo.example.org. alpn=h2,h3-19
@@ -382,9 +471,9 @@ mod tests {
     fn query_names() {
         assert_eq!(query_name("example.com", 443), "example.com");
         assert_eq!(query_name("example.com.", 8443), "_8443._https.example.com");
-        let q = encode_query(1, "_8443._https.example.com").unwrap();
+        let q = encode_query(1, "_8443._https.example.com", TYPE_HTTPS).unwrap();
         assert_eq!(&q[12..18], b"\x05_8443");
-        assert!(encode_query(1, &"a".repeat(64)).is_err());
+        assert!(encode_query(1, &"a".repeat(64), TYPE_HTTPS).is_err());
     }
 
     /// NXDOMAIN is "no record"; errors, truncation, loops and cut messages are errors,

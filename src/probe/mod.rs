@@ -9,6 +9,7 @@
 //! prints; `report::probe` renders a [`ProbeResult`].
 
 pub mod audit;
+pub mod dns;
 pub mod noise;
 pub mod peek;
 pub mod redirect;

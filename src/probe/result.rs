@@ -204,6 +204,10 @@ pub struct ProbeResult {
     /// before it existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sampling: Option<super::sampler::SamplingReport>,
+    /// The first lookup apart from the repeated ones (absent when the host needed
+    /// none: an IP literal or `--resolve`, or without a repeat).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dns: Option<super::dns::DnsSummary>,
     pub samples: Vec<Sample>,
 }
 
@@ -318,6 +322,7 @@ impl ProbeResult {
             headers,
             client: None,
             sampling: None,
+            dns: super::dns::summary(&samples, looks_up(config)),
             samples,
         };
         if is_http {
@@ -398,4 +403,13 @@ fn download(samples: &[Sample]) -> Option<DownloadSummary> {
         fresh_mib_s: rate(fresh),
         warm_mib_s: rate(warm),
     })
+}
+
+/// Whether connecting to `config`'s host asks DNS (not an IP literal, not pinned by
+/// `--resolve`).
+fn looks_up(config: &ProbeConfig) -> bool {
+    let t = &config.target;
+    let host = t.host.trim_start_matches('[').trim_end_matches(']');
+    host.parse::<std::net::IpAddr>().is_err()
+        && crate::net::dns::lookup_override(&config.client.resolve, host, t.port).is_none()
 }

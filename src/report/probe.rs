@@ -260,6 +260,21 @@ fn details(p: &ProbeResult) -> Vec<(&'static str, String)> {
             ),
         ));
     }
+    if let Some(dns) = p.dns {
+        let ttl = dns
+            .ttl_s
+            .map(|t| format!(" · TTL {t} s"))
+            .unwrap_or_default();
+        d.push((
+            "dns lookups",
+            format!(
+                "first {} · repeated {} (p50 of {}){ttl}",
+                fmt_ms(dns.first_ms),
+                fmt_ms(dns.repeat_p50_ms),
+                dns.repeats
+            ),
+        ));
+    }
     if let Some(t) = p.tcp {
         d.push((
             "kernel TCP_INFO",

@@ -79,6 +79,17 @@ fn first_extra(first: f64, steady: &Interval, threshold: f64) -> Judged {
     )
 }
 
+/// The first request's time as the server and the path made it, ms: less the time
+/// latscope waited for a CPU during it, and less what its DNS lookup took over the
+/// repeated lookups' median — a cold resolver cache is `dns-cold`'s, never a cold
+/// start of the service (issue 30 item 2).
+fn first_request_ms(p: &ProbeFacts) -> Option<f64> {
+    let cold_lookup = p
+        .dns
+        .map_or(0.0, |d| (d.first_ms - d.repeat_p50_ms).max(0.0));
+    Some((p.first_total_ms? - p.first_client_wait_ms.unwrap_or(0.0) - cold_lookup).max(0.0))
+}
+
 /// `cold-start` over a probe's first request and the order of its samples: the first
 /// request (less latscope's own wait for a CPU during it) more than 5× and 500 ms
 /// over the steady p50 even at the upper end of that p50's 95 % interval.
@@ -92,8 +103,7 @@ fn cold(p: &ProbeFacts) -> Option<Result<Finding, Finding>> {
     if !(steady_ms.is_finite() && steady_ms > 0.0) {
         return None;
     }
-    let measured = p.first_total_ms?;
-    let first = (measured - p.first_client_wait_ms.unwrap_or(0.0)).max(0.0);
+    let first = first_request_ms(p)?;
     let iv = steady_interval(steady_ms, later);
     let high = iv.high.max(steady_ms);
     let slow = |v: f64| v > high * 2.0 && v - high > WARMUP_FLOOR_MS;
@@ -184,7 +194,7 @@ pub fn first_only(p: &ProbeFacts, origin: Option<&ProbeFacts>) -> Option<Finding
         None => {}
     }
     let (steady_ms, baseline, later) = baseline(p)?;
-    let first = (p.first_total_ms? - p.first_client_wait_ms.unwrap_or(0.0)).max(0.0);
+    let first = first_request_ms(p)?;
     let extra = first - steady_ms;
     // The first request must stand out even from the upper end of the steady p50's
     // interval (and from the time latscope waited for a CPU during it).

@@ -11,6 +11,7 @@ pub mod connection;
 pub mod content;
 pub mod disk;
 pub mod disk_cause;
+pub mod dns;
 pub mod evidence;
 pub mod http3;
 pub mod load;
@@ -36,6 +37,7 @@ pub const IDS: &[&str] = &[
     "network-dominates",
     "above-physical-floor",
     "slow-dns",
+    "dns-cold",
     "slow-receive",
     "slow-start",
     "retransmits",
@@ -92,6 +94,7 @@ pub fn all(facts: &Facts) -> Vec<Finding> {
         out.push(timing::time_split(p, proxied));
         out.push(timing::server_timing_gap(p, proxied));
         out.push(timing::slow_dns(p));
+        out.push(dns::dns_cold(p));
         out.push(timing::slow_receive(p));
         out.push(tcp::probe_syn_retries(p));
         out.push(tcp::probe_retransmits(p));

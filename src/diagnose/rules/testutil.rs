@@ -141,6 +141,7 @@ pub fn healthy_probe() -> ProbeFacts {
         addresses: vec!["127.0.0.1".into()],
         first_client_wait_ms: None,
         client: None,
+        dns: None,
     }
 }
 
