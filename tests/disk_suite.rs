@@ -50,17 +50,31 @@ fn runs(default: usize) -> usize {
         .max(1)
 }
 
+/// Says one run's verdict and warn/crit ids on stderr, as a line
+/// `disk-repeat <case> <run> fit=<fit> <ids>` for bench/disk-repeat.sh.
+fn say(case: &str, run: usize, v: &Value) {
+    eprintln!("disk-repeat {case} {run} fit={} {:?}", fit(v), loud(v));
+}
+
 /// The suite on `path` (inside `cgroup`) `n` times, each run checked by `check`; every
-/// run must name the same warn/crit findings. Each run's ids go to stderr as a line
-/// `disk-repeat <case> <run> <ids>` for the bench.
-fn repeat(case: &str, cgroup: Option<&Capped>, path: &str, n: usize, check: impl Fn(&Value)) {
-    let mut first: Option<BTreeSet<String>> = None;
-    for run in 0..n {
+/// run must name the same warn/crit findings (as `first`'s, when given: a run made
+/// before).
+fn repeat(
+    case: &str,
+    cgroup: Option<&Capped>,
+    path: &str,
+    n: usize,
+    first: Option<&Value>,
+    check: impl Fn(&Value),
+) {
+    let mut first = first.map(loud);
+    let done = usize::from(first.is_some());
+    for run in done..done + n {
         let v = disk_json_in(cgroup, &format!("{path} {SUITE}"));
         check_suite_doc(&v);
         check(&v);
+        say(case, run, &v);
         let ids = loud(&v);
-        eprintln!("disk-repeat {case} {run} fit={} {ids:?}", fit(&v));
         match &first {
             Some(f) => assert_eq!(&ids, f, "{case}, run {run}: {}", v["findings"]),
             None => first = Some(ids),
@@ -182,13 +196,9 @@ fn suite_on_an_unthrottled_volume_is_fit_every_time() {
     let first = serde_json::from_str::<Value>(&raw).unwrap();
     check_suite_doc(&first);
     check(&first);
-    repeat(
-        "unthrottled",
-        None,
-        lo.mnt.path(),
-        runs(3).max(3) - 1,
-        check,
-    );
+    say("unthrottled", 0, &first);
+    let n = runs(3).max(3) - 1;
+    repeat("unthrottled", None, lo.mnt.path(), n, Some(&first), check);
 }
 
 /// Capped at 500 IOPS, three runs: `disk-iops-cap` names 500 every time (the same
@@ -209,6 +219,7 @@ fn suite_names_an_iops_cap_the_same_way_every_time() {
         Some(&capped),
         lo.mnt.path(),
         runs(3).max(3),
+        None,
         |v| {
             let cap = finding(v, "disk-iops-cap");
             assert_eq!(num(cap, "cap_iops"), 500.0, "{cap}");
@@ -240,6 +251,7 @@ fn suite_names_a_bandwidth_cap() {
         Some(&capped),
         lo.mnt.path(),
         runs(1),
+        None,
         |v| {
             let cap = finding(v, "disk-bandwidth-cap");
             assert!((num(cap, "cap_mib_s") - 5.0).abs() < 0.5, "{cap}");
@@ -285,9 +297,15 @@ fn suite_names_added_latency_and_predicts_a_real_databases_commit() {
     let v = disk_json_in(None, &format!("{} {SUITE}", vol.path()));
     check_suite_doc(&v);
     check(&v);
-    if runs(1) > 1 {
-        repeat("added-latency", None, vol.path(), runs(1), check);
-    }
+    say("added-latency", 0, &v);
+    repeat(
+        "added-latency",
+        None,
+        vol.path(),
+        runs(1) - 1,
+        Some(&v),
+        check,
+    );
 
     let predicted = v["verdict"]["commit_p50_ms"].as_f64().unwrap();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/sqlite_commit.py");
@@ -316,7 +334,7 @@ fn suite_finds_rare_stalls() {
     let Some(vol) = require_ok(SlowVolume::new("stalls", 192, slow), FUSE_HINT) else {
         return;
     };
-    repeat("rare-stalls", None, vol.path(), runs(1), |v| {
+    repeat("rare-stalls", None, vol.path(), runs(1), None, |v| {
         let tail = finding(v, "disk-tail");
         assert_eq!(tail["severity"], "crit", "{tail}");
         assert!(num(tail, "max_ms") >= 1000.0, "{tail}");
@@ -338,7 +356,7 @@ fn suite_names_a_costly_flush() {
     let Some(vol) = require_ok(SlowVolume::new("flush", 192, slow), FUSE_HINT) else {
         return;
     };
-    repeat("costly-flush", None, vol.path(), runs(1), |v| {
+    repeat("costly-flush", None, vol.path(), runs(1), None, |v| {
         let f = finding(v, "disk-flush-cost");
         assert!(num(f, "flush_p50_ms") >= 15.0, "{f}");
         assert!(num(f, "write_p50_ms") < 5.0, "{f}");

@@ -5,7 +5,6 @@
 
 use std::process::Command;
 
-
 use crate::util::{documents, run};
 
 /// With a scenario file: the ConfigMap carries it, the Job runs 3 pods at once
