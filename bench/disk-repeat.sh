@@ -29,7 +29,7 @@ import collections, re, sys
 log, n, rc, took = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 runs = collections.defaultdict(list)
 for line in open(log, errors="replace"):
-    m = re.match(r"disk-repeat (\S+) (\d+) fit=(\S+) (.*)$", line.strip())
+    m = re.search(r"disk-repeat (\S+) (\d+) fit=(\S+) (.*)$", line.strip())
     if m:
         runs[m.group(1)].append((m.group(3), m.group(4)))
 print(f"| volume | runs | verdicts | warn/crit ids, each run | same in every run |")

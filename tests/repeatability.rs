@@ -9,7 +9,10 @@
 //!   `public, max-age=600`, with `--origin`: no `warn cdn-cost` (the edge saves the
 //!   origin's time: at most an `info`);
 //! - the lab's `/cold` route with a planted 1 s cold start (a new lab per run):
-//!   `cold-start` every time.
+//!   `cold-start` every time;
+//! - the database suite (`latscope disk PATH`) on an unthrottled RAM-backed loop
+//!   device (no warn or crit: no `disk-tail` from a starved second) and on one capped
+//!   at 500 IOPS by a cgroup v1 `blkio.throttle` (`disk-iops-cap` every time).
 //!
 //! The hogs would slow every other test running beside them, so this is a test
 //! binary of its own (Cargo.toml), which `cargo test` runs after `tests`, alone; its
@@ -20,6 +23,7 @@
 
 mod util;
 mod util_caches;
+mod util_disk;
 mod util_nginx;
 mod util_real;
 mod util_require;
@@ -30,8 +34,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::util_disk::{Capped, LoopDev};
 use crate::util_real::{python_server, TempDir};
-use crate::util_require::require;
+use crate::util_require::{require, require_ok, BLKIO_HINT, LOOP_HINT};
 use crate::util_wire::ChildGuard;
 
 /// Diagnoses per case (at least 3).
@@ -336,6 +341,83 @@ fn repeatability_planted_cold_start_is_always_found() {
                 .iter()
                 .any(|(id, s)| id == "cold-start" && s == "warn"),
             "the planted cold start: {found:?}"
+        );
+    }
+}
+
+/// The database suite (`latscope disk PATH --size 64MB`, inside `cgroup`) N times
+/// under the hogs; every run's (id, severity), checked for the same warn/crit ids.
+fn repeat_disk(
+    case: &str,
+    cgroup: Option<&crate::util_disk::Capped>,
+    path: &str,
+) -> Vec<Vec<(String, String)>> {
+    let mut all = Vec::new();
+    for run in 0..runs() {
+        let v = crate::util_disk::disk_json_in(cgroup, &format!("{path} --size 64MB"));
+        let found: Vec<(String, String)> = v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                let s = |k: &str| f[k].as_str().unwrap().to_string();
+                (s("id"), s("severity"))
+            })
+            .collect();
+        eprintln!(
+            "{case} run {run}: {found:?} (verdict {})",
+            v["verdict"]["fit"]
+        );
+        log(case, run, &v, &found);
+        all.push(found);
+    }
+    let first = serious(&all[0]);
+    for (i, found) in all.iter().enumerate() {
+        assert_eq!(serious(found), first, "{case}: run {i} differs: {all:?}");
+    }
+    all
+}
+
+/// The database suite on an unthrottled RAM-backed loop device under the hogs:
+/// nothing to warn about, every time (a second in which the hogs starved latscope's
+/// I/O threads is set aside, never a `disk-tail`).
+#[test]
+fn repeatability_unthrottled_volume_is_quiet_every_time() {
+    let _turn = turn();
+    let Some(lo) = require_ok(LoopDev::new("repeat-fast", 160), LOOP_HINT) else {
+        return;
+    };
+    let Some(_hogs) = Hogs::start() else {
+        return;
+    };
+    let all = repeat_disk("disk-unthrottled", None, lo.mnt.path());
+    assert!(
+        serious(&all[0]).is_empty(),
+        "an unthrottled volume: {all:?}"
+    );
+}
+
+/// The database suite on a loop device capped at 500 IOPS (cgroup v1 blkio) under
+/// the hogs: `disk-iops-cap` every time.
+#[test]
+fn repeatability_iops_cap_is_named_every_time() {
+    let _turn = turn();
+    let Some(lo) = require_ok(LoopDev::new("repeat-iops", 160), LOOP_HINT) else {
+        return;
+    };
+    let Some(capped) = require_ok(Capped::new(lo.rdev(), 500), BLKIO_HINT) else {
+        return;
+    };
+    let Some(_hogs) = Hogs::start() else {
+        return;
+    };
+    let all = repeat_disk("disk-iops-cap", Some(&capped), lo.mnt.path());
+    for found in &all {
+        assert!(
+            found
+                .iter()
+                .any(|(id, s)| id == "disk-iops-cap" && s != "info"),
+            "the 500 IOPS cap: {found:?}"
         );
     }
 }
