@@ -54,6 +54,7 @@ mod prometheus;
 mod redirects;
 mod report;
 mod report_verdict;
+mod round_trips;
 mod schema;
 mod shards;
 mod shards_wire;
