@@ -12,6 +12,7 @@ mod disk;
 mod disk_errors;
 mod disk_suite;
 mod docs_cli;
+mod edge_hop;
 mod findings;
 mod findings_disk;
 mod findings_dns;

@@ -11,6 +11,7 @@ pub mod connection;
 pub mod content;
 pub mod disk;
 pub mod disk_cause;
+pub mod edge_hop;
 pub mod evidence;
 pub mod http3;
 pub mod load;
