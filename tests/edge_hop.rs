@@ -76,7 +76,9 @@ fn nginx_origin(bin: &Path, dir: &Path, host_ips: &[String], port: u16) -> Child
 
 /// The wire's host side for its server side 198.18.N.2: 198.18.N.1.
 fn host_side(edge: &str) -> String {
-    let net = edge.strip_suffix(".2").expect("the wire's server side ends in .2");
+    let net = edge
+        .strip_suffix(".2")
+        .expect("the wire's server side ends in .2");
     format!("{net}.1")
 }
 
@@ -85,7 +87,14 @@ fn diagnose(edge: &str, origin_port: u16) -> Value {
     let origin = format!("127.0.0.1:{origin_port}");
     run_json_within(
         &[
-            "diagnose", "--json", "--no-save", "--no-load", "-n", "6", &url, "--origin",
+            "diagnose",
+            "--json",
+            "--no-save",
+            "--no-load",
+            "-n",
+            "6",
+            &url,
+            "--origin",
             &origin,
         ],
         LIMIT,
@@ -128,7 +137,10 @@ fn haproxy_upstream_priced_with_the_edges_rtt() {
         "new-connection-per-client-connection",
         "{f}"
     );
-    assert!(num(f, "origin_rtt_ms") < 5.0, "our own RTT to the origin: {f}");
+    assert!(
+        num(f, "origin_rtt_ms") < 5.0,
+        "our own RTT to the origin: {f}"
+    );
     assert_in(
         "edge → origin RTT",
         num(f, "edge_origin_rtt_ms"),
@@ -140,7 +152,10 @@ fn haproxy_upstream_priced_with_the_edges_rtt() {
     // One edge → origin round trip and the connect's own overhead.
     assert_in("saving", saving, 0.75 * RTT, 1.75 * RTT);
     assert_eq!(f["saving_basis"], "fresh", "{f}");
-    assert!(f["advice"].as_str().unwrap().contains("http-reuse always"), "{f}");
+    assert!(
+        f["advice"].as_str().unwrap().contains("http-reuse always"),
+        "{f}"
+    );
     assert!(stop_wire(&mut never).is_some(), "the wire ends on SIGTERM");
 
     let v = diagnose(&edge2, origin_port);

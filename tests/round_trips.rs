@@ -78,8 +78,17 @@ fn tls12_handshakes_are_three_round_trips_tls13_two() {
         let url = format!("https://localhost:{port}/");
         run_json_within(
             &[
-                "diagnose", "--json", "--no-save", "--no-load", "-n", "5", "--cacert", &ca,
-                "--resolve", &resolve, &url,
+                "diagnose",
+                "--json",
+                "--no-save",
+                "--no-load",
+                "-n",
+                "5",
+                "--cacert",
+                &ca,
+                "--resolve",
+                &resolve,
+                &url,
             ],
             LIMIT,
         )
@@ -93,7 +102,12 @@ fn tls12_handshakes_are_three_round_trips_tls13_two() {
             "{version}: handshakes {from_json:.2} round trips ({}), handshake cost {} ms",
             p["handshake_trips"], p["handshake_cost_ms"]
         );
-        near(&format!("{version} probe round trips"), from_json, trips, 0.6);
+        near(
+            &format!("{version} probe round trips"),
+            from_json,
+            trips,
+            0.6,
+        );
         near(
             &format!("{version} TCP"),
             p["handshake_trips"]["tcp"].as_f64().unwrap(),

@@ -362,14 +362,8 @@ impl ProbeResult {
         // Counted from the phase rows, never from the TTFB differences (issue 30
         // item 3): those also hold a proxy's or the server's own work for a new
         // connection.
-        let trips = |s: &SeriesSummary| {
-            let p = &s.phases_ms;
-            (s.count > 0)
-                .then(|| HandshakeTrips::count(p.connect.p50, p.tls.p50, Some(rtt)))
-                .flatten()
-        };
-        self.handshake_trips = trips(&self.fresh);
-        self.resumed_handshake_trips = self.resumed.as_ref().and_then(trips);
+        self.handshake_trips = series_trips(&self.fresh, rtt);
+        self.resumed_handshake_trips = self.resumed.as_ref().and_then(|s| series_trips(s, rtt));
         self.handshake_round_trips = self.handshake_trips.map(|t| t.total());
         self.resumed_handshake_round_trips = self.resumed_handshake_trips.map(|t| t.total());
         self.round_trips_from = self
@@ -398,6 +392,14 @@ impl ProbeResult {
             .iter()
             .filter(move |s| s.series == series && s.error.is_none() && !s.disturbed)
     }
+}
+
+/// A series' handshakes in round trips of `rtt`, from its connect and TLS p50s.
+fn series_trips(s: &SeriesSummary, rtt: f64) -> Option<HandshakeTrips> {
+    if s.count == 0 {
+        return None;
+    }
+    HandshakeTrips::count(s.phases_ms.connect.p50, s.phases_ms.tls.p50, Some(rtt))
 }
 
 /// Fresh vs warm receive time of a body of 1 MiB or more.

@@ -452,8 +452,16 @@ mod tests {
         assert_eq!(f.evidence_f64("edge_rtt_ms"), Some(20.0));
         assert_eq!(f.evidence_f64("origin_rtt_ms"), Some(120.0));
         assert_eq!(f.saving_ms, Some(101.5));
-        assert!(f.title.contains("2 round trips of the edge's own ≈"), "{}", f.title);
-        assert!(f.title.contains("our own RTT to the origin 120 ms"), "{}", f.title);
+        assert!(
+            f.title.contains("2 round trips of the edge's own ≈"),
+            "{}",
+            f.title
+        );
+        assert!(
+            f.title.contains("our own RTT to the origin 120 ms"),
+            "{}",
+            f.title
+        );
         let f = cdn_cost(&probe(125.5, 125.5, 20.0), &origin).expect("fires");
         assert_eq!(f.evidence_str("upstream"), Some("kept-alive"));
         assert_eq!(f.severity, Severity::Info, "{}", f.title);

@@ -413,9 +413,17 @@ mod tests {
         assert!((n - 3.0).abs() < 0.1, "{n}");
         assert!((f.evidence_f64("tls_round_trips").unwrap() - 2.06).abs() < 0.01);
         assert!((f.evidence_f64("tcp_round_trips").unwrap() - 1.015).abs() < 0.01);
-        assert!(f.title.contains("3.1 round trips (TCP 1.0 + TLS 2.1)"), "{}", f.title);
+        assert!(
+            f.title.contains("3.1 round trips (TCP 1.0 + TLS 2.1)"),
+            "{}",
+            f.title
+        );
         assert!(!f.title.contains("4.5"), "{}", f.title);
-        assert!(f.title.contains("29.5 ms of it is not the handshakes"), "{}", f.title);
+        assert!(
+            f.title.contains("29.5 ms of it is not the handshakes"),
+            "{}",
+            f.title
+        );
         assert_eq!(f.evidence_f64("handshake_ms"), Some(91.0));
     }
 
@@ -426,7 +434,12 @@ mod tests {
         assert_eq!(f.evidence_f64("handshake_ms"), Some(110.0));
         assert_eq!(f.evidence_f64("dns_ms"), Some(2.0));
         assert!((f.evidence_f64("round_trips").unwrap() - 1.0).abs() < 0.01);
-        assert!(f.title.contains("its handshakes take 1.0 round trips (TCP)"), "{}", f.title);
+        assert!(
+            f.title
+                .contains("its handshakes take 1.0 round trips (TCP)"),
+            "{}",
+            f.title
+        );
         assert_eq!(f.evidence_str("round_trips_from"), Some(FROM_PHASES));
         // Loopback: 0.47 vs 0.3 ms is 36 % but far under the 20 ms floor.
         assert!(handshake_dominates(&healthy_probe()).is_none());

@@ -129,7 +129,10 @@ mod tests {
     use super::*;
 
     fn near(what: &str, got: f64, want: f64, tol: f64) {
-        assert!((got - want).abs() <= tol, "{what}: {got:.1}, wanted {want} ± {tol}");
+        assert!(
+            (got - want).abs() <= tol,
+            "{what}: {got:.1}, wanted {want} ± {tol}"
+        );
     }
 
     /// Issue 30 item 4: an edge 20 ms away, its origin 100 ms behind it (120 ms from
