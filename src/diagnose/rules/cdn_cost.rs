@@ -6,7 +6,7 @@
 //! the origin's own time. Keeping upstream connections is priced with that RTT, not
 //! with ours to the origin.
 
-use super::edge_hop::{self, EdgeOrigin, Upstream};
+use super::edge_hop::{self, split, Split, Upstream};
 use super::evidence::{interval_text, judge, Judged};
 use super::ms;
 use crate::cache::status::{cache_status as status_of, edge, CacheState};
@@ -14,58 +14,8 @@ use crate::diagnose::facts::{ProbeFacts, SeriesFacts};
 use crate::diagnose::finding::{basis, Category, Finding, Severity};
 use crate::stats::interval::{shift, Interval, Method};
 
-/// What the edge → origin hop costs, from the reused (else fresh) series of both.
-struct Split {
-    /// Our min RTT to the edge, ms.
-    edge_rtt: f64,
-    /// Our min RTT to the origin (not the edge's: `edge_hop`), ms.
-    origin_rtt: f64,
-    /// The edge's wait less our RTT to the edge, ms.
-    behind: f64,
-    /// The origin's wait less our RTT to it, ms.
-    origin_server: f64,
-    /// `behind` less `origin_server`: the hop, ms.
-    hop: f64,
-    /// The hop on fresh client connections (their wait starts after our own
-    /// handshakes), when both sides have a fresh series, ms.
-    fresh_hop: Option<f64>,
-    /// The edge → origin RTT and the hop's round trips of it, when they can be told.
-    estimate: Option<EdgeOrigin>,
-}
-
-impl Split {
-    /// How the proxy reaches the origin.
-    fn upstream(&self) -> Option<Upstream> {
-        self.estimate.map(|e| e.upstream)
-    }
-}
-
 fn counted(s: &Option<SeriesFacts>) -> Option<&SeriesFacts> {
     s.as_ref().filter(|s| s.count > 0)
-}
-
-fn split(cdn: &ProbeFacts, origin: &ProbeFacts) -> Option<Split> {
-    let (a, b) = counted(&cdn.reused)
-        .zip(counted(&origin.reused))
-        .or_else(|| counted(&cdn.fresh).zip(counted(&origin.fresh)))?;
-    let edge_rtt = cdn.tcp?.min_rtt_ms;
-    let origin_rtt = origin.tcp?.min_rtt_ms;
-    let behind = (a.p50.wait - edge_rtt).max(0.0);
-    let origin_server = (b.p50.wait - origin_rtt).max(0.0);
-    let hop = (behind - origin_server).max(0.0);
-    let fresh_hop = counted(&cdn.fresh)
-        .zip(counted(&origin.fresh))
-        .map(|(f, o)| (f.p50.wait - edge_rtt).max(0.0) - (o.p50.wait - origin_rtt).max(0.0));
-    let estimate = edge_hop::estimate(hop, fresh_hop, edge_rtt, origin_rtt);
-    (estimate.is_some() || origin_rtt >= 1.0).then_some(Split {
-        edge_rtt,
-        origin_rtt,
-        behind,
-        origin_server,
-        hop,
-        fresh_hop,
-        estimate,
-    })
 }
 
 /// The saving's basis for a series.

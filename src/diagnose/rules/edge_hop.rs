@@ -18,6 +18,8 @@
 //! round trips only one fits in most setups; where both or neither fit, nothing is
 //! estimated.
 
+use crate::diagnose::facts::{ProbeFacts, SeriesFacts};
+
 /// How the edge reaches the origin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Upstream {
@@ -121,6 +123,63 @@ pub fn estimate(
         trips,
         upstream,
         saving_ms,
+    })
+}
+
+/// What the edge → origin hop costs, from the reused (else fresh) series of both.
+pub struct Split {
+    /// Our min RTT to the edge, ms.
+    pub edge_rtt: f64,
+    /// Our min RTT to the origin (not the edge's: `edge_hop`), ms.
+    pub origin_rtt: f64,
+    /// The edge's wait less our RTT to the edge, ms.
+    pub behind: f64,
+    /// The origin's wait less our RTT to it, ms.
+    pub origin_server: f64,
+    /// `behind` less `origin_server`: the hop, ms.
+    pub hop: f64,
+    /// The hop on fresh client connections (their wait starts after our own
+    /// handshakes), when both sides have a fresh series, ms.
+    pub fresh_hop: Option<f64>,
+    /// The edge → origin RTT and the hop's round trips of it, when they can be told.
+    pub estimate: Option<EdgeOrigin>,
+}
+
+impl Split {
+    /// How the proxy reaches the origin.
+    pub fn upstream(&self) -> Option<Upstream> {
+        self.estimate.map(|e| e.upstream)
+    }
+}
+
+fn counted(s: &Option<SeriesFacts>) -> Option<&SeriesFacts> {
+    s.as_ref().filter(|s| s.count > 0)
+}
+
+/// The hop between `cdn` (the edge) and `origin` (`--origin`), from the reused
+/// series of both, else the fresh ones; None without both RTTs, or when nothing can
+/// be said (no estimate and our RTT to the origin under a millisecond).
+pub fn split(cdn: &ProbeFacts, origin: &ProbeFacts) -> Option<Split> {
+    let (a, b) = counted(&cdn.reused)
+        .zip(counted(&origin.reused))
+        .or_else(|| counted(&cdn.fresh).zip(counted(&origin.fresh)))?;
+    let edge_rtt = cdn.tcp?.min_rtt_ms;
+    let origin_rtt = origin.tcp?.min_rtt_ms;
+    let behind = (a.p50.wait - edge_rtt).max(0.0);
+    let origin_server = (b.p50.wait - origin_rtt).max(0.0);
+    let hop = (behind - origin_server).max(0.0);
+    let fresh_hop = counted(&cdn.fresh)
+        .zip(counted(&origin.fresh))
+        .map(|(f, o)| (f.p50.wait - edge_rtt).max(0.0) - (o.p50.wait - origin_rtt).max(0.0));
+    let estimate = estimate(hop, fresh_hop, edge_rtt, origin_rtt);
+    (estimate.is_some() || origin_rtt >= 1.0).then_some(Split {
+        edge_rtt,
+        origin_rtt,
+        behind,
+        origin_server,
+        hop,
+        fresh_hop,
+        estimate,
     })
 }
 
