@@ -100,7 +100,7 @@ fn nginx_proxy_in_front_of_a_far_origin() {
     assert!(num(f, "cost_ms") >= 50.0, "{f}");
     let saving = f["saving_ms"].as_f64().expect("cdn-cost is priced");
     assert!(
-        (saving - (num(f, "hop_ms") - num(f, "origin_rtt_ms"))).abs() < 0.01,
+        (saving - (num(f, "hop_ms") - num(f, "edge_origin_rtt_ms"))).abs() < 0.01,
         "{f}"
     );
     assert!(

@@ -7,6 +7,7 @@
 
 use super::facts::{ProbeFacts, SeriesFacts};
 use super::rules::{ms, time_label, EDGE_HIT};
+use crate::probe::HandshakeTrips;
 
 /// A named part of the TTFB, ms.
 struct Part {
@@ -120,12 +121,10 @@ pub fn where_the_time_goes(p: &ProbeFacts, proxied: bool) -> Option<String> {
         },
         shown.join(" + ")
     );
-    let handshake = ph.connect + ph.tls;
-    if let (true, Some(r)) = (fresh && handshake > 0.0, rtt.filter(|r| *r >= 0.5)) {
-        text.push_str(&format!(
-            "; the handshakes take {:.1} round trips",
-            handshake / r
-        ));
+    // Counted from the phase rows over the min RTT, as everywhere (issue 30 item 3).
+    if let Some(t) = HandshakeTrips::count(ph.connect, ph.tls, rtt).filter(|_| fresh) {
+        let name = HandshakeTrips::connect_name(&p.http_version);
+        text.push_str(&format!("; the handshakes take {}", t.text(name)));
     }
     if let Some(r) = p.resumed.as_ref().filter(|r| fresh && r.count > 0) {
         text.push_str(&format!(
@@ -192,7 +191,7 @@ mod tests {
         assert_eq!(
             s,
             "TTFB 230 ms (fresh connection) = 2.00 ms DNS + 110 ms TCP handshake + 110 ms \
-             network round trip + 8.00 ms server; the handshakes take 1.0 round trips; a \
+             network round trip + 8.00 ms server; the handshakes take 1.0 round trips (TCP); a \
              reused connection: TTFB 118 ms; reuse connections or put a keep-alive proxy \
              near users."
         );

@@ -19,9 +19,11 @@ mod run_h3;
 pub mod sample;
 pub mod sampler;
 pub mod stop;
+pub mod trips;
 
 pub use result::{DownloadSummary, PhysicalFloor, ProbeResult, QuicSummary, TcpSummary};
 pub use run::{probe, ProbeConfig, REUSED_PER_ROUND};
 pub use sample::{PhaseStats, PhaseSummary, PhasesMs, Sample, Series, SeriesSummary, PHASES};
 pub use sampler::{sample, Sampling, SamplingReport};
 pub use stop::Stop;
+pub use trips::HandshakeTrips;

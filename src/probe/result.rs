@@ -15,6 +15,7 @@ use crate::stats::Percentiles;
 
 use super::run::ProbeConfig;
 use super::sample::{Sample, Series, SeriesSummary};
+use super::trips::HandshakeTrips;
 
 /// TLS as the probe saw it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -167,15 +168,29 @@ pub struct ProbeResult {
     /// Fresh − reused TTFB (p50), ms: what a new connection with a full handshake
     /// costs. Never below 0 (when reused is slower, see `reused_slower_ms`).
     pub handshake_cost_ms: Option<f64>,
-    /// The handshake cost in kernel round trips.
+    /// A fresh connection's handshakes in round trips: its connect and TLS phase
+    /// p50s over the kernel's min RTT (`round_trips_from`), never the TTFB
+    /// difference above (which also holds what the server or a proxy spends on a new
+    /// connection).
     pub handshake_round_trips: Option<f64>,
+    /// The same split into TCP and TLS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handshake_trips: Option<super::trips::HandshakeTrips>,
     /// Resumed − reused TTFB (p50), ms: what a new connection costs a returning
     /// visitor whose session resumes. Never below 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resumed_handshake_cost_ms: Option<f64>,
-    /// The resumed handshake cost in kernel round trips.
+    /// A resumed connection's handshakes in round trips, from its connect and TLS
+    /// phase p50s over the kernel's min RTT.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resumed_handshake_round_trips: Option<f64>,
+    /// The same split into TCP and TLS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed_handshake_trips: Option<super::trips::HandshakeTrips>,
+    /// Where the round-trip counts come from (`trips::FROM_PHASES`), when there are
+    /// any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round_trips_from: Option<String>,
     /// By how much the reused TTFB p50 exceeded the fresh one, when it did (the
     /// handshake cost is then shown as 0: a kept-alive connection was slower).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -311,8 +326,11 @@ impl ProbeResult {
             server_time_label: "server".into(),
             handshake_cost_ms,
             handshake_round_trips: None,
+            handshake_trips: None,
             resumed_handshake_cost_ms,
             resumed_handshake_round_trips: None,
+            resumed_handshake_trips: None,
+            round_trips_from: None,
             reused_slower_ms,
             download,
             physical_floor: None,
@@ -332,7 +350,7 @@ impl ProbeResult {
     }
 
     /// What needs the path's minimum RTT: server time (reused wait − min RTT) and
-    /// the handshake costs in round trips (none below 0.5 ms, e.g. loopback).
+    /// the handshakes in round trips (none below 0.5 ms, e.g. loopback).
     fn derive_from_rtt(&mut self, min_rtt_ms: Option<f64>) {
         let Some(rtt) = min_rtt_ms else { return };
         let series = match &self.reused {
@@ -346,9 +364,17 @@ impl ProbeResult {
         self.server_time_ms = (!waits.is_empty()).then(|| P50 {
             p50: Percentiles::from_samples(&waits).p50,
         });
-        let trips = |cost: Option<f64>| cost.filter(|_| rtt >= 0.5).map(|c| c / rtt);
-        self.handshake_round_trips = trips(self.handshake_cost_ms);
-        self.resumed_handshake_round_trips = trips(self.resumed_handshake_cost_ms);
+        // Counted from the phase rows, never from the TTFB differences (issue 30
+        // item 3): those also hold a proxy's or the server's own work for a new
+        // connection.
+        self.handshake_trips = series_trips(&self.fresh, rtt);
+        self.resumed_handshake_trips = self.resumed.as_ref().and_then(|s| series_trips(s, rtt));
+        self.handshake_round_trips = self.handshake_trips.map(|t| t.total());
+        self.resumed_handshake_round_trips = self.resumed_handshake_trips.map(|t| t.total());
+        self.round_trips_from = self
+            .handshake_trips
+            .or(self.resumed_handshake_trips)
+            .map(|_| super::trips::FROM_PHASES.to_string());
     }
 
     /// HTTP/3: sets QUIC's view of the path and handshakes, whose minimum RTT then
@@ -371,6 +397,14 @@ impl ProbeResult {
             .iter()
             .filter(move |s| s.series == series && s.error.is_none() && !s.disturbed)
     }
+}
+
+/// A series' handshakes in round trips of `rtt`, from its connect and TLS p50s.
+fn series_trips(s: &SeriesSummary, rtt: f64) -> Option<HandshakeTrips> {
+    if s.count == 0 {
+        return None;
+    }
+    HandshakeTrips::count(s.phases_ms.connect.p50, s.phases_ms.tls.p50, Some(rtt))
 }
 
 /// Fresh vs warm receive time of a body of 1 MiB or more.

@@ -309,8 +309,11 @@ fn details(p: &ProbeResult) -> Vec<(&'static str, String)> {
             ),
         ));
     }
-    let trips = |r: Option<f64>| {
-        r.map(|r| format!(" ≈ {r:.1} round trips"))
+    // Round trips come from the phase rows (connect + TLS over the min RTT), never
+    // from the TTFB differences beside them (issue 30 item 3).
+    let connect = if p.quic.is_some() { "QUIC" } else { "TCP" };
+    let trips = |t: Option<crate::probe::HandshakeTrips>| {
+        t.map(|t| format!("; its handshakes {}", t.text(connect)))
             .unwrap_or_default()
     };
     if let Some(c) = p.handshake_cost_ms {
@@ -329,7 +332,7 @@ fn details(p: &ProbeResult) -> Vec<(&'static str, String)> {
                 fmt_ms(c),
                 fmt_ms(slower)
             ),
-            None => format!("{}{} ({what})", fmt_ms(c), trips(p.handshake_round_trips)),
+            None => format!("{} ({what}){}", fmt_ms(c), trips(p.handshake_trips)),
         };
         d.push(("handshake cost", text));
     }
@@ -343,9 +346,9 @@ fn details(p: &ProbeResult) -> Vec<(&'static str, String)> {
         d.push((
             "resumed handshake",
             format!(
-                "{}{} (resumed − DNS − reused TTFB p50: a returning visitor's new connection)",
+                "{} (resumed − DNS − reused TTFB p50: a returning visitor's new connection){}",
                 fmt_ms(c),
-                trips(p.resumed_handshake_round_trips)
+                trips(p.resumed_handshake_trips)
             ),
         ));
     }

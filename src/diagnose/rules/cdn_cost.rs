@@ -1,9 +1,12 @@
 //! `cdn-cost`: the same URL through a CDN or proxy and straight to the origin
 //! (`--origin`), on fresh and on reused connections, both ways (the edge saves time,
 //! or costs it), with the time behind the edge split into the hop to the origin —
-//! counted in round trips to it: one when the proxy keeps its upstream connection
-//! alive, two when it opens a new one per request — and the origin's own time.
+//! counted in round trips of the edge's own RTT to the origin (`edge_hop`): one when
+//! the proxy keeps its upstream connection alive, two when it opens a new one — and
+//! the origin's own time. Keeping upstream connections is priced with that RTT, not
+//! with ours to the origin.
 
+use super::edge_hop::{self, split, Split, Upstream};
 use super::evidence::{interval_text, judge, Judged};
 use super::ms;
 use crate::cache::status::{cache_status as status_of, edge, CacheState};
@@ -11,64 +14,52 @@ use crate::diagnose::facts::{ProbeFacts, SeriesFacts};
 use crate::diagnose::finding::{basis, Category, Finding, Severity};
 use crate::stats::interval::{shift, Interval, Method};
 
-/// What the edge → origin hop costs, from the reused (else fresh) series of both.
-struct Split {
-    /// Our min RTT to the origin (the edge's own is not known; near a proxy on the
-    /// same network, about the same), ms.
-    origin_rtt: f64,
-    /// The edge's wait less our RTT to the edge, ms.
-    behind: f64,
-    /// The origin's wait less our RTT to it, ms.
-    origin_server: f64,
-    /// `behind` less `origin_server`: the hop, ms.
-    hop: f64,
-}
-
-impl Split {
-    fn trips(&self) -> f64 {
-        self.hop / self.origin_rtt
-    }
-
-    /// How the proxy reaches the origin, judged by the hop in round trips.
-    fn upstream(&self) -> Option<(&'static str, &'static str)> {
-        let n = self.trips();
-        if n >= 1.6 {
-            Some((
-                "new-connection",
-                "a new upstream connection for each request (connect, then the request)",
-            ))
-        } else if n >= 0.6 {
-            Some((
-                "kept-alive",
-                "one round trip: the upstream connection is kept alive",
-            ))
-        } else {
-            None
-        }
-    }
-}
-
 fn counted(s: &Option<SeriesFacts>) -> Option<&SeriesFacts> {
     s.as_ref().filter(|s| s.count > 0)
 }
 
-fn split(cdn: &ProbeFacts, origin: &ProbeFacts) -> Option<Split> {
-    let (a, b) = counted(&cdn.reused)
-        .zip(counted(&origin.reused))
-        .or_else(|| counted(&cdn.fresh).zip(counted(&origin.fresh)))?;
-    let edge_rtt = cdn.tcp?.min_rtt_ms;
-    let origin_rtt = origin.tcp?.min_rtt_ms;
-    if origin_rtt < 1.0 {
-        return None;
+/// The saving's basis for a series.
+fn on(series: &str) -> &'static str {
+    if series == "fresh" {
+        basis::FRESH
+    } else {
+        basis::REUSED
     }
-    let behind = (a.p50.wait - edge_rtt).max(0.0);
-    let origin_server = (b.p50.wait - origin_rtt).max(0.0);
-    Some(Split {
-        origin_rtt,
-        behind,
-        origin_server,
-        hop: (behind - origin_server).max(0.0),
-    })
+}
+
+/// "; behind the edge 203 ms to the origin: 2 round trips of the edge's own ≈101 ms
+/// RTT to it (a new upstream connection for each request …; our RTT to the edge
+/// 20.0 ms) + 5.00 ms of origin server time; our own RTT to the origin 120 ms".
+fn behind_text(s: &Split) -> String {
+    let hop = match s.estimate {
+        Some(e) => {
+            let fresh = match (e.upstream, s.fresh_hop) {
+                (Upstream::NewPerClientConnection, Some(f)) => {
+                    format!(" ({} on fresh client connections)", ms(f))
+                }
+                _ => String::new(),
+            };
+            format!(
+                "{}{fresh} to the origin: {} round trip{} of the edge's own ≈{} RTT to it \
+                 ({}; our RTT to the edge {})",
+                ms(s.hop),
+                e.trips,
+                if e.trips == 1 { "" } else { "s" },
+                ms(e.rtt_ms),
+                e.upstream.meaning(),
+                ms(s.edge_rtt)
+            )
+        }
+        None => format!(
+            "{} to the origin (its round trips cannot be told from our RTTs)",
+            ms(s.hop)
+        ),
+    };
+    format!(
+        "; behind the edge {hop} + {} of origin server time; our own RTT to the origin {}",
+        ms(s.origin_server),
+        ms(s.origin_rtt)
+    )
 }
 
 /// The smallest difference `cdn-cost` reports, ms…
@@ -185,22 +176,12 @@ pub fn cdn_cost(cdn: &ProbeFacts, origin: &ProbeFacts) -> Option<Finding> {
     let edge_name = edge(&cdn.headers).unwrap_or_else(|| "unknown edge".to_string());
     let state = status_of(&cdn.headers).state;
     let split = split(cdn, origin);
-    let upstream = split.as_ref().and_then(|s| s.upstream());
-    let behind = split
-        .as_ref()
-        .map(|s| {
-            let how = upstream.map_or(String::new(), |u| format!(": {}", u.1));
-            format!(
-                "; behind the edge {} to the origin ({:.1}× our {} RTT to it{how}) + {} \
-                 of origin server time",
-                ms(s.hop),
-                s.trips(),
-                ms(s.origin_rtt),
-                ms(s.origin_server)
-            )
-        })
-        .unwrap_or_default();
-    let new_connection = upstream.is_some_and(|u| u.0 == "new-connection");
+    let upstream = split.as_ref().and_then(Split::upstream);
+    let behind = split.as_ref().map(behind_text).unwrap_or_default();
+    let new_connection = matches!(
+        upstream,
+        Some(Upstream::NewPerRequest | Upstream::NewPerClientConnection)
+    );
     let (sev, title, advice) = if cost > 0.0 {
         (
             Severity::Warn,
@@ -213,7 +194,14 @@ pub fn cdn_cost(cdn: &ProbeFacts, origin: &ProbeFacts) -> Option<Finding> {
                 ms(direct),
                 state.as_str()
             ),
-            if new_connection {
+            if upstream == Some(Upstream::NewPerClientConnection) {
+                "the proxy opens a new connection to the origin for each new client \
+                 connection, so every new visitor pays the handshake to it: share idle \
+                 upstream connections between clients (HAProxy: `http-reuse always`; nginx: \
+                 `keepalive 16;` in an upstream block, with `proxy_http_version 1.1;` and \
+                 `proxy_set_header Connection \"\";`), let the edge cache what it can, or \
+                 bring the origin closer to the edge"
+            } else if new_connection {
                 "the proxy opens a new connection to the origin for each request, so every \
                  request pays the handshake to it: keep upstream connections alive (nginx: \
                  `keepalive 16;` in an upstream block, with `proxy_http_version 1.1;` and \
@@ -268,27 +256,34 @@ pub fn cdn_cost(cdn: &ProbeFacts, origin: &ProbeFacts) -> Option<Finding> {
     if let Some(s) = &split {
         f = f
             .num("origin_rtt_ms", s.origin_rtt)
+            .num("edge_rtt_ms", s.edge_rtt)
             .num("behind_edge_ms", s.behind)
             .num("hop_ms", s.hop)
-            .num("hop_round_trips", s.trips())
+            .opt_num("fresh_hop_ms", s.fresh_hop)
             .num("origin_server_ms", s.origin_server);
-    }
-    if let Some(u) = upstream {
-        f = f.text("upstream", u.0);
+        if let Some(e) = s.estimate {
+            f = f
+                .num("edge_origin_rtt_ms", e.rtt_ms)
+                .text("edge_origin_rtt_from", edge_hop::FROM)
+                .num("hop_round_trips", f64::from(e.trips))
+                .text("upstream", e.upstream.id());
+        }
     }
     if cost > 0.0 {
-        // Upstream keep-alive saves the round trips of the hop beyond one; otherwise
-        // the edge's whole cost is what caching or bypassing it would save.
-        let saving = match &split {
-            Some(s) if new_connection => s.hop - s.origin_rtt,
-            _ => cost,
+        // Keeping upstream connections saves one edge → origin round trip (and the
+        // connect's overhead) where a new one is opened, priced with the edge's own
+        // RTT to the origin (issue 30 item 4); otherwise the edge's whole cost is
+        // what caching or bypassing it would save.
+        let (saving, of, on) = match split.as_ref().and_then(|s| s.estimate) {
+            Some(e) if e.upstream == Upstream::NewPerClientConnection => (
+                e.saving_ms,
+                series[0].as_ref().map_or(via, |p| p.via),
+                basis::FRESH,
+            ),
+            Some(e) if e.upstream == Upstream::NewPerRequest => (e.saving_ms, via, on(name)),
+            _ => (cost, via, on(name)),
         };
-        let on = if name == "fresh" {
-            basis::FRESH
-        } else {
-            basis::REUSED
-        };
-        f = f.saving(saving, via, on);
+        f = f.saving(saving, of, on);
     }
     Some(
         f.text("edge", edge_name)
@@ -365,8 +360,8 @@ mod tests {
         assert_eq!(f.severity, Severity::Warn);
         assert_eq!(f.evidence_str("series"), Some("reused"));
         assert_eq!(f.evidence_str("upstream"), Some("new-connection"));
-        let n = f.evidence_f64("hop_round_trips").unwrap();
-        assert!((1.9..=2.1).contains(&n), "{n}");
+        assert_eq!(f.evidence_f64("hop_round_trips"), Some(2.0));
+        assert_eq!(f.evidence_f64("edge_origin_rtt_ms"), Some(79.995));
         assert_eq!(f.evidence_f64("origin_server_ms"), Some(5.0));
         assert!(f.advice.contains("keepalive"), "{}", f.advice);
         let keepalive = probe(85.0, 85.0, 0.01);
@@ -378,17 +373,66 @@ mod tests {
 
     /// Pricing `cdn-cost`: a proxy that opens a new upstream connection per request
     /// saves the hop's round trips beyond one with upstream keep-alive: hop 165 −
-    /// 0.01 (our RTT to it) − 5 (origin server) = 159.99 ms, less one 80 ms round
-    /// trip = 79.99 ms of the 165 ms reused TTFB. An edge that only saves time is not
-    /// priced (nothing to fix).
+    /// 0.01 (our RTT to it) − 5 (origin server) = 159.99 ms, two round trips of the
+    /// edge's 79.995 ms RTT to the origin, less one = 79.995 ms of the 165 ms reused
+    /// TTFB. An edge that only saves time is not priced (nothing to fix).
     #[test]
     fn pricing_cdn_cost() {
         let origin = probe(85.0, 85.0, 80.0);
         let f = cdn_cost(&probe(165.0, 165.0, 0.01), &origin).unwrap();
-        assert_eq!(f.saving_ms, Some(79.99));
+        assert_eq!(f.saving_ms, Some(79.995));
         assert_eq!(f.saving_of_ms, Some(165.0));
         assert_eq!(f.saving_basis.as_deref(), Some("reused"));
         let f = cdn_cost(&probe(85.0, 85.0, 0.01), &origin).unwrap();
         assert_eq!(f.saving_ms, None);
+    }
+
+    /// Issue 30 item 4: an edge 20 ms from us, its origin 100 ms behind it (120 ms
+    /// from us), 5 ms of origin server time, a new upstream connection per request:
+    /// the edge waits 20 + 2 × 101.5 + 5 = 228 ms on reused connections. The hop
+    /// (228 − 20 − 5 = 203 ms) is two round trips of the edge's ≈101.5 ms, and
+    /// keep-alive upstream saves ≈101.5 ms — not 203 − 120 = 83 ms, priced in our own
+    /// RTT to the origin. Kept alive (20 + 100.5 + 5): quiet on the upstream, unpriced.
+    #[test]
+    fn prices_with_the_edges_rtt_to_the_origin() {
+        let origin = probe(125.0, 125.0, 120.0);
+        let f = cdn_cost(&probe(228.0, 228.0, 20.0), &origin).expect("fires");
+        assert_eq!(f.evidence_str("upstream"), Some("new-connection"));
+        assert_eq!(f.evidence_f64("edge_origin_rtt_ms"), Some(101.5));
+        assert_eq!(f.evidence_f64("edge_rtt_ms"), Some(20.0));
+        assert_eq!(f.evidence_f64("origin_rtt_ms"), Some(120.0));
+        assert_eq!(f.saving_ms, Some(101.5));
+        assert!(
+            f.title.contains("2 round trips of the edge's own ≈"),
+            "{}",
+            f.title
+        );
+        assert!(
+            f.title.contains("our own RTT to the origin 120 ms"),
+            "{}",
+            f.title
+        );
+        let f = cdn_cost(&probe(125.5, 125.5, 20.0), &origin).expect("fires");
+        assert_eq!(f.evidence_str("upstream"), Some("kept-alive"));
+        assert_eq!(f.severity, Severity::Info, "{}", f.title);
+        assert_eq!(f.saving_ms, None);
+    }
+
+    /// HAProxy's `http-reuse never`: an upstream connection per new client
+    /// connection (fresh waits 20 + 2 × 20 + 1, reused 20 + 20 + 1), the origin
+    /// 0.05 ms from us but 20 ms from the edge: priced for new visitors at the
+    /// fresh − reused hop, ≈20 ms, with HAProxy's `http-reuse always` in the advice.
+    #[test]
+    fn upstream_per_client_connection() {
+        let origin = probe(1.05, 1.05, 0.05);
+        let f = cdn_cost(&probe(61.0, 41.0, 20.0), &origin).expect("fires");
+        assert_eq!(
+            f.evidence_str("upstream"),
+            Some("new-connection-per-client-connection")
+        );
+        assert_eq!(f.evidence_f64("edge_origin_rtt_ms"), Some(20.0));
+        assert_eq!(f.saving_ms, Some(20.0));
+        assert_eq!(f.saving_basis.as_deref(), Some("fresh"));
+        assert!(f.advice.contains("http-reuse always"), "{}", f.advice);
     }
 }

@@ -203,10 +203,19 @@ pub fn first_only(p: &ProbeFacts, origin: Option<&ProbeFacts>) -> Option<Finding
     if (first - high).is_nan() || first - high < FIRST_ONLY_FLOOR_MS {
         return None;
     }
-    let origin_rtt = origin
-        .and_then(|o| o.tcp)
-        .map(|t| t.min_rtt_ms)
-        .filter(|r| *r >= 1.0);
+    // Round trips of the edge's own RTT to the origin where it can be estimated
+    // (issue 30 item 4: `edge_hop`), else of ours.
+    let edge_origin_rtt = origin
+        .and_then(|o| super::edge_hop::split(p, o))
+        .and_then(|s| s.estimate)
+        .map(|e| e.rtt_ms);
+    let our_origin_rtt = origin.and_then(|o| o.tcp).map(|t| t.min_rtt_ms);
+    let origin_rtt = edge_origin_rtt.or(our_origin_rtt).filter(|r| *r >= 1.0);
+    let whose = if edge_origin_rtt.is_some() {
+        "the edge's own RTT to it"
+    } else {
+        "our RTT to it"
+    };
     let trips = origin_rtt.map(|r| extra / r);
     // One or two round trips to a known origin is a cold upstream even when the
     // origin's own time keeps the ratio low.
@@ -219,8 +228,8 @@ pub fn first_only(p: &ProbeFacts, origin: Option<&ProbeFacts>) -> Option<Finding
     }
     let why = match trips {
         Some(n) if (0.6..=2.5).contains(&n) => format!(
-            "{n:.1} round trips to the origin ({} each): the proxy opened its upstream \
-             connection on the first request and kept it for the later ones",
+            "{n:.1} round trips to the origin ({} each, {whose}): the proxy opened its \
+             upstream connection on the first request and kept it for the later ones",
             ms(origin_rtt.unwrap_or(0.0))
         ),
         _ => "the first request alone paid for something set up once: a proxy opening its \
@@ -246,7 +255,8 @@ pub fn first_only(p: &ProbeFacts, origin: Option<&ProbeFacts>) -> Option<Finding
         .text("baseline", baseline)
         .count("warmup_requests", 0)
         .text("kind", "first-only")
-        .opt_num("origin_rtt_ms", origin_rtt)
+        .opt_num("origin_rtt_ms", our_origin_rtt.filter(|r| *r >= 1.0))
+        .opt_num("edge_origin_rtt_ms", edge_origin_rtt)
         .opt_num("origin_round_trips", trips)
         .saving(extra, first, basis::FIRST_REQUEST)
         .advice(
@@ -382,6 +392,33 @@ mod tests {
         assert!(first_only(&p, Some(&o)).is_none());
         assert!(first_only(&healthy_probe(), None).is_none());
         assert!(first_only(&far_probe(), None).is_none());
+    }
+
+    /// Issue 30 item 4: an edge 20 ms from us, its origin 100 ms behind it (120 ms
+    /// from us), kept-alive upstream: the first request's extra 102 ms is one round
+    /// trip of the edge's own RTT to the origin (estimated from the hop: 125 − 20 − 5
+    /// = 100 ms), not 0.85 of ours.
+    #[test]
+    fn first_only_counts_the_edges_round_trips() {
+        let mut p = far_probe();
+        p.tcp.as_mut().unwrap().min_rtt_ms = 20.0;
+        let f = p.fresh.as_mut().unwrap();
+        f.p50.connect = 20.0;
+        f.p50.wait = 125.0;
+        f.p50.ttfb = 145.0;
+        f.total_ms = vec![247.0, 145.0, 145.2, 144.9, 145.1, 145.0];
+        p.reused.as_mut().unwrap().p50.wait = 125.0;
+        p.first_total_ms = Some(247.0);
+        let mut o = far_probe();
+        o.tcp.as_mut().unwrap().min_rtt_ms = 120.0;
+        o.fresh.as_mut().unwrap().p50.wait = 125.0;
+        o.reused.as_mut().unwrap().p50.wait = 125.0;
+        let f = first_only(&p, Some(&o)).expect("fires");
+        assert_eq!(f.evidence_f64("edge_origin_rtt_ms"), Some(100.0));
+        assert_eq!(f.evidence_f64("origin_rtt_ms"), Some(120.0));
+        let n = f.evidence_f64("origin_round_trips").unwrap();
+        assert!((0.95..=1.1).contains(&n), "{n}");
+        assert!(f.title.contains("the edge's own RTT to it"), "{}", f.title);
     }
 
     /// Pricing `cold-start`: a warm service answers the first request like the later

@@ -12,6 +12,7 @@ pub mod content;
 pub mod disk;
 pub mod disk_cause;
 pub mod dns;
+pub mod edge_hop;
 pub mod evidence;
 pub mod http3;
 pub mod load;
