@@ -249,13 +249,16 @@ fn listen_queue_overflow_is_not_packet_loss() {
 /// default: the headers in one write, the body in another) or `one` (a buffered
 /// writer: one write per response).
 const WRITES: &str = r#"
-import sys
+import sys, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class H(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     if sys.argv[1] == "one":
         wbufsize = -1
     def do_GET(self):
+        # argv[2]: the handler's own time before it answers, ms (a slow view).
+        if len(sys.argv) > 2:
+            time.sleep(int(sys.argv[2]) / 1000.0)
         body = b'{"id": 1, "name": "user"}\n'
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -312,6 +315,33 @@ fn nagle_and_delayed_ack_in_the_receive_phase() {
     assert_quiet(&v, "slow-receive", "one write per response");
     let summary = v["summary"].as_str().unwrap();
     assert!(!summary.contains("the body takes"), "{summary}");
+}
+
+/// Issue 37 item 5: the same API behind a handler that takes 150 ms: the ≈40 ms
+/// stall is a quarter of each request, no longer "most of" it, and still a warning
+/// (≥ 20 ms per request), with the delayed-ACK cause and its price; one write per
+/// response behind the same 150 ms: quiet.
+#[test]
+fn a_delayed_ack_behind_a_slow_handler_is_still_found() {
+    if !require("python3") {
+        return;
+    }
+    let diagnose =
+        |port: u16| crate::findings::diagnose(&[&format!("http://127.0.0.1:{port}/"), "--no-load"]);
+    let (_pieces, port) = python_server(WRITES, &["pieces", "150"]);
+    let v = diagnose(port);
+    let f = finding(&v, "slow-receive");
+    assert_eq!(f["severity"], "warn", "{f}");
+    assert_eq!(text(f, "cause"), "delayed-ack", "{f}");
+    let rx = num(f, "receive_ms");
+    assert!((30.0..=80.0).contains(&rx), "receive {rx} ms: {f}");
+    assert!(num(f, "ttfb_ms") >= 140.0, "the handler's 150 ms: {f}");
+    assert!(rx < 0.5 * num(f, "total_ms"), "under half the request: {f}");
+    assert!(f["saving_ms"].as_f64().unwrap() >= 25.0, "{f}");
+
+    let (_one, port) = python_server(WRITES, &["one", "150"]);
+    let v = diagnose(port);
+    assert_quiet(&v, "slow-receive", "one write per response, slow handler");
 }
 
 /// A single-threaded Python server (HTTP/1.0, one connection at a time, 4 ms per

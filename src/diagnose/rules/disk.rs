@@ -342,16 +342,20 @@ pub fn disk_tail(d: &DiskFacts) -> Option<Finding> {
     } else {
         None
     };
-    let judge = |f: &DiskDirFacts, m: bool| {
+    // A costly flush makes every commit slow at the median: `disk-flush-cost` names
+    // that cause; the commit series is a tail only when it held stalls over 1 s.
+    let flushes = super::disk_cause::flush_cost(d).is_some();
+    let judge = |name: &str, f: &DiskDirFacts, m: bool| {
         let s = tail_severity(f, m)?;
-        match cap_id {
-            Some(_) if f.stall_seconds_1s == 0 => Some(s.min(Severity::Info)),
+        let explained = cap_id.is_some() || (flushes && name == "commit");
+        match explained {
+            true if f.stall_seconds_1s == 0 => Some(s.min(Severity::Info)),
             _ => Some(s),
         }
     };
     let (which, f, severity) = series
         .iter()
-        .filter_map(|(n, f, m)| Some((n.as_str(), f, judge(f, *m)?)))
+        .filter_map(|(n, f, m)| Some((n.as_str(), f, judge(n, f, *m)?)))
         .max_by(|a, b| {
             a.2.cmp(&b.2)
                 .then(a.1.stall_seconds_1s.cmp(&b.1.stall_seconds_1s))

@@ -3,7 +3,7 @@
 //! local disk).
 
 use super::*;
-use crate::diagnose::facts::CommitFacts;
+use crate::diagnose::facts::{CommitFacts, WorkloadFacts};
 
 /// The capped run of the issue: randread at queue depth 32 on a loop device held at
 /// 500 IOPS by a blkio cgroup (the first second bursts to 549).
@@ -316,4 +316,47 @@ fn slow_fsync_on_a_starved_machine_is_not_held_against_the_volume() {
         let f = slow_fsync(&suite(p50, kept)).expect("fires");
         assert_eq!(f.severity, Severity::Warn, "{p50} {kept}");
     }
+}
+
+/// A volume paying 20 ms per cache flush: every commit is slow at the median, which
+/// `disk-flush-cost` names — `disk-tail` says at most an info about the commits
+/// (bench/disk-repeat.sh saw a warn beside the flush's finding); the same commits
+/// without a costly flush behind them (the O_DIRECT write as slow as its flush) warn.
+#[test]
+fn a_costly_flush_is_no_tail() {
+    let suite = |write_ms: f64| DiskFacts {
+        workloads: vec![WorkloadFacts {
+            name: "wal-direct".into(),
+            bs: 8192,
+            iodepth: 1,
+            dir: DiskDirFacts {
+                ios: 150,
+                p50_ms: write_ms,
+                p99_ms: write_ms * 1.5,
+                max_ms: write_ms * 2.0,
+                seconds: 3,
+                ..DiskDirFacts::default()
+            },
+            fsync_p50_ms: Some(20.3),
+            fsync_p99_ms: Some(24.0),
+            ..WorkloadFacts::default()
+        }],
+        commit: Some(CommitFacts {
+            commits: 140,
+            p50_ms: 20.6,
+            p99_ms: 25.0,
+            max_ms: 31.0,
+            per_second: vec![47, 47, 46],
+            ..CommitFacts::default()
+        }),
+        ..DiskFacts::default()
+    };
+    assert!(super::super::disk_cause::flush_cost(&suite(0.05)).is_some());
+    let quiet = disk_tail(&suite(0.05));
+    assert!(
+        quiet.as_ref().is_none_or(|f| f.severity == Severity::Info),
+        "{quiet:?}"
+    );
+    let slow = disk_tail(&suite(20.0)).expect("every I/O slow: warns");
+    assert!(slow.severity >= Severity::Warn, "{slow:?}");
 }

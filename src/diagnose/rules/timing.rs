@@ -336,13 +336,18 @@ pub(crate) struct Receive {
     pub delayed_ack: bool,
 }
 
-/// The receive phase of the steady series when it is at least half of its total.
+/// A body phase this long is worth a finding however long the request is, ms
+/// (issue 37 item 5: a 46 ms stall behind a 150 ms handler is a quarter of it).
+const RECEIVE_MS: f64 = 20.0;
+
+/// The receive phase of the steady series when it is at least half of its total, or
+/// at least [`RECEIVE_MS`].
 pub(crate) fn receive_share(p: &ProbeFacts) -> Option<Receive> {
     let s = steady(p)?;
     let reused = p.reused.as_ref().is_some_and(|r| r.count > 0);
     let rx = s.p50.receive;
     let total = s.p50.total.max(s.p50.ttfb + rx);
-    if !(rx > 0.0 && rx >= 0.5 * total) {
+    if !(rx > 0.0 && (rx >= 0.5 * total || rx >= RECEIVE_MS)) {
         return None;
     }
     let fresh_rx = p
@@ -379,9 +384,11 @@ pub(crate) fn receive_advice(r: &Receive) -> &'static str {
     }
 }
 
-/// `slow-receive`: on a steady request, the body (first → last byte) takes ≥ 20 ms
-/// and at least half of the request, for a body ≤ 64 KiB that should arrive in one
-/// go; names the ≈40 ms Nagle + delayed-ACK signature when it is there.
+/// `slow-receive`: on a steady request, the body (first → last byte) takes ≥ 20 ms,
+/// for a body ≤ 64 KiB that should arrive in one go; names the ≈40 ms Nagle +
+/// delayed-ACK signature when it is there. A warning when the body is also at least
+/// half of the request, or is that signature (a fix that saves the stall whatever
+/// the handler costs); else an info.
 pub fn slow_receive(p: &ProbeFacts) -> Option<Finding> {
     let r = receive_share(p)?;
     if p.body_bytes > SMALL_BODY {
@@ -395,20 +402,23 @@ pub fn slow_receive(p: &ProbeFacts) -> Option<Finding> {
         .filter(|(_, t)| **t > 0.0)
         .map(|(rx, t)| rx / t)
         .collect();
-    let judged = both(
-        median_at_least(
-            "body time (first → last byte) of a steady request, ms",
-            &s.receive_ms,
-            r.receive_ms,
-            20.0,
-        ),
-        median_at_least(
-            "body time's share of a steady request",
-            &shares,
-            r.receive_ms / r.total_ms,
-            0.5,
-        ),
+    let judged = median_at_least(
+        "body time (first → last byte) of a steady request, ms",
+        &s.receive_ms,
+        r.receive_ms,
+        RECEIVE_MS,
     );
+    let most = median_at_least(
+        "body time's share of a steady request",
+        &shares,
+        r.receive_ms / r.total_ms,
+        0.5,
+    );
+    let severity = if r.delayed_ack || most.fires() {
+        Severity::Warn
+    } else {
+        Severity::Info
+    };
     if judged.undecided() {
         return Some(not_enough(
             "slow-receive",
@@ -447,7 +457,7 @@ pub fn slow_receive(p: &ProbeFacts) -> Option<Finding> {
         f64::NAN
     };
     Some(
-        Finding::new("slow-receive", Category::Server, Severity::Warn, title)
+        Finding::new("slow-receive", Category::Server, severity, title)
             .saving(
                 saving,
                 r.total_ms,

@@ -129,6 +129,36 @@ fn slow_receive_both_ways() {
     assert!(slow_receive(&healthy_probe()).is_none());
 }
 
+/// Issue 37 item 5: the same 46.9 ms delayed-ACK stall behind a handler that takes
+/// 150 ms (a quarter of the request) still warns, priced as before; a 25 ms slow
+/// body in a 400 ms fresh-only request (no signature, under half) is an info; 5 ms
+/// of body in it is quiet.
+#[test]
+fn slow_receive_by_its_absolute_cost() {
+    let mut p = healthy_probe();
+    p.body_bytes = 26;
+    let r = p.reused.as_mut().unwrap();
+    set(r, "receive", 46.9);
+    set(r, "ttfb", 150.4);
+    set(r, "total", 197.6);
+    set(p.fresh.as_mut().unwrap(), "receive", 0.03);
+    let f = slow_receive(&p).expect("fires");
+    assert_eq!(f.severity, Severity::Warn);
+    assert_eq!(f.evidence_str("cause"), Some("delayed-ack"));
+    assert!((f.saving_ms.unwrap() - 46.87).abs() < 1e-9);
+    let mut q = p.clone();
+    q.reused = None;
+    let fr = q.fresh.as_mut().unwrap();
+    set(fr, "receive", 25.0);
+    set(fr, "ttfb", 375.0);
+    set(fr, "total", 400.0);
+    let f = slow_receive(&q).expect("fires");
+    assert_eq!(f.severity, Severity::Info);
+    assert_eq!(f.evidence_str("cause"), Some("slow-body"));
+    set(q.fresh.as_mut().unwrap(), "receive", 5.0);
+    assert!(slow_receive(&q).is_none());
+}
+
 /// Pricing the timing rules:
 /// - slow-dns: a caching resolver saves the lookup: 120 ms of the 230 ms fresh
 ///   TTFB, per new visitor;

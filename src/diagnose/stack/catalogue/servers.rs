@@ -315,8 +315,9 @@ pub const HAPROXY: Table = Table {
             Proxy,
             "handshake-dominates",
             "terminate TLS with resumption (`tune.ssl.cachesize`, tickets on: no \
-             `no-tls-tickets`), offer h2 (`bind :443 ssl crt … alpn h2,http/1.1`) and keep \
-             backend connections with `http-reuse safe`",
+             `no-tls-tickets`), offer h2 (`bind :443 ssl crt … alpn h2,http/1.1`) and let \
+             a new client's first request reuse an idle backend connection with \
+             `http-reuse always` (the default `safe` opens a server connection for it)",
             "HAProxy 2.6 configuration manual: bind alpn, tune.ssl.cachesize, http-reuse",
         ),
         any(
