@@ -368,6 +368,11 @@ fn repeat_disk(
             "{case} run {run}: {found:?} (verdict {})",
             v["verdict"]["fit"]
         );
+        for f in v["findings"].as_array().unwrap() {
+            if f["severity"] != "info" {
+                eprintln!("  {}: {} {}", f["id"], f["title"], f["evidence"]);
+            }
+        }
         log(case, run, &v, &found);
         all.push(found);
     }

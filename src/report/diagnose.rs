@@ -157,22 +157,13 @@ fn cache(d: &Diagnosis) -> String {
         ));
     }
     let sc = &a.shared_cache;
-    let rfc = if sc.rfc_storable {
-        let mut t = String::from("may store it");
-        if sc.revalidate_every_use {
-            t.push_str(", revalidating it on every use");
-        } else if let Some(f) = sc.fresh_for_s {
-            t.push_str(&format!(
-                ", fresh for {f} s{}",
-                if sc.heuristic { " (heuristic)" } else { "" }
-            ));
-        } else if sc.heuristic {
-            t.push_str(", fresh for as long as the cache guesses (heuristic)");
-        }
-        t
-    } else {
-        format!("may not store it ({})", sc.reasons.join(", "))
-    };
+    let rfc = rfc_verdict(
+        sc.rfc_storable,
+        sc.revalidate_every_use,
+        sc.fresh_for_s,
+        sc.heuristic,
+        &sc.reasons,
+    );
     out.push_str(&format!("    shared cache    RFC 9111: {rfc}\n"));
     let defaults: Vec<String> = a
         .default_caches
@@ -286,4 +277,33 @@ fn ramp(d: &Diagnosis) -> String {
         ));
     }
     out
+}
+
+/// What RFC 9111 lets a shared cache do with the response, as every output says it:
+/// "may store it, fresh for 300 s" or "may not store it (no-store)". The text and
+/// the HTML report both show this one (issue 37 item 4: the HTML once said "false"
+/// where the text said RFC 9111 allows it, from the common caches' stricter rules).
+pub(crate) fn rfc_verdict(
+    storable: bool,
+    revalidate_every_use: bool,
+    fresh_for_s: Option<i64>,
+    heuristic: bool,
+    reasons: &[impl AsRef<str>],
+) -> String {
+    if !storable {
+        let reasons: Vec<&str> = reasons.iter().map(AsRef::as_ref).collect();
+        return format!("may not store it ({})", reasons.join(", "));
+    }
+    let mut t = String::from("may store it");
+    if revalidate_every_use {
+        t.push_str(", revalidating it on every use");
+    } else if let Some(f) = fresh_for_s {
+        t.push_str(&format!(
+            ", fresh for {f} s{}",
+            if heuristic { " (heuristic)" } else { "" }
+        ));
+    } else if heuristic {
+        t.push_str(", fresh for as long as the cache guesses (heuristic)");
+    }
+    t
 }

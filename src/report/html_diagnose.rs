@@ -189,8 +189,23 @@ fn cache_audit(out: &mut String, c: &CacheSection) {
         out,
         vec![
             ("status", text(&c.status)),
-            ("shared cache may store it", text(&c.shared_cacheable)),
-            ("why not", text(&c.unstorable)),
+            (
+                "shared cache",
+                Some(format!(
+                    "RFC 9111: {}",
+                    super::diagnose::rfc_verdict(
+                        c.shared_cache.rfc_storable,
+                        c.shared_cache.revalidate_every_use,
+                        c.shared_cache.fresh_for_s,
+                        c.shared_cache.heuristic,
+                        &c.shared_cache.reasons,
+                    )
+                )),
+            ),
+            (
+                "common caches refuse it",
+                (!c.unstorable.is_empty()).then(|| c.unstorable.join(", ")),
+            ),
             ("by default", Some(defaults)),
             (
                 "freshness",
