@@ -1,5 +1,6 @@
 //! The HTTPS DNS record (RFC 9460): how a browser learns, before it connects, that an
-//! origin serves HTTP/3 (`alpn="h3"`) and on which port. One query to the system's
+//! origin serves HTTP/3 (`alpn="h3"`) and on which port. The same query, for the
+//! address records, gives their TTL (`dns-cold`). One query to the system's
 //! resolver (the first `nameserver` of /etc/resolv.conf, as getaddrinfo would ask),
 //! over UDP, bounded by a timeout; the record's wire format parsed here (small and
 //! fixed: a DNS client crate would be far bigger than what this needs).
@@ -158,8 +159,8 @@ fn nameserver(conf: &str) -> SocketAddr {
         .unwrap_or_else(|| (Ipv4Addr::LOCALHOST, 53).into())
 }
 
-/// A recursive query for `name`'s HTTPS records, with an EDNS(0) OPT record
-/// offering 1,232-byte answers (RFC 6891).
+/// A recursive query for `name`'s records of type `qtype`, with an EDNS(0) OPT
+/// record offering 1,232-byte answers (RFC 6891).
 fn encode_query(id: u16, name: &str, qtype: u16) -> Result<Vec<u8>, String> {
     let mut q = Vec::with_capacity(64);
     q.extend_from_slice(&id.to_be_bytes());
