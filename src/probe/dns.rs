@@ -35,21 +35,14 @@ pub fn summary(samples: &[Sample], looked_up: bool) -> Option<DnsSummary> {
         .filter(|s| s.error.is_none() && s.new_connection)
         .map(|s| s.phases_ms.dns);
     let first_ms = lookups.next()?;
-    let mut rest: Vec<f64> = lookups.collect();
+    let rest: Vec<f64> = lookups.collect();
     if rest.is_empty() {
         return None;
     }
-    rest.sort_by(f64::total_cmp);
-    let n = rest.len();
-    let repeat_p50_ms = if n % 2 == 1 {
-        rest[n / 2]
-    } else {
-        (rest[n / 2 - 1] + rest[n / 2]) / 2.0
-    };
     Some(DnsSummary {
         first_ms,
-        repeat_p50_ms,
-        repeats: n,
+        repeat_p50_ms: crate::stats::median(&rest),
+        repeats: rest.len(),
         ttl_s: None,
     })
 }

@@ -197,14 +197,14 @@ impl Method {
 }
 
 /// The finite values, sorted.
-fn sorted(values: &[f64]) -> Vec<f64> {
+pub(crate) fn sorted(values: &[f64]) -> Vec<f64> {
     let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
     v.sort_by(f64::total_cmp);
     v
 }
 
 /// The median of sorted values.
-fn median_of(v: &[f64]) -> f64 {
+pub(crate) fn median_of(v: &[f64]) -> f64 {
     let n = v.len();
     if n == 0 {
         f64::NAN

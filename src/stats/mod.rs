@@ -16,3 +16,9 @@ pub mod v2;
 
 pub use histogram::{new_histogram, Percentiles, Unit};
 pub use stored::StoredHistogram;
+
+/// Median of the finite values: the middle one, or the mean of the middle two (NaN
+/// when there are none).
+pub fn median(values: &[f64]) -> f64 {
+    interval::median_of(&interval::sorted(values))
+}

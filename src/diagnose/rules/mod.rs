@@ -199,19 +199,7 @@ pub fn facts_time_label(f: &Facts) -> &'static str {
 pub const EDGE_HIT: &str = "edge (cache hit)";
 
 /// Median of the finite values (NaN when empty).
-pub fn median(values: &[f64]) -> f64 {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
+pub use crate::stats::median;
 
 /// Nearest-rank percentile (q in 0..=1) of the finite values (NaN when empty).
 pub fn percentile(values: &[f64], q: f64) -> f64 {
