@@ -200,16 +200,10 @@ pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
         Err(e) => return Err(anyhow::Error::new(e)),
     };
 
-    let facts = Facts {
-        disk: Some(diagnose::from_disk::disk_facts(&result)),
-        ..Facts::default()
-    };
-    let findings = diagnose::run_rules(&facts);
-    let verdict = disk_verdict::verdict(facts.disk.as_ref().expect("disk facts"), &findings);
-    let mut doc = crate::schema::DiskDoc::from(&result);
-    doc.findings = findings.clone();
-    doc.verdict = Some(serde_json::to_value(&verdict)?);
-    let doc = crate::schema::to_value(&doc);
+    let (findings, verdict, doc) = judge(
+        diagnose::from_disk::disk_facts(&result),
+        crate::schema::DiskDoc::from(&result),
+    )?;
     let body = format!(
         "\n{}{}",
         report::disk_suite::verdict_text(&verdict),
@@ -242,6 +236,26 @@ pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
     Ok(saved.exit_code(0))
 }
 
+/// The findings and the verdict of a disk run's facts, and its document with both.
+fn judge(
+    disk: diagnose::facts::DiskFacts,
+    mut doc: crate::schema::DiskDoc,
+) -> anyhow::Result<(
+    Vec<diagnose::Finding>,
+    disk_verdict::DiskVerdict,
+    serde_json::Value,
+)> {
+    let facts = Facts {
+        disk: Some(disk),
+        ..Facts::default()
+    };
+    let findings = diagnose::run_rules(&facts);
+    let verdict = disk_verdict::verdict(facts.disk.as_ref().expect("disk facts"), &findings);
+    doc.findings = findings.clone();
+    doc.verdict = Some(serde_json::to_value(&verdict)?);
+    Ok((findings, verdict, crate::schema::to_value(&doc)))
+}
+
 /// Runs the database suite (no workload flags): its workloads and the commit test,
 /// the verdict first, then what was measured.
 fn run_suite(
@@ -257,16 +271,10 @@ fn run_suite(
         Err(e) if e.is_usage() => return Err(usage!("{e}")),
         Err(e) => return Err(anyhow::Error::new(e)),
     };
-    let facts = Facts {
-        disk: Some(diagnose::from_disk::suite_facts(&result)),
-        ..Facts::default()
-    };
-    let findings = diagnose::run_rules(&facts);
-    let verdict = disk_verdict::verdict(facts.disk.as_ref().expect("disk facts"), &findings);
-    let mut doc = crate::schema::DiskDoc::from(&result);
-    doc.findings = findings.clone();
-    doc.verdict = Some(serde_json::to_value(&verdict)?);
-    let doc = crate::schema::to_value(&doc);
+    let (findings, verdict, doc) = judge(
+        diagnose::from_disk::suite_facts(&result),
+        crate::schema::DiskDoc::from(&result),
+    )?;
     let text = report::disk_suite::render_suite(&result, &verdict, &findings);
     let saved = saving::save(
         output,
