@@ -8,5 +8,6 @@
 pub mod capacity;
 pub mod diagnose;
 pub mod halt;
+pub mod probe;
 
 pub use halt::Halt;
