@@ -64,6 +64,9 @@ pub enum Command {
     /// Run a command behind the lab's wire (RTT, loss, bandwidth, outages): any server
     /// at a distance.
     Wire(WireArgs),
+    /// Keep watching: check targets on a schedule, serve Prometheus metrics (and
+    /// blackbox_exporter's /probe), findings, changes and a page.
+    Serve(ServeArgs),
     /// List stored runs.
     Runs(RunsArgs),
     /// Print one stored run again, as it printed when it ran (or --json).
@@ -84,6 +87,38 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// The manual page (roff) on stdout, or one page per command into --dir.
     Man(ManArgs),
+}
+
+/// `latscope serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Where to listen for /metrics, /probe, / and /-/reload.
+    #[arg(long, default_value = "127.0.0.1:9316", value_name = "ADDR")]
+    pub listen: String,
+    /// The targets file (TOML): which URLs to check, how often, how (the README's
+    /// "Keep watching" section). Reloaded on SIGHUP and `POST /-/reload`.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Check every target once, print what was found, save and exit (for cron and
+    /// tests): exit 1 when a target failed.
+    #[arg(long)]
+    pub once: bool,
+    /// How long the checks' stored runs are kept (168h: a week).
+    #[arg(long, default_value = "168h", value_parser = duration, value_name = "DURATION")]
+    pub retention: Duration,
+    /// At most this many checks at once.
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub max_concurrent: usize,
+    /// Print a file that goes with serve (prometheus: a scrape config; rules: alerting
+    /// rules; systemd: a unit) and exit.
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub print_config: Option<crate::serve::print::PrintConfig>,
+    /// Run store (SQLite) path.
+    #[arg(long, value_name = "PATH", env = "LATSCOPE_DB")]
+    pub db: Option<PathBuf>,
+    /// Do not store the checks.
+    #[arg(long)]
+    pub no_save: bool,
 }
 
 /// `latscope completions`.

@@ -27,6 +27,7 @@ pub mod record;
 pub mod redact;
 pub mod report;
 pub mod schema;
+pub mod serve;
 pub mod stats;
 pub mod store;
 pub mod units;

@@ -58,6 +58,7 @@ mod report;
 mod report_verdict;
 mod round_trips;
 mod schema;
+mod serve;
 mod shards;
 mod shards_wire;
 mod side_tls;

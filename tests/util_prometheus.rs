@@ -32,16 +32,20 @@ impl Prometheus {
     /// Starts Prometheus and waits for `/-/ready`; None when the binary is not
     /// installed (see [`require`]).
     pub fn start(test: &str) -> Option<Prometheus> {
+        Prometheus::start_with(
+            test,
+            "global:\n  scrape_interval: 15s\nscrape_configs: []\n",
+        )
+    }
+
+    /// [`Prometheus::start`] with this configuration file.
+    pub fn start_with(test: &str, yaml: &str) -> Option<Prometheus> {
         if !require("prometheus") {
             return None;
         }
         let dir = temp_dir(test);
         let config = dir.join("prometheus.yml");
-        std::fs::write(
-            &config,
-            "global:\n  scrape_interval: 15s\nscrape_configs: []\n",
-        )
-        .unwrap();
+        std::fs::write(&config, yaml).unwrap();
         let port = free_port();
         let log = std::fs::File::create(dir.join("prometheus.log")).unwrap();
         let child = Command::new("prometheus")

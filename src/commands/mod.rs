@@ -21,6 +21,7 @@ mod probe;
 mod report;
 mod runs;
 pub(crate) mod saving;
+mod serve;
 mod watching;
 mod wire;
 
@@ -41,6 +42,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Disk(args) => disk::run(args),
         Command::Lab(args) => lab::run(args),
         Command::Wire(args) => wire::run(args),
+        Command::Serve(args) => serve::run(args),
         Command::Runs(args) => runs::list(args),
         Command::Show(args) => runs::show(args),
         Command::Export(args) => runs::export(args),

@@ -35,6 +35,20 @@ pub struct TlsInfo {
     pub alpn: Option<String>,
     /// The session was resumed (no full handshake).
     pub resumed: bool,
+    /// When the first certificate of the chain the server sent to expire does, in
+    /// seconds since the epoch (blackbox_exporter's `probe_ssl_earliest_cert_expiry`);
+    /// None on a resumed session (no certificates are sent) or an unreadable one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cert_not_after_s: Option<i64>,
+}
+
+/// The earliest `notAfter` among DER certificates, seconds since the epoch.
+pub fn earliest_not_after(certs: &[rustls_pki_types::CertificateDer<'_>]) -> Option<i64> {
+    certs
+        .iter()
+        .filter_map(|c| x509_parser::parse_x509_certificate(c.as_ref()).ok())
+        .map(|(_, cert)| cert.validity().not_after.timestamp())
+        .min()
 }
 
 /// A plain or TLS client byte stream.
@@ -103,6 +117,7 @@ pub async fn open(target: &Target, opts: &ConnectOptions) -> Result<Connected, N
                     .alpn_protocol()
                     .map(|p| String::from_utf8_lossy(p).into_owned()),
                 resumed: matches!(conn.handshake_kind(), Some(rustls::HandshakeKind::Resumed)),
+                cert_not_after_s: conn.peer_certificates().and_then(earliest_not_after),
             };
             (Stream::Tls(Box::new(tls)), start.elapsed(), Some(info))
         }

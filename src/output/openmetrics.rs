@@ -123,7 +123,7 @@ fn help(name: &str) -> &'static str {
 }
 
 /// Escapes a label value (backslash, double quote, newline).
-fn escape(v: &str) -> String {
+pub fn escape(v: &str) -> String {
     // An imported run's label may carry escape codes: shown, never passed on.
     crate::visible::visible(v)
         .replace('\\', "\\\\")
@@ -175,7 +175,7 @@ pub fn text(samples: &[Sample]) -> String {
 }
 
 /// A value as OpenMetrics writes numbers (integers without a fraction).
-fn number(v: f64) -> String {
+pub fn number(v: f64) -> String {
     if v.is_finite() && v.fract() == 0.0 && v.abs() < 1e15 {
         format!("{}", v as i64)
     } else {

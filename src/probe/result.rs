@@ -25,6 +25,9 @@ pub struct TlsSummary {
     pub alpn: Option<String>,
     /// Some new connection resumed its TLS session (the resumed series has samples).
     pub resumed: bool,
+    /// When the earliest certificate the server sent expires, seconds since the epoch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cert_not_after_s: Option<i64>,
 }
 
 /// The kernel's `TCP_INFO` of the reused connection at its end, ms.
@@ -316,6 +319,7 @@ impl ProbeResult {
                 version,
                 alpn,
                 resumed: any_resumed,
+                cert_not_after_s: None,
             }),
             fresh,
             reused,

@@ -109,6 +109,7 @@ pub(super) struct Runner<'a> {
     first_cache: Option<crate::cache::CacheState>,
     tls_version: Option<String>,
     alpn: Option<String>,
+    cert_not_after_s: Option<i64>,
     first_error: Option<NetError>,
     started: SystemTime,
     /// Retransmissions of the round connections closed so far.
@@ -140,6 +141,7 @@ impl<'a> Runner<'a> {
             last: None,
             first_cache: None,
             tls_version: None,
+            cert_not_after_s: None,
             alpn: None,
             first_error: None,
             started: SystemTime::now(),
@@ -178,6 +180,9 @@ impl<'a> Runner<'a> {
         );
         if let Some(f) = result.first_request.as_mut() {
             f.cache = self.first_cache;
+        }
+        if let Some(t) = result.tls.as_mut() {
+            t.cert_not_after_s = self.cert_not_after_s;
         }
         result.client = super::noise::summary(&result.samples, too_busy);
         result
@@ -219,6 +224,9 @@ impl<'a> Runner<'a> {
         if let Some(info) = &http.tls_info {
             self.tls_version.get_or_insert_with(|| info.version.clone());
             self.alpn = info.alpn.clone();
+            if info.cert_not_after_s.is_some() {
+                self.cert_not_after_s = info.cert_not_after_s;
+            }
         }
         Ok((http, phases))
     }

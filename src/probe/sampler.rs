@@ -92,7 +92,7 @@ pub async fn sample(
     configs: &[ProbeConfig],
     sampling: &Sampling,
     stop: &Stop,
-    decided: &mut dyn FnMut(&[ProbeResult]) -> bool,
+    decided: &mut (dyn FnMut(&[ProbeResult]) -> bool + Send),
 ) -> Vec<Result<ProbeResult, NetError>> {
     if configs.len() > 1 && configs.iter().any(|c| c.client.http3) {
         let mut out = Vec::new();

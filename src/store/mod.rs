@@ -127,6 +127,28 @@ impl Store {
         )
     }
 
+    /// Deletes the runs labelled `label` that started before `before_ms` (ms since
+    /// the epoch), their histograms with them, keeping at least the newest
+    /// `keep_newest` of them whatever their age; returns how many went. `latscope
+    /// serve`'s retention.
+    pub fn prune(
+        &mut self,
+        label: &str,
+        before_ms: i64,
+        keep_newest: usize,
+    ) -> Result<usize, StoreError> {
+        let sql = self.sql();
+        let n = self
+            .conn
+            .execute(
+                "DELETE FROM runs WHERE label = ?1 AND started_at_ms < ?2 AND id NOT IN
+                   (SELECT id FROM runs WHERE label = ?1 ORDER BY started_at_ms DESC LIMIT ?3)",
+                rusqlite::params![label, before_ms, keep_newest as i64],
+            )
+            .map_err(sql)?;
+        Ok(n)
+    }
+
     /// Saves an imported run (already checked and redacted), in one transaction:
     /// its documents are written out one at a time, each dropped once it is stored,
     /// so a large run is never held as text and documents at once.

@@ -210,3 +210,31 @@ fn headline_skips_a_failed_url() {
     let diagnose = json!({"kind": "diagnose", "results": [failed, {"probe": measured}]});
     assert_eq!(headline("diagnose", &diagnose)["fresh_ttfb_p50_ms"], 2.5);
 }
+
+/// Pruning deletes only the label's old runs, their histograms with them, and never
+/// the newest ones kept.
+#[test]
+fn prune_deletes_a_labels_old_runs_only() {
+    let path = temp_db("prune");
+    let mut store = Store::open(&path).unwrap();
+    let old = store.save(&run("probe", Some("serve:blog"), 1000)).unwrap();
+    let older = store.save(&run("probe", Some("serve:blog"), 500)).unwrap();
+    let newer = store.save(&run("probe", Some("serve:blog"), 3000)).unwrap();
+    let other = store.save(&run("probe", Some("mine"), 100)).unwrap();
+    assert_eq!(store.prune("serve:blog", 2000, 1).unwrap(), 2);
+    for gone in [&old, &older] {
+        assert!(matches!(store.load(gone), Err(StoreError::NotFound(_))));
+    }
+    assert!(store.load(&newer).is_ok() && store.load(&other).is_ok());
+    // The newest kept even when it is old.
+    assert_eq!(store.prune("serve:blog", 10_000, 1).unwrap(), 0);
+    let orphans: i64 = store
+        .conn
+        .query_row(
+            "SELECT COUNT(*) FROM histograms WHERE run_id NOT IN (SELECT id FROM runs)",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(orphans, 0, "the histograms go with their runs");
+}

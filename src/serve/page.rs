@@ -1,0 +1,114 @@
+//! The page at `/`: each target's current verdict — the status, "where the time
+//! goes", its findings — and the last changes. Server-side HTML, no script, every
+//! text a server sent escaped as the report escapes it.
+
+use std::fmt::Write;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::report::html::esc;
+
+use super::state::{failure, State};
+
+/// A time as `2026-11-27 16:05:09Z`.
+fn when(t: SystemTime) -> String {
+    let s = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    humantime::format_rfc3339_seconds(UNIX_EPOCH + std::time::Duration::from_secs(s))
+        .to_string()
+        .replace('T', " ")
+}
+
+/// The whole page.
+pub fn render(state: &State) -> String {
+    let mut h = String::from(
+        "<!doctype html><html lang=en><head><meta charset=utf-8>\
+         <meta http-equiv=refresh content=30><title>latscope serve</title><style>\
+         body{font:15px/1.4 system-ui,sans-serif;margin:2em;max-width:70em}\
+         table{border-collapse:collapse}td,th{padding:.3em .8em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}\
+         .ok{color:#070}.fail{color:#b00}.warn{color:#a60}.crit{color:#b00}.info{color:#555}\
+         </style></head><body><h1>latscope serve</h1>",
+    );
+    if state.targets.is_empty() {
+        h.push_str("<p>No targets are scheduled: give <code>--config FILE</code>. <code>/probe?target=URL</code> answers meanwhile.</p>");
+    } else {
+        h.push_str("<table id=targets><tr><th>target</th><th>status</th><th>where the time goes</th><th>findings</th><th>last check</th></tr>");
+        for (name, t) in &state.targets {
+            let (status, class, summary, at) = match &t.last {
+                None => (
+                    "not checked yet".to_string(),
+                    "info",
+                    String::new(),
+                    String::new(),
+                ),
+                Some(o) => {
+                    let (status, class) = if o.success() {
+                        let s = o
+                            .result
+                            .as_ref()
+                            .ok()
+                            .and_then(|c| c.probe.status)
+                            .unwrap_or(0);
+                        (format!("{s} OK"), "ok")
+                    } else {
+                        (format!("failing: {}", failure(o)), "fail")
+                    };
+                    let summary = o
+                        .result
+                        .as_ref()
+                        .ok()
+                        .and_then(|c| c.summary.clone())
+                        .unwrap_or_default();
+                    (status, class, summary, when(o.at))
+                }
+            };
+            let _ = write!(
+                h,
+                "<tr class=target><td><b>{}</b><br><small>{} · {} every {}</small></td><td class={class}>{}</td><td>{}</td><td>",
+                esc(name),
+                esc(&t.target.target.url),
+                t.target.check.name(),
+                humantime::format_duration(t.target.interval),
+                esc(&status),
+                esc(&summary),
+            );
+            if t.active.is_empty() {
+                h.push_str("none");
+            }
+            for (id, (sev, title)) in &t.active {
+                let _ = write!(
+                    h,
+                    "<div class={sev}><b>{sev}</b> <code>{}</code> {}</div>",
+                    esc(id),
+                    esc(title)
+                );
+            }
+            let _ = write!(
+                h,
+                "</td><td>{at}<br><small>{} checks, {} failed</small></td></tr>",
+                t.checks, t.failures
+            );
+        }
+        h.push_str("</table>");
+    }
+    h.push_str("<h2>Last changes</h2>");
+    if state.events.is_empty() {
+        h.push_str("<p id=changes>None yet: a change is a finding that appears or goes away, or a target that starts failing or recovers, each confirmed by two checks in a row.</p>");
+    } else {
+        h.push_str(
+            "<table id=changes><tr><th>when</th><th>target</th><th>change</th><th></th></tr>",
+        );
+        for c in state.events.iter().rev().take(50) {
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td>{} <code>{}</code></td><td>{}</td></tr>",
+                when(c.at),
+                esc(&c.target),
+                c.what.replace('_', " "),
+                esc(&c.id),
+                esc(&c.detail)
+            );
+        }
+        h.push_str("</table>");
+    }
+    h.push_str("<p><small><a href=/metrics>/metrics</a> · <code>/probe?target=URL&amp;module=http_2xx</code> · <code>POST /-/reload</code></small></p></body></html>\n");
+    h
+}

@@ -1,0 +1,563 @@
+//! `latscope serve` against real software: blackbox_exporter (Debian's
+//! `prometheus-blackbox-exporter`) probing the same TLS server as `/probe` agrees on
+//! the shared metrics; a real Prometheus scrapes `/metrics` and `/probe` with the
+//! scrape config `--print-config prometheus` writes, and promtool checks and unit-
+//! tests the alerting rules of `--print-config rules`; a cache switched off mid-run
+//! (a Python server whose `Cache-Control` turns `private`, RFC 9111 §5.2.2.7) is
+//! exactly one change event; a bad reload keeps the old configuration; SIGTERM
+//! stores what was checked; `--once` checks, prints and stores.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use latscope::lab::{self, LabOptions, LabTls};
+
+use crate::util::{free_port, latscope, run_within};
+use crate::util_prometheus::Prometheus;
+use crate::util_real::{python_server, TempDir};
+use crate::util_require::require;
+use crate::util_wire::ChildGuard;
+
+/// How long a condition may take before the test fails.
+const WAIT: Duration = Duration::from_secs(60);
+
+/// GET (or POST) `path` on 127.0.0.1:`port` over HTTP/1.0: status and body.
+fn http(port: u16, method: &str, path: &str) -> Result<(u16, String), String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n"
+    )
+    .map_err(|e| e.to_string())?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).map_err(|e| e.to_string())?;
+    let status = text
+        .get(9..12)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("not HTTP: {text}"))?;
+    Ok((
+        status,
+        text.split_once("\r\n\r\n")
+            .map(|(_, b)| b.to_string())
+            .unwrap_or_default(),
+    ))
+}
+
+/// Waits until `f` gives Some, or fails the test saying `what`.
+fn until<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "not within {WAIT:?}: {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A sample's value in Prometheus text: the line that starts with `series ` exactly.
+fn value(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+/// A running `latscope serve`, stopped (SIGTERM) on drop.
+struct Serve {
+    child: Option<Child>,
+    port: u16,
+    log: std::path::PathBuf,
+}
+
+impl Serve {
+    fn start(dir: &TempDir, config: &str) -> Serve {
+        let port = free_port();
+        let log = dir.join("serve.log");
+        let child = latscope()
+            .args([
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--config",
+                config,
+            ])
+            .arg("--db")
+            .arg(dir.join("runs.db"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("latscope serve starts");
+        let s = Serve {
+            child: Some(child),
+            port,
+            log,
+        };
+        until("serve answers /-/healthy", || {
+            http(port, "GET", "/-/healthy")
+                .ok()
+                .filter(|(st, _)| *st == 200)
+        });
+        s
+    }
+
+    fn get(&self, path: &str) -> (u16, String) {
+        http(self.port, "GET", path).expect("serve answers")
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// SIGTERM, then its exit status (within 30 s).
+    fn stop(&mut self) -> std::process::ExitStatus {
+        let mut child = self.child.take().expect("running");
+        unsafe {
+            libc::kill(child.id() as i32, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                return st;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("serve did not stop within 30 s of SIGTERM:\n{}", self.log());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// The median of each named series over the texts.
+fn medians(texts: &[String], series: &str) -> f64 {
+    let mut v: Vec<f64> = texts
+        .iter()
+        .map(|t| value(t, series).unwrap_or_else(|| panic!("{series} missing in\n{t}")))
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// blackbox_exporter and `/probe` probe the same TLS server (a 50 ms handler), seven
+/// times each, alternating: the shared metrics agree — status, version, TLS version,
+/// success, the certificate's expiry to the second, the body's length — and each
+/// phase's median within 2 ms or 5 %.
+#[test]
+fn probe_agrees_with_blackbox_exporter() {
+    if !require("prometheus-blackbox-exporter") {
+        return;
+    }
+    let tls = LabTls::self_signed(&[]).unwrap();
+    let pem = tls.cert_pem().to_string();
+    let lab = lab::spawn(LabOptions {
+        tls: Some(tls),
+        ..LabOptions::default()
+    })
+    .expect("lab starts");
+    let dir = TempDir::new("serve-blackbox");
+    let ca = dir.write("ca.pem", &pem);
+    let bb_config = dir.write(
+        "blackbox.yml",
+        &format!(
+            "modules:\n  http_2xx:\n    prober: http\n    timeout: 10s\n    http:\n      preferred_ip_protocol: ip4\n      enable_http2: false\n      tls_config:\n        ca_file: {ca}\n"
+        ),
+    );
+    let bb_port = free_port();
+    let _bb = ChildGuard(
+        Command::new("prometheus-blackbox-exporter")
+            .arg(format!("--config.file={bb_config}"))
+            .arg(format!("--web.listen-address=127.0.0.1:{bb_port}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("blackbox_exporter starts"),
+    );
+    until("blackbox_exporter answers", || {
+        http(bb_port, "GET", "/-/healthy")
+            .ok()
+            .filter(|(s, _)| *s == 200)
+    });
+    let config = dir.write(
+        "targets.toml",
+        &format!("[module.http_2xx]\ncacert = \"{ca}\"\nhttp = \"1.1\"\nsamples = 1\n"),
+    );
+    let serve = Serve::start(&dir, &config);
+    let url = lab.url("/delay/50ms");
+    let q = format!(
+        "/probe?module=http_2xx&target={}",
+        url::form_urlencoded::byte_serialize(url.as_bytes()).collect::<String>()
+    );
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    for _ in 0..7 {
+        let (s, b) = http(bb_port, "GET", &q).expect("blackbox answers");
+        assert_eq!(s, 200, "{b}");
+        theirs.push(b);
+        let (s, b) = serve.get(&q);
+        assert_eq!(s, 200, "{b}");
+        ours.push(b);
+    }
+    for exact in [
+        "probe_success",
+        "probe_http_status_code",
+        "probe_http_version",
+        "probe_http_ssl",
+        "probe_http_redirects",
+        "probe_ssl_earliest_cert_expiry",
+        "probe_http_uncompressed_body_length",
+        "probe_http_content_length",
+        "probe_tls_version_info{version=\"TLS 1.3\"}",
+    ] {
+        assert_eq!(
+            value(&ours[0], exact),
+            value(&theirs[0], exact),
+            "{exact}:\nlatscope:\n{}\nblackbox:\n{}",
+            ours[0],
+            theirs[0]
+        );
+    }
+    assert_eq!(value(&ours[0], "probe_success"), Some(1.0), "{}", ours[0]);
+    for phase in ["connect", "tls", "processing", "transfer"] {
+        let series = format!("probe_http_duration_seconds{{phase=\"{phase}\"}}");
+        let (a, b) = (medians(&ours, &series), medians(&theirs, &series));
+        let tolerance = (0.05 * a.max(b)).max(0.002);
+        assert!(
+            (a - b).abs() <= tolerance,
+            "{phase}: latscope {:.2} ms vs blackbox {:.2} ms",
+            a * 1e3,
+            b * 1e3
+        );
+    }
+    let processing = medians(&ours, "probe_http_duration_seconds{phase=\"processing\"}");
+    assert!(
+        (0.045..0.2).contains(&processing),
+        "the 50 ms handler: {processing}"
+    );
+}
+
+/// The rules `--print-config rules` writes load in promtool, and each alert fires in
+/// promtool's unit test on the series that should fire it, not on healthy ones; a
+/// real Prometheus scrapes `/metrics` and `/probe` with the scrape config
+/// `--print-config prometheus` writes.
+#[test]
+fn prometheus_scrapes_serve_and_the_rules_pass_promtool() {
+    if !require("promtool") || !require("prometheus") {
+        return;
+    }
+    let dir = TempDir::new("serve-prom");
+    let out = run_within(
+        &["serve", "--print-config", "rules"],
+        Duration::from_secs(30),
+    );
+    assert!(out.status.success(), "{out:?}");
+    let rules = dir.write("rules.yml", &String::from_utf8_lossy(&out.stdout));
+    let check = Command::new("promtool")
+        .args(["check", "rules", &rules])
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let tests = dir.write("rules_test.yml", RULE_TESTS);
+    let test = Command::new("promtool")
+        .args(["test", "rules", &tests])
+        .current_dir(&dir.0)
+        .output()
+        .unwrap();
+    assert!(
+        test.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&test.stdout),
+        String::from_utf8_lossy(&test.stderr)
+    );
+
+    let lab = lab::spawn(LabOptions::default()).expect("lab starts");
+    let config = dir.write(
+        "targets.toml",
+        &format!(
+            "[[target]]\nurl = \"{}\"\nname = \"lab\"\ninterval = \"1s\"\nsamples = 1\n",
+            lab.url("/")
+        ),
+    );
+    let serve = Serve::start(&dir, &config);
+    let listen = format!("127.0.0.1:{}", serve.port);
+    let out = run_within(
+        &["serve", "--print-config", "prometheus", "--listen", &listen],
+        Duration::from_secs(30),
+    );
+    assert!(out.status.success(), "{out:?}");
+    let scrape = String::from_utf8_lossy(&out.stdout)
+        .replace("https://example.org/", &lab.url("/"))
+        .replace("scrape_interval: 30s", "scrape_interval: 1s");
+    let yaml = format!("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n{scrape}");
+    let Some(prom) = Prometheus::start_with("serve_scrape", &yaml) else {
+        return;
+    };
+    until(
+        "Prometheus has scraped latscope_probe_success{target=\"lab\"} 1",
+        || {
+            prom.query("latscope_probe_success{target=\"lab\"} == 1")
+                .first()
+                .cloned()
+        },
+    );
+    until(
+        "Prometheus has scraped probe_success 1 through /probe",
+        || {
+            prom.query("probe_success{job=\"latscope_probe\"} == 1")
+                .first()
+                .cloned()
+        },
+    );
+    let phases =
+        prom.query("latscope_phase_seconds{target=\"lab\",series=\"fresh\",phase=\"total\"}");
+    assert_eq!(phases.len(), 1, "{phases:?}");
+}
+
+/// promtool's unit tests of the alerting rules: each alert fires on its series and
+/// stays quiet on a healthy target.
+const RULE_TESTS: &str = r#"rule_files: [rules.yml]
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+      - series: 'latscope_failing{target="down"}'
+        values: '0 1 1 1 1'
+      - series: 'latscope_failing{target="up"}'
+        values: '0 0 0 0 0'
+      - series: 'latscope_finding{target="blog",id="no-compression",severity="warn"}'
+        values: '1x20'
+      - series: 'latscope_finding{target="blog",id="no-http3",severity="info"}'
+        values: '1x20'
+      - series: 'latscope_cert_expiry_timestamp_seconds{target="blog"}'
+        values: '864000x90'
+      - series: 'latscope_cert_expiry_timestamp_seconds{target="wiki"}'
+        values: '99999999x90'
+    alert_rule_test:
+      - eval_time: 4m
+        alertname: LatscopeTargetFailing
+        exp_alerts:
+          - exp_labels: {target: down, severity: critical}
+            exp_annotations:
+              summary: "down fails: no answer, or a status other than 2xx/3xx"
+      - eval_time: 16m
+        alertname: LatscopeFindingHolds
+        exp_alerts:
+          - exp_labels: {target: blog, id: no-compression, severity: warning}
+            exp_annotations:
+              summary: "blog: no-compression (warn) for 15 minutes"
+      - eval_time: 80m
+        alertname: LatscopeCertificateExpiresSoon
+        exp_alerts:
+          - exp_labels: {target: blog, severity: warning}
+            exp_annotations:
+              summary: "a certificate of blog expires within 14 days"
+  - interval: 1m
+    input_series:
+      - series: 'latscope_cache_status{target="blog",status="hit"}'
+        values: '1x70 _x60'
+      - series: 'latscope_cache_status{target="blog",status="miss"}'
+        values: '_x70 1x60'
+      - series: 'latscope_cache_status{target="wiki",status="hit"}'
+        values: '1x130'
+    alert_rule_test:
+      - eval_time: 60m
+        alertname: LatscopeCacheStoppedHitting
+        exp_alerts: []
+      - eval_time: 85m
+        alertname: LatscopeCacheStoppedHitting
+        exp_alerts:
+          - exp_labels: {target: blog, status: hit, severity: warning}
+            exp_annotations:
+              summary: "the cache in front of blog stopped answering hits"
+"#;
+
+/// A page that turns `Cache-Control: private` (RFC 9111 §5.2.2.7: no shared cache may
+/// store it) while serve checks it every second: exactly one change event, naming
+/// the finding that appeared, in the log, the counter and the page; a bad reload is
+/// refused with its line and the old targets stay; SIGTERM stores the checks and
+/// exits 0.
+#[test]
+fn a_cache_switched_off_mid_run_is_one_change() {
+    if !require("python3") {
+        return;
+    }
+    let dir = TempDir::new("serve-change");
+    let flag = dir.join("private");
+    let script = r#"
+import http.server, os, sys
+flag = sys.argv[1]
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        body = b"<html><body>" + b"a page " * 50 + b"</body></html>"
+        self.send_response(200)
+        if os.path.exists(flag):
+            self.send_header("Cache-Control", "private, max-age=0")
+        else:
+            self.send_header("Cache-Control", "public, max-age=300")
+        self.send_header("ETag", '"v1"')
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+    let (_py, port) = python_server(script, &[flag.to_str().unwrap()]);
+    let config = dir.write(
+        "targets.toml",
+        &format!(
+            "[[target]]\nurl = \"http://127.0.0.1:{port}/\"\nname = \"site\"\ncheck = \"diagnose\"\ninterval = \"1s\"\nsamples = 2\n"
+        ),
+    );
+    let mut serve = Serve::start(&dir, &config);
+    let checks = |s: &Serve| {
+        value(
+            &s.get("/metrics").1,
+            "latscope_checks_total{target=\"site\"}",
+        )
+        .unwrap_or(0.0)
+    };
+    until("three checks of the public page", || {
+        (checks(&serve) >= 3.0).then_some(())
+    });
+    let before = serve.get("/metrics").1;
+    assert!(!before.contains("id=\"not-shared-cacheable\""), "{before}");
+    std::fs::write(&flag, "").unwrap();
+    let appeared = "latscope_change_total{target=\"site\",what=\"finding_appeared\",id=\"not-shared-cacheable\"}";
+    until("the change event", || {
+        (value(&serve.get("/metrics").1, appeared) == Some(1.0)).then_some(())
+    });
+    // Three checks more of the private page: the state holds, nothing else changes.
+    let now = checks(&serve);
+    until("three more checks", || {
+        (checks(&serve) >= now + 3.0).then_some(())
+    });
+    let metrics = serve.get("/metrics").1;
+    let events: Vec<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("latscope_change_total"))
+        .collect();
+    assert_eq!(events, [format!("{appeared} 1")], "{metrics}");
+    assert!(
+        metrics.contains(
+            "latscope_finding{target=\"site\",id=\"not-shared-cacheable\",severity=\"warn\"} 1"
+        ),
+        "{metrics}"
+    );
+    let log = serve.log();
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("finding_") || l.contains("probe_"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{log}");
+    assert!(
+        lines[0].contains("site: finding_appeared not-shared-cacheable"),
+        "{log}"
+    );
+    let (_, page) = serve.get("/");
+    assert!(
+        page.contains("finding appeared") && page.contains("not-shared-cacheable"),
+        "{page}"
+    );
+
+    // A bad file: refused with its line, the old configuration stays.
+    std::fs::write(
+        &config,
+        "[[target]]\nurl = \"http://127.0.0.1:1/\"\ninterval = 5\n",
+    )
+    .unwrap();
+    let (status, body) = http(serve.port, "POST", "/-/reload").unwrap();
+    assert_eq!(status, 500, "{body}");
+    assert!(body.contains("line 3"), "{body}");
+    assert_eq!(
+        value(&serve.get("/metrics").1, "latscope_serve_targets"),
+        Some(1.0)
+    );
+    assert!(serve.get("/metrics").1.contains("target=\"site\""));
+
+    let status = serve.stop();
+    assert!(status.success(), "{status:?}\n{}", serve.log());
+    let listed = run_within(
+        &["runs", "--db", dir.join("runs.db").to_str().unwrap()],
+        Duration::from_secs(30),
+    );
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(listed.matches("serve:site").count() >= 6, "{listed}");
+}
+
+/// `--once`: each target checked once, printed, stored under `serve:NAME`; a target
+/// that does not answer fails the run (exit 1) and is stored as failed.
+#[test]
+fn once_checks_prints_and_stores_every_target() {
+    let lab = lab::spawn(LabOptions::default()).expect("lab starts");
+    let dir = TempDir::new("serve-once");
+    let dead = free_port();
+    let config = dir.write(
+        "targets.toml",
+        &format!(
+            "[[target]]\nurl = \"{}\"\nname = \"up\"\nsamples = 2\n\n[[target]]\nurl = \"http://127.0.0.1:{dead}/\"\nname = \"down\"\ntimeout = \"2s\"\n",
+            lab.url("/")
+        ),
+    );
+    let db = dir.join("runs.db");
+    let out = run_within(
+        &[
+            "serve",
+            "--once",
+            "--config",
+            &config,
+            "--db",
+            db.to_str().unwrap(),
+        ],
+        Duration::from_secs(60),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("up  200 in"), "{text}");
+    assert!(text.contains("down  FAILED"), "{text}");
+    let listed = run_within(
+        &["runs", "--db", db.to_str().unwrap()],
+        Duration::from_secs(30),
+    );
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.contains("serve:up") && listed.contains("serve:down"),
+        "{listed}"
+    );
+    // A bad file is a usage error naming the line.
+    std::fs::write(Path::new(&config), "[[target]]\nurl = 3\n").unwrap();
+    let out = run_within(
+        &["serve", "--once", "--config", &config],
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("line 2"),
+        "{out:?}"
+    );
+}
