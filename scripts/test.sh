@@ -47,6 +47,8 @@ want unbound unbound                     # a caching resolver (tests/findings_dn
 # ecosystem tests (--out prometheus, --watch, export --format openmetrics).
 want prometheus prometheus
 want prometheus-node-exporter prometheus-node-exporter
+# blackbox_exporter: `latscope serve`'s /probe agrees with it (tests/serve.rs).
+want prometheus-blackbox-exporter prometheus-blackbox-exporter
 [ -d /usr/lib/postgresql ] || need+=(postgresql)
 [ -d /usr/lib/python3/dist-packages/psycopg2 ] || need+=(python3-psycopg2) # tests/watch.rs
 # The HTML report's browser test opens it in headless Chromium.

@@ -112,13 +112,25 @@ pub struct ServeArgs {
     /// Print a file that goes with serve (prometheus: a scrape config; rules: alerting
     /// rules; systemd: a unit) and exit.
     #[arg(long, value_enum, value_name = "KIND")]
-    pub print_config: Option<crate::serve::print::PrintConfig>,
+    pub print_config: Option<PrintKind>,
     /// Run store (SQLite) path.
     #[arg(long, value_name = "PATH", env = "LATSCOPE_DB")]
     pub db: Option<PathBuf>,
     /// Do not store the checks.
     #[arg(long)]
     pub no_save: bool,
+}
+
+/// What `latscope serve --print-config` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PrintKind {
+    /// A Prometheus scrape config for /metrics and /probe.
+    Prometheus,
+    /// Prometheus alerting rules (a target failing, a finding that holds, the cache
+    /// that stopped hitting, a certificate about to expire).
+    Rules,
+    /// A systemd unit.
+    Systemd,
 }
 
 /// `latscope completions`.

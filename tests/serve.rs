@@ -379,7 +379,7 @@ tests:
       - eval_time: 60m
         alertname: LatscopeCacheStoppedHitting
         exp_alerts: []
-      - eval_time: 85m
+      - eval_time: 95m
         alertname: LatscopeCacheStoppedHitting
         exp_alerts:
           - exp_labels: {target: blog, status: hit, severity: warning}

@@ -45,6 +45,13 @@ const MAX_CONNECTIONS: usize = 64;
 /// Runs `latscope serve`.
 pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
     if let Some(kind) = args.print_config {
+        use crate::cli::PrintKind;
+        use serve::print::PrintConfig;
+        let kind = match kind {
+            PrintKind::Prometheus => PrintConfig::Prometheus,
+            PrintKind::Rules => PrintConfig::Rules,
+            PrintKind::Systemd => PrintConfig::Systemd,
+        };
         let config = args.config.as_ref().map(|p| p.display().to_string());
         super::output::say(&serve::print::render(kind, &args.listen, config.as_deref()))?;
         return Ok(0);

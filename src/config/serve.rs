@@ -131,6 +131,8 @@ struct RawRequest {
     method: Option<String>,
 }
 
+/// A `[[target]]`: its own fields, then [`RawRequest`]'s, written out (not
+/// `#[serde(flatten)]`, which would lose the line numbers of the errors).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawTarget {
@@ -140,8 +142,33 @@ struct RawTarget {
     labels: BTreeMap<String, String>,
     #[serde(default)]
     load: bool,
-    #[serde(flatten)]
-    request: RawRequest,
+    interval: Option<String>,
+    timeout: Option<String>,
+    samples: Option<u32>,
+    check: Option<Check>,
+    headers: Option<Vec<String>>,
+    cacert: Option<PathBuf>,
+    insecure: Option<bool>,
+    resolve: Option<Vec<String>>,
+    http: Option<String>,
+    method: Option<String>,
+}
+
+impl RawTarget {
+    fn request(&self) -> RawRequest {
+        RawRequest {
+            interval: self.interval.clone(),
+            timeout: self.timeout.clone(),
+            samples: self.samples,
+            check: self.check,
+            headers: self.headers.clone(),
+            cacert: self.cacert.clone(),
+            insecure: self.insecure,
+            resolve: self.resolve.clone(),
+            http: self.http.clone(),
+            method: self.method.clone(),
+        }
+    }
 }
 
 impl RawRequest {
@@ -299,7 +326,7 @@ fn check_target(t: &RawTarget, defaults: &RawRequest, dir: &Path) -> Result<Serv
             t.url
         ));
     }
-    let r = t.request.over(defaults);
+    let r = t.request().over(defaults);
     let interval = match &r.interval {
         None => Duration::from_secs(60),
         Some(v) => crate::units::parse_duration(v).map_err(|e| format!("interval = {v:?}: {e}"))?,

@@ -3,7 +3,7 @@
 //! blackbox_exporter is scraped), alerting rules, a systemd unit.
 
 /// What `--print-config` can write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PrintConfig {
     /// A Prometheus scrape config for `/metrics` and `/probe`.
     Prometheus,
