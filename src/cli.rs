@@ -237,6 +237,12 @@ pub struct CompareArgs {
     /// Print the comparison as JSON (fields in the README's "JSON" section).
     #[arg(long)]
     pub json: bool,
+    /// Show every row, not only those that changed significantly or by 2× or more.
+    #[arg(long)]
+    pub all: bool,
+    /// Explain the columns and the significance tests after the tables.
+    #[arg(long)]
+    pub explain: bool,
     #[command(flatten)]
     pub db: DbArgs,
 }
