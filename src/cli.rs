@@ -343,9 +343,17 @@ pub struct ProbeArgs {
     /// URLs to probe (http://, https://, or tcp://host:port for a TCP-connect ping).
     #[arg(required = true, value_name = "URL")]
     pub urls: Vec<String>,
-    /// Requests per series (fresh connections, one reused connection, and on TLS
-    /// new connections resuming a session).
-    #[arg(short = 'n', long = "count", default_value_t = 10, value_name = "N")]
+    /// Samples per series: requests on fresh connections, on one reused connection,
+    /// and on TLS on new connections resuming a session (so about 3×N requests in
+    /// all). `-n`/`--count` still work (deprecated: in load, as in hey and ab, `-n` is
+    /// the number of requests).
+    #[arg(
+        long = "samples",
+        short_alias = 'n',
+        alias = "count",
+        default_value_t = 10,
+        value_name = "N"
+    )]
     pub count: u32,
     /// Distance to the server, km: adds the physical floor (2 × distance / 200,000 km/s).
     #[arg(long, value_name = "KM")]
@@ -639,8 +647,15 @@ pub struct DiagnoseArgs {
     /// URLs to diagnose (several are shown side by side).
     #[arg(required = true, value_name = "URL")]
     pub urls: Vec<String>,
-    /// Probe requests per series (fresh, then reused).
-    #[arg(short = 'n', long = "count", default_value_t = 10, value_name = "N")]
+    /// Probe samples per series (fresh, then reused). `-n`/`--count` still work
+    /// (deprecated: in load, as in hey and ab, `-n` is the number of requests).
+    #[arg(
+        long = "samples",
+        short_alias = 'n',
+        alias = "count",
+        default_value_t = 10,
+        value_name = "N"
+    )]
     pub count: u32,
     /// Also probe the origin directly at ADDR (IP or IP:PORT): what the CDN hop costs.
     #[arg(long, value_name = "ADDR")]

@@ -127,6 +127,13 @@ fn ok(out: &std::process::Output, what: &str) {
     );
 }
 
+/// A saving command's text ends with where the run went (issue 37 item 6).
+fn saved_at_the_end(out: &std::process::Output) {
+    let text = String::from_utf8_lossy(&out.stdout);
+    let last = text.trim_end().lines().last().unwrap_or_default();
+    assert!(last.starts_with("  saved as run "), "{text}");
+}
+
 fn section<'a>(cmp: &'a Value, name: &str) -> &'a Value {
     cmp["sections"]
         .as_array()
@@ -274,6 +281,7 @@ fn compare_leads_with_verdict_and_shows_the_hit_ratio() {
             ],
         );
         ok(&out, label);
+        saved_at_the_end(&out);
         let out = latscope_in(
             db,
             &[
@@ -288,6 +296,7 @@ fn compare_leads_with_verdict_and_shows_the_hit_ratio() {
             ],
         );
         ok(&out, label);
+        saved_at_the_end(&out);
     }
     let text = |args: &[&str]| {
         let out = latscope_in(db, args);

@@ -602,3 +602,63 @@ fn unresolvable_names_exit_1() {
         "{err}"
     );
 }
+
+/// Issue 37 item 6: `-n` means a number of requests only where hey and ab use it
+/// (`load`); probe and diagnose count samples per series with `--samples`, and the
+/// old `-n`/`--count` still work (hidden, deprecated) so no script breaks. A TCP ping
+/// takes exactly that many connects; help shows `--samples`, not `-n`; zero is a
+/// usage error naming `--samples` whichever spelling was used.
+#[test]
+fn samples_per_series_and_the_old_n_still_works() {
+    let lab = lab::spawn(LabOptions::default()).unwrap();
+    let addr = lab.base_url().replace("http://", "tcp://");
+    let addr = addr.trim_end_matches('/');
+    for flag in ["--samples", "-n", "--count"] {
+        let v = probe_json(&[addr, flag, "4"]);
+        assert_eq!(v["fresh"]["count"], 4, "{flag}: {v}");
+    }
+    for cmd in ["probe", "diagnose"] {
+        let help = run_within(&[cmd, "--help"], LIMIT);
+        let help = String::from_utf8_lossy(&help.stdout);
+        assert!(help.contains("--samples <N>"), "{help}");
+        // The old spelling is named as deprecated in --samples' help, not offered.
+        assert!(
+            !help.lines().any(|l| l.trim_start().starts_with("-n,")),
+            "{help}"
+        );
+        for flag in ["--samples", "-n"] {
+            let out = run_within(&[cmd, "--no-save", &lab.url("/"), flag, "0"], LIMIT);
+            assert_eq!(out.status.code(), Some(2), "{cmd} {flag} 0");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains("--samples must be at least 1"), "{err}");
+        }
+    }
+    let v = crate::util::run_json_within(
+        &[
+            "diagnose",
+            "--json",
+            "--no-save",
+            "--no-load",
+            &lab.url("/"),
+            "--samples",
+            "3",
+        ],
+        LIMIT,
+    );
+    assert!(v["probe"]["fresh"]["count"].as_u64().unwrap() >= 3, "{v}");
+    // load's -n is the number of requests, as in hey and ab.
+    let v = crate::util::run_json_within(
+        &[
+            "load",
+            "--json",
+            "--no-save",
+            &lab.url("/"),
+            "-n",
+            "7",
+            "-c",
+            "1",
+        ],
+        LIMIT,
+    );
+    assert_eq!(v["requests"], 7, "{v}");
+}
