@@ -126,7 +126,7 @@ pub struct RunsArgs {
     /// Only the newest N runs.
     #[arg(long, value_name = "N")]
     pub last: Option<usize>,
-    /// Print the list as JSON (fields in the README's "JSON" section).
+    /// Print the list as JSON (fields in docs/json.md).
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
@@ -234,7 +234,7 @@ pub struct CompareArgs {
     /// Runs to compare (id, id prefix, label, last, last~N); the first is the baseline.
     #[arg(value_name = "RUN", required = true, num_args = 2..)]
     pub runs: Vec<String>,
-    /// Print the comparison as JSON (fields in the README's "JSON" section).
+    /// Print the comparison as JSON (fields in docs/json.md).
     #[arg(long)]
     pub json: bool,
     /// Show every row, not only those that changed significantly or by 2× or more.
@@ -318,8 +318,8 @@ pub struct HttpArgs {
 /// Flags about where results go, shared by every measuring command.
 #[derive(Debug, Args, Clone, Default)]
 pub struct OutputArgs {
-    /// Print the result as JSON: one document per run, its fields listed in the
-    /// README's "JSON" section.
+    /// Print the result as JSON: one document per run, its fields listed in
+    /// docs/json.md.
     #[arg(long)]
     pub json: bool,
     /// A name for this run, to find it again.
