@@ -33,6 +33,20 @@ pub struct StepDone {
     pub pass: bool,
 }
 
+/// A run of steps about to begin (diagnose's ramp), with what a view needs to set
+/// itself up before the first step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Steps {
+    /// What is loaded (after redirects).
+    pub url: String,
+    /// How many steps at most.
+    pub of: usize,
+    /// The last step's connections.
+    pub max_connections: u32,
+    /// Each step's length.
+    pub length: std::time::Duration,
+}
+
 /// Hears a run while it goes. Every method does nothing by default, so an observer
 /// implements only what it shows.
 pub trait Observer<S: ?Sized> {
@@ -50,6 +64,14 @@ pub trait Observer<S: ?Sized> {
     fn step_done(&mut self, done: &StepDone) {
         let _ = done;
     }
+
+    /// A run of steps begins: [`Observer::step`]s follow, then [`Observer::end`].
+    fn begin(&mut self, steps: &Steps) {
+        let _ = steps;
+    }
+
+    /// The run of steps ended (its last step, an early stop, or a failure).
+    fn end(&mut self) {}
 
     /// What the run does now ("example.com: cache audit…"); an empty message says
     /// that nothing worth a line is going on.
@@ -85,6 +107,18 @@ impl<S: ?Sized> Observer<S> for Fanout<'_, S> {
         }
     }
 
+    fn begin(&mut self, steps: &Steps) {
+        for o in &mut self.0 {
+            o.begin(steps);
+        }
+    }
+
+    fn end(&mut self) {
+        for o in &mut self.0 {
+            o.end();
+        }
+    }
+
     fn message(&mut self, text: &str) {
         for o in &mut self.0 {
             o.message(text);
@@ -95,6 +129,8 @@ impl<S: ?Sized> Observer<S> for Fanout<'_, S> {
 /// One event, as a [`Recorder`] keeps it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event<T> {
+    Begin(Steps),
+    End,
     Step(Step),
     /// What `keep` made of the second.
     Second(T),
@@ -129,6 +165,14 @@ impl<S: ?Sized, T> Observer<S> for Recorder<S, T> {
 
     fn step_done(&mut self, done: &StepDone) {
         self.events.push(Event::StepDone(done.clone()));
+    }
+
+    fn begin(&mut self, steps: &Steps) {
+        self.events.push(Event::Begin(steps.clone()));
+    }
+
+    fn end(&mut self) {
+        self.events.push(Event::End);
     }
 
     fn message(&mut self, text: &str) {

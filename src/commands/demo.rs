@@ -111,7 +111,6 @@ pub fn run(args: DemoArgs) -> anyhow::Result<u8> {
         secret_headers: Vec::new(),
         peek: false,
     };
-    let mut progress = diagnose::progress_printer();
     let mut results: Vec<Diagnosis> = Vec::new();
     for (path, load) in [
         ("/cold", false),
@@ -123,12 +122,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<u8> {
             no_load: (!load).then(|| "the demo ramps /cache/private-cookie only".to_string()),
             ..base.clone()
         };
-        results.push(diagnose::diagnose_url(
-            &interrupt,
-            &target,
-            &plan,
-            &mut progress,
-        )?);
+        results.push(diagnose::diagnose_url(&interrupt, &target, &plan)?);
         if interrupt.stop.is_stopped() {
             break;
         }

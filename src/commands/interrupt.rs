@@ -2,41 +2,43 @@
 //! both the probe's [`Stop`] and the load engine's flag, so a run ends promptly and
 //! keeps what it measured. A second signal ends the process at once (exit 130).
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use anyhow::Context;
 use tokio::signal::unix::{signal, SignalKind};
 
-use crate::probe::Stop;
+use crate::pipeline::Halt;
 
-/// Ctrl-C or SIGTERM as both a probe [`Stop`] and a flag for the load engine; the watcher runs
-/// on a runtime of its own so it fires while a blocking ramp runs too.
+/// Ctrl-C or SIGTERM as a [`Halt`] (the probe's stop and the load engine's flag); the
+/// watcher runs on a runtime of its own so it fires while a blocking ramp runs too.
+/// Derefs to its [`Halt`] (`interrupt.stop`, `interrupt.flag`, `interrupt.reason()`).
 pub(crate) struct Interrupt {
-    pub stop: Stop,
-    pub flag: Arc<AtomicBool>,
+    pub halt: Halt,
     pub runtime: tokio::runtime::Runtime,
-    /// What stopped the run, once something did.
-    why: Arc<OnceLock<&'static str>>,
+}
+
+impl std::ops::Deref for Interrupt {
+    type Target = Halt;
+
+    fn deref(&self) -> &Halt {
+        &self.halt
+    }
 }
 
 impl Interrupt {
     /// Stops the measurement once `limit` has passed, as Ctrl-C would: what was
     /// measured so far is concluded from, printed and saved.
     pub fn deadline(&self, limit: Duration) {
-        let (stop, flag, why) = (self.stop.clone(), self.flag.clone(), self.why.clone());
+        let halt = self.halt.clone();
         self.runtime.spawn(async move {
             tokio::time::sleep(limit).await;
-            let _ = why.set("--max-time reached");
             if !crate::report::live::active() {
                 eprintln!(
                     "\nlatscope: --max-time {} reached: concluding from what was measured",
                     humantime::format_duration(limit)
                 );
             }
-            flag.store(true, Ordering::SeqCst);
-            stop.stop();
+            halt.halt("--max-time reached");
         });
     }
 
@@ -46,9 +48,7 @@ impl Interrupt {
             .enable_all()
             .build()
             .context("cannot start the async runtime")?;
-        let stop = Stop::new();
-        let flag = Arc::new(AtomicBool::new(false));
-        let why = Arc::new(OnceLock::new());
+        let halt = Halt::new();
         // Registered before install returns, so a signal never finds the default
         // action (which would end the process and lose the run).
         let (mut int, mut term) = {
@@ -58,15 +58,13 @@ impl Interrupt {
                 signal(SignalKind::terminate()).context("cannot catch SIGTERM")?,
             )
         };
-        let (s, f, w) = (stop.clone(), flag.clone(), why.clone());
+        let h = halt.clone();
         runtime.spawn(async move {
             let first = tokio::select! {
                 _ = int.recv() => "interrupted (Ctrl-C)",
                 _ = term.recv() => "terminated (SIGTERM)",
             };
-            let _ = w.set(first);
-            f.store(true, Ordering::SeqCst);
-            s.stop();
+            h.halt(first);
             // The live view shows "stopping" itself; a line on its screen would smear it.
             if !crate::report::live::active() {
                 eprintln!(
@@ -83,28 +81,12 @@ impl Interrupt {
             eprintln!("\nlatscope: stopped at once (a second signal)");
             std::process::exit(130);
         });
-        Ok(Interrupt {
-            stop,
-            flag,
-            runtime,
-            why,
-        })
+        Ok(Interrupt { halt, runtime })
     }
 
     /// What Ctrl-C does, for a live view that reads it as a key (raw mode): the same
-    /// flag and stop, the same reason.
+    /// flag and stop, its own reason.
     pub fn stopper(&self) -> Box<dyn Fn() + Send> {
-        let (stop, flag, why) = (self.stop.clone(), self.flag.clone(), self.why.clone());
-        Box::new(move || {
-            let _ = why.set("stopped from the live view (q or Ctrl-C)");
-            flag.store(true, Ordering::SeqCst);
-            stop.stop();
-        })
-    }
-
-    /// What stopped the run: Ctrl-C, SIGTERM or `--max-time` ("interrupted" before
-    /// any).
-    pub fn reason(&self) -> &'static str {
-        self.why.get().copied().unwrap_or("interrupted")
+        self.halt.halter("stopped from the live view (q or Ctrl-C)")
     }
 }

@@ -6,10 +6,10 @@ use std::time::SystemTime;
 use crate::cli::ProbeArgs;
 use crate::config::http as httpcfg;
 use crate::config::OutputConfig;
-use crate::diagnose::{self, from_probe, rules, Facts, Finding};
-use crate::net::HttpVersionPref;
+use crate::diagnose::Finding;
 use crate::net::{NetError, Target};
-use crate::probe::{self, ProbeConfig, ProbeResult};
+use crate::pipeline::{self, probe::Probed, probe::Rounds};
+use crate::probe::{ProbeConfig, ProbeResult};
 use crate::report;
 use crate::schema::probe::ProbeConfigDoc;
 use crate::schema::{ProbeDoc, ProbeEntry, ProbeRun};
@@ -51,7 +51,6 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
             ));
         }
     }
-    let offered_h2 = client.version != HttpVersionPref::Http1 && !client.http3;
     let started = SystemTime::now();
     let interrupt = Interrupt::install()?;
     let stop = &interrupt.stop;
@@ -73,33 +72,10 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
                 ),
             };
             // At least -n rounds, more until every timing-based rule can decide
-            // (`probe::sampler`); a TCP ping takes exactly -n connects.
-            let sampling = if target.scheme == crate::net::Scheme::Tcp {
-                probe::Sampling::fixed(args.count)
-            } else {
-                probe::Sampling::adaptive(args.count)
-            };
-            let mut decided = |rs: &[ProbeResult]| {
-                diagnose::decided(&Facts {
-                    probe: rs.first().map(|p| from_probe::probe_facts(p, offered_h2)),
-                    distance_km: args.distance_km,
-                    ..Facts::default()
-                })
-            };
-            // With -L the page the redirects end at is probed, the chain beside it.
-            let outcome = match probe::redirect::follow(&config, stop).await {
-                Ok((config, chain)) => {
-                    let mut out =
-                        probe::sample(std::slice::from_ref(&config), &sampling, stop, &mut decided)
-                            .await;
-                    out.remove(0).map(|mut r| {
-                        r.redirects = chain.hops;
-                        r.dropped_headers = chain.dropped_headers;
-                        r
-                    })
-                }
-                Err(e) => Err(e),
-            };
+            // (`probe::sampler`); with -L the page the redirects end at is probed,
+            // the chain beside it.
+            let outcome =
+                pipeline::probe::run(&config, Rounds::Adaptive, args.distance_km, stop).await;
             outcomes.push((target.url.clone(), outcome));
         }
         outcomes
@@ -111,9 +87,11 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
     let mut entries = Vec::new();
     for (url, outcome) in outcomes {
         match outcome {
-            Ok(mut r) => {
-                r.set_distance(args.distance_km);
-                let (found, summary) = explain(&mut r, offered_h2, args.distance_km);
+            Ok(Probed {
+                result: r,
+                findings: found,
+                summary,
+            }) => {
                 entries.push(ProbeEntry::Measured(Box::new(ProbeDoc::new(
                     r.clone(),
                     found.clone(),
@@ -176,22 +154,6 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
         eprintln!("latscope: {}", super::output::clean(&format!("{url}: {e}")));
     }
     Ok(saved.exit_code(if failures.is_empty() { 0 } else { 1 }))
-}
-
-/// Runs the rules over one probe: sets its server-time label, returns its findings and
-/// the "where the time goes" paragraph.
-pub(crate) fn explain(
-    r: &mut ProbeResult,
-    offered_h2: bool,
-    distance_km: Option<f64>,
-) -> (Vec<Finding>, Option<String>) {
-    let facts = Facts {
-        probe: Some(from_probe::probe_facts(r, offered_h2)),
-        distance_km,
-        ..Facts::default()
-    };
-    r.server_time_label = rules::facts_time_label(&facts).to_string();
-    (diagnose::run_rules(&facts), diagnose::summary(&facts))
 }
 
 fn render_text(

@@ -1,11 +1,10 @@
 //! `--watch` around a load run: the scrapers start before the engine and stop after
 //! it, and their seconds are joined into the result's timeline (by the run's wall
-//! clock start) with the `watch` summary beside it; for diagnose's ramp, into the
-//! joined timeline of its steps.
+//! clock start) with the `watch` summary beside it (diagnose's ramp joins its own:
+//! `pipeline::diagnose::ramp`).
 
-use crate::diagnose::diagnosis::Ramp;
 use crate::load::LoadResult;
-use crate::watch::{ServerSecond, WatchSpec, Watched, Watcher};
+use crate::watch::{WatchSpec, Watched, Watcher};
 
 /// The scrapers for `--watch`, started now (None without `--watch`).
 pub(crate) fn start(spec: &Option<WatchSpec>) -> Option<Watcher> {
@@ -26,31 +25,6 @@ pub(crate) fn join(watched: &Watched, result: &mut LoadResult) {
     for (s, server) in result.timeline.iter_mut().zip(seconds) {
         s.server = server;
     }
-}
-
-/// Joins scrapes to the diagnose ramp's joined timeline (facts and JSON rows) and
-/// sets the `watch` summary of its `load` object.
-pub(crate) fn join_ramp(watched: &Watched, ramp: &mut Ramp) {
-    let mut joined: Vec<Option<ServerSecond>> = Vec::new();
-    for &(started, n, offset, whole) in &ramp.spans {
-        for (t, s) in watched.seconds(started, n).into_iter().enumerate() {
-            let at = (offset + (t as u32).min(whole.max(1) - 1)) as usize;
-            if joined.len() <= at {
-                joined.resize(at + 1, None);
-            }
-            if joined[at].is_none() {
-                joined[at] = s;
-            }
-        }
-    }
-    for s in &mut ramp.facts.timeline {
-        s.server = joined.get(s.t as usize).cloned().flatten();
-    }
-    for row in &mut ramp.timeline {
-        row.watched = true;
-        row.second.server = joined.get(row.second.t as usize).cloned().flatten();
-    }
-    ramp.watch = Some(watched.summary(&joined));
 }
 
 /// `p` with the `--watch` server rows scraped so far put into its seconds (`rows`

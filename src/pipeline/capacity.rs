@@ -190,6 +190,7 @@ mod tests {
                     steps.push(d.level.clone());
                 }
                 Event::Message(m) => panic!("unexpected message {m}"),
+                Event::Begin(_) | Event::End => panic!("a search is no ramp"),
             }
         }
         assert_eq!(steps, ["1 connections", "2 connections"]);

@@ -3,6 +3,11 @@
 //! tests and the coming monitoring mode (`latscope serve`) run the same thing. A
 //! pipeline measures, makes the findings and the typed document, and tells an
 //! [`Observer`](crate::observe::Observer) how it goes; it never prints, never saves
-//! and names neither `cli` nor `store`.
+//! and names neither `cli` nor `store`. Whoever runs it stops it through a [`Halt`].
 
 pub mod capacity;
+pub mod diagnose;
+pub mod halt;
+pub mod probe;
+
+pub use halt::Halt;

@@ -3,21 +3,23 @@
 //! `diagnose::stack::detect`. One call in the diagnose sequence.
 
 use crate::diagnose::stack::{self, Observed, Stack};
+use crate::load::Progress;
 use crate::net::Target;
+use crate::observe::Observer;
+use crate::pipeline::Halt;
 use crate::probe::audit::CacheObservation;
 use crate::probe::{ProbeConfig, ProbeResult};
-
-use super::interrupt::Interrupt;
 
 /// Recognises the stack behind `config.target` from the probe's and the audit's
 /// responses and, with `peek`, at most two extra requests to the audited origin
 /// (`probe::peek`), bounded in time.
 pub(crate) fn gather(
-    interrupt: &Interrupt,
+    runtime: &tokio::runtime::Runtime,
+    halt: &Halt,
     config: &ProbeConfig,
     (probe, cache): (&ProbeResult, Option<&CacheObservation>),
     peek: bool,
-    progress: &mut dyn FnMut(&str),
+    obs: &mut dyn Observer<Progress>,
 ) -> Stack {
     let mut seen: Vec<Observed> = Vec::new();
     seen.push(Observed {
@@ -48,11 +50,9 @@ pub(crate) fn gather(
         cfg.target = t;
     }
     let mut error = None;
-    if peek && !interrupt.stop.is_stopped() {
-        progress(&format!("{}: recognising the stack…", config.target));
-        let (peeked, e) = interrupt
-            .runtime
-            .block_on(crate::probe::peek::peek(&cfg, &interrupt.stop));
+    if peek && !halt.stop.is_stopped() {
+        obs.message(&format!("{}: recognising the stack…", config.target));
+        let (peeked, e) = runtime.block_on(crate::probe::peek::peek(&cfg, &halt.stop));
         error = e;
         seen.extend(peeked.into_iter().map(|p| Observed {
             status: p.status,

@@ -1,4 +1,4 @@
-//! The diagnose command's short load ramp: closed-model steps at 1, 2, 4, … up to
+//! Diagnose's short load ramp: closed-model steps at 1, 2, 4, … up to
 //! `--max-connections` connections, a few seconds each, stopping early when errors or
 //! p99 explode. The steps and their joined per-second timeline feed the load rules
 //! (knee, errors under load, periodic spikes, retransmits, client-bound).
@@ -18,6 +18,7 @@ use crate::net::{ClientOptions, RequestSpec};
 use crate::observe::{Observer, Step};
 use crate::stats::Percentiles;
 use crate::stats::StoredHistogram;
+use crate::watch::{ServerSecond, Watched};
 
 /// A step whose error rate passes this ends the ramp.
 const STOP_ERROR_RATE: f64 = 0.2;
@@ -242,6 +243,31 @@ pub(crate) fn run(
         histograms,
         spans,
     })
+}
+
+/// Joins `--watch`'s scrapes to the ramp's joined timeline (facts and JSON rows) and
+/// sets the `watch` summary of its `load` object.
+pub(crate) fn join_watched(watched: &Watched, ramp: &mut Ramp) {
+    let mut joined: Vec<Option<ServerSecond>> = Vec::new();
+    for &(started, n, offset, whole) in &ramp.spans {
+        for (t, s) in watched.seconds(started, n).into_iter().enumerate() {
+            let at = (offset + (t as u32).min(whole.max(1) - 1)) as usize;
+            if joined.len() <= at {
+                joined.resize(at + 1, None);
+            }
+            if joined[at].is_none() {
+                joined[at] = s;
+            }
+        }
+    }
+    for s in &mut ramp.facts.timeline {
+        s.server = joined.get(s.t as usize).cloned().flatten();
+    }
+    for row in &mut ramp.timeline {
+        row.watched = true;
+        row.second.server = joined.get(row.second.t as usize).cloned().flatten();
+    }
+    ramp.watch = Some(watched.summary(&joined));
 }
 
 /// Folds `s` into `last` (the same second): counts add up, percentiles take the worse.

@@ -7,11 +7,12 @@
 
 use crate::diagnose::diagnosis::Http3Probe;
 use crate::diagnose::Http3Facts;
+use crate::load::Progress;
 use crate::net::{alt_svc, svcb, Scheme, Target};
 use crate::net::{HttpVersionPref, ResolveOverride};
+use crate::observe::Observer;
+use crate::pipeline::Halt;
 use crate::probe::{self, ProbeConfig, ProbeResult};
-
-use super::interrupt::Interrupt;
 
 /// The longest the HTTPS record lookup may take (a resolver answers in milliseconds;
 /// one that does not costs the diagnosis at most this).
@@ -23,11 +24,12 @@ const H3_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 /// Probes what `main` (the probe over TCP) says about HTTP/3; None on plain http.
 /// `asked`: `--http3` was given (h3 is tried on the URL's port without an offer).
 pub(crate) fn discover(
-    interrupt: &Interrupt,
+    runtime: &tokio::runtime::Runtime,
+    halt: &Halt,
     config: &ProbeConfig,
     main: &ProbeResult,
     asked: bool,
-    progress: &mut dyn FnMut(&str),
+    obs: &mut dyn Observer<Progress>,
 ) -> Option<Http3Probe> {
     let target = &config.target;
     if target.scheme != Scheme::Https {
@@ -44,10 +46,10 @@ pub(crate) fn discover(
         .and_then(|v| alt_svc::h3_port(v, &target.host));
     if offered.is_some() {
         found.offered_by = Some("alt-svc");
-    } else if asks_dns(config) && !interrupt.stop.is_stopped() {
-        progress(&format!("{target}: looking up its HTTPS DNS record…"));
+    } else if asks_dns(config) && !halt.stop.is_stopped() {
+        obs.message(&format!("{target}: looking up its HTTPS DNS record…"));
         let lookup = svcb::lookup(&target.host, target.port, HTTPS_RR_TIMEOUT);
-        match interrupt.runtime.block_on(lookup) {
+        match runtime.block_on(lookup) {
             Ok(records) => {
                 found.https_rr_checked = true;
                 let mut service: Vec<_> = records.iter().filter(|r| r.priority > 0).collect();
@@ -69,11 +71,11 @@ pub(crate) fn discover(
     let Some(port) = port else {
         return Some(found);
     };
-    if interrupt.stop.is_stopped() {
-        found.error = Some(format!("not measured: {}", interrupt.reason()));
+    if halt.stop.is_stopped() {
+        found.error = Some(format!("not measured: {}", halt.reason()));
         return Some(found);
     }
-    progress(&format!("{target}: probing HTTP/3 on UDP port {port}…"));
+    obs.message(&format!("{target}: probing HTTP/3 on UDP port {port}…"));
     let mut h3 = config.clone();
     h3.client.http3 = true;
     // A browser gives a QUIC attempt well under a second before it falls back to
@@ -99,25 +101,19 @@ pub(crate) fn discover(
         h3.client.resolve.extend(extra);
     }
     let waited = crate::load::sys::process_run_delay_ns();
-    match interrupt
-        .runtime
-        .block_on(probe::probe(&h3, &interrupt.stop))
-    {
+    match runtime.block_on(probe::probe(&h3, &halt.stop)) {
         Ok(r) => found.h3 = Some(r),
         Err(e) => found.error = Some(e.to_string()),
     }
     if let (Some(before), Some(after)) = (waited, crate::load::sys::process_run_delay_ns()) {
         found.client_cpu_wait_ms = Some(after.saturating_sub(before) as f64 / 1e6);
     }
-    if main.http_version.as_deref() == Some("HTTP/2") && !interrupt.stop.is_stopped() {
-        progress(&format!("{target}: probing HTTP/1.1 beside them…"));
+    if main.http_version.as_deref() == Some("HTTP/2") && !halt.stop.is_stopped() {
+        obs.message(&format!("{target}: probing HTTP/1.1 beside them…"));
         let mut h1 = config.clone();
         h1.client.http3 = false;
         h1.client.version = HttpVersionPref::Http1;
-        found.h1 = interrupt
-            .runtime
-            .block_on(probe::probe(&h1, &interrupt.stop))
-            .ok();
+        found.h1 = runtime.block_on(probe::probe(&h1, &halt.stop)).ok();
     }
     Some(found)
 }
