@@ -296,7 +296,7 @@ fn usage_errors_exit_2() {
     expect_failure(&["ftp://127.0.0.1/"], 2, "unknown scheme");
     expect_failure(&["http://exa mple/"], 2, "not a valid URL");
     expect_failure(&["tcp://127.0.0.1"], 2, "needs a port");
-    expect_failure(&["http://127.0.0.1:1/", "-n", "0"], 2, "-n");
+    expect_failure(&["http://127.0.0.1:1/", "-n", "0"], 2, "--samples");
     expect_failure(&["http://127.0.0.1:1/", "--timeout", "5x"], 2, "--timeout");
     expect_failure(&["http://127.0.0.1:1/", "-H", "nocolon"], 2, "-H");
 }
