@@ -173,7 +173,7 @@ pub struct RunsArgs {
     /// Only the newest N runs.
     #[arg(long, value_name = "N")]
     pub last: Option<usize>,
-    /// Print the list as JSON (fields in the README's "JSON" section).
+    /// Print the list as JSON (fields in docs/json.md).
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
@@ -281,9 +281,15 @@ pub struct CompareArgs {
     /// Runs to compare (id, id prefix, label, last, last~N); the first is the baseline.
     #[arg(value_name = "RUN", required = true, num_args = 2..)]
     pub runs: Vec<String>,
-    /// Print the comparison as JSON (fields in the README's "JSON" section).
+    /// Print the comparison as JSON (fields in docs/json.md).
     #[arg(long)]
     pub json: bool,
+    /// Show every row, not only those that changed significantly or by 2× or more.
+    #[arg(long)]
+    pub all: bool,
+    /// Explain the columns and the significance tests after the tables.
+    #[arg(long)]
+    pub explain: bool,
     #[command(flatten)]
     pub db: DbArgs,
 }
@@ -359,8 +365,8 @@ pub struct HttpArgs {
 /// Flags about where results go, shared by every measuring command.
 #[derive(Debug, Args, Clone, Default)]
 pub struct OutputArgs {
-    /// Print the result as JSON: one document per run, its fields listed in the
-    /// README's "JSON" section.
+    /// Print the result as JSON: one document per run, its fields listed in
+    /// docs/json.md.
     #[arg(long)]
     pub json: bool,
     /// A name for this run, to find it again.
@@ -384,9 +390,17 @@ pub struct ProbeArgs {
     /// URLs to probe (http://, https://, or tcp://host:port for a TCP-connect ping).
     #[arg(required = true, value_name = "URL")]
     pub urls: Vec<String>,
-    /// Requests per series (fresh connections, one reused connection, and on TLS
-    /// new connections resuming a session).
-    #[arg(short = 'n', long = "count", default_value_t = 10, value_name = "N")]
+    /// Samples per series: requests on fresh connections, on one reused connection,
+    /// and on TLS on new connections resuming a session (so about 3×N requests in
+    /// all). `-n`/`--count` still work (deprecated: in load, as in hey and ab, `-n` is
+    /// the number of requests).
+    #[arg(
+        long = "samples",
+        short_alias = 'n',
+        alias = "count",
+        default_value_t = 10,
+        value_name = "N"
+    )]
     pub count: u32,
     /// Distance to the server, km: adds the physical floor (2 × distance / 200,000 km/s).
     #[arg(long, value_name = "KM")]
@@ -680,8 +694,15 @@ pub struct DiagnoseArgs {
     /// URLs to diagnose (several are shown side by side).
     #[arg(required = true, value_name = "URL")]
     pub urls: Vec<String>,
-    /// Probe requests per series (fresh, then reused).
-    #[arg(short = 'n', long = "count", default_value_t = 10, value_name = "N")]
+    /// Probe samples per series (fresh, then reused). `-n`/`--count` still work
+    /// (deprecated: in load, as in hey and ab, `-n` is the number of requests).
+    #[arg(
+        long = "samples",
+        short_alias = 'n',
+        alias = "count",
+        default_value_t = 10,
+        value_name = "N"
+    )]
     pub count: u32,
     /// Also probe the origin directly at ADDR (IP or IP:PORT): what the CDN hop costs.
     #[arg(long, value_name = "ADDR")]

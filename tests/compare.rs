@@ -315,7 +315,9 @@ fn load_significance_fires_only_on_separated_runs() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The terminal table names the runs, the ratio, the verdict and the test.
+/// The terminal table names the runs, the ratio, the verdict and the test (the test
+/// with `--explain`, the unchanged p50 with `--all`); by default the verdict leads
+/// and names the p99 that changed.
 #[test]
 fn compare_text_names_test_and_verdicts() {
     let dir = temp_dir("text");
@@ -330,12 +332,27 @@ fn compare_text_names_test_and_verdicts() {
             load_run("bbbb000002", "apache", slow, 12),
         ],
     );
-    let out = latscope()
-        .args(["compare", "nginx", "apache", "--db", &db])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = |extra: &[&str]| {
+        let out = latscope()
+            .args(["compare", "nginx", "apache", "--db", &db])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let default = text(&[]);
+    assert!(
+        default.starts_with("B (apache) against A (nginx): "),
+        "{default}"
+    );
+    let headline = default.split("\nRuns:").next().unwrap();
+    assert!(
+        headline.contains("load: all endpoints: p99") && headline.contains("worse"),
+        "{default}"
+    );
+    assert!(!default.contains("Mann-Whitney"), "{default}");
+    let text = text(&["--all", "--explain"]);
     assert!(text.contains("load: all endpoints"), "{text}");
     assert!(text.contains("Mann-Whitney U"), "{text}");
     assert!(text.contains("per-second blocks"), "{text}");

@@ -70,7 +70,9 @@ s.serve_forever()
 "#;
 
 /// nginx caching the origin (RFC 9111 §3: a 200 with max-age is storable by a shared
-/// cache; `proxy_cache_valid` keeps it 60 s).
+/// cache; `proxy_cache_valid` keeps it 60 s); under `/bypass/` the same cache is
+/// skipped on every request (`proxy_cache_bypass`, `proxy_no_cache`: nginx says
+/// `X-Cache-Status: BYPASS`, a miss), so both runs say something about the cache.
 fn nginx_conf(dir: &Path, port: u16, origin: u16) -> String {
     let d = dir.display();
     format!(
@@ -81,8 +83,30 @@ fn nginx_conf(dir: &Path, port: u16, origin: u16) -> String {
          proxy_cache_path {d}/cache keys_zone=c:1m;\n \
          server {{\n  listen 127.0.0.1:{port};\n  location / {{\n   \
          proxy_pass http://127.0.0.1:{origin};\n   proxy_cache c;\n   \
-         proxy_cache_valid 200 60s;\n   add_header X-Cache-Status $upstream_cache_status;\n  }}\n }}\n}}\n"
+         proxy_cache_valid 200 60s;\n   add_header X-Cache-Status $upstream_cache_status;\n  }}\n  \
+         location /bypass/ {{\n   proxy_pass http://127.0.0.1:{origin};\n   proxy_cache c;\n   \
+         proxy_cache_bypass 1;\n   proxy_no_cache 1;\n   \
+         add_header X-Cache-Status $upstream_cache_status;\n  }}\n }}\n}}\n"
     )
+}
+
+/// nginx started on a free port in front of `origin`, with its files in `dir`.
+fn nginx_in_front(dir: &Path, origin: u16) -> (Proc, u16) {
+    let front = free_port();
+    let conf = dir.join("nginx.conf");
+    std::fs::write(&conf, nginx_conf(dir, front, origin)).unwrap();
+    let nginx = Proc(
+        Command::new("nginx")
+            .args(["-g", "daemon off;", "-p"])
+            .arg(dir)
+            .arg("-c")
+            .arg(&conf)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_port(front);
+    (nginx, front)
 }
 
 fn latscope_in(db: &str, args: &[&str]) -> std::process::Output {
@@ -101,6 +125,13 @@ fn ok(out: &std::process::Output, what: &str) {
         "{what}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// A saving command's text ends with where the run went (issue 37 item 6).
+fn saved_at_the_end(out: &std::process::Output) {
+    let text = String::from_utf8_lossy(&out.stdout);
+    let last = text.trim_end().lines().last().unwrap_or_default();
+    assert!(last.starts_with("  saved as run "), "{text}");
 }
 
 fn section<'a>(cmp: &'a Value, name: &str) -> &'a Value {
@@ -151,20 +182,7 @@ fn compare_diagnose_before_and_after_an_nginx_cache() {
     }
     let dir = temp_dir("diag-real");
     let (_py, origin) = python_server(ORIGIN, &[]);
-    let front = free_port();
-    let conf = dir.join("nginx.conf");
-    std::fs::write(&conf, nginx_conf(&dir, front, origin)).unwrap();
-    let _nginx = Proc(
-        Command::new("nginx")
-            .args(["-g", "daemon off;", "-p"])
-            .arg(&dir)
-            .arg("-c")
-            .arg(&conf)
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    wait_port(front);
+    let (_nginx, front) = nginx_in_front(&dir, origin);
     let db = dir.join("runs.db");
     let db = db.to_str().unwrap();
     let diag = |port: u16, label: &str| {
@@ -221,6 +239,145 @@ fn compare_diagnose_before_and_after_an_nginx_cache() {
         "{text}"
     );
     assert!(text.contains("findings, B against A:"), "{text}");
+    assert!(
+        text.starts_with("B (cached) against A (origin): "),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 37 item 3, on real runs: nginx's cache skipped (`/bypass/`, every response
+/// BYPASS) then used (`/`, HITs), diagnosed and load-tested. `compare`'s text leads
+/// with the verdict; the rows that moved less than 0.1 ms (the loopback connect to
+/// the same nginx) are hidden unless `--all`; the legend comes only with `--explain`;
+/// the hit ratios that explain the change (0 % → ~100 %) are shown, under load as in
+/// the diagnosis.
+#[test]
+fn compare_leads_with_verdict_and_shows_the_hit_ratio() {
+    if !require("nginx") || !require("python3") {
+        return;
+    }
+    let dir = temp_dir("verdict-real");
+    let (_py, origin) = python_server(ORIGIN, &[]);
+    let (_nginx, front) = nginx_in_front(&dir, origin);
+    let db = dir.join("runs.db");
+    let db = db.to_str().unwrap();
+    let missed = format!("http://127.0.0.1:{front}/bypass/page");
+    let cached = format!("http://127.0.0.1:{front}/page");
+    for (url, label) in [(&missed, "missed"), (&cached, "cached")] {
+        let out = latscope_in(
+            db,
+            &[
+                "diagnose",
+                url,
+                "-n",
+                "8",
+                "--max-connections",
+                "2",
+                "--step",
+                "2s",
+                "--label",
+                label,
+            ],
+        );
+        ok(&out, label);
+        saved_at_the_end(&out);
+        let out = latscope_in(
+            db,
+            &[
+                "load",
+                url,
+                "-c",
+                "2",
+                "-d",
+                "2s",
+                "--label",
+                &format!("load-{label}"),
+            ],
+        );
+        ok(&out, label);
+        saved_at_the_end(&out);
+    }
+    let text = |args: &[&str]| {
+        let out = latscope_in(db, args);
+        ok(&out, "compare");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let out = latscope_in(db, &["compare", "missed", "cached", "--json"]);
+    ok(&out, "compare --json");
+    let cmp: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let default = text(&["compare", "missed", "cached"]);
+    // The verdict first, the run table after it.
+    assert!(
+        default.starts_with("B (cached) against A (missed): "),
+        "{default}"
+    );
+    assert!(default.find("better").unwrap() < default.find("Runs:").unwrap());
+    // The hit ratio under load: 0 % through the bypass, nearly all hits behind the cache.
+    let hit = row(section(&cmp, "cache audit"), "hit ratio under load");
+    assert_eq!(hit["values"][0], 0.0, "{hit:#}");
+    assert!(hit["values"][1].as_f64().unwrap() > 0.9, "{hit:#}");
+    assert_eq!(hit["notable"], serde_json::json!([false, true]), "{hit:#}");
+    let line = default
+        .lines()
+        .find(|l| l.contains("hit ratio under load") && l.contains('→'))
+        .unwrap_or_else(|| panic!("no hit ratio in the verdict: {default}"));
+    assert!(
+        line.contains("0 % → 9") || line.contains("0 % → 100 %"),
+        "{line}"
+    );
+    // Rows that moved less than 0.1 ms are noise: never notable. One of them (the
+    // connect to nginx, both runs) is hidden by default and shown by --all.
+    let mut noise = Vec::new();
+    for s in cmp["sections"].as_array().unwrap() {
+        for r in s["rows"].as_array().unwrap() {
+            let (a, b) = (r["values"][0].as_f64(), r["values"][1].as_f64());
+            if let (Some(a), Some(b)) = (a, b) {
+                if r["unit"] == "ms" && (a - b).abs() < 0.1 {
+                    assert_eq!(r["notable"], serde_json::json!([false, false]), "{r:#}");
+                    noise.push(r["metric"].as_str().unwrap().to_string());
+                }
+            }
+        }
+    }
+    let unique = |m: &String| noise.iter().filter(|n| *n == m).count() == 1;
+    let quiet = noise
+        .iter()
+        .find(|m| m.starts_with("connect") && unique(m))
+        .unwrap_or_else(|| panic!("no sub-0.1 ms connect row in {cmp:#}"));
+    let has_row = |t: &str| {
+        t.lines()
+            .any(|l| l.trim_start().starts_with(&format!("{quiet} ")))
+    };
+    assert!(!has_row(&default), "{quiet} shown by default: {default}");
+    assert!(default.contains("rows hidden"), "{default}");
+    let all = text(&["compare", "missed", "cached", "--all"]);
+    assert!(has_row(&all), "{quiet} missing with --all: {all}");
+    // The legend only with --explain.
+    assert!(!default.contains("Mann-Whitney") && !all.contains("Mann-Whitney"));
+    let explained = text(&["compare", "missed", "cached", "--explain"]);
+    assert!(explained.contains("Mann-Whitney U"), "{explained}");
+    assert!(explained.starts_with("B (cached) against A (missed): "));
+    // The load runs: throughput up many times, and the cache hit ratio that says why.
+    let out = latscope_in(db, &["compare", "load-missed", "load-cached", "--json"]);
+    ok(&out, "compare loads");
+    let cmp: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let all_eps = section(&cmp, "load: all endpoints");
+    let rps = row(all_eps, "requests/s");
+    assert!(rps["ratios"][1].as_f64().unwrap() > 3.0, "{rps:#}");
+    let hit = row(all_eps, "cache hit ratio");
+    assert_eq!(hit["values"][0], 0.0, "{hit:#}");
+    assert!(hit["values"][1].as_f64().unwrap() > 0.9, "{hit:#}");
+    let loads = text(&["compare", "load-missed", "load-cached"]);
+    assert!(
+        loads.starts_with("B (load-cached) against A (load-missed): "),
+        "{loads}"
+    );
+    let verdict: String = loads.split("\nRuns:").next().unwrap().to_string();
+    assert!(
+        verdict.contains("cache hit ratio") && verdict.contains("requests/s"),
+        "{loads}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -238,20 +238,31 @@ fn urls_not_reached_keep_their_place() {
 }
 
 /// The demo: every planted problem is among the findings, the HTML report is written,
-/// and the JSON is the diagnose JSON plus `planted`.
+/// the text ends with where the run went (`saved as run ID`, issue 37 item 6), and
+/// the stored JSON is the diagnose JSON plus `planted`.
 #[test]
 fn the_demo_finds_every_planted_problem() {
     let _lock = crate::util_wire::lock();
     let dir = crate::util::scratch().join(format!("latscope-demo-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let html = dir.join("demo.html");
+    let db = dir.join("runs.db");
+    let db = db.to_str().unwrap();
     let out = run_within(
-        &["demo", "--json", "--no-save", "-o", html.to_str().unwrap()],
+        &["demo", "--db", db, "-o", html.to_str().unwrap()],
         Duration::from_secs(120),
     );
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
-    let v = json_of(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (_, id) = text
+        .trim_end()
+        .rsplit_once("\n  saved as run ")
+        .unwrap_or_else(|| panic!("no `saved as run` line at the end: {text}"));
+    assert!(text.contains("what to try next"), "{text}");
+    let shown = run_within(&["show", id, "--json", "--db", db], LIMIT);
+    assert_eq!(shown.status.code(), Some(0), "show {id}");
+    let v = json_of(&shown);
     assert_eq!(v["kind"], "diagnose");
     let planted: Vec<&str> = v["planted"]
         .as_array()
@@ -275,6 +286,7 @@ fn the_demo_finds_every_planted_problem() {
     assert_eq!(v["unexpected"], serde_json::json!([]), "found {found:?}");
     let page = std::fs::read_to_string(&html).expect("the demo writes its HTML report");
     assert!(page.contains("<svg"), "no chart in the report");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// An ordinary user (nobody) gets the demo too: the wire runs in a namespace of the

@@ -167,21 +167,16 @@ fn cli_count_json() {
     );
     assert_eq!(lab.stats().route("bytes"), 50);
     assert!(j["findings"].is_array());
-    // Every field of the document is named in the README's JSON section, which the
-    // help of --json points to (DESIGN.md is not in the repository).
-    let readme = include_str!("../README.md");
-    let section = &readme[readme.find("## JSON").unwrap()..];
-    let section = &section[..section[3..].find("\n## ").unwrap()];
+    // Every field of the document is named in docs/json.md, which the help of --json
+    // points to (DESIGN.md is not in the repository).
+    let section = include_str!("../docs/json.md");
     for k in j.as_object().unwrap().keys() {
-        assert!(
-            section.contains(k.as_str()),
-            "README's JSON section lacks {k}"
-        );
+        assert!(section.contains(k.as_str()), "docs/json.md lacks {k}");
     }
     let help = util::run(&["load", "--help"]);
     let help = String::from_utf8_lossy(&help.stdout);
     assert!(
-        !help.contains("DESIGN.md") && help.contains("README's \"JSON\" section"),
+        !help.contains("DESIGN.md") && help.contains("docs/json.md"),
         "{help}"
     );
     assert!(
@@ -548,7 +543,7 @@ fn bad_scenario_names_line_and_field() {
 }
 
 /// A threshold on an endpoint the scenario does not have is a usage error (exit 2)
-/// naming it and the known ones; the README's scenario example plans as written.
+/// naming it and the known ones; docs/load.md's scenario example plans as written.
 #[test]
 fn threshold_on_unknown_endpoint_is_a_usage_error() {
     let (_d, file) = write_scenario(
@@ -559,10 +554,10 @@ fn threshold_on_unknown_endpoint_is_a_usage_error() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("'place'") && err.contains("'places'"), "{err}");
 
-    let readme = include_str!("../README.md");
+    let readme = include_str!("../docs/load.md");
     let start = readme
         .find("```toml\nbase_url")
-        .expect("README has a scenario")
+        .expect("docs/load.md has a scenario")
         + 8;
     let toml = &readme[start..start + readme[start..].find("```").unwrap()];
     let (_d2, file) = write_scenario(toml);
@@ -572,7 +567,8 @@ fn threshold_on_unknown_endpoint_is_a_usage_error() {
     let latscope::cli::Command::Load(args) = cli.command else {
         panic!("not a load command")
     };
-    let p = latscope::config::load::plan(&args).unwrap_or_else(|e| panic!("README scenario: {e}"));
+    let p = latscope::config::load::plan(&args)
+        .unwrap_or_else(|e| panic!("docs/load.md scenario: {e}"));
     assert_eq!(p.thresholds.len(), 3);
 }
 

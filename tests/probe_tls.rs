@@ -411,7 +411,8 @@ fn compare_and_report_show_the_resumed_series() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let out = run_within(&["compare", "one", "two", "--db", db], LIMIT);
+    // --all: the resumed rows are there whether or not they changed.
+    let out = run_within(&["compare", "one", "two", "--all", "--db", db], LIMIT);
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(

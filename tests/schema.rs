@@ -206,7 +206,7 @@ fn old_stored_runs_show_compare_and_report() {
         let text = ok(&["compare", a, b, "--db", db]);
         assert!(!text.trim().is_empty(), "compare {a} {b}");
     }
-    let compared = ok(&["compare", "8850185170", "01d0000001", "--db", db]);
+    let compared = ok(&["compare", "8850185170", "01d0000001", "--all", "--db", db]);
     assert!(compared.contains("p99"), "{compared}");
     let html = dir("old-report").join("r.html");
     let html_s = html.to_str().unwrap();

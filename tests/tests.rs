@@ -53,6 +53,7 @@ mod probe;
 mod probe_tls;
 mod probe_verdicts;
 mod prometheus;
+mod readme;
 mod redirects;
 mod report;
 mod report_verdict;

@@ -1,5 +1,7 @@
 //! `latscope compare A B [C...]`: stored runs side by side, with ratios to the first
-//! and a significance test on per-second blocks or probe samples.
+//! and a significance test on per-second blocks or probe samples. The text leads with
+//! each run's verdict and shows the rows that matter (`--all`: every row;
+//! `--explain`: the legend); the JSON has every row, each with its `notable` flags.
 
 use std::io::Write;
 
@@ -39,7 +41,15 @@ pub fn run(args: CompareArgs) -> anyhow::Result<u8> {
         writeln!(out)?;
     } else {
         // Labels and targets may come from an imported file: no terminal escapes.
-        write!(out, "{}", super::output::clean(&compare_text::render(&cmp)))?;
+        let view = compare_text::View {
+            all: args.all,
+            explain: args.explain,
+        };
+        write!(
+            out,
+            "{}",
+            super::output::clean(&compare_text::render(&cmp, view))
+        )?;
     }
     Ok(exit::OK)
 }

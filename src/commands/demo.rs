@@ -203,6 +203,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<u8> {
     text.push_str(&next_steps(&html, id.as_deref()));
 
     super::output::print(output.json, &doc, &text)?;
+    super::output::say_saved(output.json, &saved)?;
     Ok(saved.exit_code(0))
 }
 
@@ -235,6 +236,9 @@ fn next_steps(html: &Result<std::path::PathBuf, String>, id: Option<&str>) -> St
         )),
         Err(e) => s.push_str(&format!("  (the HTML report was not written: {e})\n")),
     }
+    s.push_str(
+        "  (`latscope` not on your PATH? `cargo install --path .` in the clone puts it there)\n",
+    );
     if let Some(id) = id {
         s.push_str(&format!(
             "  latscope show {id}            print this run again\n"

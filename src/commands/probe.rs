@@ -22,11 +22,11 @@ use super::saving::{self, NewRun};
 pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
     let (request, client) = httpcfg::from_args(&args.http)?;
     if args.count == 0 {
-        return Err(usage!("-n must be at least 1"));
+        return Err(usage!("--samples must be at least 1"));
     }
     if args.count > 100_000 {
         return Err(usage!(
-            "-n {} is more than a probe needs (at most 100000)",
+            "--samples {} is more than a probe needs (at most 100000)",
             args.count
         ));
     }

@@ -86,7 +86,7 @@ impl DiagnoseRun {
         let (request, client) = httpcfg::from_args(&args.http)?;
         let usage = |m: &str| Err(UsageError::new(m));
         if args.count == 0 {
-            return usage("-n must be at least 1");
+            return usage("--samples must be at least 1");
         }
         if args.max_connections == 0 || args.max_connections > 10_000 {
             return usage("--max-connections must be between 1 and 10000");

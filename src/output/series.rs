@@ -1,6 +1,6 @@
 //! The series latscope writes to Prometheus (remote write while a run goes, and
 //! OpenMetrics text after the fact): their names — a contract, listed in
-//! [`METRIC_NAMES`] and the README — and how one second of a load run's timeline
+//! [`METRIC_NAMES`] and docs/prometheus.md — and how one second of a load run's timeline
 //! becomes samples. Counters are cumulative from the run's start and are kept on the
 //! caller's side ([`Counters`]), so a write that is dropped loses no increments; the
 //! latency gauges are the HDR percentiles of that second alone.

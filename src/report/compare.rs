@@ -20,6 +20,7 @@ use crate::stats::Percentiles;
 
 use super::compare_diagnose::{diagnose_sections, findings_changes, FindingsChange};
 use super::compare_tail::{test, TailData, TAIL_FROM};
+use super::compare_verdict::matters;
 use super::html_probe::{series as probe_series, stat};
 use super::rundata::{self, Histograms, RunDataError, PHASES};
 
@@ -133,6 +134,10 @@ pub struct Row {
     /// The test against the baseline; `None` for the baseline or when either run
     /// has no blocks or samples for this metric.
     pub tests: Vec<Option<Test>>,
+    /// Per run: whether its change from the baseline matters (significant, 2× or
+    /// more, or a clear move of an untested row; [`super::compare_verdict::matters`]).
+    /// The text shows only rows where one run's does, unless `--all`.
+    pub notable: Vec<bool>,
 }
 
 /// A group of metrics: "load: all endpoints", "probe: fresh connections", "disk: read".
@@ -308,7 +313,7 @@ fn align(per_run: &[RunSections]) -> Vec<Section> {
                     _ => None,
                 })
                 .collect();
-            let tests = cells
+            let tests: Vec<Option<Test>> = cells
                 .iter()
                 .enumerate()
                 .map(|(i, c)| {
@@ -319,6 +324,12 @@ fn align(per_run: &[RunSections]) -> Vec<Section> {
                     test(&metric, a, b, values[baseline], values[i], unit)
                 })
                 .collect();
+            let notable = (0..values.len())
+                .map(|i| {
+                    let t: &Option<Test> = &tests[i];
+                    s_present(&of_run, i) && matters(&values, t.as_ref(), unit, baseline, i)
+                })
+                .collect();
             rows.push(Row {
                 metric,
                 unit: unit.to_string(),
@@ -326,6 +337,7 @@ fn align(per_run: &[RunSections]) -> Vec<Section> {
                 values,
                 ratios,
                 tests,
+                notable,
             });
         }
         if !rows.is_empty() {
@@ -338,6 +350,11 @@ fn align(per_run: &[RunSections]) -> Vec<Section> {
         }
     }
     sections
+}
+
+/// Whether run `i` has the section at all.
+fn s_present(of_run: &[Option<&Vec<Metric>>], i: usize) -> bool {
+    of_run.get(i).is_some_and(Option::is_some)
 }
 
 fn probe_sections(doc: &Summary) -> RunSections {
@@ -500,6 +517,15 @@ fn load_sections(run: &RunRecord, doc: &Summary, hist: &Histograms) -> RunSectio
     let errors = Some(load.error_count() as f64);
     let err_blocks: Vec<f64> = timeline.iter().filter_map(|(_, s)| s.errors).collect();
     all.push(metric("errors", "", Better::Lower, errors).blocks("per-second errors", err_blocks));
+    // What the responses said about a cache: the row that explains a throughput that
+    // went up a thousandfold when a cache was switched on (absent when no response
+    // said anything about a cache).
+    all.push(metric(
+        "cache hit ratio",
+        "share",
+        Better::Higher,
+        load.cache.hit_ratio,
+    ));
     if let Some(cap) = &load.capacity {
         // Rates and connections are different answers: one row each.
         let (name, unit) = match cap.unit.as_str() {

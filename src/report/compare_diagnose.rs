@@ -169,7 +169,7 @@ fn cache_metrics(c: Option<&CacheDoc>) -> Vec<Metric> {
         ),
         metric(
             "hit ratio under load",
-            "",
+            "share",
             Better::Higher,
             c.and_then(|c| c.load_hit_ratio),
         ),

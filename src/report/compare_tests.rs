@@ -83,7 +83,7 @@ fn sections_match_across_kinds() {
     assert_eq!((probe.baseline, probe.present.clone()), (0, vec![0, 1]));
     let ttfb = probe.rows.iter().find(|r| r.metric == "ttfb p50").unwrap();
     assert!(ttfb.ratios[1].is_some() && ttfb.ratios[2].is_none());
-    let text = super::super::compare_text::render(&cmp);
+    let text = super::super::compare_text::render(&cmp, all_rows());
     assert!(
         text.contains("disk: read") && text.contains("80.0 µs"),
         "{text}"
@@ -151,7 +151,7 @@ fn no_negative_zero_in_output() {
         run("b", "load", load(json!({}))),
     ])
     .unwrap();
-    let text = super::super::compare_text::render(&cmp);
+    let text = super::super::compare_text::render(&cmp, all_rows());
     assert!(!text.contains(" -0"), "{text}");
     let errors = cmp.sections[0]
         .rows
@@ -159,4 +159,67 @@ fn no_negative_zero_in_output() {
         .find(|r| r.metric == "errors")
         .unwrap();
     assert!(errors.values.iter().all(|v| v.unwrap().is_sign_positive()));
+}
+
+fn all_rows() -> super::super::compare_text::View {
+    super::super::compare_text::View {
+        all: true,
+        explain: true,
+    }
+}
+
+/// Issue 37 item 3: the text leads with the verdict; an untested throughput that went
+/// up a thousandfold and the hit ratio that explains it (0 % → 100 %) are shown, a
+/// p50 that moved 0.02 ms is hidden unless `--all`, the legend only with `--explain`.
+#[test]
+fn verdict_first_noise_hidden_hit_ratio_shown() {
+    use super::super::compare_text::{render, View};
+    let load = |rps: f64, p50: f64, hit: f64| {
+        json!({"kind": "load", "duration_s": 10.0, "rps": rps, "errors": {},
+            "latency_ms": {"p50": p50}, "cache": {"hits": 1, "hit_ratio": hit}})
+    };
+    let cmp = compare(&[
+        run("a", "load", load(10.9, 1.0, 0.0)),
+        run("b", "load", load(12518.0, 1.02, 1.0)),
+    ])
+    .unwrap();
+    let rows = &cmp.sections[0].rows;
+    let row = |m: &str| rows.iter().find(|r| r.metric == m).unwrap();
+    assert_eq!(row("cache hit ratio").notable, vec![false, true]);
+    assert_eq!(row("requests/s").notable, vec![false, true]);
+    assert_eq!(row("p50").notable, vec![false, false]);
+    let text = render(&cmp, View::default());
+    let first = text.lines().next().unwrap();
+    assert!(first.starts_with("B against A: 2 rows changed"), "{text}");
+    let hit = text
+        .lines()
+        .find(|l| l.contains("cache hit ratio"))
+        .unwrap();
+    assert!(hit.contains("0 % → 100 %"), "{text}");
+    assert!(text.find("requests/s").unwrap() < text.find("Runs:").unwrap());
+    assert!(
+        !text.lines().any(|l| l.trim_start().starts_with("p50 ")),
+        "{text}"
+    );
+    assert!(!text.contains("Mann-Whitney"), "{text}");
+    let all = render(
+        &cmp,
+        View {
+            all: true,
+            explain: false,
+        },
+    );
+    assert!(
+        all.lines().any(|l| l.trim_start().starts_with("p50 ")),
+        "{all}"
+    );
+    assert!(!all.contains("rows hidden"), "{all}");
+    let explained = render(
+        &cmp,
+        View {
+            all: false,
+            explain: true,
+        },
+    );
+    assert!(explained.contains("Mann-Whitney"), "{explained}");
 }

@@ -9,6 +9,7 @@ pub mod compare;
 pub mod compare_diagnose;
 pub mod compare_tail;
 pub mod compare_text;
+pub mod compare_verdict;
 pub mod csv;
 pub mod diagnose;
 pub mod disk;

@@ -1,7 +1,7 @@
 //! A `--find-max` search in the load document: its `steps` (level, achieved rate,
 //! pass/fail and why, per-endpoint numbers of the scored window) and `capacity`
 //! (the level found, the bracket, the limiting endpoint, why the search stopped) —
-//! README's "JSON" section; and the rows of a joined timeline (a search's steps, or
+//! docs/json.md; and the rows of a joined timeline (a search's steps, or
 //! diagnose's ramp, back to back).
 
 use std::collections::BTreeMap;

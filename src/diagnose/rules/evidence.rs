@@ -157,7 +157,7 @@ pub(crate) fn interval_text(c: Option<&Confidence>, unit: &str) -> String {
 
 /// The command that re-measures a probed URL with `{n}` samples per series.
 pub(crate) fn rerun_diagnose(url: &str, extra: &str) -> String {
-    format!("latscope diagnose {url}{extra} -n {{n}}")
+    format!("latscope diagnose {url}{extra} --samples {{n}}")
 }
 
 #[cfg(test)]
@@ -235,7 +235,7 @@ mod tests {
         assert!(f.title.contains("8 samples"), "{}", f.title);
         let cmd = f.evidence_str("command").unwrap();
         assert!(
-            cmd.starts_with("latscope diagnose http://x/ --origin 10.0.0.1 -n "),
+            cmd.starts_with("latscope diagnose http://x/ --origin 10.0.0.1 --samples "),
             "{cmd}"
         );
         assert!(f.undecided());
