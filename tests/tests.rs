@@ -58,6 +58,7 @@ mod redirects;
 mod report;
 mod report_verdict;
 mod round_trips;
+mod scenarios;
 mod schema;
 mod serve;
 mod shards;

@@ -90,6 +90,14 @@ pub fn plan(args: &LoadArgs) -> Result<LoadPlan, UsageError> {
         Some(f) => Some(scenario::load(f).map_err(|e| UsageError::new(e.to_string()))?),
         None => None,
     };
+    if let Some(t) = thresholds.iter().find(|t| t.metric == threshold::Metric::Checks) {
+        if !script.as_ref().is_some_and(|s| s.has_checks()) {
+            return refuse(format!(
+                "threshold '{}': the run has no checks (give a request a `check` in the scenario file)",
+                t.expr
+            ));
+        }
+    }
     from_parts(args, scenario, args.file.as_deref()).map_err(|e| UsageError::new(e.to_string()))
 }
 
@@ -321,7 +329,8 @@ fn from_parts(
         };
         let mut origin: Option<Target> = base.clone();
         let mut eps = Vec::new();
-        for r in &sc.requests {
+        // Setup first: the plan's endpoints are the script's steps, in its order.
+        for r in sc.setup.iter().chain(&sc.requests) {
             let t = if r.path_or_url.starts_with('/') {
                 match &base {
                     Some(b) => b.with_path(&r.path_or_url),
@@ -361,7 +370,7 @@ fn from_parts(
             });
         }
         let origin = origin.expect("at least one request");
-        let target = origin.with_path(&eps[0].path_and_query);
+        let target = origin.with_path(&eps[sc.setup.len()].path_and_query);
         (target, eps)
     };
 
@@ -537,6 +546,17 @@ fn from_parts(
             "--think-time applies to the closed model (VUs); the open model sends at --rate",
         );
     }
+    let script = match sc.script.clone() {
+        Some(mut s) => {
+            check_script(&s, model, &client, &file_name)?;
+            if args.think_time.is_some() {
+                // The flag wins over the file's think-time range.
+                s.think = None;
+            }
+            Some(std::sync::Arc::new(s))
+        }
+        None => None,
+    };
     Ok(LoadPlan {
         target,
         endpoints,
@@ -556,7 +576,33 @@ fn from_parts(
         thresholds,
         shard,
         engine: args.engine,
+        script,
     })
+}
+
+/// A scenario's checks, variables, setup, cookies and data run over HTTP/1.1 on
+/// the epoll engine, and those that keep per-VU state need VUs (the closed model).
+fn check_script(
+    s: &crate::load::script::Script,
+    model: Model,
+    client: &crate::net::ClientOptions,
+    file: &str,
+) -> Result<(), PlanError> {
+    if client.http3 || client.version == HttpVersionPref::Http2 {
+        return refuse(format!(
+            "scenario {file}: checks, variables, setup, sleeps, cookies and data run over \
+             HTTP/1.1 (on the epoll engine) for now; drop --http2/--http3, or the script \
+             fields to load over them"
+        ));
+    }
+    if model != Model::Closed && s.needs_vus() {
+        return refuse(format!(
+            "scenario {file}: setup, extract, {{{{variables}}}}, cookies and data belong to \
+             VUs, which the open model (--rate) has not: run it closed (-c), or keep only \
+             checks (cookies = false)"
+        ));
+    }
+    Ok(())
 }
 
 /// `--http3` needs an https URL (QUIC is always encrypted) and keeps connections

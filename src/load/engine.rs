@@ -73,8 +73,12 @@ pub struct Prepared<'a> {
     /// HTTP/1.1 requests, encoded once, per endpoint.
     pub encoded: Vec<Bytes>,
     pub is_head: Vec<bool>,
-    /// Cumulative weights, for weighted order (summed in u64: 10,000 weights of at
-    /// most [`MAX_WEIGHT`](super::limits::MAX_WEIGHT) never overflow it).
+    /// The first endpoint the VUs pick from: the ones before it are a scenario's
+    /// `[[setup]]`, run once per VU.
+    pub first: usize,
+    /// Cumulative weights of the endpoints from `first` on, for weighted order
+    /// (summed in u64: 10,000 weights of at most
+    /// [`MAX_WEIGHT`](super::limits::MAX_WEIGHT) never overflow it).
     pub cumulative: Vec<u64>,
     pub ramp: Ramp,
     pub raw: Option<Arc<std::fs::File>>,
@@ -163,8 +167,11 @@ impl<'a> Prepared<'a> {
             let alpn = match plan.client.version {
                 HttpVersionPref::Http1 => vec![tls::ALPN_HTTP11.to_vec()],
                 HttpVersionPref::Http2 => vec![tls::ALPN_H2.to_vec()],
-                // A new connection per request is an HTTP/1.1 habit (curl loops, ab).
-                HttpVersionPref::Auto if !plan.keepalive => vec![tls::ALPN_HTTP11.to_vec()],
+                // A new connection per request is an HTTP/1.1 habit (curl loops, ab);
+                // a scenario's checks and variables run over HTTP/1.1.
+                HttpVersionPref::Auto if !plan.keepalive || plan.script.is_some() => {
+                    vec![tls::ALPN_HTTP11.to_vec()]
+                }
                 HttpVersionPref::Auto => vec![tls::ALPN_H2.to_vec(), tls::ALPN_HTTP11.to_vec()],
             };
             Some(
@@ -209,6 +216,7 @@ impl<'a> Prepared<'a> {
         let h2 = match (plan.target.scheme, plan.client.version) {
             _ if h3.is_some() => false,
             (_, HttpVersionPref::Http1) => false,
+            (Scheme::Https, HttpVersionPref::Auto) if plan.script.is_some() => false,
             (Scheme::Https, v) if plan.keepalive || v == HttpVersionPref::Http2 => {
                 match alpn_says_h2(&connector, limit, stop) {
                     Some(h2) => h2,
@@ -232,12 +240,16 @@ impl<'a> Prepared<'a> {
             (Scheme::Https, _) => false,
             (_, v) => v == HttpVersionPref::Http2,
         };
-        let h2_requests = plan
-            .endpoints
-            .iter()
-            .map(|e| super::h2::Request::new(&plan.target, e))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(LoadError::Plan)?;
+        let h2_requests = if h2 {
+            plan.endpoints
+                .iter()
+                .map(|e| super::h2::Request::new(&plan.target, e))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(LoadError::Plan)?
+        } else {
+            Vec::new()
+        };
+        let first = plan.script.as_ref().map_or(0, |s| s.setup);
         Ok(Prepared {
             plan,
             connector,
@@ -251,8 +263,8 @@ impl<'a> Prepared<'a> {
                 .iter()
                 .map(|e| e.method == http::Method::HEAD)
                 .collect(),
-            cumulative: plan
-                .endpoints
+            first,
+            cumulative: plan.endpoints[first..]
                 .iter()
                 .map(|e| {
                     acc += u64::from(e.weight.max(1));

@@ -6,6 +6,7 @@
 
 use std::io;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -14,6 +15,7 @@ use tokio::io::{AsyncRead, AsyncWriteExt, ReadBuf};
 use super::conn::Stream;
 use super::plan::Endpoint;
 use super::retrans::RetransWatch;
+use super::script::{Capture, Kept};
 use super::spare::{self, give_back, take_buf};
 use crate::net::request::Framing;
 use crate::net::Target;
@@ -196,8 +198,25 @@ impl H1 {
         head: bool,
         mark_first_byte: bool,
     ) -> Result<Response, H1Error> {
+        self.exchange_keeping(request, head, mark_first_byte, None, &mut None)
+            .await
+    }
+
+    /// [`H1::exchange`], keeping what `capture` asks for of the response (its
+    /// headers, its body) in `kept` for a scenario's checks and extractions.
+    pub async fn exchange_keeping(
+        &mut self,
+        request: &[u8],
+        head: bool,
+        mark_first_byte: bool,
+        capture: Option<&Arc<Capture>>,
+        kept: &mut Option<Box<Kept>>,
+    ) -> Result<Response, H1Error> {
         self.stream.write_all(request).await?;
-        let mut p = Parser::new(head);
+        let mut p = match capture {
+            Some(c) => Parser::keeping(head, c.clone()),
+            None => Parser::new(head),
+        };
         let mut first_byte = None;
         if self.end > self.start && mark_first_byte {
             first_byte = Some(std::time::Instant::now());
@@ -228,6 +247,7 @@ impl H1 {
         }
         let mut resp = p.response();
         resp.first_byte = first_byte;
+        *kept = p.kept.take();
         self.served += 1;
         self.release();
         Ok(resp)
@@ -259,6 +279,8 @@ pub struct Parser {
     resp: Response,
     /// Any byte offered yet (an end of stream before one is [`H1Error::EmptyEof`]).
     seen: bool,
+    /// A scenario's checks and extractions: what to keep of the final response.
+    pub kept: Option<Box<Kept>>,
 }
 
 impl Parser {
@@ -269,6 +291,15 @@ impl Parser {
             head,
             resp: Response::default(),
             seen: false,
+            kept: None,
+        }
+    }
+
+    /// A reader that also keeps what `capture` asks for of the final response.
+    pub fn keeping(head: bool, capture: Arc<Capture>) -> Parser {
+        Parser {
+            kept: Some(Box::new(Kept::new(capture))),
+            ..Parser::new(head)
         }
     }
 
@@ -313,6 +344,11 @@ impl Parser {
                             let status = r.code.unwrap_or(0);
                             if !((100..200).contains(&status) && status != 101) {
                                 self.resp.status = status;
+                                if let Some(k) = &mut self.kept {
+                                    for h in r.headers.iter() {
+                                        k.offer_header(h.name, h.value);
+                                    }
+                                }
                                 self.state = match head_info(&r, self.head, &mut self.resp)? {
                                     Body::None => State::Done,
                                     Body::Length(0) => State::Done,
@@ -341,6 +377,9 @@ impl Parser {
                 }
                 State::Length(n) => {
                     let take = (rest.len() as u64).min(n);
+                    if let Some(k) = &mut self.kept {
+                        k.offer_body(&rest[..take as usize]);
+                    }
                     self.state = if take == n {
                         State::Done
                     } else {
@@ -353,6 +392,11 @@ impl Parser {
                 }
                 State::ChunkData(n) => {
                     let take = (rest.len() as u64).min(n);
+                    if let Some(k) = &mut self.kept {
+                        // `n` counts the CRLF after the chunk's data: not body.
+                        let data = take.min(n.saturating_sub(2));
+                        k.offer_body(&rest[..data as usize]);
+                    }
                     self.state = if take == n {
                         State::ChunkSize
                     } else {
@@ -392,6 +436,9 @@ impl Parser {
                 State::UntilClose => {
                     if rest.is_empty() {
                         break;
+                    }
+                    if let Some(k) = &mut self.kept {
+                        k.offer_body(rest);
                     }
                     rest.len()
                 }
@@ -746,6 +793,40 @@ mod tests {
         }
         let r = feed("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello");
         assert_eq!(r.unwrap(), 62);
+    }
+
+    /// A scenario's reader keeps the asked-for headers (every Set-Cookie) and the
+    /// body without chunk framing, fed in pieces; a plain reader keeps nothing.
+    #[test]
+    fn keeps_what_checks_read() {
+        let capture = Arc::new(Capture {
+            headers: vec!["x-token".into()],
+            set_cookie: true,
+            body: true,
+        });
+        let resp = "HTTP/1.1 100 Continue\r\nX-Token: no\r\n\r\nHTTP/1.1 200 OK\r\nX-Token: t1\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\nServer: s\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n";
+        let mut p = Parser::keeping(false, capture);
+        let mut buf = Vec::new();
+        for piece in resp.as_bytes().chunks(3) {
+            buf.extend_from_slice(piece);
+            let used = p.feed(&buf).unwrap();
+            buf.drain(..used);
+        }
+        assert!(p.is_done());
+        let k = p.kept.take().unwrap();
+        assert_eq!(k.body, b"hello world");
+        assert_eq!(k.header("x-token"), Some("t1"));
+        let cookies: Vec<&str> = k
+            .headers
+            .iter()
+            .filter(|(n, _)| n == "set-cookie")
+            .map(|(_, v)| v.as_str())
+            .collect();
+        assert_eq!(cookies, ["a=1", "b=2"]);
+        assert_eq!(k.header("server"), None);
+        let mut p = Parser::new(false);
+        p.feed(resp.as_bytes()).unwrap();
+        assert!(p.is_done() && p.kept.is_none());
     }
 
     /// A chunk size near u64::MAX made `size + 2` overflow (a panic in debug, a

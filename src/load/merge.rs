@@ -85,6 +85,7 @@ pub fn merge(parts: Vec<LoadResult>) -> LoadResult {
                     o.requests += e.requests;
                     o.ok += e.ok;
                     o.bytes += e.bytes;
+                    add_checks(o, &e);
                     let _ = o.latency.add(&e.latency);
                 }
                 None => m.endpoints.push(e),
@@ -127,6 +128,29 @@ pub fn merge(parts: Vec<LoadResult>) -> LoadResult {
         w.gaps = m.timeline.len() as u64 - w.seconds;
     }
     m
+}
+
+/// Adds `e`'s checks into `o`'s, their failures matched by check name (shards of
+/// one plan name them alike, but a stored run keeps only the names that failed).
+fn add_checks(o: &mut super::result::EndpointResult, e: &super::result::EndpointResult) {
+    o.checks.total += e.checks.total;
+    o.checks.passed += e.checks.passed;
+    o.checks.failed.resize(o.check_names.len().max(o.checks.failed.len()), 0);
+    for (i, n) in e.checks.failed.iter().enumerate() {
+        let name = e
+            .check_names
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| format!("check {}", i + 1));
+        match o.check_names.iter().position(|x| *x == name) {
+            Some(j) if j < o.checks.failed.len() => o.checks.failed[j] += n,
+            _ => {
+                o.check_names.push(name);
+                o.checks.failed.resize(o.check_names.len() - 1, 0);
+                o.checks.failed.push(*n);
+            }
+        }
+    }
 }
 
 /// Two optional measurements combined by `f`; one alone is kept as it is.

@@ -21,6 +21,7 @@ pub mod raw;
 pub mod recorder;
 pub mod result;
 pub mod scenario;
+pub mod script;
 pub mod search;
 pub(crate) mod seconds;
 pub mod shard;

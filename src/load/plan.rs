@@ -98,6 +98,9 @@ pub struct LoadPlan {
     pub shard: Shard,
     /// `--engine`: io_uring, epoll, or auto (io_uring where supported).
     pub engine: LoadEngine,
+    /// A scenario's checks, variables, setup, cookies and data (None: plain
+    /// requests, encoded once for the run).
+    pub script: Option<std::sync::Arc<super::script::Script>>,
 }
 
 /// Load engines (`latscope load --engine`).
@@ -199,6 +202,7 @@ impl LoadPlan {
             thresholds: Vec::new(),
             shard: Shard::WHOLE,
             engine: LoadEngine::Auto,
+            script: None,
         })
     }
 

@@ -156,6 +156,31 @@ pub struct EndpointAcc {
     pub requests: u64,
     pub ok: u64,
     pub bytes: u64,
+    /// A scenario's checks: judged, passed, and failures per check (its order).
+    pub checks: Checks,
+}
+
+/// Check counts of one endpoint (a scenario's `check`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Checks {
+    pub total: u64,
+    pub passed: u64,
+    /// Failures per check, in the request's check order.
+    pub failed: Vec<u64>,
+}
+
+impl Checks {
+    /// Adds another's counts.
+    pub fn add(&mut self, o: &Checks) {
+        self.total += o.total;
+        self.passed += o.passed;
+        if self.failed.len() < o.failed.len() {
+            self.failed.resize(o.failed.len(), 0);
+        }
+        for (a, b) in self.failed.iter_mut().zip(&o.failed) {
+            *a += b;
+        }
+    }
 }
 
 /// One second of one thread.
@@ -296,6 +321,7 @@ impl Recorder {
                     requests: 0,
                     ok: 0,
                     bytes: 0,
+                    checks: Checks::default(),
                 })
                 .collect(),
             errors: [0; KINDS],
@@ -558,6 +584,23 @@ impl Recorder {
         }
         if let Some(raw) = &mut self.raw {
             raw.row(self.start, endpoint, intended, sent, end, o);
+        }
+    }
+
+    /// A response to `endpoint` was checked: `results` says which of its checks
+    /// passed (in order).
+    pub fn checked(&mut self, endpoint: usize, results: &[bool]) {
+        let c = &mut self.endpoints[endpoint].checks;
+        if c.failed.len() < results.len() {
+            c.failed.resize(results.len(), 0);
+        }
+        for (f, ok) in c.failed.iter_mut().zip(results) {
+            c.total += 1;
+            if *ok {
+                c.passed += 1;
+            } else {
+                *f += 1;
+            }
         }
     }
 

@@ -28,6 +28,10 @@ pub struct EndpointResult {
     pub latency: Histogram<u64>,
     /// Seconds the run lasted (for its rps).
     pub(crate) elapsed_s: f64,
+    /// A scenario's checks on its responses (all zero: none).
+    pub checks: super::recorder::Checks,
+    /// The names of its checks (`status`, `json user.id`, …), in order.
+    pub check_names: Vec<String>,
 }
 
 /// One second of the timeline.
@@ -155,6 +159,8 @@ struct Numbers<'a> {
     requests: u64,
     ok: u64,
     elapsed_s: f64,
+    /// Checks judged and passed.
+    checks: (u64, u64),
 }
 
 impl MetricSource for Numbers<'_> {
@@ -167,6 +173,8 @@ impl MetricSource for Numbers<'_> {
             Metric::ErrorRate => {
                 Some((self.requests - self.ok) as f64 * 100.0 / self.requests as f64)
             }
+            Metric::Checks if self.checks.0 == 0 => None,
+            Metric::Checks => Some(self.checks.1 as f64 * 100.0 / self.checks.0 as f64),
             _ if self.latency.is_empty() => None,
             Metric::Min => lat(self.latency.min()),
             Metric::Max => lat(self.latency.max()),
@@ -196,13 +204,21 @@ pub fn merge(
     let mut endpoints: Vec<EndpointResult> = plan
         .endpoints
         .iter()
-        .map(|e| EndpointResult {
+        .enumerate()
+        .map(|(i, e)| EndpointResult {
             name: e.name.clone(),
             requests: 0,
             ok: 0,
             bytes: 0,
             latency: super::recorder::endpoint_histogram(plan.endpoints.len()),
             elapsed_s,
+            checks: Default::default(),
+            check_names: plan
+                .script
+                .as_ref()
+                .and_then(|s| s.steps.get(i))
+                .map(|s| s.check_names.clone())
+                .unwrap_or_default(),
         })
         .collect();
     let (mut requests, mut ok, mut dropped, mut incomplete, mut bytes, mut hits, mut opened) =
@@ -230,6 +246,7 @@ pub fn merge(
             e.requests += acc.requests;
             e.ok += acc.ok;
             e.bytes += acc.bytes;
+            e.checks.add(&acc.checks);
         }
         requests += r.requests;
         ok += r.ok;
@@ -341,12 +358,24 @@ impl LoadResult {
     }
 
     fn numbers(&self) -> Numbers<'_> {
+        let c = self.checks();
         Numbers {
             latency: &self.latency,
             requests: self.requests,
             ok: self.ok,
             elapsed_s: self.elapsed.as_secs_f64(),
+            checks: (c.total, c.passed),
         }
+    }
+
+    /// Every endpoint's checks added up (all zero: no check ran).
+    pub fn checks(&self) -> super::recorder::Checks {
+        let mut all = super::recorder::Checks::default();
+        for e in &self.endpoints {
+            all.total += e.checks.total;
+            all.passed += e.checks.passed;
+        }
+        all
     }
 
     pub(crate) fn judge(&self, t: &super::threshold::Threshold) -> Vec<Verdict> {
@@ -359,6 +388,7 @@ impl LoadResult {
                 requests: e.requests,
                 ok: e.ok,
                 elapsed_s: e.elapsed_s,
+                checks: (e.checks.total, e.checks.passed),
             })
             .collect();
         let named: Vec<(String, &dyn MetricSource)> = self

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -13,6 +14,8 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::limits::{MAX_ENDPOINTS, MAX_WEIGHT};
+use super::script::parse::{self as sp, RawCheck, RawExtract};
+use super::script::{data, Capture, Pause, Script, Step};
 use super::stages::{self, Stage};
 use super::threshold::{self, Threshold};
 
@@ -72,7 +75,12 @@ pub struct Scenario {
     pub think_time: Option<Duration>,
     pub thresholds: Vec<Threshold>,
     pub load: ScenarioLoad,
+    /// `[[setup]]`: run once per VU before its requests.
+    pub setup: Vec<ScenarioRequest>,
     pub requests: Vec<ScenarioRequest>,
+    /// Checks, variables, setup, cookies, data (None: plain requests); its steps
+    /// are `setup` then `requests`.
+    pub script: Option<Script>,
 }
 
 #[derive(Deserialize)]
@@ -83,7 +91,12 @@ struct RawScenario {
     think_time: Option<Spanned<String>>,
     #[serde(default)]
     thresholds: Vec<Spanned<String>>,
+    cookies: Option<bool>,
+    data: Option<Spanned<String>>,
+    data_order: Option<Spanned<String>>,
     load: Option<RawLoad>,
+    #[serde(default, deserialize_with = "bounded_requests")]
+    setup: Vec<Spanned<RawRequest>>,
     #[serde(default, rename = "request", deserialize_with = "bounded_requests")]
     requests: Vec<Spanned<RawRequest>>,
 }
@@ -134,7 +147,8 @@ fn count_tables(text: &str) -> Option<usize> {
         let Some((name, _)) = rest.split_once("]]") else {
             continue;
         };
-        if name.trim() == "request" || name.trim() == "\"request\"" {
+        let name = name.trim().trim_matches('"');
+        if name == "request" || name == "setup" {
             n += 1;
             if n > MAX_ENDPOINTS {
                 return Some(i + 1);
@@ -169,6 +183,10 @@ struct RawRequest {
     headers: BTreeMap<String, Spanned<String>>,
     body: Option<Spanned<String>>,
     weight: Option<Spanned<i64>>,
+    sleep: Option<Spanned<String>>,
+    check: Option<Spanned<RawCheck>>,
+    #[serde(default)]
+    extract: BTreeMap<String, Spanned<RawExtract>>,
 }
 
 /// The largest scenario file read: 64 MiB (10,000 requests with bodies of a few
@@ -176,6 +194,7 @@ struct RawRequest {
 pub const MAX_FILE: u64 = 64 << 20;
 
 /// Reads and checks a scenario file (at most [`MAX_FILE`]; a device is refused).
+/// A `data` file is read relative to the scenario's folder.
 pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
     let text = crate::input::read_text_capped(path, MAX_FILE).map_err(|e| ScenarioError {
         file: path.display().to_string(),
@@ -183,11 +202,17 @@ pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
         field: String::new(),
         message: format!("cannot read it: {e}"),
     })?;
-    parse(&path.display().to_string(), &text)
+    parse_in(&path.display().to_string(), &text, path.parent())
 }
 
-/// Parses scenario text; `file` names it in errors.
+/// Parses scenario text; `file` names it in errors (a `data` file is read relative
+/// to the working directory).
 pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
+    parse_in(file, text, None)
+}
+
+/// Parses scenario text whose `data` file is relative to `dir`.
+pub fn parse_in(file: &str, text: &str, dir: Option<&Path>) -> Result<Scenario, ScenarioError> {
     let line_of = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
     let at = |span: std::ops::Range<usize>, field: &str, message: String| ScenarioError {
         file: file.to_string(),
@@ -242,8 +267,13 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
             }
         };
     }
+    let mut think_range = None;
     if let Some(t) = &raw.think_time {
-        out.think_time = Some(dur(t, "think_time")?);
+        let p = sp::pause(t, "think_time").map_err(|(s, f, m)| at(s, &f, m))?;
+        out.think_time = Some(p.min);
+        if p.max > p.min {
+            think_range = Some(p);
+        }
     }
     for t in &raw.thresholds {
         out.thresholds
@@ -295,17 +325,54 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
         }
         out.load = load;
     }
-    let mut names = std::collections::HashSet::with_capacity(raw.requests.len());
-    for (i, r) in raw.requests.iter().enumerate() {
+    // Variables: what the requests extract, then the data file's columns.
+    let feeder = match &raw.data {
+        Some(d) => Some(
+            read_data(d, raw.data_order.as_ref(), dir).map_err(|(s, f, m)| at(s, &f, m))?,
+        ),
+        None => None,
+    };
+    let mut vars: Vec<String> = Vec::new();
+    for r in raw.setup.iter().chain(&raw.requests) {
+        for (name, x) in &r.get_ref().extract {
+            if !sp::is_var_name(name) {
+                return Err(at(
+                    x.span(),
+                    "extract",
+                    format!("'{name}' is not a variable name (letters, digits, _ - .)"),
+                ));
+            }
+            if !vars.contains(name) {
+                vars.push(name.clone());
+            }
+        }
+    }
+    for c in feeder.iter().flat_map(|f| &f.columns) {
+        if !vars.contains(c) {
+            vars.push(c.clone());
+        }
+    }
+    let mut steps: Vec<Step> = Vec::new();
+    let n_setup = raw.setup.len();
+    let mut names =
+        std::collections::HashSet::with_capacity(raw.requests.len() + raw.setup.len());
+    for (k, r) in raw.setup.iter().chain(raw.requests.iter()).enumerate() {
+        let (kind, i) = if k < n_setup {
+            ("setup", k)
+        } else {
+            ("request", k - n_setup)
+        };
         let span = r.span();
         let r = r.get_ref();
-        let field = |f: &str| format!("request[{}].{f}", i + 1);
+        let field = |f: &str| format!("{kind}[{}].{f}", i + 1);
+        let script_err = |(s, f, m): sp::At| at(s, &field(&f), m);
+        let mut step = Step::default();
         let name = match &r.name {
             Some(n) if n.get_ref().trim().is_empty() => {
                 return Err(at(n.span(), &field("name"), "must not be empty".into()))
             }
             Some(n) => n.get_ref().trim().to_string(),
-            None => format!("request{}", i + 1),
+            None => format!("{kind}{}", i + 1),
         };
         if !names.insert(name.clone()) {
             let s = r.name.as_ref().map_or(span.clone(), |n| n.span());
@@ -345,7 +412,20 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
                         "must not hold spaces, CR, LF or other control characters (percent-encode them: %20, %0D, %0A)".into(),
                     ));
                 }
+                if p.get_ref().contains("{{") {
+                    step.path = Some(
+                        sp::template(p, "path", &vars)
+                            .map_err(script_err)?,
+                    );
+                }
                 p.get_ref().clone()
+            }
+            (None, Some(u)) if u.get_ref().contains("{{") => {
+                return Err(at(
+                    u.span(),
+                    &field("url"),
+                    "variables go in `path` (with base_url), not in `url`".into(),
+                ))
             }
             (None, Some(u)) => {
                 crate::net::Target::parse(u.get_ref())
@@ -369,6 +449,12 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
                     format!("'{n}' is not a header name"),
                 )
             })?;
+            if v.get_ref().contains("{{") {
+                let t = Spanned::new(v.span(), v.get_ref().trim().to_string());
+                step.headers
+                    .push((name, sp::template(&t, "headers", &vars).map_err(script_err)?));
+                continue;
+            }
             let value = HeaderValue::from_str(v.get_ref().trim()).map_err(|_| {
                 at(
                     v.span(),
@@ -392,7 +478,30 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
             Some(w) => positive(w, &field("weight"), 1)? as u32,
             None => 1,
         };
-        out.requests.push(ScenarioRequest {
+        if let Some(b) = r.body.as_ref().filter(|b| b.get_ref().contains("{{")) {
+            step.body = Some(sp::template(b, "body", &vars).map_err(script_err)?);
+        }
+        if let Some(c) = &r.check {
+            (step.checks, step.check_names) =
+                sp::checks(c.get_ref(), &vars).map_err(script_err)?;
+        }
+        step.extract = sp::extracts(&r.extract, &vars).map_err(script_err)?;
+        if let Some(s) = &r.sleep {
+            step.sleep = Some(sp::pause(s, "sleep").map_err(script_err)?);
+        }
+        // A body read by a check or an extraction comes gzip at most (decoded
+        // then), unless the request says what it accepts.
+        if step_reads_body(&step)
+            && !headers
+                .iter()
+                .any(|(n, _): &(HeaderName, HeaderValue)| n == http::header::ACCEPT_ENCODING)
+        {
+            headers.push((
+                http::header::ACCEPT_ENCODING,
+                HeaderValue::from_static("gzip"),
+            ));
+        }
+        let req = ScenarioRequest {
             name,
             method,
             path_or_url,
@@ -403,7 +512,31 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
                 .map(|b| Bytes::from(b.get_ref().clone()))
                 .unwrap_or_default(),
             weight,
-        });
+        };
+        if kind == "setup" {
+            out.setup.push(req);
+        } else {
+            out.requests.push(req);
+        }
+        steps.push(step);
+    }
+    out.script = script(&raw, steps, vars, feeder, think_range);
+    // `weight` alone means weighted selection (issue 34: weights were silently
+    // ignored); with an explicit `order = "sequence"` it is a contradiction.
+    if let Some(w) = raw.requests.iter().find_map(|r| r.get_ref().weight.as_ref()) {
+        match raw.order.as_ref().map(|o| o.get_ref().as_str()) {
+            None => out.order = Order::Weighted,
+            Some("sequence") => {
+                return Err(at(
+                    w.span(),
+                    "weight",
+                    "weights pick requests at random in proportion, but order = \"sequence\" \
+                     walks them in turn: remove `order` (weights alone mean weighted) or the weights"
+                        .into(),
+                ))
+            }
+            Some(_) => {}
+        }
     }
     if out.requests.is_empty() {
         return Err(ScenarioError {
@@ -414,6 +547,125 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
         });
     }
     Ok(out)
+}
+
+/// Whether a check or an extraction of `s` reads the response body.
+fn step_reads_body(s: &Step) -> bool {
+    use super::script::{Check, Source};
+    s.checks
+        .iter()
+        .any(|c| matches!(c, Check::BodyContains(_) | Check::BodyRegex(_) | Check::Json(..)))
+        || s.extract
+            .iter()
+            .any(|x| matches!(x.from, Source::Json(_) | Source::Regex(_)))
+}
+
+/// What the response reader keeps for a step's checks and extractions (None:
+/// nothing, the plain reader).
+fn capture(s: &Step, cookies: bool) -> Option<Arc<Capture>> {
+    use super::script::{Check, Source};
+    let mut c = Capture {
+        set_cookie: cookies,
+        body: step_reads_body(s),
+        headers: Vec::new(),
+    };
+    for check in &s.checks {
+        if let Check::Header(n, _) = check {
+            c.headers.push(n.clone());
+        }
+    }
+    for x in &s.extract {
+        match &x.from {
+            Source::Header(n) => c.headers.push(n.clone()),
+            Source::Cookie(_) => c.set_cookie = true,
+            _ => {}
+        }
+    }
+    if c.body {
+        c.headers.push("content-encoding".into());
+    }
+    (c != Capture::default()).then(|| Arc::new(c))
+}
+
+/// The script of a scenario, when it uses any of checks, extraction, variables,
+/// setup, sleeps, a think-time range, cookies or data. The cookie jar is on by
+/// default when VUs carry state (setup, extraction, variables, data), where a
+/// session matters; `cookies = true` turns it on for any scenario, `false` off.
+fn script(
+    raw: &RawScenario,
+    mut steps: Vec<Step>,
+    vars: Vec<String>,
+    feeder: Option<data::Feeder>,
+    think: Option<Pause>,
+) -> Option<Script> {
+    let stateful = !raw.setup.is_empty()
+        || feeder.is_some()
+        || steps.iter().any(|s| !s.extract.is_empty() || s.dynamic());
+    let cookies = raw.cookies.unwrap_or(stateful);
+    let any = stateful
+        || cookies
+        || think.is_some()
+        || steps
+            .iter()
+            .any(|s| !s.checks.is_empty() || s.sleep.is_some());
+    if !any {
+        return None;
+    }
+    for s in &mut steps {
+        s.capture = capture(s, cookies);
+    }
+    Some(Script {
+        setup: raw.setup.len(),
+        steps,
+        vars,
+        cookies,
+        data: feeder.map(Arc::new),
+        think,
+    })
+}
+
+/// Reads `data` (relative to `dir`) in `data_order`; errors as (span, field,
+/// message), a bad row naming the data file's line.
+fn read_data(
+    d: &Spanned<String>,
+    order: Option<&Spanned<String>>,
+    dir: Option<&Path>,
+) -> Result<data::Feeder, sp::At> {
+    let random = match order.map(|o| (o, o.get_ref().as_str())) {
+        None | Some((_, "sequence")) => false,
+        Some((_, "random")) => true,
+        Some((o, other)) => {
+            return Err((
+                o.span(),
+                "data_order".into(),
+                format!("'{other}': use \"sequence\" or \"random\""),
+            ))
+        }
+    };
+    let rel = Path::new(d.get_ref());
+    let path = match dir {
+        Some(dir) if rel.is_relative() => dir.join(rel),
+        _ => rel.to_path_buf(),
+    };
+    let text = crate::input::read_text_capped(&path, data::MAX_DATA_FILE).map_err(|e| {
+        (
+            d.span(),
+            "data".to_string(),
+            format!("cannot read {}: {e}", path.display()),
+        )
+    })?;
+    data::parse(&text, random).map_err(|e| {
+        (
+            d.span(),
+            "data".to_string(),
+            format!(
+                "{}{}: {}",
+                path.display(),
+                e.line.map(|l| format!(", line {l}")).unwrap_or_default(),
+                e.message
+            ),
+        )
+    })
 }
 
 #[cfg(test)]

@@ -32,6 +32,8 @@ pub enum Metric {
     Rps,
     /// Completed requests.
     Requests,
+    /// Scenario checks that passed, percent of checks run.
+    Checks,
 }
 
 /// A comparison.
@@ -61,7 +63,7 @@ pub struct Threshold {
     pub scope: Scope,
     pub metric: Metric,
     pub op: Op,
-    /// In the metric's unit: ms for latencies, percent for error_rate.
+    /// In the metric's unit: ms for latencies, percent for error_rate and checks.
     pub limit: f64,
 }
 
@@ -137,16 +139,19 @@ pub fn parse(expr: &str) -> Result<Threshold, ThresholdError> {
         "error_rate" | "errors" => Metric::ErrorRate,
         "rps" => Metric::Rps,
         "requests" => Metric::Requests,
+        "checks" => Metric::Checks,
         "" => return Err(err("no metric before the comparison")),
         _ => {
             return Err(err(
                 "unknown metric (use p50, p90, p95, p99, p999, p9999, min, mean, max, \
-                 error_rate, rps, requests)",
+                 error_rate, checks, rps, requests)",
             ))
         }
     };
     let limit = match metric {
-        Metric::ErrorRate => crate::units::parse_percent(value).map_err(|e| err(&e))?,
+        Metric::ErrorRate | Metric::Checks => {
+            crate::units::parse_percent(value).map_err(|e| err(&e))?
+        }
         Metric::Rps | Metric::Requests => value
             .parse::<f64>()
             .ok()

@@ -172,6 +172,8 @@ impl MetricSource for Source<'_> {
         match m {
             Metric::Requests => Some(self.requests as f64),
             Metric::Rps => Some(self.requests as f64 / self.seconds.max(1e-9)),
+            // Checks are judged on the whole run, not on a window.
+            Metric::Checks => None,
             Metric::ErrorRate if self.requests == 0 => None,
             Metric::ErrorRate => Some(
                 (self.requests - self.ok.min(self.requests)) as f64 * 100.0 / self.requests as f64,

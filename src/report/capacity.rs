@@ -61,12 +61,13 @@ fn metric_name(m: Metric) -> String {
         Metric::ErrorRate => "error rate".into(),
         Metric::Rps => "rate".into(),
         Metric::Requests => "requests".into(),
+        Metric::Checks => "checks passed".into(),
     }
 }
 
 fn value_text(m: Metric, v: f64) -> String {
     match m {
-        Metric::ErrorRate => format!("{v:.2}%"),
+        Metric::ErrorRate | Metric::Checks => format!("{v:.2}%"),
         Metric::Rps => format!("{v:.0} req/s"),
         Metric::Requests => format!("{v:.0}"),
         _ => fmt_ms(v),

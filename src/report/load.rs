@@ -27,8 +27,9 @@ pub fn header(plan: &LoadPlan) -> String {
         String::new()
     };
     format!(
-        "latscope load {} — {what}, {length}, {} thread{}{eps}{}\n",
+        "latscope load {} — {}, {what}, {length}, {} thread{}{eps}{}\n",
         plan.target.url,
+        protocol_text(plan),
         plan.threads,
         if plan.threads == 1 { "" } else { "s" },
         if plan.keepalive {
@@ -37,6 +38,34 @@ pub fn header(plan: &LoadPlan) -> String {
             ", no keep-alive"
         }
     ) + &shard_line(plan)
+}
+
+/// What the run will speak, as the header names it: `HTTP/1.1`, `h2c ×5 streams`,
+/// `h2 ×5 streams`, `h3`, or `h2 or HTTP/1.1 (ALPN)` on https when the server
+/// chooses (the summary's `Protocol:` line and the JSON's `http_version` say what it
+/// chose).
+pub fn protocol_text(plan: &LoadPlan) -> String {
+    use crate::net::{HttpVersionPref, Scheme};
+    let streams = |p: &str| {
+        if plan.streams > 1 {
+            format!("{p} ×{} streams", plan.streams)
+        } else {
+            p.to_string()
+        }
+    };
+    let https = plan.target.scheme == Scheme::Https;
+    if plan.client.http3 {
+        return streams("h3");
+    }
+    match plan.client.version {
+        HttpVersionPref::Http1 => "HTTP/1.1".into(),
+        HttpVersionPref::Http2 if https => streams("h2"),
+        HttpVersionPref::Http2 => streams("h2c"),
+        HttpVersionPref::Auto if !https || !plan.keepalive || plan.script.is_some() => {
+            "HTTP/1.1".into()
+        }
+        HttpVersionPref::Auto => format!("{} or HTTP/1.1 (ALPN)", streams("h2")),
+    }
 }
 
 /// For a shard: which part of the run this process does.
@@ -143,8 +172,12 @@ pub fn summary(r: &LoadResult, findings: &[Finding]) -> String {
     let mut kv = |k: &str, v: String| {
         let _ = writeln!(s, "  {k:<24}{v:>16}");
     };
-    kv("Transactions:", format!("{} hits", r.requests));
+    // "requests", never siege's "hits": cache hits are counted a few lines below.
+    kv("Transactions:", format!("{} requests", r.requests));
     kv("Availability:", format!("{availability:.2} %"));
+    if let Some(v) = r.http_version {
+        kv("Protocol:", v.to_string());
+    }
     kv("Elapsed time:", format!("{secs:.2} s"));
     kv("Data transferred:", fmt_bytes(r.bytes));
     kv("Response time (mean):", fmt_ms(lat.mean));
@@ -166,6 +199,10 @@ pub fn summary(r: &LoadResult, findings: &[Finding]) -> String {
         kv("Redirects (3xx):", redirects.to_string());
     }
     kv("Failed transactions:", r.error_count().to_string());
+    let checks = r.checks();
+    if checks.total > 0 {
+        kv("Checks passed:", checks_text(checks.passed, checks.total));
+    }
     kv("Longest transaction:", fmt_ms(lat.max));
     kv("Shortest transaction:", fmt_ms(lat.min));
     if r.dropped > 0 || r.model == "open" {
@@ -274,18 +311,49 @@ pub fn summary(r: &LoadResult, findings: &[Finding]) -> String {
         s.push_str("  (open model: latency counts from the intended send time, service time from the actual send)\n");
     }
     if r.endpoints.len() > 1 {
-        let mut t = Table::new(["endpoint", "requests", "ok", "errors", "req/s"]);
+        let with_checks = checks.total > 0;
+        let mut head = vec!["endpoint", "requests", "ok", "errors", "req/s"];
+        if with_checks {
+            head.push("checks");
+        }
+        let mut t = Table::new(head);
         for e in &r.endpoints {
-            t.row([
+            let mut row = vec![
                 e.name.clone(),
                 e.requests.to_string(),
                 e.ok.to_string(),
                 (e.requests - e.ok).to_string(),
                 format!("{:.1}", e.requests as f64 / secs),
-            ]);
+            ];
+            if with_checks {
+                row.push(if e.checks.total == 0 {
+                    "—".into()
+                } else {
+                    checks_text(e.checks.passed, e.checks.total)
+                });
+            }
+            t.row(row);
         }
         s.push('\n');
         s.push_str(&t.render(2));
+    }
+    let failed: Vec<String> = r
+        .endpoints
+        .iter()
+        .flat_map(|e| {
+            e.checks
+                .failed
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| **n > 0)
+                .map(move |(i, n)| {
+                    let name = e.check_names.get(i).map_or("check", |c| c.as_str());
+                    format!("{} {name} {n}", e.name)
+                })
+        })
+        .collect();
+    if !failed.is_empty() {
+        let _ = writeln!(s, "\n  Failed checks: {}", failed.join(", "));
     }
     if !r.errors.is_empty() {
         let list: Vec<String> = r.errors.iter().map(|(k, n)| format!("{k} {n}")).collect();
@@ -308,7 +376,9 @@ pub fn summary(r: &LoadResult, findings: &[Finding]) -> String {
     if !r.thresholds.is_empty() {
         s.push_str("\n  Thresholds:\n");
         for v in &r.thresholds {
-            let value = v.value.map_or("no data".to_string(), |x| format!("{x:.3}"));
+            let value = v.value.map_or("no data".to_string(), |x| {
+                threshold_value(&v.expr, x)
+            });
             let on = v
                 .endpoint
                 .as_ref()
@@ -335,6 +405,32 @@ pub fn summary(r: &LoadResult, findings: &[Finding]) -> String {
         }
     }
     s
+}
+
+/// A threshold's measured value in its metric's unit: `18.4 ms`, `0.520 %`,
+/// `1234.5 req/s`, `12000 requests`, `99.200 % of checks passed` (the metric read
+/// back from the rule's text, so stored runs print the same).
+pub fn threshold_value(expr: &str, value: f64) -> String {
+    use crate::load::threshold::{parse, Metric};
+    match parse(expr).map(|t| t.metric) {
+        Ok(Metric::ErrorRate) => format!("{value:.3} %"),
+        Ok(Metric::Checks) => format!("{value:.3} % of checks passed"),
+        Ok(Metric::Rps) => format!("{value:.1} req/s"),
+        Ok(Metric::Requests) => format!("{value:.0} requests"),
+        Ok(_) => fmt_ms(value),
+        Err(_) => format!("{value:.3}"),
+    }
+}
+
+/// "99.2 % of 12,000" (checks passed of checks judged).
+fn checks_text(passed: u64, total: u64) -> String {
+    let pct = passed as f64 * 100.0 / total.max(1) as f64;
+    let pct = if passed < total && pct >= 99.95 {
+        format!("{pct:.3}")
+    } else {
+        format!("{pct:.1}")
+    };
+    format!("{pct} % of {}", crate::diagnose::rules::disk::thousands(total))
 }
 
 /// One progress line (no newline), for stderr on a terminal.

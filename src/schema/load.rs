@@ -33,6 +33,10 @@ pub struct LoadDoc {
     /// Completed requests (ok + errors).
     pub requests: u64,
     pub ok: u64,
+    /// A scenario's checks over every endpoint (absent: none ran; per endpoint
+    /// with their failures in `endpoints`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checks: Option<ChecksDoc>,
     pub dropped: u64,
     /// Errors by kind (`timeout`, `http_5xx`, …).
     pub errors: BTreeMap<String, u64>,
@@ -146,6 +150,52 @@ pub struct EndpointDoc {
     pub bytes: u64,
     pub rps: f64,
     pub latency_ms: Percentiles,
+    /// A scenario's checks on this endpoint's responses (absent: it has none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checks: Option<ChecksDoc>,
+}
+
+/// A scenario's checks (issue 34): how many were judged, how many passed, the
+/// passed share, and failures per check name (only those that failed).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ChecksDoc {
+    pub total: u64,
+    pub passed: u64,
+    /// passed / total, percent.
+    pub passed_pct: f64,
+    pub failed: BTreeMap<String, u64>,
+}
+
+impl ChecksDoc {
+    /// The document of `checks` named by `names` (None when no check ran).
+    pub fn of(checks: &crate::load::recorder::Checks, names: &[String]) -> Option<ChecksDoc> {
+        (checks.total > 0).then(|| ChecksDoc {
+            total: checks.total,
+            passed: checks.passed,
+            passed_pct: checks.passed as f64 * 100.0 / checks.total as f64,
+            failed: checks
+                .failed
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| **n > 0)
+                .map(|(i, n)| (names.get(i).cloned().unwrap_or_else(|| format!("check {}", i + 1)), *n))
+                .collect(),
+        })
+    }
+
+    /// Back to counts, in `names`' order (for merges of stored runs).
+    pub fn counts(&self) -> (crate::load::recorder::Checks, Vec<String>) {
+        let names: Vec<String> = self.failed.keys().cloned().collect();
+        (
+            crate::load::recorder::Checks {
+                total: self.total,
+                passed: self.passed,
+                failed: self.failed.values().copied().collect(),
+            },
+            names,
+        )
+    }
 }
 
 /// One threshold's verdict.
@@ -346,6 +396,17 @@ impl From<&LoadResult> for LoadDoc {
             http_version: r.http_version.map(String::from),
             requests: r.requests,
             ok: r.ok,
+            checks: ChecksDoc::of(&r.checks(), &[]).map(|mut c| {
+                // Run-wide failures named "endpoint check".
+                for e in &r.endpoints {
+                    if let Some(d) = ChecksDoc::of(&e.checks, &e.check_names) {
+                        for (k, n) in d.failed {
+                            c.failed.insert(format!("{} {k}", e.name), n);
+                        }
+                    }
+                }
+                c
+            }),
             dropped: r.dropped,
             errors: r.errors.clone(),
             duration_s: r.elapsed.as_secs_f64(),
@@ -389,6 +450,7 @@ impl From<&LoadResult> for LoadDoc {
                     bytes: e.bytes,
                     rps: e.requests as f64 / e.elapsed_s.max(1e-9),
                     latency_ms: ms(&e.latency),
+                    checks: ChecksDoc::of(&e.checks, &e.check_names),
                 })
                 .collect(),
             timeline: timeline(r),

@@ -170,7 +170,10 @@ pub fn read(
     };
     let mut endpoints = Vec::new();
     for e in &doc.endpoints {
+        let (checks, check_names) = e.checks.as_ref().map(|c| c.counts()).unwrap_or_default();
         endpoints.push(EndpointResult {
+            checks,
+            check_names,
             latency: hist(&format!("latency:{}", e.name), None)?,
             name: e.name.clone(),
             requests: e.requests,

@@ -46,6 +46,8 @@ pub fn unsupported(plan: &LoadPlan, h2: bool) -> Option<&'static str> {
         Some("--stages in the closed model")
     } else if !plan.think_time.is_zero() {
         Some("--think-time")
+    } else if plan.script.is_some() {
+        Some("a scenario's checks, variables, setup, cookies or data (they run on epoll)")
     } else {
         None
     }

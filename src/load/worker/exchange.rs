@@ -5,6 +5,7 @@
 
 use std::cell::Cell;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use super::Worker;
 use crate::load::conn::Phase;
@@ -12,6 +13,7 @@ use crate::load::h2::{self, H2Slot, Slot};
 use crate::load::http1::{H1Error, H1};
 use crate::load::http3::{self, H3Slot};
 use crate::load::recorder::{ErrorKind, Outcome};
+use crate::load::script::{Capture, Kept};
 
 /// Runs `fut` until `deadline`, with `timer` (armed at `armed`, ≤ `deadline`).
 pub(super) async fn within<F: std::future::Future>(
@@ -156,6 +158,9 @@ pub(super) async fn exchange(
     conn: &mut Option<H1>,
     phase: &Cell<Phase>,
     ep: usize,
+    own: Option<&[u8]>,
+    capture: Option<&Arc<Capture>>,
+    kept: &mut Option<Box<Kept>>,
 ) -> Outcome {
     let prep = w.prep;
     let mut retried = false;
@@ -179,7 +184,13 @@ pub(super) async fn exchange(
         phase.set(Phase::Exchange);
         let c = conn.as_mut().expect("connected above");
         let r = c
-            .exchange(&prep.encoded[ep], prep.is_head[ep], prep.raw.is_some())
+            .exchange_keeping(
+                own.unwrap_or(&prep.encoded[ep]),
+                prep.is_head[ep],
+                prep.raw.is_some(),
+                capture,
+                kept,
+            )
             .await;
         let kind = match r {
             Ok(resp) => {

@@ -34,6 +34,7 @@ use super::sys::ThreadTime;
 
 mod dispatch;
 mod exchange;
+mod scripted;
 
 use dispatch::Dispatch;
 use exchange::{exchange, exchange_h2, exchange_h3, within};
@@ -186,6 +187,20 @@ impl<'a, 'p> Client<'a, 'p> {
     /// Sends endpoint `ep` and reads the answer, within the request timeout
     /// counted from `sent`.
     async fn request(&mut self, ep: usize, sent: Instant) -> Outcome {
+        self.request_with(ep, sent, None, None, &mut None).await
+    }
+
+    /// [`Client::request`] of a scenario step over HTTP/1.1: `own` is the VU's
+    /// own encoding of it (None: the run's), `capture` what to keep of the
+    /// response into `kept`.
+    async fn request_with(
+        &mut self,
+        ep: usize,
+        sent: Instant,
+        own: Option<&[u8]>,
+        capture: Option<&std::sync::Arc<super::script::Capture>>,
+        kept: &mut Option<Box<super::script::Kept>>,
+    ) -> Outcome {
         let deadline = tokio::time::Instant::from_std(sent + self.w.prep.plan.client.timeout);
         // The timer is re-armed only when it has passed; an earlier deadline left
         // from a previous request is pushed out when it fires. That saves a timer
@@ -216,7 +231,7 @@ impl<'a, 'p> Client<'a, 'p> {
                     timer,
                     armed,
                     deadline,
-                    exchange(w, &mut self.conn, phase, ep),
+                    exchange(w, &mut self.conn, phase, ep, own, capture, kept),
                 )
                 .await
             }
@@ -253,20 +268,21 @@ impl Picker {
     pub(super) fn pick(&mut self, prep: &Prepared<'_>) -> usize {
         let n = prep.cumulative.len();
         if n == 1 {
-            return 0;
+            return prep.first;
         }
-        match prep.plan.order {
-            Order::Sequence => {
-                let e = self.next % n;
-                self.next = e + 1;
-                e
+        prep.first
+            + match prep.plan.order {
+                Order::Sequence => {
+                    let e = self.next % n;
+                    self.next = e + 1;
+                    e
+                }
+                Order::Weighted => {
+                    let total = *prep.cumulative.last().expect("endpoints");
+                    let x = self.rng.random_range(0..total);
+                    prep.cumulative.partition_point(|&c| c <= x)
+                }
             }
-            Order::Weighted => {
-                let total = *prep.cumulative.last().expect("endpoints");
-                let x = self.rng.random_range(0..total);
-                prep.cumulative.partition_point(|&c| c <= x)
-            }
-        }
     }
 }
 
@@ -352,6 +368,11 @@ impl<'a, 'p> Worker<'a, 'p> {
 
     async fn vu(&self, i: usize, slot: Option<&H2Slot>, h3: Option<&H3Slot>) {
         let prep = self.prep;
+        if let Some(script) = &prep.plan.script {
+            // A scenario's checks and variables: over HTTP/1.1 (`plan` refuses the
+            // others for it).
+            return self.vu_scripted(i, script).await;
+        }
         let staged = !prep.plan.stages.is_empty();
         let think = prep.plan.think_time;
         let mut client = Client::new(self, slot, h3);
@@ -513,6 +534,10 @@ impl<'a, 'p> Worker<'a, 'p> {
     async fn open_conn(&self, i: usize, d: &Dispatch, slot: Option<&H2Slot>, h3: Option<&H3Slot>) {
         let mut client = Client::new(self, slot, h3);
         let mut picker = Picker::new(i as u64 ^ 0x5eed);
+        // A scenario's checks (the open model has no VUs: no variables, setup,
+        // cookies or data; `plan` refuses them).
+        let script = self.prep.plan.script.as_deref();
+        let mut state = script.map(|s| super::script::VuState::new(s, i as u64));
         while let Some(due) = d.take(client.is_connected()).await {
             if !self.ctl.running() {
                 // Due before the end but never sent: the run ended first.
@@ -520,6 +545,10 @@ impl<'a, 'p> Worker<'a, 'p> {
                 continue;
             }
             let ep = picker.pick(self.prep);
+            if let (Some(script), Some(state)) = (script, &mut state) {
+                self.step(&mut client, state, script, ep, due).await;
+                continue;
+            }
             self.rec.borrow_mut().in_flight += 1;
             let sent = Instant::now();
             let o = client.request(ep, sent).await;

@@ -1,0 +1,107 @@
+//! A scenario's VU (`load::script`): its setup once, then its requests as a plain VU
+//! walks them, each one encoded by the VU when its variables or cookies make it
+//! its own, its response's cookies, checks and extractions taken in after the
+//! request is recorded (checks are counted apart: they never change a latency or
+//! an error). HTTP/1.1 on its own connection only.
+
+use std::time::{Duration, Instant};
+
+use super::{Client, Picker, Worker};
+use crate::load::script::{Script, VuState};
+
+impl<'a, 'p> Worker<'a, 'p> {
+    /// VU `i` (this shard's index) running `script` in the closed model.
+    pub(super) async fn vu_scripted(&self, i: usize, script: &Script) {
+        let prep = self.prep;
+        let staged = !prep.plan.stages.is_empty();
+        let mut client = Client::new(self, None, None);
+        let g = prep.plan.shard.global(i as u64);
+        let mut state = VuState::new(script, g);
+        let mut picker = Picker::new(i as u64);
+        for ep in 0..script.setup {
+            if !self.ctl.claim() {
+                client.close();
+                return;
+            }
+            let now = Instant::now();
+            self.step(&mut client, &mut state, script, ep, now).await;
+            self.pause(&mut state, script, ep).await;
+        }
+        loop {
+            if staged {
+                let t = self.ctl.start.elapsed().as_secs_f64();
+                if prep.ramp.at(t) <= g as f64 {
+                    client.close();
+                    match prep.ramp.next_above(g as f64, t) {
+                        Some(at) => {
+                            let when = self.ctl.start + Duration::from_secs_f64(at);
+                            tokio::time::sleep_until(when.into()).await;
+                            continue;
+                        }
+                        None => break,
+                    }
+                }
+            }
+            if !self.ctl.claim() {
+                break;
+            }
+            let ep = picker.pick(prep);
+            let now = Instant::now();
+            self.step(&mut client, &mut state, script, ep, now).await;
+            self.pause(&mut state, script, ep).await;
+        }
+        client.close();
+    }
+
+    /// One request of a script, due at `due` (the open model's intended time; the
+    /// send time in the closed model): sent, recorded, then its response taken in.
+    pub(super) async fn step(
+        &self,
+        client: &mut Client<'_, '_>,
+        state: &mut VuState,
+        script: &Script,
+        ep: usize,
+        due: Instant,
+    ) {
+        let prep = self.prep;
+        let step = &script.steps[ep];
+        let own = state.prepare(
+            &prep.plan.target,
+            &prep.plan.endpoints[ep],
+            step,
+            script.cookies,
+            prep.plan.keepalive,
+        );
+        self.rec.borrow_mut().in_flight += 1;
+        let sent = Instant::now();
+        let mut kept = None;
+        let request = state.request.clone();
+        let o = client
+            .request_with(
+                ep,
+                sent,
+                own.then_some(&request[..]),
+                step.capture.as_ref(),
+                &mut kept,
+            )
+            .await;
+        let end = Instant::now();
+        {
+            let mut r = self.rec.borrow_mut();
+            r.in_flight -= 1;
+            r.record(ep, due.min(sent), sent, end, &o);
+        }
+        state.take(script, step, &prep.plan.target.host, o.status, kept.as_deref());
+        if !step.checks.is_empty() {
+            self.rec.borrow_mut().checked(ep, &state.results);
+        }
+    }
+
+    /// The pause after step `ep` (its `sleep`, the scenario's think time).
+    async fn pause(&self, state: &mut VuState, script: &Script, ep: usize) {
+        let d = state.pause(script, &script.steps[ep], self.prep.plan.think_time);
+        if !d.is_zero() && self.ctl.running() {
+            tokio::time::sleep(d).await;
+        }
+    }
+}

@@ -1,0 +1,416 @@
+//! Scenarios as real users behave (issue 34), against a real API written here in
+//! Python's standard library: a login that issues a bearer token and a session
+//! cookie, endpoints that require both and count their own requests, and a CSV of
+//! users. Each VU logs in once (`[[setup]]`), carries its token (`extract`,
+//! `{{token}}`) and its cookie (the per-VU jar), and checks what comes back; the
+//! server's own counters must match latscope's per endpoint. Every run is bounded by
+//! a request count and a timeout, on 127.0.0.1 only.
+
+use std::io::{Read, Write};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::util::{json_of, run_within};
+use crate::util_real::{python_server, TempDir};
+
+/// The API. POST /login {"user","password"} → {"token","user"} and
+/// `Set-Cookie: session=…`; GET /me and GET /orders/USER need `Authorization:
+/// Bearer tok-USER` *and* the cookie `session=sess-USER` of the same user (401
+/// otherwise); GET /stats (not counted) says what it saw.
+const API: &str = r#"
+import json, threading, sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+USERS = {"kim": "pw1", "lee": "pw2", "park": "pw3", "choi": "pw4"}
+lock = threading.Lock()
+stats = {"login": 0, "me": 0, "orders": 0, "unauthorized": 0, "no_cookie": 0,
+         "logins_by_user": {}, "bad_login": 0}
+
+def count(k):
+    with lock:
+        stats[k] += 1
+
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    wbufsize = -1
+    def reply(self, status, obj, extra=()):
+        body = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in extra:
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(body)
+    def who(self):
+        auth = self.headers.get("Authorization", "")
+        cookie = self.headers.get("Cookie", "")
+        user = auth[len("Bearer tok-"):] if auth.startswith("Bearer tok-") else None
+        if user not in USERS:
+            count("unauthorized")
+            return None
+        if ("session=sess-" + user) not in [c.strip() for c in cookie.split(";")]:
+            count("no_cookie")
+            return None
+        return user
+    def do_POST(self):
+        n = int(self.headers.get("Content-Length", "0"))
+        body = self.rfile.read(n)
+        if self.path != "/login":
+            return self.reply(404, {"error": "no such path"})
+        count("login")
+        try:
+            req = json.loads(body)
+        except Exception:
+            req = {}
+        user = req.get("user")
+        if USERS.get(user) != req.get("password"):
+            count("bad_login")
+            return self.reply(403, {"error": "bad credentials"})
+        with lock:
+            stats["logins_by_user"][user] = stats["logins_by_user"].get(user, 0) + 1
+        self.reply(200, {"token": "tok-" + user, "user": user},
+                   [("Set-Cookie", "session=sess-" + user + "; Path=/; HttpOnly")])
+    def do_GET(self):
+        if self.path == "/stats":
+            with lock:
+                return self.reply(200, stats)
+        if self.path == "/me":
+            count("me")
+            user = self.who()
+            if user is None:
+                return self.reply(401, {"error": "unauthorized"})
+            return self.reply(200, {"user": user, "plan": "pro"})
+        if self.path.startswith("/orders/"):
+            count("orders")
+            user = self.who()
+            if user is None or self.path != "/orders/" + user:
+                return self.reply(401, {"error": "unauthorized"})
+            return self.reply(200, {"user": user, "orders": [{"id": 1, "owner": user}]})
+        self.reply(404, {"error": "no such path"})
+    def log_message(self, *a):
+        pass
+
+class S(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 64
+
+s = S(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+
+const USERS: &str = "user,password\nkim,pw1\nlee,pw2\npark,pw3\nchoi,pw4\n";
+
+/// The story-5 scenario: each VU logs in with its CSV row, keeps the token and the
+/// cookie, then walks /me and /orders/USER with checks. `auth` is the
+/// Authorization header of the calls; `extra` goes at the top of the file.
+fn scenario(port: u16, auth: &str, extra: &str) -> String {
+    format!(
+        r#"base_url = "http://127.0.0.1:{port}"
+data = "users.csv"
+thresholds = ["checks>99%"]
+{extra}
+
+[load]
+connections = 4
+requests = 200
+timeout = "5s"
+
+[[setup]]
+name = "login"
+method = "POST"
+path = "/login"
+headers = {{ Content-Type = "application/json" }}
+body = '{{"user":"{{{{user}}}}","password":"{{{{password}}}}"}}'
+check = {{ status = 200, json = {{ user = "{{{{user}}}}" }} }}
+extract = {{ token = {{ json = "$.token" }} }}
+
+[[request]]
+name = "me"
+path = "/me"
+headers = {{ Authorization = "{auth}" }}
+[request.check]
+status = 200
+headers = {{ Content-Type = "application/json" }}
+json = {{ "$.user" = "{{{{user}}}}", plan = "pro" }}
+
+[[request]]
+name = "orders"
+path = "/orders/{{{{user}}}}"
+headers = {{ Authorization = "{auth}" }}
+check = {{ status = [200], body_contains = '"owner": "{{{{user}}}}"' }}
+"#
+    )
+}
+
+/// GET `path` from the API (one HTTP/1.0 request, read to the end).
+fn get_json(port: u16, path: &str) -> Value {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let body = out.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+/// Runs `latscope load --json -f FILE` with more arguments; returns (exit code, JSON).
+fn load(file: &str, more: &[&str]) -> (i32, Value, String) {
+    let mut args = vec!["load", "--json", "--no-save", "-f", file];
+    args.extend_from_slice(more);
+    let out = run_within(&args, Duration::from_secs(60));
+    let code = out.status.code().unwrap_or(-1);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    if out.stdout.is_empty() {
+        return (code, Value::Null, stderr);
+    }
+    (code, json_of(&out), stderr)
+}
+
+fn endpoint<'a>(v: &'a Value, name: &str) -> &'a Value {
+    v["endpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == name)
+        .unwrap_or_else(|| panic!("no endpoint {name}: {}", v["endpoints"]))
+}
+
+/// Story 5 end to end: every VU logs in once as its own CSV user (the server saw
+/// each of the 4 users log in exactly once), carries the token and the session
+/// cookie (the server saw no call without them), every check passes, the
+/// `checks>99%` threshold holds (exit 0), and the server's own counts per endpoint
+/// are latscope's.
+#[test]
+fn each_vu_logs_in_and_carries_token_and_cookie() {
+    let (_api, port) = python_server(API, &[]);
+    let dir = TempDir::new("scenario-login");
+    dir.write("users.csv", USERS);
+    let file = dir.write("api.toml", &scenario(port, "Bearer {{token}}", ""));
+    let (code, v, stderr) = load(&file, &[]);
+    assert_eq!(code, 0, "{stderr}\n{v}");
+    let stats = get_json(port, "/stats");
+    for u in ["kim", "lee", "park", "choi"] {
+        assert_eq!(stats["logins_by_user"][u], 1, "{stats}");
+    }
+    assert_eq!(
+        (&stats["unauthorized"], &stats["no_cookie"], &stats["bad_login"]),
+        (&Value::from(0), &Value::from(0), &Value::from(0)),
+        "{stats}"
+    );
+    for name in ["login", "me", "orders"] {
+        let e = endpoint(&v, name);
+        assert_eq!(e["requests"], stats[name], "{name}: {e} vs {stats}");
+        assert_eq!(e["ok"], e["requests"], "{name}: {e}");
+        let c = &e["checks"];
+        assert!(c["total"].as_u64().unwrap() > 0, "{name}: {c}");
+        assert_eq!(c["passed"], c["total"], "{name}: {c}");
+    }
+    assert_eq!(v["requests"], 200, "{v}");
+    assert_eq!(v["checks"]["passed"], v["checks"]["total"]);
+    assert_eq!(v["checks"]["passed_pct"], 100.0);
+    // me: status, a header and two JSON paths per response.
+    let me = endpoint(&v, "me");
+    assert_eq!(me["checks"]["total"], me["requests"].as_u64().unwrap() * 4);
+    assert_eq!(v["thresholds"][0]["ok"], true, "{}", v["thresholds"]);
+    assert_eq!(v["http_version"], "HTTP/1.1");
+    assert_eq!(v["engine"], "epoll");
+}
+
+/// Without the token the API answers 401: the checks fail and say which (`me
+/// status`, `me json $.user`, …), the `checks>99%` threshold fails (exit 99), and
+/// what the server refused is what latscope counted as failed.
+#[test]
+fn without_the_token_checks_fail() {
+    let (_api, port) = python_server(API, &[]);
+    let dir = TempDir::new("scenario-notoken");
+    dir.write("users.csv", USERS);
+    let file = dir.write("api.toml", &scenario(port, "Bearer none", ""));
+    let (code, v, stderr) = load(&file, &[]);
+    assert_eq!(code, 99, "{stderr}\n{v}");
+    let stats = get_json(port, "/stats");
+    let me = endpoint(&v, "me");
+    let orders = endpoint(&v, "orders");
+    assert_eq!(me["requests"], stats["me"]);
+    assert_eq!(me["ok"], 0, "{me}");
+    assert_eq!(
+        me["requests"].as_u64().unwrap() + orders["requests"].as_u64().unwrap(),
+        stats["unauthorized"].as_u64().unwrap(),
+        "{stats}"
+    );
+    assert_eq!(me["checks"]["failed"]["status"], me["requests"], "{me}");
+    assert_eq!(me["checks"]["failed"]["json $.user"], me["requests"], "{me}");
+    // The content type is still JSON: that check passes.
+    assert!(me["checks"]["failed"].get("header content-type").is_none(), "{me}");
+    assert_eq!(orders["checks"]["passed"], 0, "{orders}");
+    // Logins still work and pass their checks.
+    assert_eq!(endpoint(&v, "login")["checks"]["failed"], serde_json::json!({}));
+    assert!(v["checks"]["passed_pct"].as_f64().unwrap() < 99.0);
+    assert_eq!(v["thresholds"][0]["ok"], false, "{}", v["thresholds"]);
+}
+
+/// The cookie jar both ways: with `cookies = false` the token alone is refused
+/// (the server counts calls without the session cookie), so the checks fail.
+#[test]
+fn without_the_cookie_jar_checks_fail() {
+    let (_api, port) = python_server(API, &[]);
+    let dir = TempDir::new("scenario-nocookie");
+    dir.write("users.csv", USERS);
+    let file = dir.write(
+        "api.toml",
+        &scenario(port, "Bearer {{token}}", "cookies = false"),
+    );
+    let (code, v, stderr) = load(&file, &[]);
+    assert_eq!(code, 99, "{stderr}\n{v}");
+    let stats = get_json(port, "/stats");
+    let calls = stats["me"].as_u64().unwrap() + stats["orders"].as_u64().unwrap();
+    assert!(calls > 0);
+    assert_eq!(stats["no_cookie"].as_u64().unwrap(), calls, "{stats}");
+    assert_eq!(stats["unauthorized"], 0, "the token was sent: {stats}");
+    assert_eq!(endpoint(&v, "me")["checks"]["passed"], 0);
+}
+
+/// The text summary: the header names the protocol, "Transactions" counts
+/// requests (never "hits"), the checks line and the per-endpoint checks column,
+/// and the threshold's value in its unit.
+#[test]
+fn the_text_summary_names_protocol_checks_and_units() {
+    let (_api, port) = python_server(API, &[]);
+    let dir = TempDir::new("scenario-text");
+    dir.write("users.csv", USERS);
+    let file = dir.write("api.toml", &scenario(port, "Bearer {{token}}", ""));
+    let out = run_within(
+        &[
+            "load",
+            "--no-save",
+            "--no-tui",
+            "-f",
+            &file,
+            "-n",
+            "40",
+            "--threshold",
+            "p99<5s",
+        ],
+        Duration::from_secs(60),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let first = text.lines().next().unwrap();
+    assert!(first.contains("HTTP/1.1"), "{first}");
+    let transactions = text
+        .lines()
+        .find(|l| l.contains("Transactions:"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(transactions.ends_with(" 40 requests"), "{transactions}");
+    assert!(!text.contains(" hits\n"), "{text}");
+    assert!(text.contains("Protocol:") && text.contains("Checks passed:"), "{text}");
+    assert!(text.contains("100.0 % of "), "{text}");
+    assert!(text.contains("p99<5s  (measured ") && text.contains(" ms)"), "{text}");
+    assert!(text.contains("checks>99%  (measured 100.000 % of checks passed)"), "{text}");
+}
+
+/// Bad scenario files keep line-numbered errors (exit 2): an unknown variable, a
+/// bad regex, an extract with two sources, a data file's bad row (its own line),
+/// a random order that is not one, and script fields where they cannot run.
+#[test]
+fn bad_script_fields_name_their_line() {
+    let dir = TempDir::new("scenario-bad");
+    dir.write("users.csv", "user,password\nkim,pw1\nlee\n");
+    let cases: [(&str, &str, &[&str]); 6] = [
+        (
+            "base_url = \"http://127.0.0.1:9\"\n[[request]]\npath = \"/me\"\nheaders = { Authorization = \"Bearer {{tokn}}\" }\n",
+            "line 4",
+            &["{{tokn}} is not set"],
+        ),
+        (
+            "base_url = \"http://127.0.0.1:9\"\n[[request]]\npath = \"/\"\ncheck = { body_regex = \"(\" }\n",
+            "line 4",
+            &["request[1].check.body_regex", "not a regex"],
+        ),
+        (
+            "base_url = \"http://127.0.0.1:9\"\n[[request]]\npath = \"/\"\n[request.extract]\nt = { json = \"a\", header = \"b\" }\n",
+            "line 5",
+            &["request[1].extract.t", "exactly one"],
+        ),
+        (
+            "base_url = \"http://127.0.0.1:9\"\ndata = \"users.csv\"\n[[request]]\npath = \"/{{user}}\"\n",
+            "line 2",
+            &["users.csv, line 3", "1 fields, the header has 2"],
+        ),
+        (
+            "base_url = \"http://127.0.0.1:9\"\n[[request]]\npath = \"/\"\ncheck = { status = \"ok\" }\n",
+            "line 4",
+            &["request[1].check.status"],
+        ),
+        (
+            "base_url = \"http://127.0.0.1:9\"\norder = \"sequence\"\n[[request]]\npath = \"/\"\nweight = 3\n",
+            "line 5",
+            &["weight", "remove `order`"],
+        ),
+    ];
+    for (i, (text, line, words)) in cases.iter().enumerate() {
+        let file = dir.write(&format!("bad{i}.toml"), text);
+        let out = run_within(&["load", "--no-save", "-f", &file], Duration::from_secs(20));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "case {i}: {err}");
+        assert!(err.contains(line), "case {i}: {err}");
+        for w in *words {
+            assert!(err.contains(w), "case {i}: {w}: {err}");
+        }
+    }
+    // Per-VU state in the open model, and scripts over HTTP/2: refused up front.
+    let file = dir.write(
+        "open.toml",
+        "base_url = \"http://127.0.0.1:9\"\n[[setup]]\npath = \"/login\"\n[[request]]\npath = \"/\"\n",
+    );
+    let out = run_within(
+        &["load", "--no-save", "-f", &file, "--rate", "10"],
+        Duration::from_secs(20),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("open model"), "{err}");
+    let out = run_within(
+        &["load", "--no-save", "-f", &file, "--http2"],
+        Duration::from_secs(20),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("HTTP/1.1") && err.contains("--http2"), "{err}");
+    let out = run_within(
+        &["load", "--no-save", "-f", &file, "--engine", "io_uring", "-n", "1"],
+        Duration::from_secs(20),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("epoll"), "{err}");
+}
+
+/// Issue 34 item 6: `weight` alone means weighted selection (weights 8/1/1 gave
+/// equal counts before): over 1,000 requests the heavy one gets most of them.
+#[test]
+fn weights_alone_pick_by_weight() {
+    let (_api, port) = python_server(API, &[]);
+    let dir = TempDir::new("scenario-weights");
+    let file = dir.write(
+        "w.toml",
+        &format!(
+            "base_url = \"http://127.0.0.1:{port}\"\n[load]\nconnections = 4\nrequests = 1000\n\
+             [[request]]\nname = \"heavy\"\npath = \"/stats\"\nweight = 8\n\
+             [[request]]\nname = \"a\"\npath = \"/none-a\"\nweight = 1\n\
+             [[request]]\nname = \"b\"\npath = \"/none-b\"\nweight = 1\n"
+        ),
+    );
+    let (code, v, stderr) = load(&file, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let heavy = endpoint(&v, "heavy")["requests"].as_u64().unwrap();
+    let a = endpoint(&v, "a")["requests"].as_u64().unwrap();
+    let b = endpoint(&v, "b")["requests"].as_u64().unwrap();
+    assert_eq!(heavy + a + b, 1000);
+    // Expected 800/100/100; binomial spread is ±40 at 3 sigma.
+    assert!((700..=900).contains(&heavy), "{heavy} {a} {b}");
+    assert!(a < 200 && b < 200, "{heavy} {a} {b}");
+    // A plain scenario keeps the run's own encoding: no script, io_uring allowed.
+    assert!(v["checks"].is_null());
+}
