@@ -195,7 +195,11 @@ fn each_vu_logs_in_and_carries_token_and_cookie() {
         assert_eq!(stats["logins_by_user"][u], 1, "{stats}");
     }
     assert_eq!(
-        (&stats["unauthorized"], &stats["no_cookie"], &stats["bad_login"]),
+        (
+            &stats["unauthorized"],
+            &stats["no_cookie"],
+            &stats["bad_login"]
+        ),
         (&Value::from(0), &Value::from(0), &Value::from(0)),
         "{stats}"
     );
@@ -216,6 +220,14 @@ fn each_vu_logs_in_and_carries_token_and_cookie() {
     assert_eq!(v["thresholds"][0]["ok"], true, "{}", v["thresholds"]);
     assert_eq!(v["http_version"], "HTTP/1.1");
     assert_eq!(v["engine"], "epoll");
+    // The document with checks is its type (reads back and writes the same JSON).
+    let latscope::schema::Summary::Load(l) = crate::schema::reads_back("load", &v) else {
+        panic!()
+    };
+    assert_eq!(
+        l.checks.unwrap().total,
+        v["checks"]["total"].as_u64().unwrap()
+    );
 }
 
 /// Without the token the API answers 401: the checks fail and say which (`me
@@ -240,12 +252,21 @@ fn without_the_token_checks_fail() {
         "{stats}"
     );
     assert_eq!(me["checks"]["failed"]["status"], me["requests"], "{me}");
-    assert_eq!(me["checks"]["failed"]["json $.user"], me["requests"], "{me}");
+    assert_eq!(
+        me["checks"]["failed"]["json $.user"], me["requests"],
+        "{me}"
+    );
     // The content type is still JSON: that check passes.
-    assert!(me["checks"]["failed"].get("header content-type").is_none(), "{me}");
+    assert!(
+        me["checks"]["failed"].get("header content-type").is_none(),
+        "{me}"
+    );
     assert_eq!(orders["checks"]["passed"], 0, "{orders}");
     // Logins still work and pass their checks.
-    assert_eq!(endpoint(&v, "login")["checks"]["failed"], serde_json::json!({}));
+    assert_eq!(
+        endpoint(&v, "login")["checks"]["failed"],
+        serde_json::json!({})
+    );
     assert!(v["checks"]["passed_pct"].as_f64().unwrap() < 99.0);
     assert_eq!(v["thresholds"][0]["ok"], false, "{}", v["thresholds"]);
 }
@@ -304,10 +325,19 @@ fn the_text_summary_names_protocol_checks_and_units() {
         .unwrap_or_else(|| panic!("{text}"));
     assert!(transactions.ends_with(" 40 requests"), "{transactions}");
     assert!(!text.contains(" hits\n"), "{text}");
-    assert!(text.contains("Protocol:") && text.contains("Checks passed:"), "{text}");
+    assert!(
+        text.contains("Protocol:") && text.contains("Checks passed:"),
+        "{text}"
+    );
     assert!(text.contains("100.0 % of "), "{text}");
-    assert!(text.contains("p99<5s  (measured ") && text.contains(" ms)"), "{text}");
-    assert!(text.contains("checks>99%  (measured 100.000 % of checks passed)"), "{text}");
+    assert!(
+        text.contains("p99<5s  (measured ") && text.contains(" ms)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("checks>99%  (measured 100.000 % of checks passed)"),
+        "{text}"
+    );
 }
 
 /// Bad scenario files keep line-numbered errors (exit 2): an unknown variable, a
@@ -379,7 +409,16 @@ fn bad_script_fields_name_their_line() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("HTTP/1.1") && err.contains("--http2"), "{err}");
     let out = run_within(
-        &["load", "--no-save", "-f", &file, "--engine", "io_uring", "-n", "1"],
+        &[
+            "load",
+            "--no-save",
+            "-f",
+            &file,
+            "--engine",
+            "io_uring",
+            "-n",
+            "1",
+        ],
         Duration::from_secs(20),
     );
     let err = String::from_utf8_lossy(&out.stderr);

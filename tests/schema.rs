@@ -45,7 +45,7 @@ fn refused(args: &[&str], says: &str) {
 
 /// The document of a fresh run reads into its type and writes back the same JSON,
 /// with this latscope's `schema_version` (and a load run's `http_version`).
-fn reads_back(kind: &str, doc: &Value) -> Summary {
+pub(crate) fn reads_back(kind: &str, doc: &Value) -> Summary {
     let typed = Summary::parse(kind, doc).unwrap_or_else(|e| panic!("{kind}: {e}"));
     let norm = |v: &Value| -> Value { serde_json::from_str(&v.to_string()).unwrap() };
     assert_eq!(

@@ -90,14 +90,6 @@ pub fn plan(args: &LoadArgs) -> Result<LoadPlan, UsageError> {
         Some(f) => Some(scenario::load(f).map_err(|e| UsageError::new(e.to_string()))?),
         None => None,
     };
-    if let Some(t) = thresholds.iter().find(|t| t.metric == threshold::Metric::Checks) {
-        if !script.as_ref().is_some_and(|s| s.has_checks()) {
-            return refuse(format!(
-                "threshold '{}': the run has no checks (give a request a `check` in the scenario file)",
-                t.expr
-            ));
-        }
-    }
     from_parts(args, scenario, args.file.as_deref()).map_err(|e| UsageError::new(e.to_string()))
 }
 
@@ -557,6 +549,17 @@ fn from_parts(
         }
         None => None,
     };
+    if let Some(t) = thresholds
+        .iter()
+        .find(|t| t.metric == threshold::Metric::Checks)
+    {
+        if !script.as_ref().is_some_and(|s| s.has_checks()) {
+            return refuse(format!(
+                "threshold '{}': the run has no checks (give a request a `check` in the scenario file)",
+                t.expr
+            ));
+        }
+    }
     Ok(LoadPlan {
         target,
         endpoints,

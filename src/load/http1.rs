@@ -192,6 +192,7 @@ impl H1 {
 
     /// Sends `request` and reads the whole response. `head`: the request was HEAD
     /// (no body follows). `mark_first_byte`: note when the first byte arrives.
+    #[cfg(test)]
     pub async fn exchange(
         &mut self,
         request: &[u8],

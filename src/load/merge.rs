@@ -135,7 +135,9 @@ pub fn merge(parts: Vec<LoadResult>) -> LoadResult {
 fn add_checks(o: &mut super::result::EndpointResult, e: &super::result::EndpointResult) {
     o.checks.total += e.checks.total;
     o.checks.passed += e.checks.passed;
-    o.checks.failed.resize(o.check_names.len().max(o.checks.failed.len()), 0);
+    o.checks
+        .failed
+        .resize(o.check_names.len().max(o.checks.failed.len()), 0);
     for (i, n) in e.checks.failed.iter().enumerate() {
         let name = e
             .check_names

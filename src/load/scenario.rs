@@ -251,7 +251,7 @@ pub fn parse_in(file: &str, text: &str, dir: Option<&Path>) -> Result<Scenario, 
     };
 
     let mut out = Scenario {
-        base_url: raw.base_url.map(Spanned::into_inner),
+        base_url: raw.base_url.as_ref().map(|b| b.get_ref().clone()),
         ..Default::default()
     };
     if let Some(o) = &raw.order {
@@ -327,9 +327,9 @@ pub fn parse_in(file: &str, text: &str, dir: Option<&Path>) -> Result<Scenario, 
     }
     // Variables: what the requests extract, then the data file's columns.
     let feeder = match &raw.data {
-        Some(d) => Some(
-            read_data(d, raw.data_order.as_ref(), dir).map_err(|(s, f, m)| at(s, &f, m))?,
-        ),
+        Some(d) => {
+            Some(read_data(d, raw.data_order.as_ref(), dir).map_err(|(s, f, m)| at(s, &f, m))?)
+        }
         None => None,
     };
     let mut vars: Vec<String> = Vec::new();
@@ -354,8 +354,7 @@ pub fn parse_in(file: &str, text: &str, dir: Option<&Path>) -> Result<Scenario, 
     }
     let mut steps: Vec<Step> = Vec::new();
     let n_setup = raw.setup.len();
-    let mut names =
-        std::collections::HashSet::with_capacity(raw.requests.len() + raw.setup.len());
+    let mut names = std::collections::HashSet::with_capacity(raw.requests.len() + raw.setup.len());
     for (k, r) in raw.setup.iter().chain(raw.requests.iter()).enumerate() {
         let (kind, i) = if k < n_setup {
             ("setup", k)
@@ -413,10 +412,7 @@ pub fn parse_in(file: &str, text: &str, dir: Option<&Path>) -> Result<Scenario, 
                     ));
                 }
                 if p.get_ref().contains("{{") {
-                    step.path = Some(
-                        sp::template(p, "path", &vars)
-                            .map_err(script_err)?,
-                    );
+                    step.path = Some(sp::template(p, "path", &vars).map_err(script_err)?);
                 }
                 p.get_ref().clone()
             }
@@ -451,8 +447,10 @@ pub fn parse_in(file: &str, text: &str, dir: Option<&Path>) -> Result<Scenario, 
             })?;
             if v.get_ref().contains("{{") {
                 let t = Spanned::new(v.span(), v.get_ref().trim().to_string());
-                step.headers
-                    .push((name, sp::template(&t, "headers", &vars).map_err(script_err)?));
+                step.headers.push((
+                    name,
+                    sp::template(&t, "headers", &vars).map_err(script_err)?,
+                ));
                 continue;
             }
             let value = HeaderValue::from_str(v.get_ref().trim()).map_err(|_| {
@@ -482,8 +480,7 @@ pub fn parse_in(file: &str, text: &str, dir: Option<&Path>) -> Result<Scenario, 
             step.body = Some(sp::template(b, "body", &vars).map_err(script_err)?);
         }
         if let Some(c) = &r.check {
-            (step.checks, step.check_names) =
-                sp::checks(c.get_ref(), &vars).map_err(script_err)?;
+            (step.checks, step.check_names) = sp::checks(c.get_ref(), &vars).map_err(script_err)?;
         }
         step.extract = sp::extracts(&r.extract, &vars).map_err(script_err)?;
         if let Some(s) = &r.sleep {
@@ -523,7 +520,11 @@ pub fn parse_in(file: &str, text: &str, dir: Option<&Path>) -> Result<Scenario, 
     out.script = script(&raw, steps, vars, feeder, think_range);
     // `weight` alone means weighted selection (issue 34: weights were silently
     // ignored); with an explicit `order = "sequence"` it is a contradiction.
-    if let Some(w) = raw.requests.iter().find_map(|r| r.get_ref().weight.as_ref()) {
+    if let Some(w) = raw
+        .requests
+        .iter()
+        .find_map(|r| r.get_ref().weight.as_ref())
+    {
         match raw.order.as_ref().map(|o| o.get_ref().as_str()) {
             None => out.order = Order::Weighted,
             Some("sequence") => {
@@ -552,12 +553,15 @@ pub fn parse_in(file: &str, text: &str, dir: Option<&Path>) -> Result<Scenario, 
 /// Whether a check or an extraction of `s` reads the response body.
 fn step_reads_body(s: &Step) -> bool {
     use super::script::{Check, Source};
-    s.checks
+    s.checks.iter().any(|c| {
+        matches!(
+            c,
+            Check::BodyContains(_) | Check::BodyRegex(_) | Check::Json(..)
+        )
+    }) || s
+        .extract
         .iter()
-        .any(|c| matches!(c, Check::BodyContains(_) | Check::BodyRegex(_) | Check::Json(..)))
-        || s.extract
-            .iter()
-            .any(|x| matches!(x.from, Source::Json(_) | Source::Regex(_)))
+        .any(|x| matches!(x.from, Source::Json(_) | Source::Regex(_)))
 }
 
 /// What the response reader keeps for a step's checks and extractions (None:
@@ -740,6 +744,111 @@ weight = 2
         assert!(e.to_string().contains("used twice"), "{e}");
         let e = err("x = [\n");
         assert!(e.line.is_some(), "{e}");
+    }
+
+    /// Issue 34 item 6: weights alone mean weighted order; with an explicit
+    /// sequence they are refused naming the line.
+    #[test]
+    fn weights_alone_mean_weighted() {
+        let s = parse(
+            "s.toml",
+            "[[request]]\npath = \"/a\"\nweight = 3\n[[request]]\npath = \"/b\"\n",
+        )
+        .unwrap();
+        assert_eq!(s.order, Order::Weighted);
+        assert!(s.script.is_none(), "a plain scenario has no script");
+        let s = parse("s.toml", "[[request]]\npath = \"/a\"\n").unwrap();
+        assert_eq!(s.order, Order::Sequence);
+        let e = err("order = \"sequence\"\n[[request]]\npath = \"/a\"\nweight = 3\n");
+        assert_eq!(e.line, Some(4), "{e}");
+    }
+
+    const API: &str = r#"
+base_url = "http://127.0.0.1:8080"
+think_time = "1s..2s"
+[[setup]]
+name = "login"
+path = "/login"
+body = '{"u":"kim"}'
+extract = { token = { json = "$.token" }, sid = { cookie = "session" } }
+[[request]]
+name = "me"
+path = "/users/{{token}}"
+headers = { Authorization = "Bearer {{token}}", Accept = "application/json" }
+sleep = "250ms"
+check = { status = [200, 204], headers = { X-Id = "" }, json = { "a.b" = 3 } }
+"#;
+
+    /// Issue 34 items 1–3: setup, extraction, templates, checks, sleeps; the
+    /// response reader keeps what they read; the jar is on when VUs carry state.
+    #[test]
+    fn parses_a_login_scenario() {
+        use crate::load::script::{Check, Part};
+        let s = parse("s.toml", API).unwrap();
+        assert_eq!((s.setup.len(), s.requests.len()), (1, 1));
+        let sc = s.script.as_ref().unwrap();
+        assert_eq!(sc.setup, 1);
+        assert_eq!(sc.vars, ["sid", "token"]);
+        assert!(sc.cookies && sc.needs_vus() && sc.has_checks());
+        assert_eq!(sc.think.unwrap().max, Duration::from_secs(2));
+        assert_eq!(s.think_time, Some(Duration::from_secs(1)));
+        let me = &sc.steps[1];
+        assert_eq!(me.path.as_ref().unwrap().parts[1], Part::Var(1));
+        assert_eq!(me.headers.len(), 1, "only the templated header");
+        assert_eq!(
+            s.requests[0].headers.len(),
+            2,
+            "Accept and accept-encoding: gzip"
+        );
+        assert!(matches!(me.checks[0], Check::Status(ref l) if l == &[200, 204]));
+        assert_eq!(me.check_names, ["status", "header x-id", "json a.b"]);
+        assert_eq!(me.sleep.unwrap().min, Duration::from_millis(250));
+        let cap = me.capture.as_ref().unwrap();
+        assert!(cap.body && cap.set_cookie && cap.wants("X-Id") && !cap.wants("server"));
+        let login = sc.steps[0].capture.as_ref().unwrap();
+        assert!(login.body && login.set_cookie);
+        assert_eq!(sc.steps[0].extract.len(), 2);
+        // `cookies = false` turns the jar off; checks alone keep it off.
+        let s = parse("s.toml", &format!("cookies = false\n{API}")).unwrap();
+        assert!(!s.script.unwrap().cookies);
+        let s = parse(
+            "s.toml",
+            "[[request]]\npath = \"/\"\ncheck = { status = 200 }\n",
+        )
+        .unwrap();
+        let sc = s.script.unwrap();
+        assert!(!sc.cookies && !sc.needs_vus());
+        assert_eq!(
+            sc.steps[0].capture, None,
+            "a status check reads nothing more"
+        );
+    }
+
+    #[test]
+    fn script_errors_name_line_and_field() {
+        let e = err("[[request]]\npath = \"/{{who}}\"\n");
+        assert_eq!(e.line, Some(2), "{e}");
+        assert!(
+            e.to_string().contains("request[1].path") && e.to_string().contains("{{who}}"),
+            "{e}"
+        );
+        let e = err("[[request]]\nurl = \"http://h/{{x}}\"\n");
+        assert!(e.to_string().contains("not in `url`"), "{e}");
+        let e = err("[[request]]\npath = \"/\"\nsleep = \"3s..1s\"\n");
+        assert_eq!(e.line, Some(3), "{e}");
+        let e = err("[[request]]\npath = \"/\"\ncheck = { json = { \"a..b\" = 1 } }\n");
+        assert!(e.to_string().contains("request[1].check.json"), "{e}");
+        let e = err("[[request]]\npath = \"/\"\ncheck = { stauts = 200 }\n");
+        assert!(e.to_string().contains("stauts"), "{e}");
+        let e = err("[[setup]]\npath = \"/\"\n[[setup]]\npath = \"/\"\nextract = { \"a b\" = { json = \"x\" } }\n[[request]]\npath = \"/\"\n");
+        assert_eq!(e.line, Some(5), "{e}");
+        let e = err("data_order = \"shuffled\"\ndata = \"x.csv\"\n[[request]]\npath = \"/\"\n");
+        assert!(e.to_string().contains("data_order"), "{e}");
+        let e = err("data = \"/nonexistent/users.csv\"\n[[request]]\npath = \"/\"\n");
+        assert!(
+            e.to_string().contains("cannot read") && e.line == Some(1),
+            "{e}"
+        );
     }
 
     /// Issue 28 item 2: CR/LF (or a space) in a path would split the request line;

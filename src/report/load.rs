@@ -376,9 +376,9 @@ pub fn summary(r: &LoadResult, findings: &[Finding]) -> String {
     if !r.thresholds.is_empty() {
         s.push_str("\n  Thresholds:\n");
         for v in &r.thresholds {
-            let value = v.value.map_or("no data".to_string(), |x| {
-                threshold_value(&v.expr, x)
-            });
+            let value = v
+                .value
+                .map_or("no data".to_string(), |x| threshold_value(&v.expr, x));
             let on = v
                 .endpoint
                 .as_ref()
@@ -430,7 +430,10 @@ fn checks_text(passed: u64, total: u64) -> String {
     } else {
         format!("{pct:.1}")
     };
-    format!("{pct} % of {}", crate::diagnose::rules::disk::thousands(total))
+    format!(
+        "{pct} % of {}",
+        crate::diagnose::rules::disk::thousands(total)
+    )
 }
 
 /// One progress line (no newline), for stderr on a terminal.

@@ -179,7 +179,15 @@ impl ChecksDoc {
                 .iter()
                 .enumerate()
                 .filter(|(_, n)| **n > 0)
-                .map(|(i, n)| (names.get(i).cloned().unwrap_or_else(|| format!("check {}", i + 1)), *n))
+                .map(|(i, n)| {
+                    (
+                        names
+                            .get(i)
+                            .cloned()
+                            .unwrap_or_else(|| format!("check {}", i + 1)),
+                        *n,
+                    )
+                })
                 .collect(),
         })
     }

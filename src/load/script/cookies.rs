@@ -48,7 +48,8 @@ fn path_matches(request: &str, cookie_path: &str) -> bool {
     let request = request.split('?').next().unwrap_or("");
     request == cookie_path
         || (request.starts_with(cookie_path)
-            && (cookie_path.ends_with('/') || request.as_bytes().get(cookie_path.len()) == Some(&b'/')))
+            && (cookie_path.ends_with('/')
+                || request.as_bytes().get(cookie_path.len()) == Some(&b'/')))
 }
 
 /// §5.1.3: whether `host` domain-matches `domain` (both lowercase).
@@ -151,7 +152,7 @@ impl Jar {
         if hits.is_empty() {
             return None;
         }
-        hits.sort_by(|a, b| b.path.len().cmp(&a.path.len()));
+        hits.sort_by_key(|c| std::cmp::Reverse(c.path.len()));
         let mut out = String::new();
         for c in hits {
             if !out.is_empty() {
@@ -201,7 +202,12 @@ mod tests {
     fn rfc6265_basics() {
         let now = Instant::now();
         let mut j = Jar::default();
-        j.store("api.example.test", "/login", "sid=abc; Path=/; HttpOnly", now);
+        j.store(
+            "api.example.test",
+            "/login",
+            "sid=abc; Path=/; HttpOnly",
+            now,
+        );
         j.store("api.example.test", "/login", "pref=1", now);
         j.store("api.example.test", "/", "evil=1; Domain=other.test", now);
         j.store("api.example.test", "/", "wide=1; Domain=example.test", now);
@@ -213,22 +219,36 @@ mod tests {
             j.header("api.example.test", "/me", false, now).as_deref(),
             Some("sid=abc; pref=1; wide=1; short=1")
         );
-        assert!(j.header("api.example.test", "/me", true, now).unwrap().contains("sec=1"));
+        assert!(j
+            .header("api.example.test", "/me", true, now)
+            .unwrap()
+            .contains("sec=1"));
         assert_eq!(
             j.header("www.example.test", "/", false, now).as_deref(),
             Some("wide=1")
         );
         assert_eq!(j.header("other.test", "/", false, now), None);
         let later = now + Duration::from_secs(11);
-        assert!(!j.header("api.example.test", "/", false, later).unwrap().contains("short"));
+        assert!(!j
+            .header("api.example.test", "/", false, later)
+            .unwrap()
+            .contains("short"));
         j.store("api.example.test", "/", "sid=new; Path=/", now);
         assert_eq!(j.get("sid"), Some("new"));
         j.store("api.example.test", "/", "sid=; Path=/; Max-Age=0", now);
         assert_eq!(j.get("sid"), None);
         j.store("h", "/a/b/c", "deep=1", now);
-        assert_eq!(j.header("h", "/a/b/x", false, now).as_deref(), Some("deep=1"));
+        assert_eq!(
+            j.header("h", "/a/b/x", false, now).as_deref(),
+            Some("deep=1")
+        );
         assert_eq!(j.header("h", "/a/bc", false, now), None);
-        j.store("h", "/", "old=1; Expires=Wed, 21 Oct 2015 07:28:00 GMT", now);
+        j.store(
+            "h",
+            "/",
+            "old=1; Expires=Wed, 21 Oct 2015 07:28:00 GMT",
+            now,
+        );
         assert_eq!(j.get("old"), None);
     }
 

@@ -31,7 +31,9 @@ impl Path {
                 if body.is_empty() {
                     break;
                 }
-                return Err(format!("'{text}': an empty step (two dots, or a dot at an end)"));
+                return Err(format!(
+                    "'{text}': an empty step (two dots, or a dot at an end)"
+                ));
             }
             let (key, mut idx) = match part.find('[') {
                 Some(i) => (&part[..i], &part[i..]),
@@ -93,9 +95,10 @@ mod tests {
 
     #[test]
     fn paths_find_values() {
-        let v: Value =
-            serde_json::from_str(r#"{"user":{"name":"kim","id":7},"items":[{"id":"a"},{"id":"b"}],"ok":true}"#)
-                .unwrap();
+        let v: Value = serde_json::from_str(
+            r#"{"user":{"name":"kim","id":7},"items":[{"id":"a"},{"id":"b"}],"ok":true}"#,
+        )
+        .unwrap();
         let at = |p: &str| Path::parse(p).unwrap().find(&v).map(text);
         assert_eq!(at("$.user.name").as_deref(), Some("kim"));
         assert_eq!(at("user.id").as_deref(), Some("7"));

@@ -54,7 +54,10 @@ impl Script {
         self.setup > 0
             || self.cookies
             || self.data.is_some()
-            || self.steps.iter().any(|s| !s.extract.is_empty() || s.dynamic())
+            || self
+                .steps
+                .iter()
+                .any(|s| !s.extract.is_empty() || s.dynamic())
     }
 
     /// Whether any request has checks.
@@ -295,7 +298,9 @@ mod tests {
         let v = vec!["abc".to_string(), "kim".to_string()];
         assert_eq!(t.render(&v), "Bearer abc for kim");
         assert_eq!(t.render(&[]), "Bearer  for ");
-        assert!(Template::parse("{{nope}}", vars).unwrap_err().contains("nope"));
+        assert!(Template::parse("{{nope}}", vars)
+            .unwrap_err()
+            .contains("nope"));
         assert!(Template::parse("{{token", vars).is_err());
         assert!(Template::parse("{{a b}}", vars).is_err());
         assert!(!Template::parse("plain", vars).unwrap().has_vars());

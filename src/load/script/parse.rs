@@ -105,7 +105,9 @@ pub fn checks(c: &RawCheck, vars: &[String]) -> Result<(Vec<Check>, Vec<String>)
             )),
         };
         let list = match s.get_ref() {
-            toml::Value::Array(a) if !a.is_empty() => a.iter().map(one).collect::<Result<_, _>>()?,
+            toml::Value::Array(a) if !a.is_empty() => {
+                a.iter().map(one).collect::<Result<_, _>>()?
+            }
             v => vec![one(v)?],
         };
         out.push(Check::Status(list));
@@ -130,7 +132,11 @@ pub fn checks(c: &RawCheck, vars: &[String]) -> Result<(Vec<Check>, Vec<String>)
         if b.get_ref().is_empty() {
             return Err(at(b.span(), "check.body_contains", "must not be empty"));
         }
-        out.push(Check::BodyContains(template(b, "check.body_contains", vars)?));
+        out.push(Check::BodyContains(template(
+            b,
+            "check.body_contains",
+            vars,
+        )?));
         names.push("body_contains".to_string());
     }
     if let Some(r) = &c.body_regex {

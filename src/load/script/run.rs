@@ -90,7 +90,7 @@ impl Kept {
         if ok {
             Cow::Owned(out)
         } else {
-            Cow::Borrowed(&[])
+            Cow::Borrowed(&[][..])
         }
     }
 }
@@ -188,7 +188,14 @@ impl VuState {
     /// Takes in one response to `step` (status 0: none came): stores its cookies,
     /// judges its checks into `results`, sets the variables it extracts (an
     /// extraction that finds nothing empties its variable).
-    pub fn take(&mut self, script: &Script, step: &Step, host: &str, status: u16, kept: Option<&Kept>) {
+    pub fn take(
+        &mut self,
+        script: &Script,
+        step: &Step,
+        host: &str,
+        status: u16,
+        kept: Option<&Kept>,
+    ) {
         if let (true, Some(k)) = (script.cookies, kept) {
             let now = Instant::now();
             for (n, v) in &k.headers {
@@ -201,7 +208,10 @@ impl VuState {
         let body: &[u8] = body.as_deref().unwrap_or(&[]);
         // Parsed once, when a check or an extraction reads JSON.
         let wants_json = step.checks.iter().any(|c| matches!(c, Check::Json(..)))
-            || step.extract.iter().any(|x| matches!(x.from, Source::Json(_)));
+            || step
+                .extract
+                .iter()
+                .any(|x| matches!(x.from, Source::Json(_)));
         let json: Option<serde_json::Value> = if wants_json {
             serde_json::from_slice(body).ok()
         } else {
@@ -239,7 +249,9 @@ impl VuState {
                     Source::Regex(re) => {
                         let text = String::from_utf8_lossy(body);
                         re.captures(&text).and_then(|c| {
-                            c.get(1).or_else(|| c.get(0)).map(|m| m.as_str().to_string())
+                            c.get(1)
+                                .or_else(|| c.get(0))
+                                .map(|m| m.as_str().to_string())
                         })
                     }
                     Source::Header(name) => kept.and_then(|k| k.header(name)).map(str::to_string),
@@ -258,7 +270,12 @@ impl VuState {
 
     /// How long to pause after `step`: its own `sleep`, else the scenario's think
     /// time range, else `fixed`.
-    pub fn pause(&mut self, script: &Script, step: &Step, fixed: std::time::Duration) -> std::time::Duration {
+    pub fn pause(
+        &mut self,
+        script: &Script,
+        step: &Step,
+        fixed: std::time::Duration,
+    ) -> std::time::Duration {
         match step.sleep.or(script.think) {
             Some(Pause { min, max }) if max > min => {
                 let span = (max - min).as_nanos() as u64;

@@ -91,7 +91,13 @@ impl<'a, 'p> Worker<'a, 'p> {
             r.in_flight -= 1;
             r.record(ep, due.min(sent), sent, end, &o);
         }
-        state.take(script, step, &prep.plan.target.host, o.status, kept.as_deref());
+        state.take(
+            script,
+            step,
+            &prep.plan.target.host,
+            o.status,
+            kept.as_deref(),
+        );
         if !step.checks.is_empty() {
             self.rec.borrow_mut().checked(ep, &state.results);
         }
