@@ -289,7 +289,9 @@ fn without_the_cookie_jar_checks_fail() {
     assert!(calls > 0);
     assert_eq!(stats["no_cookie"].as_u64().unwrap(), calls, "{stats}");
     assert_eq!(stats["unauthorized"], 0, "the token was sent: {stats}");
-    assert_eq!(endpoint(&v, "me")["checks"]["passed"], 0);
+    let me = endpoint(&v, "me");
+    assert_eq!(me["checks"]["failed"]["status"], me["requests"], "{me}");
+    assert_eq!(endpoint(&v, "orders")["checks"]["passed"], 0);
 }
 
 /// The text summary: the header names the protocol, "Transactions" counts
