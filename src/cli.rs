@@ -477,6 +477,9 @@ pub struct LoadArgs {
     /// Pause between a VU's requests.
     #[arg(long, value_name = "DUR", value_parser = duration)]
     pub think_time: Option<Duration>,
+    /// Scenarios: no cookie jar per VU (as `cookies = false` in the file).
+    #[arg(long)]
+    pub no_cookies: bool,
     /// I/O engine: io_uring (plain-http HTTP/1.1; auto falls back to epoll for https,
     /// HTTP/2, closed-model --stages, --think-time, or where the kernel refuses
     /// io_uring).

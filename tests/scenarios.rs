@@ -271,18 +271,16 @@ fn without_the_token_checks_fail() {
     assert_eq!(v["thresholds"][0]["ok"], false, "{}", v["thresholds"]);
 }
 
-/// The cookie jar both ways: with `cookies = false` the token alone is refused
-/// (the server counts calls without the session cookie), so the checks fail.
+/// The cookie jar both ways: with `--no-cookies` (as `cookies = false`) the token
+/// alone is refused (the server counts calls without the session cookie), so the
+/// checks fail.
 #[test]
 fn without_the_cookie_jar_checks_fail() {
     let (_api, port) = python_server(API, &[]);
     let dir = TempDir::new("scenario-nocookie");
     dir.write("users.csv", USERS);
-    let file = dir.write(
-        "api.toml",
-        &scenario(port, "Bearer {{token}}", "cookies = false"),
-    );
-    let (code, v, stderr) = load(&file, &[]);
+    let file = dir.write("api.toml", &scenario(port, "Bearer {{token}}", ""));
+    let (code, v, stderr) = load(&file, &["--no-cookies"]);
     assert_eq!(code, 99, "{stderr}\n{v}");
     let stats = get_json(port, "/stats");
     let calls = stats["me"].as_u64().unwrap() + stats["orders"].as_u64().unwrap();

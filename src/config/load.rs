@@ -545,6 +545,9 @@ fn from_parts(
                 // The flag wins over the file's think-time range.
                 s.think = None;
             }
+            if args.no_cookies {
+                s.cookies = false;
+            }
             Some(std::sync::Arc::new(s))
         }
         None => None,
