@@ -477,6 +477,11 @@ pub struct LoadArgs {
     /// Pause between a VU's requests.
     #[arg(long, value_name = "DUR", value_parser = duration)]
     pub think_time: Option<Duration>,
+    /// Replay a browser's recording (HAR 1.2, from DevTools): its requests to the
+    /// page's origin in order, with the user's pauses, status checks and a cookie jar
+    /// per VU; other hosts are left out.
+    #[arg(long, value_name = "FILE", conflicts_with = "file")]
+    pub har: Option<PathBuf>,
     /// Scenarios: no cookie jar per VU (as `cookies = false` in the file).
     #[arg(long)]
     pub no_cookies: bool,

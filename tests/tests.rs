@@ -21,6 +21,7 @@ mod findings_real;
 mod findings_savings;
 mod findings_verdicts_real;
 mod findings_wire;
+mod har;
 mod hostile_exit;
 mod hostile_h2;
 mod hostile_input;

@@ -86,11 +86,17 @@ impl LoadConfig {
 
 /// Builds the plan of `latscope load` from its flags (and `-f FILE`).
 pub fn plan(args: &LoadArgs) -> Result<LoadPlan, UsageError> {
-    let scenario = match &args.file {
-        Some(f) => Some(scenario::load(f).map_err(|e| UsageError::new(e.to_string()))?),
-        None => None,
+    let scenario = match (&args.file, &args.har) {
+        (Some(f), _) => Some(scenario::load(f).map_err(|e| UsageError::new(e.to_string()))?),
+        (None, Some(h)) => Some(
+            load::har::load(h)
+                .map_err(|e| UsageError::new(e.to_string()))?
+                .scenario,
+        ),
+        (None, None) => None,
     };
-    from_parts(args, scenario, args.file.as_deref()).map_err(|e| UsageError::new(e.to_string()))
+    let file = args.file.as_deref().or(args.har.as_deref());
+    from_parts(args, scenario, file).map_err(|e| UsageError::new(e.to_string()))
 }
 
 fn usage(msg: impl Into<String>) -> UsageError {

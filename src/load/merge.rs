@@ -195,3 +195,51 @@ fn add_second(a: &mut SecondResult, b: &SecondResult) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::recorder::{endpoint_histogram, Checks};
+    use crate::load::result::EndpointResult;
+
+    fn ep(total: u64, passed: u64, failed: &[(&str, u64)]) -> EndpointResult {
+        EndpointResult {
+            name: "me".into(),
+            requests: total,
+            ok: total,
+            bytes: 0,
+            latency: endpoint_histogram(1),
+            elapsed_s: 1.0,
+            checks: Checks {
+                total,
+                passed,
+                failed: failed.iter().map(|(_, n)| *n).collect(),
+            },
+            check_names: failed.iter().map(|(c, _)| c.to_string()).collect(),
+        }
+    }
+
+    /// Shards' checks add up, failures matched by check name (a stored shard keeps
+    /// only the names that failed, in its own order).
+    #[test]
+    fn checks_merge_by_name() {
+        let mut a = ep(10, 7, &[("status", 2), ("json $.user", 1)]);
+        let b = ep(10, 6, &[("json $.user", 3), ("body_contains", 1)]);
+        add_checks(&mut a, &b);
+        assert_eq!((a.checks.total, a.checks.passed), (20, 13));
+        let got: Vec<(String, u64)> = a
+            .check_names
+            .iter()
+            .cloned()
+            .zip(a.checks.failed.iter().copied())
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("status".to_string(), 2),
+                ("json $.user".to_string(), 4),
+                ("body_contains".to_string(), 1)
+            ]
+        );
+    }
+}

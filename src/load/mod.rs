@@ -13,6 +13,7 @@
 pub mod capacity;
 pub mod early;
 pub mod engine;
+pub mod har;
 pub mod limits;
 mod live;
 pub mod merge;

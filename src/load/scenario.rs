@@ -566,7 +566,7 @@ fn step_reads_body(s: &Step) -> bool {
 
 /// What the response reader keeps for a step's checks and extractions (None:
 /// nothing, the plain reader).
-fn capture(s: &Step, cookies: bool) -> Option<Arc<Capture>> {
+pub(crate) fn capture(s: &Step, cookies: bool) -> Option<Arc<Capture>> {
     use super::script::{Check, Source};
     let mut c = Capture {
         set_cookie: cookies,
@@ -625,6 +625,7 @@ fn script(
         cookies,
         data: feeder.map(Arc::new),
         think,
+        left_out: 0,
     })
 }
 

@@ -38,6 +38,13 @@ pub fn header(plan: &LoadPlan) -> String {
             ", no keep-alive"
         }
     ) + &shard_line(plan)
+        + &match plan.script.as_ref().map_or(0, |s| s.left_out) {
+            0 => String::new(),
+            n => format!(
+                "  --har: {n} recorded request{} to other hosts left out (one run talks to one origin)\n",
+                if n == 1 { "" } else { "s" }
+            ),
+        }
 }
 
 /// What the run will speak, as the header names it: `HTTP/1.1`, `h2c ×5 streams`,

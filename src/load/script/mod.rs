@@ -45,6 +45,9 @@ pub struct Script {
     /// `think_time = "1s..3s"`: a pause drawn between these after every request
     /// (a fixed `think_time` stays the plan's `think_time`).
     pub think: Option<Pause>,
+    /// `--har`: the recording's requests to other origins, left out (one run talks
+    /// to one origin).
+    pub left_out: usize,
 }
 
 impl Script {
