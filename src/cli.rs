@@ -47,6 +47,9 @@ pub struct Cli {
 }
 
 /// The commands.
+// Parsed once per process: the size of its largest variant (`load`'s flags) costs
+// nothing worth a Box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Probe + cache audit + a short bounded load ramp → findings (also `latscope URL`).

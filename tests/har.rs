@@ -19,10 +19,10 @@ use crate::util_nginx::{nginx_bin, start, temp_dir, write_conf};
 /// Records `argv[2]` loaded by Chromium (`argv[1]`) into the HAR `argv[3]`: the
 /// page's requests from `Network.requestWillBeSent` (method, URL, headers, body,
 /// wall time), their status from `Network.responseReceived`, their end from
-/// `Network.loadingFinished`, until the load event and every request finished (or
-/// 30 s). A minimal RFC 6455 client: masked text frames out, frames in.
+/// `Network.loadingFinished`, until the page loaded and the network was quiet for
+/// 1 s with every request finished (or 30 s). A minimal RFC 6455 client: masked text frames out, frames in.
 const RECORDER: &str = r#"
-import base64, datetime, json, os, socket, struct, subprocess, sys, tempfile, time, urllib.request
+import base64, datetime, json, os, select, socket, struct, subprocess, sys, tempfile, time, urllib.request
 chromium, url, out = sys.argv[1:4]
 profile = tempfile.mkdtemp()
 p = subprocess.Popen([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
@@ -84,11 +84,27 @@ try:
     send("Page.enable")
     send("Network.setCacheDisabled", {"cacheDisabled": True})
     send("Page.navigate", {"url": url})
-    reqs, order, loaded = {}, [], False
+    reqs, order, loaded, navigated = {}, [], False, False
     end = time.time() + 30
+    last = nav_at = time.time()
     while time.time() < end:
+        if not navigated and time.time() - nav_at > 3:
+            # The first navigation can lose a race with the start page's own load:
+            # start over.
+            reqs.clear()
+            order.clear()
+            send("Page.navigate", {"url": url})
+            nav_at = time.time()
+        if not buf and not select.select([s], [], [], 0.25)[0]:
+            # Quiet: done once the page (not about:blank) loaded and every request
+            # ended 1 s ago.
+            if loaded and all(r["end"] is not None for r in reqs.values()) and time.time() - last > 1:
+                break
+            continue
         m = recv()
         meth, prm = m.get("method"), m.get("params", {})
+        if meth and meth.startswith("Network."):
+            last = time.time()
         if meth == "Network.requestWillBeSent":
             rid = prm["requestId"]
             if rid not in reqs:
@@ -99,10 +115,10 @@ try:
             reqs[prm["requestId"]]["status"] = prm["response"]["status"]
         elif meth in ("Network.loadingFinished", "Network.loadingFailed") and prm["requestId"] in reqs:
             reqs[prm["requestId"]]["end"] = prm["timestamp"]
-        elif meth == "Page.loadEventFired":
+        elif meth == "Page.frameNavigated" and not prm["frame"].get("parentId"):
+            navigated = prm["frame"]["url"].startswith(url)
+        elif meth == "Page.loadEventFired" and navigated:
             loaded = True
-        if loaded and all(r["end"] is not None for r in reqs.values()):
-            break
     entries = []
     for rid in order:
         r = reqs[rid]
@@ -195,19 +211,21 @@ fn a_chromium_recording_replays_with_the_same_request_set() {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|e| {
-            e["request"]["url"]
-                .as_str()
-                .unwrap()
-                .starts_with(&url)
-        })
+        .filter(|e| e["request"]["url"].as_str().unwrap().starts_with(&url))
         .map(|e| {
             let u = e["request"]["url"].as_str().unwrap();
-            format!("{} {}", e["request"]["method"].as_str().unwrap(), &u[url.len() - 1..])
+            format!(
+                "{} {}",
+                e["request"]["method"].as_str().unwrap(),
+                &u[url.len() - 1..]
+            )
         })
         .collect();
     for want in ["GET /", "GET /style.css", "GET /logo.svg", "GET /app.js"] {
-        assert!(own.iter().any(|o| o == want), "{want} not recorded: {own:?}");
+        assert!(
+            own.iter().any(|o| o == want),
+            "{want} not recorded: {own:?}"
+        );
     }
     let third = recorded["log"]["entries"]
         .as_array()
@@ -222,7 +240,15 @@ fn a_chromium_recording_replays_with_the_same_request_set() {
     let n = (own.len() * 2).to_string();
     let out = run_within(
         &[
-            "load", "--har", har_arg, "-c", "1", "-n", &n, "--json", "--no-save",
+            "load",
+            "--har",
+            har_arg,
+            "-c",
+            "1",
+            "-n",
+            &n,
+            "--json",
+            "--no-save",
         ],
         Duration::from_secs(60),
     );
@@ -239,7 +265,10 @@ fn a_chromium_recording_replays_with_the_same_request_set() {
         .iter()
         .map(|e| e["name"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(names, own, "the replay's requests are the recording's, in order");
+    assert_eq!(
+        names, own,
+        "the replay's requests are the recording's, in order"
+    );
     let seen = logged(&log);
     for e in v["endpoints"].as_array().unwrap() {
         assert_eq!(e["requests"], 2, "{e}");
@@ -254,7 +283,17 @@ fn a_chromium_recording_replays_with_the_same_request_set() {
     assert_eq!(seen.values().sum::<u64>(), own.len() as u64 * 2);
     // The text header says what was left out.
     let out = run_within(
-        &["load", "--har", har_arg, "-c", "1", "-n", "1", "--no-save", "--no-tui"],
+        &[
+            "load",
+            "--har",
+            har_arg,
+            "-c",
+            "1",
+            "-n",
+            "1",
+            "--no-save",
+            "--no-tui",
+        ],
         Duration::from_secs(60),
     );
     let text = String::from_utf8_lossy(&out.stdout);

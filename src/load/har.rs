@@ -133,15 +133,15 @@ pub fn parse(file: &str, text: &str) -> Result<Recording, ScenarioError> {
             continue;
         }
         let started = rfc3339(&e.started).ok_or_else(|| {
-                fail(
-                    None,
-                    format!(
-                        "entry {}: startedDateTime '{}' is not an RFC 3339 time",
-                        i + 1,
-                        e.started
-                    ),
-                )
-            })?;
+            fail(
+                None,
+                format!(
+                    "entry {}: startedDateTime '{}' is not an RFC 3339 time",
+                    i + 1,
+                    e.started
+                ),
+            )
+        })?;
         let t = Target::parse(&e.request.url)
             .map_err(|err| fail(None, format!("entry {}: {err}", i + 1)))?;
         entries.push((started, e, t));
@@ -151,7 +151,9 @@ pub fn parse(file: &str, text: &str) -> Result<Recording, ScenarioError> {
         return Err(fail(None, "no http:// or https:// request in it".into()));
     };
     let same = |t: &Target| {
-        t.scheme == origin.scheme && t.host.eq_ignore_ascii_case(&origin.host) && t.port == origin.port
+        t.scheme == origin.scheme
+            && t.host.eq_ignore_ascii_case(&origin.host)
+            && t.port == origin.port
     };
     let other_hosts = entries.iter().filter(|(_, _, t)| !same(t)).count();
     entries.retain(|(_, _, t)| same(t));
@@ -317,9 +319,18 @@ mod tests {
         let names: Vec<&str> = s.requests.iter().map(|q| q.name.as_str()).collect();
         assert_eq!(
             names,
-            ["GET /?q=1", "GET /app.js", "POST /api/login", "GET /app.js #2"]
+            [
+                "GET /?q=1",
+                "GET /app.js",
+                "POST /api/login",
+                "GET /app.js #2"
+            ]
         );
-        let h: Vec<&str> = s.requests[0].headers.iter().map(|(n, _)| n.as_str()).collect();
+        let h: Vec<&str> = s.requests[0]
+            .headers
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect();
         assert_eq!(h, ["user-agent"]);
         assert_eq!(&s.requests[2].body[..], b"{\"u\":1}");
         let sc = s.script.as_ref().unwrap();
