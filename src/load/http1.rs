@@ -204,7 +204,8 @@ impl H1 {
     }
 
     /// [`H1::exchange`], keeping what `capture` asks for of the response (its
-    /// headers, its body) in `kept` for a scenario's checks and extractions.
+    /// headers, its body) in `kept` for a scenario's checks and extractions (a
+    /// `kept` given in is reused: its allocations serve the next response).
     pub async fn exchange_keeping(
         &mut self,
         request: &[u8],
@@ -215,7 +216,7 @@ impl H1 {
     ) -> Result<Response, H1Error> {
         self.stream.write_all(request).await?;
         let mut p = match capture {
-            Some(c) => Parser::keeping(head, c.clone()),
+            Some(c) => Parser::keeping_in(head, c, kept.take()),
             None => Parser::new(head),
         };
         let mut first_byte = None;
@@ -248,7 +249,9 @@ impl H1 {
         }
         let mut resp = p.response();
         resp.first_byte = first_byte;
-        *kept = p.kept.take();
+        if capture.is_some() {
+            *kept = p.kept.take();
+        }
         self.served += 1;
         self.release();
         Ok(resp)
@@ -296,10 +299,18 @@ impl Parser {
         }
     }
 
-    /// A reader that also keeps what `capture` asks for of the final response.
-    pub fn keeping(head: bool, capture: Arc<Capture>) -> Parser {
+    /// A reader that also keeps what `capture` asks for of the final response, into
+    /// `reuse` (emptied) when given.
+    pub fn keeping_in(head: bool, capture: &Arc<Capture>, reuse: Option<Box<Kept>>) -> Parser {
+        let kept = match reuse {
+            Some(mut k) => {
+                k.reset(capture);
+                k
+            }
+            None => Box::new(Kept::new(capture.clone())),
+        };
         Parser {
-            kept: Some(Box::new(Kept::new(capture))),
+            kept: Some(kept),
             ..Parser::new(head)
         }
     }
@@ -806,7 +817,7 @@ mod tests {
             body: true,
         });
         let resp = "HTTP/1.1 100 Continue\r\nX-Token: no\r\n\r\nHTTP/1.1 200 OK\r\nX-Token: t1\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\nServer: s\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n";
-        let mut p = Parser::keeping(false, capture);
+        let mut p = Parser::keeping_in(false, &capture, None);
         let mut buf = Vec::new();
         for piece in resp.as_bytes().chunks(3) {
             buf.extend_from_slice(piece);

@@ -260,6 +260,17 @@ impl Template {
         s
     }
 
+    /// The text with `vars` filled in, borrowed when it is one piece (no copy per
+    /// check for a fixed text or a lone variable).
+    pub fn text<'a>(&'a self, vars: &'a [String]) -> std::borrow::Cow<'a, str> {
+        match self.parts.as_slice() {
+            [] => "".into(),
+            [Part::Text(t)] => t.as_str().into(),
+            [Part::Var(i)] => vars.get(*i).map_or("", |v| v.as_str()).into(),
+            _ => self.render(vars).into(),
+        }
+    }
+
     /// For a path: variables' values percent-encoded where they hold a byte a path
     /// cannot carry (space, CR, LF, controls, non-ASCII).
     pub fn render_path(&self, vars: &[String]) -> String {

@@ -37,6 +37,16 @@ impl Kept {
         }
     }
 
+    /// Empties it for the next response, keeping its allocations.
+    pub fn reset(&mut self, capture: &Arc<Capture>) {
+        if !Arc::ptr_eq(&self.capture, capture) {
+            self.capture = capture.clone();
+        }
+        self.headers.clear();
+        self.body.clear();
+        self.cut = false;
+    }
+
     /// A header's value (the first of that name).
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
@@ -107,6 +117,8 @@ pub struct VuState {
     pub path: String,
     /// Per check of the last response: passed.
     pub results: Vec<bool>,
+    /// The last response's kept headers and body, for the next one to reuse.
+    pub spare: Option<Box<Kept>>,
     rng: SmallRng,
 }
 
@@ -127,6 +139,7 @@ impl VuState {
             request: Bytes::new(),
             path: String::new(),
             results: Vec::new(),
+            spare: None,
             rng: SmallRng::seed_from_u64(vu ^ 0x7417),
         }
     }
@@ -225,16 +238,15 @@ impl VuState {
                     Check::Status(list) => list.contains(&status),
                     Check::Header(name, want) => kept
                         .and_then(|k| k.header(name))
-                        .is_some_and(|v| v.contains(want.render(&self.vars).as_str())),
+                        .is_some_and(|v| v.contains(&*want.text(&self.vars))),
                     Check::BodyContains(want) => {
-                        let want = want.render(&self.vars);
-                        memchr::memmem::find(body, want.as_bytes()).is_some()
+                        memchr::memmem::find(body, want.text(&self.vars).as_bytes()).is_some()
                     }
                     Check::BodyRegex(re) => re.is_match(&String::from_utf8_lossy(body)),
                     Check::Json(path, want) => json
                         .as_ref()
                         .and_then(|v| path.find(v).map(super::json::text))
-                        .is_some_and(|v| v == want.render(&self.vars)),
+                        .is_some_and(|v| v == want.text(&self.vars)),
                 };
             self.results.push(ok);
         }

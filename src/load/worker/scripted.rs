@@ -74,7 +74,8 @@ impl<'a, 'p> Worker<'a, 'p> {
         );
         self.rec.borrow_mut().in_flight += 1;
         let sent = Instant::now();
-        let mut kept = None;
+        // The VU's last response's buffers serve this one.
+        let mut kept = state.spare.take();
         let request = state.request.clone();
         let o = client
             .request_with(
@@ -91,16 +92,16 @@ impl<'a, 'p> Worker<'a, 'p> {
             r.in_flight -= 1;
             r.record(ep, due.min(sent), sent, end, &o);
         }
-        state.take(
-            script,
-            step,
-            &prep.plan.target.host,
-            o.status,
-            kept.as_deref(),
-        );
+        // What the reader kept when a response came; the spare handed in is stale
+        // otherwise.
+        let fresh = kept
+            .as_deref()
+            .filter(|_| o.status != 0 && step.capture.is_some());
+        state.take(script, step, &prep.plan.target.host, o.status, fresh);
         if !step.checks.is_empty() {
             self.rec.borrow_mut().checked(ep, &state.results);
         }
+        state.spare = kept;
     }
 
     /// The pause after step `ep` (its `sleep`, the scenario's think time).
