@@ -408,6 +408,23 @@ fn bad_script_fields_name_their_line() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("HTTP/1.1") && err.contains("--http2"), "{err}");
+    for (args, says) in [
+        (
+            &["--find-max", "checks>99%", "--model", "closed"][..],
+            "judged over a whole run",
+        ),
+        (
+            &["--find-max", "p99<1s", "--model", "open"][..],
+            "--model closed",
+        ),
+    ] {
+        let mut a = vec!["load", "--no-save", "-f", &file];
+        a.extend_from_slice(args);
+        let out = run_within(&a, Duration::from_secs(20));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
     let out = run_within(
         &[
             "load",

@@ -188,7 +188,23 @@ pub fn search(args: &LoadArgs) -> Result<(LoadPlan, SearchPlan), UsageError> {
                 .map_err(|e| usage(e.to_string().replacen("--threshold", "--find-max", 1)))?,
         );
     }
+    if let Some(o) = objectives
+        .iter()
+        .find(|o| o.metric == threshold::Metric::Checks)
+    {
+        return Err(usage(format!(
+            "--find-max '{}': checks are judged over a whole run, not per step; give them as \
+             --threshold on a run of its own",
+            o.expr
+        )));
+    }
     let mut base = plan(args)?;
+    if model == SearchModel::Open && base.script.as_ref().is_some_and(|s| s.needs_vus()) {
+        return Err(usage(
+            "a scenario's setup, extract, {{variables}}, cookies and data belong to VUs: \
+             search it with --find-max --model closed",
+        ));
+    }
     for o in &objectives {
         if let threshold::Scope::Endpoint(name) = &o.scope {
             if !base.endpoints.iter().any(|e| &e.name == name) {
