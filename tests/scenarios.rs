@@ -292,6 +292,72 @@ fn without_the_cookie_jar_checks_fail() {
     assert_eq!(endpoint(&v, "orders")["checks"]["passed"], 0);
 }
 
+/// Stored, compared and reported: `compare` has a `checks passed` row for the run
+/// and for each endpoint whose checks changed (100 % with the token, lower without),
+/// the HTML report a `checks passed` column.
+#[test]
+fn compare_and_report_show_checks() {
+    let (_api, port) = python_server(API, &[]);
+    let dir = TempDir::new("scenario-compare");
+    dir.write("users.csv", USERS);
+    let good = dir.write("good.toml", &scenario(port, "Bearer {{token}}", ""));
+    let bad = dir.write("bad.toml", &scenario(port, "Bearer none", ""));
+    let db = dir.join("runs.db");
+    let db = db.to_str().unwrap();
+    for (file, label) in [(&good, "with-token"), (&bad, "without")] {
+        let out = run_within(
+            &[
+                "load", "-f", file, "-n", "40", "--json", "--db", db, "--label", label,
+            ],
+            Duration::from_secs(60),
+        );
+        assert!(
+            matches!(out.status.code(), Some(0) | Some(99)),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = run_within(
+        &["compare", "with-token", "without", "--db", db],
+        Duration::from_secs(30),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    // The tables' rows that changed: the run's, me's and orders' (login's checks
+    // pass in both runs).
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("  checks passed"))
+        .collect();
+    assert_eq!(rows.len(), 3, "{text}");
+    assert!(rows.iter().all(|r| r.contains("100 %")), "{text}");
+    assert!(
+        text.contains("load endpoint: orders: checks passed  100 % → 0 %"),
+        "{text}"
+    );
+    let html = dir.join("r.html");
+    let out = run_within(
+        &[
+            "report",
+            "with-token",
+            "-o",
+            html.to_str().unwrap(),
+            "--db",
+            db,
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("checks passed"), "no checks column");
+    assert!(page.contains("100.0 % of "), "no checks cell");
+}
+
 /// The text summary: the header names the protocol, "Transactions" counts
 /// requests (never "hits"), the checks line and the per-endpoint checks column,
 /// and the threshold's value in its unit.

@@ -526,6 +526,14 @@ fn load_sections(run: &RunRecord, doc: &Summary, hist: &Histograms) -> RunSectio
         Better::Higher,
         load.cache.hit_ratio,
     ));
+    // A scenario's checks (absent without any).
+    let share = |c: &crate::schema::load::ChecksDoc| c.passed as f64 / c.total.max(1) as f64;
+    all.push(metric(
+        "checks passed",
+        "share",
+        Better::Higher,
+        load.checks.as_ref().map(share),
+    ));
     if let Some(cap) = &load.capacity {
         // Rates and connections are different answers: one row each.
         let (name, unit) = match cap.unit.as_str() {
@@ -557,6 +565,12 @@ fn load_sections(run: &RunRecord, doc: &Summary, hist: &Histograms) -> RunSectio
         ));
         let errors = Some((requests - ep.ok as f64).max(0.0));
         metrics.push(metric("errors", "", Better::Lower, errors));
+        metrics.push(metric(
+            "checks passed",
+            "share",
+            Better::Higher,
+            ep.checks.as_ref().map(share),
+        ));
         out.push((format!("load endpoint: {name}"), metrics));
     }
     out

@@ -334,15 +334,25 @@ pub(super) fn load_section(
     }
     if !endpoints.is_empty() {
         out.push_str("<h4>Per endpoint</h4>\n");
+        // A scenario's checks: passed of judged, per endpoint.
+        let checks = endpoints.iter().any(|ep| ep.checks.is_some());
         let rows: Vec<Vec<String>> = endpoints
             .iter()
             .map(|ep| {
                 let mut r = vec![ep.name.clone(), ep.requests.to_string(), ep.ok.to_string()];
+                if checks {
+                    r.push(ep.checks.as_ref().map_or("—".into(), |c| {
+                        format!("{:.1} % of {}", c.passed_pct, c.total)
+                    }));
+                }
                 r.extend(pct_row("", &ep.latency_ms, "ms").into_iter().skip(1));
                 r
             })
             .collect();
         let mut header = vec!["endpoint", "requests", "ok"];
+        if checks {
+            header.push("checks passed");
+        }
         header.extend(PCT.iter().map(|(n, _)| *n));
         table(out, "endpoints", &header, &rows);
     }
