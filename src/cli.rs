@@ -110,7 +110,8 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 4, value_name = "N")]
     pub max_concurrent: usize,
     /// Print a file that goes with serve (prometheus: a scrape config; rules: alerting
-    /// rules; systemd: a unit) and exit.
+    /// rules; grafana: a dashboard; systemd: a unit; k8s: manifests with the
+    /// --config file) and exit.
     #[arg(long, value_enum, value_name = "KIND")]
     pub print_config: Option<PrintKind>,
     /// Run store (SQLite) path.
@@ -131,6 +132,10 @@ pub enum PrintKind {
     Rules,
     /// A systemd unit.
     Systemd,
+    /// A Grafana dashboard (JSON).
+    Grafana,
+    /// Kubernetes manifests: the targets file as a ConfigMap, a Deployment, a Service.
+    K8s,
 }
 
 /// `latscope completions`.

@@ -561,3 +561,135 @@ fn once_checks_prints_and_stores_every_target() {
         "{out:?}"
     );
 }
+
+/// `--print-config grafana`: every panel's query is PromQL Prometheus accepts (each
+/// loaded by promtool as a recording rule) over latscope's own series;
+/// `--print-config k8s`: the manifests pass Kubernetes' schemas strictly, hold the
+/// targets file, and put it in a Secret when it carries a secret header.
+#[test]
+fn print_config_grafana_and_k8s_validate() {
+    if !require("promtool") || !require("kubernetes-validate") {
+        return;
+    }
+    let dir = TempDir::new("serve-print");
+    let out = run_within(
+        &["serve", "--print-config", "grafana"],
+        Duration::from_secs(30),
+    );
+    assert!(out.status.success(), "{out:?}");
+    let d: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the dashboard is JSON");
+    let mut rules = String::from("groups:\n  - name: dashboard\n    rules:\n");
+    let mut n = 0;
+    for p in d["panels"].as_array().unwrap() {
+        for t in p["targets"].as_array().unwrap() {
+            let expr = t["expr"].as_str().unwrap().replace("$target", ".*");
+            assert!(expr.contains("latscope_"), "{expr}");
+            n += 1;
+            rules.push_str(&format!(
+                "      - record: panel_{n}\n        expr: {}\n",
+                serde_json::to_string(&expr).unwrap()
+            ));
+        }
+    }
+    assert!(n >= 6, "{d}");
+    let file = dir.write("dashboard_rules.yml", &rules);
+    let check = Command::new("promtool")
+        .args(["check", "rules", &file])
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}\n{rules}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+
+    let plain = dir.write(
+        "targets.toml",
+        "[[target]]\nurl = \"http://127.0.0.1:8080/\"\nname = \"blog\"\n",
+    );
+    let secret = dir.write(
+        "secret.toml",
+        "[[target]]\nurl = \"http://127.0.0.1:8080/\"\nheaders = [\"Authorization: Bearer s3cret-token\"]\n",
+    );
+    for (config, kind) in [(&plain, "ConfigMap"), (&secret, "Secret")] {
+        let out = run_within(
+            &["serve", "--print-config", "k8s", "--config", config],
+            Duration::from_secs(30),
+        );
+        assert!(out.status.success(), "{out:?}");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let docs = crate::util::documents(&out.stdout);
+        assert_eq!(docs.len(), 3, "{text}");
+        assert_eq!(docs[0]["kind"], kind, "{text}");
+        let file = dir.write("serve-k8s.yaml", &text);
+        let v = Command::new("kubernetes-validate")
+            .args(["-k", "1.25.0", "--strict", &file])
+            .output()
+            .unwrap();
+        let said =
+            String::from_utf8_lossy(&v.stdout).to_string() + &String::from_utf8_lossy(&v.stderr);
+        assert!(v.status.success(), "{said}\n{text}");
+        assert_eq!(said.matches("passed").count(), 3, "{said}");
+        if kind == "Secret" {
+            assert!(docs[0]["stringData"]["targets.toml"]
+                .as_str()
+                .unwrap()
+                .contains("s3cret-token"));
+        } else {
+            assert!(docs[0]["data"]["targets.toml"]
+                .as_str()
+                .unwrap()
+                .contains("name = \"blog\""));
+        }
+    }
+}
+
+/// serve's peak resident memory (VmHWM), read from /proc.
+fn peak_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM in /proc/PID/status")
+}
+
+/// Bounded over time: serve's peak memory after 10,000 `/probe`s is within 10 % (and
+/// 2 MiB) of its peak after the first 1,000, four clients at once.
+#[test]
+fn memory_stays_flat_over_ten_thousand_probes() {
+    let lab = lab::spawn(LabOptions::default()).expect("lab starts");
+    let dir = TempDir::new("serve-memory");
+    let config = dir.write("targets.toml", "[module.http_2xx]\nsamples = 1\n");
+    let mut serve = Serve::start(&dir, &config);
+    let pid = serve.child.as_ref().unwrap().id();
+    let q = format!(
+        "/probe?target={}",
+        url::form_urlencoded::byte_serialize(lab.url("/").as_bytes()).collect::<String>()
+    );
+    let probes = |n: usize| {
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..n / 4 {
+                        let (status, body) = http(serve.port, "GET", &q).expect("serve answers");
+                        assert!(
+                            status == 200 && body.contains("\nprobe_success 1\n"),
+                            "{body}"
+                        );
+                    }
+                });
+            }
+        })
+    };
+    probes(1_000);
+    let after_1k = peak_kib(pid);
+    probes(9_000);
+    let after_10k = peak_kib(pid);
+    let grown = after_10k.saturating_sub(after_1k);
+    assert!(
+        (grown as f64) <= (after_1k as f64 * 0.10).max(2048.0),
+        "VmHWM {after_1k} KiB after 1,000 probes, {after_10k} KiB after 10,000"
+    );
+    assert!(serve.stop().success(), "{}", serve.log());
+}
