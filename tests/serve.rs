@@ -693,3 +693,62 @@ fn memory_stays_flat_over_ten_thousand_probes() {
     );
     assert!(serve.stop().success(), "{}", serve.log());
 }
+
+/// The page in headless Chromium (Debian's): a row per target with its status and a
+/// chart of its checks, the changes section; and secrets — a token in a URL, an
+/// Authorization header — appear nowhere: not on the page, not in /metrics, not in
+/// the log.
+#[test]
+fn the_page_in_chromium_shows_the_targets_and_no_secret() {
+    let Some(bin) = crate::report::chromium() else {
+        return;
+    };
+    let lab = lab::spawn(LabOptions::default()).expect("lab starts");
+    let dir = TempDir::new("serve-page");
+    let config = dir.write(
+        "targets.toml",
+        &format!(
+            "[defaults]\ninterval = \"1s\"\nsamples = 1\n\n[[target]]\nurl = \"{}\"\n\n[[target]]\nurl = \"{}\"\nname = \"slow\"\nheaders = [\"Authorization: Bearer s3cret-hdr\"]\n",
+            lab.url("/?token=s3cret-tok"),
+            lab.url("/delay/5ms")
+        ),
+    );
+    let serve = Serve::start(&dir, &config);
+    until("two checks of each target", || {
+        let m = serve.get("/metrics").1;
+        let n: Vec<f64> = m
+            .lines()
+            .filter(|l| l.starts_with("latscope_checks_total{"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
+            .collect();
+        (n.len() == 2 && n.iter().all(|&c| c >= 2.0)).then_some(())
+    });
+    let metrics = serve.get("/metrics").1;
+    let (_, page) = serve.get("/");
+    for (what, text) in [
+        ("metrics", &metrics),
+        ("page", &page),
+        ("log", &serve.log()),
+    ] {
+        assert!(!text.contains("s3cret"), "{what} shows a secret:\n{text}");
+    }
+    assert!(metrics.contains("token=[redacted]"), "{metrics}");
+    let html = dir.join("page.html");
+    std::fs::write(&html, &page).unwrap();
+    let profile = dir.join("profile");
+    let dom = crate::report::run_chromium(
+        &bin,
+        &profile,
+        &["--dump-dom".into(), format!("file://{}", html.display())],
+    );
+    assert_eq!(dom.matches("<tr class=\"target\">").count(), 2, "{dom}");
+    assert_eq!(dom.matches("<svg class=\"chart\"").count(), 2, "{dom}");
+    assert!(
+        dom.contains("id=\"changes\"") && dom.contains("200 OK"),
+        "{dom}"
+    );
+    assert!(
+        dom.contains("<b>slow</b>") && !dom.contains("s3cret"),
+        "{dom}"
+    );
+}

@@ -149,7 +149,11 @@ impl Shared {
     fn record(&self, t: &ServeTarget, o: Outcome) {
         let changes = self.state.lock().unwrap().record(&t.name, o.clone());
         for c in &changes {
-            eprintln!("latscope serve: {}", super::output::clean(&c.line()));
+            let line = c.line();
+            eprintln!(
+                "latscope serve: {}",
+                super::output::clean(&crate::redact::for_output(&line))
+            );
         }
         if let Some(s) = self.saver.lock().unwrap().as_ref() {
             let _ = s.send(Stored {

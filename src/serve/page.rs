@@ -5,6 +5,7 @@
 use std::fmt::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::redact::redact_urls;
 use crate::report::html::esc;
 
 use super::state::{failure, State};
@@ -83,7 +84,7 @@ pub fn render(state: &State) -> String {
                             .unwrap_or(0);
                         (format!("{s} OK"), "ok")
                     } else {
-                        (format!("failing: {}", failure(o)), "fail")
+                        (format!("failing: {}", redact_urls(&failure(o))), "fail")
                     };
                     let summary = o
                         .result
@@ -98,7 +99,7 @@ pub fn render(state: &State) -> String {
                 h,
                 "<tr class=target><td><b>{}</b><br><small>{} · {} every {}</small></td><td class={class}>{}</td><td>{}</td><td>",
                 esc(name),
-                esc(&t.target.target.url),
+                esc(&redact_urls(&t.target.target.url)),
                 t.target.check.name(),
                 humantime::format_duration(t.target.interval),
                 esc(&status),
@@ -140,7 +141,7 @@ pub fn render(state: &State) -> String {
                 esc(&c.target),
                 c.what.replace('_', " "),
                 esc(&c.id),
-                esc(&c.detail)
+                esc(&redact_urls(&c.detail))
             );
         }
         h.push_str("</table>");
