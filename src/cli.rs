@@ -44,6 +44,10 @@ pub struct Cli {
     /// default, as the store always does.
     #[arg(long, global = true)]
     pub show_secrets: bool,
+    /// Quiet: no progress line, no live view, no "saved as run" line — only the
+    /// result (and errors on stderr). For scripts and cron.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
 }
 
 /// The commands.

@@ -239,7 +239,11 @@ fn probe_agrees_with_blackbox_exporter() {
         let series = format!("probe_http_duration_seconds{{phase=\"{phase}\"}}");
         let (a, b) = (medians(&ours, &series), medians(&theirs, &series));
         let tolerance = (0.05 * a.max(b)).max(0.002);
-        eprintln!("{phase}: latscope {:.2} ms, blackbox {:.2} ms", a * 1e3, b * 1e3);
+        eprintln!(
+            "{phase}: latscope {:.2} ms, blackbox {:.2} ms",
+            a * 1e3,
+            b * 1e3
+        );
         assert!(
             (a - b).abs() <= tolerance,
             "{phase}: latscope {:.2} ms vs blackbox {:.2} ms",
