@@ -307,8 +307,12 @@ pub struct CompareArgs {
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// Runs to report on (id, id prefix, label, last, last~N); several are overlaid.
-    #[arg(value_name = "RUN", required = true)]
+    #[arg(value_name = "RUN", required_unless_present = "serve")]
     pub runs: Vec<String>,
+    /// One target of `latscope serve` over time, from its stored checks (label
+    /// serve:NAME): its findings' timeline, failures, TTFB and changes.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["runs", "csv", "hdr_log"])]
+    pub serve: Option<String>,
     /// Write the HTML report to FILE.
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,

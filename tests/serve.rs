@@ -513,6 +513,34 @@ s.serve_forever()
     );
     let listed = String::from_utf8_lossy(&listed.stdout);
     assert!(listed.matches("serve:site").count() >= 6, "{listed}");
+
+    // The stored checks over time: the finding's lane from the change on, the change
+    // listed once.
+    let html = dir.join("site.html");
+    let out = run_within(
+        &[
+            "report",
+            "--serve",
+            "site",
+            "--db",
+            dir.join("runs.db").to_str().unwrap(),
+            "-o",
+            html.to_str().unwrap(),
+        ],
+        Duration::from_secs(30),
+    );
+    assert!(out.status.success(), "{out:?}");
+    let report = std::fs::read_to_string(&html).unwrap();
+    assert!(report.contains(">not-shared-cacheable</text>"), "{report}");
+    assert!(
+        report.matches("<rect class=\"on\"").count() >= 3,
+        "{report}"
+    );
+    assert_eq!(
+        report.matches("<td>finding appeared</td>").count(),
+        1,
+        "{report}"
+    );
 }
 
 /// `--once`: each target checked once, printed, stored under `serve:NAME`; a target
