@@ -44,6 +44,10 @@ pub struct Cli {
     /// default, as the store always does.
     #[arg(long, global = true)]
     pub show_secrets: bool,
+    /// Quiet: no progress line, no live view, no "saved as run" line — only the
+    /// result (and errors on stderr). For scripts and cron.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
 }
 
 /// The commands.
@@ -113,7 +117,8 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 4, value_name = "N")]
     pub max_concurrent: usize,
     /// Print a file that goes with serve (prometheus: a scrape config; rules: alerting
-    /// rules; systemd: a unit) and exit.
+    /// rules; grafana: a dashboard; systemd: a unit; k8s: manifests with the
+    /// --config file) and exit.
     #[arg(long, value_enum, value_name = "KIND")]
     pub print_config: Option<PrintKind>,
     /// Run store (SQLite) path.
@@ -134,6 +139,10 @@ pub enum PrintKind {
     Rules,
     /// A systemd unit.
     Systemd,
+    /// A Grafana dashboard (JSON).
+    Grafana,
+    /// Kubernetes manifests: the targets file as a ConfigMap, a Deployment, a Service.
+    K8s,
 }
 
 /// `latscope completions`.
@@ -301,8 +310,12 @@ pub struct CompareArgs {
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// Runs to report on (id, id prefix, label, last, last~N); several are overlaid.
-    #[arg(value_name = "RUN", required = true)]
+    #[arg(value_name = "RUN", required_unless_present = "serve")]
     pub runs: Vec<String>,
+    /// One target of `latscope serve` over time, from its stored checks (label
+    /// serve:NAME): its findings' timeline, failures, TTFB and changes.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["runs", "csv", "hdr_log"])]
+    pub serve: Option<String>,
     /// Write the HTML report to FILE.
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,

@@ -155,3 +155,42 @@ fn version_names_the_commit() {
         _ => assert!(text.contains("unknown commit"), "{text}"),
     }
 }
+
+/// `-q` on a terminal (a pty from util-linux `script`): the result, and neither the
+/// progress line nor the "saved as run" line, which the same command shows without
+/// it.
+#[test]
+fn quiet_leaves_only_the_result() {
+    if !require("script") {
+        return;
+    }
+    let lab = crate::util_lab::healthy();
+    let dir = temp_dir("quiet");
+    let db = dir.join("runs.db");
+    let on_a_terminal = |quiet: &str| {
+        let cmd = format!(
+            "{} {quiet} diagnose {} --samples 4 --no-load --no-tui --db {}",
+            env!("CARGO_BIN_EXE_latscope"),
+            lab.url("/"),
+            db.display()
+        );
+        let out = Command::new("script")
+            .args(["-qec", &cmd, "/dev/null"])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let loud = on_a_terminal("");
+    assert!(
+        loud.contains("saved as run") && loud.contains("\r\x1b[2K"),
+        "{loud:?}"
+    );
+    let quiet = on_a_terminal("-q");
+    assert!(quiet.contains("where the time goes"), "{quiet}");
+    assert!(
+        !quiet.contains("saved as run") && !quiet.contains("\x1b[2K"),
+        "{quiet:?}"
+    );
+}

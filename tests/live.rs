@@ -421,3 +421,55 @@ fn diagnose_ramp_shows_its_steps() {
     assert!(end.contains("connections  req/s"), "the ramp table:\n{end}");
     assert!(!end.contains("latency per second"), "{end}");
 }
+
+/// The view's screen with its escape sequences (`capture-pane -e`).
+fn screen_with_escapes(t: &Tmux) -> String {
+    let out = t
+        .tmux(&["capture-pane", "-p", "-e", "-t", "t"])
+        .output()
+        .expect("tmux capture-pane -e");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Whether `screen` sets a foreground or background colour (SGR 30–37, 40–47,
+/// 90–97, 38;…/48;…), in any parameter position.
+fn coloured(screen: &str) -> bool {
+    screen.split("\x1b[").skip(1).any(|seq| {
+        let params = seq.split('m').next().unwrap_or("");
+        params.split(';').any(|p| {
+            matches!(
+                p.parse::<u32>(),
+                Ok(30..=38 | 40..=48 | 90..=97 | 100..=107)
+            )
+        })
+    })
+}
+
+/// NO_COLOR (https://no-color.org) set: the live view draws without a colour; the
+/// same run without it draws in colour.
+#[test]
+fn no_color_turns_the_colours_off() {
+    let lab = healthy();
+    let dir = Dir::new("nocolor");
+    let db = dir.0.join("runs.db");
+    let args = format!(
+        "load {} -c 2 -d 4s --threads 1 --no-save",
+        lab.url("/delay/1ms")
+    );
+    for (env, want) in [("", true), ("NO_COLOR=1 ", false)] {
+        let Some(t) = Tmux::start("nocolor", &format!("{env}{}", shell(&db, &args))) else {
+            return;
+        };
+        t.wait_for(
+            "live view with a second of data",
+            Duration::from_secs(30),
+            |s| s.contains("latency per second") && number_after(s, "requests").unwrap_or(0) > 0,
+        );
+        let screen = screen_with_escapes(&t);
+        assert_eq!(coloured(&screen), want, "{env:?}:\n{screen:?}");
+        t.keys("q");
+        t.wait_for("the command to end", Duration::from_secs(30), |s| {
+            s.contains("EXIT=")
+        });
+    }
+}

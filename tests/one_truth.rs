@@ -84,3 +84,74 @@ fn find(v: &serde_json::Value, key: &str) -> serde_json::Value {
         _ => serde_json::Value::Null,
     }
 }
+
+/// The number after `prefix` up to " ms" in `text`.
+fn ms_after(text: &str, prefix: &str) -> Option<f64> {
+    let rest = &text[text.find(prefix)? + prefix.len()..];
+    rest.split(" ms").next()?.trim().parse().ok()
+}
+
+/// One server time (issue 37 item 4): the probe's details row and "where the time
+/// goes" show the same number — the reused requests' wait less the min RTT — and the
+/// parts of the fresh TTFB still add up to it, what a new connection costs beyond
+/// the server's time said apart. Against a Python server that takes 5 ms a request.
+#[test]
+fn the_server_time_is_one_in_the_details_and_where_the_time_goes() {
+    if !require("python3") {
+        return;
+    }
+    let script = r#"
+import http.server, time
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a): pass
+    def do_GET(self):
+        time.sleep(0.005)
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+s.daemon_threads = True
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+    let (_server, port) = python_server(script, &[]);
+    let out = run_within(
+        &[
+            "probe",
+            &format!("http://127.0.0.1:{port}/"),
+            "--samples",
+            "8",
+            "--no-save",
+        ],
+        Duration::from_secs(60),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let details = ms_after(&text, "server time       ≈ ").expect("the details' server time");
+    let line = text
+        .lines()
+        .find(|l| l.contains("where the time goes:"))
+        .expect("where the time goes");
+    let parts = line
+        .split(" = ")
+        .nth(1)
+        .expect("the parts")
+        .split(';')
+        .next()
+        .unwrap();
+    let server = parts
+        .split(" + ")
+        .find_map(|p| p.strip_suffix(" ms server"))
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("a server part: {line}"));
+    assert_eq!(server, details, "{line}\n{text}");
+    assert!((4.0..60.0).contains(&server), "the 5 ms handler: {server}");
+    let ttfb = ms_after(line, "TTFB ").unwrap();
+    let sum: f64 = parts
+        .split(" + ")
+        .filter_map(|p| p.split(" ms").next()?.trim().parse::<f64>().ok())
+        .sum();
+    assert!((sum - ttfb).abs() <= 0.05, "{sum} vs {ttfb}: {line}");
+}

@@ -34,6 +34,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         _ => Vec::new(),
     };
     crate::redact::set_output(cli.show_secrets, marked);
+    crate::report::progress::set_quiet(cli.quiet);
     match cli.command {
         Command::Diagnose(args) => diagnose::run(args),
         Command::Demo(args) => demo::run(args),

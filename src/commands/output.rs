@@ -94,10 +94,13 @@ pub(crate) fn say(text: &str) -> anyhow::Result<()> {
 
 /// The line every saving command ends its text with — `saved as run ID`, the name
 /// `show`, `compare`, `report` and `export` take — unless the output is `--json` (the
-/// id is in the store; a JSON reader wants one document) or nothing was stored.
+/// id is in the store; a JSON reader wants one document), `--quiet`, or nothing was
+/// stored.
 pub(crate) fn say_saved(json: bool, saved: &super::saving::Saved) -> anyhow::Result<()> {
     match saved.id() {
-        Some(id) if !json => say(&format!("\n  saved as run {id}\n")),
+        Some(id) if !json && !crate::report::progress::quiet() => {
+            say(&format!("\n  saved as run {id}\n"))
+        }
         _ => Ok(()),
     }
 }

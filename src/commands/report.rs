@@ -25,6 +25,9 @@ pub fn run(args: ReportArgs) -> anyhow::Result<u8> {
             "say where to write: -o report.html, --csv FILE or --hdr-log FILE"
         ));
     }
+    if let Some(name) = &args.serve {
+        return serve_report(&args, name);
+    }
     let runs = load_runs(&args.db.db, &args.runs)?;
     if let Some(path) = &args.hdr_log {
         let log = hdrlog::interval_log(&runs).map_err(|e| match e {
@@ -39,5 +42,39 @@ pub fn run(args: ReportArgs) -> anyhow::Result<u8> {
     if let Some(path) = &args.output {
         write(path, html::render(&runs)?.as_bytes(), "HTML report")?;
     }
+    Ok(exit::OK)
+}
+
+/// The checks kept of one target at most (the newest).
+const SERVE_CHECKS: usize = 5000;
+
+/// `latscope report --serve NAME -o F`: the target's stored checks over time.
+fn serve_report(args: &ReportArgs, name: &str) -> anyhow::Result<u8> {
+    let Some(path) = &args.output else {
+        return Err(crate::usage!(
+            "--serve writes HTML: say where with -o report.html"
+        ));
+    };
+    let store = crate::store::Store::open_to_read(&super::saving::db_path(&args.db.db))?;
+    let label = format!("serve:{name}");
+    let listed = store.list(&crate::store::ListFilter {
+        label: Some(label.clone()),
+        last: Some(SERVE_CHECKS),
+        ..Default::default()
+    })?;
+    if listed.is_empty() {
+        return Err(crate::usage!(
+            "no stored checks labelled {label} (`latscope runs` lists the labels; a target's checks are stored by `latscope serve`)"
+        ));
+    }
+    let runs = listed
+        .iter()
+        .map(|l| store.load(&l.id))
+        .collect::<Result<Vec<_>, _>>()?;
+    write(
+        path,
+        crate::report::html_serve::render(name, &runs).as_bytes(),
+        "HTML report",
+    )?;
     Ok(exit::OK)
 }

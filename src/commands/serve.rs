@@ -51,9 +51,42 @@ pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
             PrintKind::Prometheus => PrintConfig::Prometheus,
             PrintKind::Rules => PrintConfig::Rules,
             PrintKind::Systemd => PrintConfig::Systemd,
+            PrintKind::Grafana => PrintConfig::Grafana,
+            PrintKind::K8s => PrintConfig::K8s,
         };
         let config = args.config.as_ref().map(|p| p.display().to_string());
-        super::output::say(&serve::print::render(kind, &args.listen, config.as_deref()))?;
+        // The ConfigMap holds the file as it is, once it is known to be good.
+        let (targets, secret) = match &args.config {
+            Some(p) if kind == PrintConfig::K8s => {
+                let checked = ServeConfig::read(p)?;
+                let secret = checked
+                    .targets
+                    .iter()
+                    .any(|t| !t.requesting.secret_headers.is_empty())
+                    || checked
+                        .modules
+                        .values()
+                        .any(|m| !m.secret_headers.is_empty());
+                let text = std::fs::read_to_string(p)
+                    .with_context(|| format!("reading {}", p.display()))?;
+                (Some(text), secret)
+            }
+            _ => (None, false),
+        };
+        let text = serve::print::render(
+            kind,
+            &args.listen,
+            config.as_deref(),
+            targets.as_deref(),
+            secret,
+        );
+        if secret {
+            eprintln!("latscope: the targets file holds secret headers: it goes into Secret latscope-targets, not a ConfigMap");
+            // The Secret must hold the real values: not redacted for output.
+            super::output::say_verbatim(&text)?;
+        } else {
+            super::output::say(&text)?;
+        }
         return Ok(0);
     }
     if args.max_concurrent == 0 || args.max_concurrent > 256 {
@@ -116,7 +149,11 @@ impl Shared {
     fn record(&self, t: &ServeTarget, o: Outcome) {
         let changes = self.state.lock().unwrap().record(&t.name, o.clone());
         for c in &changes {
-            eprintln!("latscope serve: {}", super::output::clean(&c.line()));
+            let line = c.line();
+            eprintln!(
+                "latscope serve: {}",
+                super::output::clean(&crate::redact::for_output(&line))
+            );
         }
         if let Some(s) = self.saver.lock().unwrap().as_ref() {
             let _ = s.send(Stored {

@@ -270,8 +270,10 @@ impl ServeConfig {
 
     /// Checks a targets file's text; `dir` resolves relative paths in it.
     pub fn parse(text: &str, dir: &Path) -> Result<ServeConfig, String> {
-        // toml's message names the line and column, with the line itself.
-        let raw: RawFile = toml::from_str(text).map_err(|e| e.to_string().trim().to_string())?;
+        // toml's message names the line and column, with the line itself (a secret
+        // header's value on it redacted).
+        let raw: RawFile =
+            toml::from_str(text).map_err(|e| redact_quoted_headers(e.to_string().trim()))?;
         if raw.target.len() > MAX_TARGETS {
             return Err(format!(
                 "{} targets: at most {MAX_TARGETS} in one file",
@@ -337,7 +339,11 @@ fn check_target(t: &RawTarget, defaults: &RawRequest, dir: &Path) -> Result<Serv
             r.interval.as_deref().unwrap_or_default()
         ));
     }
-    let name = t.name.clone().unwrap_or_else(|| t.url.clone());
+    // A URL's credentials and secret query values never become a label.
+    let name = t
+        .name
+        .clone()
+        .unwrap_or_else(|| crate::redact::redact_urls(&t.url));
     if name.is_empty() || name.chars().any(char::is_control) {
         return Err("name must be some text without control characters".into());
     }
@@ -363,6 +369,21 @@ fn check_target(t: &RawTarget, defaults: &RawRequest, dir: &Path) -> Result<Serv
         labels: t.labels.clone().into_iter().collect(),
         load: t.load,
     })
+}
+
+/// `"Authorization: Bearer …"` inside quotes, as a TOML error quotes a line of the
+/// file: the value of every secret header redacted.
+fn redact_quoted_headers(text: &str) -> String {
+    text.split('"')
+        .enumerate()
+        .map(|(i, part)| match part.split_once(':') {
+            Some((name, _)) if i % 2 == 1 && crate::redact::is_secret_header(name.trim(), &[]) => {
+                format!("{}: {}", name.trim(), crate::redact::REDACTED)
+            }
+            _ => part.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\"")
 }
 
 fn valid_label_value(name: &str) -> bool {

@@ -145,6 +145,10 @@ pub struct ProbeFacts {
     pub client: Option<ClientNoise>,
     /// The first lookup apart from the repeated ones (None: the host needed none).
     pub dns: Option<DnsFacts>,
+    /// The server's time per request, ms: the reused requests' wait less the min RTT
+    /// (the fresh ones' without reuse) — the one number every output shows as the
+    /// server's (`probe.server_time_ms`).
+    pub server_time_ms: Option<f64>,
 }
 
 /// The probe's first DNS lookup (a first visitor's resolver, its cache cold) and

@@ -156,6 +156,7 @@ pub fn probe_facts(p: &ProbeResult, offered_h2: bool) -> ProbeFacts {
             .iter()
             .find(|s| s.error.is_none())
             .and_then(|s| s.client_wait_ms),
+        server_time_ms: p.server_time_ms.map(|s| s.p50),
         dns: p.dns.map(|d| DnsFacts {
             first_ms: d.first_ms,
             repeat_p50_ms: d.repeat_p50_ms,

@@ -93,11 +93,26 @@ pub fn where_the_time_goes(p: &ProbeFacts, proxied: bool) -> Option<String> {
                 ms: trip,
                 kind: Kind::RoundTrip,
             });
+            // The server's time is the probe's one number (reused wait − min RTT);
+            // what a fresh request spends beyond it is said apart, so the parts still
+            // add up to its TTFB (issue 37 item 4: one truth per number).
+            let rest = after - trip;
+            let server = p
+                .server_time_ms
+                .filter(|_| fresh)
+                .map_or(rest, |s| s.min(rest));
             parts.push(Part {
                 name: label.into(),
-                ms: after - trip,
+                ms: server,
                 kind: Kind::Server,
             });
+            if rest - server >= 0.005 {
+                parts.push(Part {
+                    name: "more on a new connection".into(),
+                    ms: rest - server,
+                    kind: Kind::Server,
+                });
+            }
         }
         None => parts.push(Part {
             name: format!("request round trip + {label}"),

@@ -22,6 +22,7 @@ mod html_diagnose;
 mod html_overlay;
 mod html_probe;
 mod html_runs;
+pub mod html_serve;
 mod html_verdict;
 pub mod live;
 pub mod load;

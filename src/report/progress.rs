@@ -22,10 +22,23 @@ pub struct ProgressLine<W: Write = std::io::Stderr> {
     step: Option<(usize, String)>,
 }
 
+/// `--quiet`: no progress line, no live view, no "saved as run" line.
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Sets `--quiet` for the process (`commands::run`, once).
+pub fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether `--quiet` was given.
+pub fn quiet() -> bool {
+    QUIET.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 impl ProgressLine {
-    /// On stderr, drawn only when stderr is a terminal.
+    /// On stderr, drawn only when stderr is a terminal and not `--quiet`.
     pub fn stderr() -> ProgressLine {
-        let on = std::io::stderr().is_terminal();
+        let on = std::io::stderr().is_terminal() && !quiet();
         ProgressLine::to(std::io::stderr(), on)
     }
 }

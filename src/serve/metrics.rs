@@ -83,7 +83,7 @@ pub fn blackbox(o: &Outcome, https: bool) -> String {
     let mut x = Exposition::default();
     if let Err(e) = &o.result {
         // Why, where blackbox_exporter says it with `debug=true`: a comment line.
-        let e = crate::visible::visible(e).replace('\n', " ");
+        let e = crate::redact::redact_urls(&crate::visible::visible(e)).replace('\n', " ");
         let _ = writeln!(x.out, "# latscope: the probe failed: {e}");
     }
     let success = o.success();

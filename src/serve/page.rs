@@ -5,6 +5,7 @@
 use std::fmt::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::redact::redact_urls;
 use crate::report::html::esc;
 
 use super::state::{failure, State};
@@ -15,6 +16,40 @@ fn when(t: SystemTime) -> String {
     humantime::format_rfc3339_seconds(UNIX_EPOCH + std::time::Duration::from_secs(s))
         .to_string()
         .replace('T', " ")
+}
+
+/// Each check's fresh TTFB median over the last day as a small inline SVG line,
+/// its range written beside it; "—" before two checks.
+fn chart(series: &std::collections::VecDeque<(SystemTime, f64)>) -> String {
+    let (Some(first), Some(last)) = (series.front(), series.back()) else {
+        return "—".into();
+    };
+    if series.len() < 2 {
+        return "—".into();
+    }
+    let (w, hgt) = (240.0, 48.0);
+    let span = last
+        .0
+        .duration_since(first.0)
+        .unwrap_or_default()
+        .as_secs_f64()
+        .max(1e-9);
+    let top = series.iter().map(|p| p.1).fold(0.0_f64, f64::max).max(1e-9);
+    let low = series.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+    let points: Vec<String> = series
+        .iter()
+        .map(|(t, v)| {
+            let x = t.duration_since(first.0).unwrap_or_default().as_secs_f64() / span * w;
+            let y = hgt - v / top * (hgt - 2.0) - 1.0;
+            format!("{x:.1},{y:.1}")
+        })
+        .collect();
+    format!(
+        "<svg class=chart width={w} height={hgt} viewBox=\"0 0 {w} {hgt}\" role=img aria-label=\"fresh TTFB {low:.1} to {top:.1} ms\">\
+         <polyline fill=none stroke=#36c stroke-width=1.5 points=\"{}\"/></svg><br><small>{low:.1} – {top:.1} ms, {} checks</small>",
+        points.join(" "),
+        series.len()
+    )
 }
 
 /// The whole page.
@@ -30,7 +65,7 @@ pub fn render(state: &State) -> String {
     if state.targets.is_empty() {
         h.push_str("<p>No targets are scheduled: give <code>--config FILE</code>. <code>/probe?target=URL</code> answers meanwhile.</p>");
     } else {
-        h.push_str("<table id=targets><tr><th>target</th><th>status</th><th>where the time goes</th><th>findings</th><th>last check</th></tr>");
+        h.push_str("<table id=targets><tr><th>target</th><th>status</th><th>where the time goes</th><th>findings</th><th>fresh TTFB, last day</th><th>last check</th></tr>");
         for (name, t) in &state.targets {
             let (status, class, summary, at) = match &t.last {
                 None => (
@@ -49,7 +84,7 @@ pub fn render(state: &State) -> String {
                             .unwrap_or(0);
                         (format!("{s} OK"), "ok")
                     } else {
-                        (format!("failing: {}", failure(o)), "fail")
+                        (format!("failing: {}", redact_urls(&failure(o))), "fail")
                     };
                     let summary = o
                         .result
@@ -64,7 +99,7 @@ pub fn render(state: &State) -> String {
                 h,
                 "<tr class=target><td><b>{}</b><br><small>{} · {} every {}</small></td><td class={class}>{}</td><td>{}</td><td>",
                 esc(name),
-                esc(&t.target.target.url),
+                esc(&redact_urls(&t.target.target.url)),
                 t.target.check.name(),
                 humantime::format_duration(t.target.interval),
                 esc(&status),
@@ -83,8 +118,10 @@ pub fn render(state: &State) -> String {
             }
             let _ = write!(
                 h,
-                "</td><td>{at}<br><small>{} checks, {} failed</small></td></tr>",
-                t.checks, t.failures
+                "</td><td>{}</td><td>{at}<br><small>{} checks, {} failed</small></td></tr>",
+                chart(&t.series),
+                t.checks,
+                t.failures
             );
         }
         h.push_str("</table>");
@@ -104,7 +141,7 @@ pub fn render(state: &State) -> String {
                 esc(&c.target),
                 c.what.replace('_', " "),
                 esc(&c.id),
-                esc(&c.detail)
+                esc(&redact_urls(&c.detail))
             );
         }
         h.push_str("</table>");

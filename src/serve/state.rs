@@ -7,6 +7,13 @@
 //! after two failed checks and recovers after two good ones. A check that disagrees
 //! with the state once is noise on a busy machine (issue 29), never an event. The
 //! first check of a target sets its state without an event: nothing changed yet.
+//!
+//! A quantity that shifts without a finding is a change too: the fresh connections'
+//! TTFB of the last [`RECENT`] checks against the checks before them (up to
+//! [`BASELINE`]), decided on the Hodges–Lehmann interval of their ratio and shift as
+//! `compare` and the rules decide (`stats::interval`): `ttfb_slower` when the whole
+//! 95 % interval is at least ×1.5 and 5 ms slower, `ttfb_faster` the other way. After
+//! an event, the recent checks become the new baseline.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::SystemTime;
@@ -20,13 +27,25 @@ use super::check::Outcome;
 pub const CONFIRM: u32 = 2;
 /// How many events the state keeps for the page.
 pub const EVENTS_KEPT: usize = 200;
+/// The checks whose TTFB is set against the baseline.
+pub const RECENT: usize = 3;
+/// The most checks the baseline holds.
+pub const BASELINE: usize = 9;
+/// A TTFB shift is a change when its interval clears both: this ratio…
+pub const SHIFT_RATIO: f64 = 1.5;
+/// …and this many milliseconds.
+pub const SHIFT_MS: f64 = 5.0;
+/// How long the page's chart reaches back, and its most points.
+pub const SERIES_SPAN: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+pub const SERIES_POINTS: usize = 1440;
 
 /// A confirmed change.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Change {
     pub at: SystemTime,
     pub target: String,
-    /// `finding_appeared`, `finding_gone`, `probe_failing`, `probe_recovered`.
+    /// `finding_appeared`, `finding_gone`, `probe_failing`, `probe_recovered`,
+    /// `ttfb_slower`, `ttfb_faster`.
     pub what: &'static str,
     /// The finding's id (empty for the probe's own changes).
     pub id: String,
@@ -63,6 +82,11 @@ pub struct TargetState {
     pub failures: u64,
     /// Confirmed changes by (what, id).
     pub changes: BTreeMap<(&'static str, String), u64>,
+    /// The fresh connections' TTFB samples (ms) of the last checks, oldest first:
+    /// the baseline, then the recent ones.
+    ttfb: VecDeque<Vec<f64>>,
+    /// Each check's fresh TTFB median (ms) over the last day, for the page's chart.
+    pub series: VecDeque<(SystemTime, f64)>,
 }
 
 impl TargetState {
@@ -77,6 +101,8 @@ impl TargetState {
             checks: 0,
             failures: 0,
             changes: BTreeMap::new(),
+            ttfb: VecDeque::new(),
+            series: VecDeque::new(),
         }
     }
 }
@@ -178,6 +204,35 @@ impl State {
                 }
             }
         }
+        if let Ok(c) = &outcome.result {
+            let fresh: Vec<f64> = c
+                .probe
+                .ok_samples(crate::probe::Series::Fresh)
+                .map(|x| x.phases_ms.ttfb)
+                .collect();
+            if !fresh.is_empty() {
+                s.series
+                    .push_back((outcome.at, crate::stats::median(&fresh)));
+                while s.series.len() > SERIES_POINTS
+                    || s.series.front().is_some_and(|(t, _)| {
+                        outcome.at.duration_since(*t).unwrap_or_default() > SERIES_SPAN
+                    })
+                {
+                    s.series.pop_front();
+                }
+                s.ttfb.push_back(fresh);
+                while s.ttfb.len() > BASELINE + RECENT {
+                    s.ttfb.pop_front();
+                }
+                if let Some((what, detail)) = ttfb_shift(&s.ttfb) {
+                    // The recent checks are the new baseline.
+                    while s.ttfb.len() > RECENT {
+                        s.ttfb.pop_front();
+                    }
+                    changes.push(change(what, "", detail));
+                }
+            }
+        }
         for c in &changes {
             *s.changes.entry((c.what, c.id.clone())).or_default() += 1;
             self.events.push_back(c.clone());
@@ -187,6 +242,39 @@ impl State {
         }
         s.last = Some(outcome);
         changes
+    }
+}
+
+/// Whether the last [`RECENT`] checks' TTFB moved from the ones before them: the
+/// change and what it says, once the baseline has at least as many checks.
+fn ttfb_shift(checks: &VecDeque<Vec<f64>>) -> Option<(&'static str, String)> {
+    if checks.len() < 2 * RECENT {
+        return None;
+    }
+    let split = checks.len() - RECENT;
+    let base: Vec<f64> = checks.iter().take(split).flatten().copied().collect();
+    let recent: Vec<f64> = checks.iter().skip(split).flatten().copied().collect();
+    let ratio = crate::stats::interval::ratio(&base, &recent)?;
+    let shift = crate::stats::interval::shift(&base, &recent)?;
+    let said = |what: &'static str| {
+        let detail = format!(
+            "fresh TTFB {:.1} ms → {:.1} ms (×{:.2}; 95 % interval ×{:.2} .. ×{:.2}), {} checks against {}",
+            crate::stats::median(&base),
+            crate::stats::median(&recent),
+            ratio.estimate,
+            ratio.low,
+            ratio.high,
+            RECENT,
+            split
+        );
+        Some((what, detail))
+    };
+    if ratio.low >= SHIFT_RATIO && shift.low >= SHIFT_MS {
+        said("ttfb_slower")
+    } else if ratio.high <= 1.0 / SHIFT_RATIO && shift.high <= -SHIFT_MS {
+        said("ttfb_faster")
+    } else {
+        None
     }
 }
 
@@ -225,8 +313,29 @@ mod tests {
     }
 
     fn outcome(status: Option<u16>, ids: &[&str]) -> Outcome {
+        timed(status, ids, &[])
+    }
+
+    /// An outcome whose fresh requests took `ttfb` ms each.
+    fn timed(status: Option<u16>, ids: &[&str], ttfb: &[f64]) -> Outcome {
+        let samples = ttfb
+            .iter()
+            .map(|&t| {
+                let mut s = crate::probe::Sample::failed(
+                    crate::probe::Series::Fresh,
+                    0.0,
+                    &crate::net::NetError::Interrupted,
+                );
+                s.error = None;
+                s.error_kind = None;
+                s.status = status;
+                s.phases_ms.ttfb = t;
+                s
+            })
+            .collect();
         let probe = crate::probe::ProbeResult {
             status,
+            samples,
             ..Default::default()
         };
         Outcome {
@@ -319,5 +428,41 @@ mod tests {
         assert_eq!(s.targets["blog"].checks, 1);
         s.set_targets(&[]);
         assert!(s.targets.is_empty());
+    }
+
+    /// A TTFB that trebles for good is one `ttfb_slower` after three checks of it;
+    /// noise around a steady TTFB, and a single slow check, are none; coming back
+    /// is one `ttfb_faster`.
+    #[test]
+    fn a_ttfb_that_moves_for_good_is_one_change() {
+        let mut s = state();
+        let noisy = |i: usize| [20.0 + (i % 3) as f64, 21.0 + (i % 2) as f64, 19.5];
+        for i in 0..12 {
+            assert!(
+                s.record("blog", timed(Some(200), &[], &noisy(i)))
+                    .is_empty(),
+                "steady check {i}"
+            );
+        }
+        assert!(
+            s.record("blog", timed(Some(200), &[], &[80.0, 85.0, 90.0]))
+                .is_empty(),
+            "one slow check"
+        );
+        let mut seen = Vec::new();
+        for i in 0..6 {
+            let t = 60.0 + i as f64;
+            seen.extend(whats(
+                &s.record("blog", timed(Some(200), &[], &[t, t + 2.0, t + 4.0])),
+            ));
+        }
+        assert_eq!(seen, ["ttfb_slower "], "{:?}", s.events);
+        assert!(s.events[0].detail.contains("→"), "{:?}", s.events[0]);
+        let mut back = Vec::new();
+        for i in 0..6 {
+            back.extend(whats(&s.record("blog", timed(Some(200), &[], &noisy(i)))));
+        }
+        assert_eq!(back, ["ttfb_faster "]);
+        assert_eq!(s.targets["blog"].series.len(), 25);
     }
 }

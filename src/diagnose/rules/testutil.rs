@@ -142,6 +142,7 @@ pub fn healthy_probe() -> ProbeFacts {
         first_client_wait_ms: None,
         client: None,
         dns: None,
+        server_time_ms: None,
     }
 }
 

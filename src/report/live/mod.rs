@@ -49,6 +49,7 @@ pub fn wanted(json: bool, no_tui: bool) -> bool {
     let term = std::env::var("TERM").unwrap_or_default();
     !json
         && !no_tui
+        && !crate::report::progress::quiet()
         && !term.is_empty()
         && term != "dumb"
         && std::io::stdout().is_terminal()
