@@ -298,3 +298,49 @@ impl VuState {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn kept(body: bool) -> Kept {
+        Kept::new(Arc::new(Capture {
+            headers: vec!["content-encoding".into()],
+            set_cookie: false,
+            body,
+        }))
+    }
+
+    /// A body past [`MAX_KEPT_BODY`] is cut there (memory per VU stays bounded
+    /// whatever a server sends) and says so; without a body check none is kept.
+    #[test]
+    fn kept_bodies_are_bounded() {
+        let mut k = kept(true);
+        let chunk = vec![b'a'; 64 * 1024];
+        for _ in 0..40 {
+            k.offer_body(&chunk);
+        }
+        assert_eq!(k.body.len(), MAX_KEPT_BODY);
+        assert!(k.cut);
+        let mut k = kept(false);
+        k.offer_body(&chunk);
+        assert!(k.body.is_empty() && !k.cut);
+    }
+
+    /// A gzip body is decoded before checks read it; a corrupt one reads as empty
+    /// (its checks fail), never panics.
+    #[test]
+    fn gzip_bodies_are_decoded() {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(br#"{"user":"kim"}"#).unwrap();
+        let mut k = kept(true);
+        k.offer_header("Content-Encoding", b"gzip");
+        k.offer_body(&gz.finish().unwrap());
+        assert_eq!(&*k.decoded(), br#"{"user":"kim"}"#);
+        let mut k = kept(true);
+        k.offer_header("Content-Encoding", b"gzip");
+        k.offer_body(b"not gzip at all");
+        assert!(k.decoded().is_empty());
+    }
+}
