@@ -292,6 +292,47 @@ fn without_the_cookie_jar_checks_fail() {
     assert_eq!(endpoint(&v, "orders")["checks"]["passed"], 0);
 }
 
+/// `setup_scope = "run"`: one login for the whole run (the server counts one),
+/// every VU's calls carry its token and a copy of its cookie, and pass their checks.
+#[test]
+fn a_run_wide_setup_logs_in_once() {
+    let (_api, port) = python_server(API, &[]);
+    let dir = TempDir::new("scenario-once");
+    let file = dir.write(
+        "once.toml",
+        &format!(
+            r#"base_url = "http://127.0.0.1:{port}"
+setup_scope = "run"
+[load]
+connections = 4
+requests = 41
+[[setup]]
+name = "login"
+path = "/login"
+body = '{{"user":"lee","password":"pw2"}}'
+extract = {{ token = {{ json = "token" }}, who = {{ json = "user" }} }}
+[[request]]
+name = "me"
+path = "/me"
+headers = {{ Authorization = "Bearer {{{{token}}}}" }}
+check = {{ status = 200, json = {{ user = "{{{{who}}}}" }} }}
+"#
+        ),
+    );
+    let (code, v, stderr) = load(&file, &["--threads", "2"]);
+    assert_eq!(code, 0, "{stderr}\n{v}");
+    let stats = get_json(port, "/stats");
+    assert_eq!(stats["login"], 1, "{stats}");
+    assert_eq!(stats["me"], 40, "{stats}");
+    assert_eq!(
+        (&stats["unauthorized"], &stats["no_cookie"]),
+        (&Value::from(0), &Value::from(0))
+    );
+    let me = endpoint(&v, "me");
+    assert_eq!(me["checks"]["passed"], 80, "{me}");
+    assert_eq!(endpoint(&v, "login")["requests"], 1);
+}
+
 /// Stored, compared and reported: `compare` has a `checks passed` row for the run
 /// and for each endpoint whose checks changed (100 % with the token, lower without),
 /// the HTML report a `checks passed` column.

@@ -92,6 +92,9 @@ pub struct Prepared<'a> {
     pub uring: bool,
     /// `--http3`: QUIC connections shared by `--streams` VUs, instead of TCP.
     pub h3: Option<super::http3::H3Setup>,
+    /// `setup_scope = "run"`: what the first VU's setup left (its variables and
+    /// cookies), for every VU to start with.
+    pub setup_once: std::sync::OnceLock<(Vec<String>, super::script::cookies::Jar)>,
 }
 
 impl Prepared<'_> {
@@ -278,6 +281,7 @@ impl<'a> Prepared<'a> {
             h2,
             h2_requests,
             h3,
+            setup_once: std::sync::OnceLock::new(),
         })
     }
 }

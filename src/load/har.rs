@@ -246,6 +246,7 @@ pub fn parse(file: &str, text: &str) -> Result<Recording, ScenarioError> {
             requests,
             script: Some(Script {
                 setup: 0,
+                setup_once: false,
                 steps,
                 vars: Vec::new(),
                 cookies: true,

@@ -94,6 +94,7 @@ struct RawScenario {
     cookies: Option<bool>,
     data: Option<Spanned<String>>,
     data_order: Option<Spanned<String>>,
+    setup_scope: Option<Spanned<String>>,
     load: Option<RawLoad>,
     #[serde(default, deserialize_with = "bounded_requests")]
     setup: Vec<Spanned<RawRequest>>,
@@ -324,6 +325,18 @@ pub fn parse_in(file: &str, text: &str, dir: Option<&Path>) -> Result<Scenario, 
             load.timeout = Some(v);
         }
         out.load = load;
+    }
+    if let Some(s) = &raw.setup_scope {
+        if !matches!(s.get_ref().as_str(), "vu" | "run") {
+            return Err(at(
+                s.span(),
+                "setup_scope",
+                format!(
+                    "'{}': use \"vu\" (each VU logs in) or \"run\" (once)",
+                    s.get_ref()
+                ),
+            ));
+        }
     }
     // Variables: what the requests extract, then the data file's columns.
     let feeder = match &raw.data {
@@ -620,6 +633,10 @@ fn script(
     }
     Some(Script {
         setup: raw.setup.len(),
+        setup_once: matches!(
+            raw.setup_scope.as_ref().map(|s| s.get_ref().as_str()),
+            Some("run")
+        ),
         steps,
         vars,
         cookies,
@@ -845,6 +862,13 @@ check = { status = [200, 204], headers = { X-Id = "" }, json = { "a.b" = 3 } }
         assert_eq!(e.line, Some(5), "{e}");
         let e = err("data_order = \"shuffled\"\ndata = \"x.csv\"\n[[request]]\npath = \"/\"\n");
         assert!(e.to_string().contains("data_order"), "{e}");
+        let e = err("setup_scope = \"once\"\n[[request]]\npath = \"/\"\n");
+        assert!(
+            e.to_string().contains("setup_scope") && e.line == Some(1),
+            "{e}"
+        );
+        let s = parse("s.toml", &format!("setup_scope = \"run\"\n{API}")).unwrap();
+        assert!(s.script.unwrap().setup_once);
         let e = err("data = \"/nonexistent/users.csv\"\n[[request]]\npath = \"/\"\n");
         assert!(
             e.to_string().contains("cannot read") && e.line == Some(1),

@@ -34,6 +34,9 @@ pub struct Script {
     /// `endpoints[..setup]` are the `[[setup]]` requests: run once per VU, in order,
     /// before its first iteration.
     pub setup: usize,
+    /// `setup_scope = "run"`: the setup runs once (by the first VU of each process),
+    /// and every VU starts with the variables it extracted and the cookies it got.
+    pub setup_once: bool,
     /// Per endpoint (plan order).
     pub steps: Vec<Step>,
     /// Variable names; a variable's id is its index.

@@ -280,6 +280,19 @@ impl VuState {
         }
     }
 
+    /// Starts from what a run-wide setup left: the variables its requests extract
+    /// (this VU's data columns stay its own) and its cookies.
+    pub fn adopt(&mut self, script: &Script, vars: &[String], jar: &Jar) {
+        for step in &script.steps[..script.setup] {
+            for x in &step.extract {
+                if let Some(v) = vars.get(x.var) {
+                    self.vars[x.var] = v.clone();
+                }
+            }
+        }
+        self.jar = jar.clone();
+    }
+
     /// How long to pause after `step`: its own `sleep`, else the scenario's think
     /// time range, else `fixed`.
     pub fn pause(

@@ -18,14 +18,36 @@ impl<'a, 'p> Worker<'a, 'p> {
         let g = prep.plan.shard.global(i as u64);
         let mut state = VuState::new(script, g);
         let mut picker = Picker::new(i as u64);
-        for ep in 0..script.setup {
-            if !self.ctl.claim() {
-                client.close();
-                return;
+        // `setup_scope = "run"`: this process's first VU runs it, the others wait
+        // for what it left.
+        if !script.setup_once || i == 0 {
+            for ep in 0..script.setup {
+                if !self.ctl.claim() {
+                    break;
+                }
+                let now = Instant::now();
+                self.step(&mut client, &mut state, script, ep, now).await;
+                self.pause(&mut state, script, ep).await;
             }
-            let now = Instant::now();
-            self.step(&mut client, &mut state, script, ep, now).await;
-            self.pause(&mut state, script, ep).await;
+            if script.setup_once {
+                let _ = prep.setup_once.set((state.vars.clone(), state.jar.clone()));
+            }
+        } else {
+            loop {
+                if let Some((vars, jar)) = prep.setup_once.get() {
+                    state.adopt(script, vars, jar);
+                    break;
+                }
+                if !self.ctl.running() {
+                    client.close();
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        }
+        if !self.ctl.running() {
+            client.close();
+            return;
         }
         loop {
             if staged {
