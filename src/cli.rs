@@ -110,8 +110,8 @@ pub struct ServeArgs {
     /// tests): exit 1 when a target failed.
     #[arg(long)]
     pub once: bool,
-    /// How long the checks' stored runs are kept (168h: a week).
-    #[arg(long, default_value = "168h", value_parser = duration, value_name = "DURATION")]
+    /// How long the checks' stored runs are kept.
+    #[arg(long, default_value = "7d", value_parser = duration, value_name = "DURATION")]
     pub retention: Duration,
     /// At most this many checks at once.
     #[arg(long, default_value_t = 4, value_name = "N")]

@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-/// Parses a duration: a number followed by `ns`, `us`/`µs`, `ms`, `s`, `m` or `h`
-/// (`250ms`, `1.5s`, `2m`). A bare `0` is accepted; other bare numbers are not, because
+/// Parses a duration: a number followed by `ns`, `us`/`µs`, `ms`, `s`, `m`, `h` or `d`
+/// (`250ms`, `1.5s`, `2m`, `7d`). A bare `0` is accepted; other bare numbers are not, because
 /// `--timeout 30` is ambiguous.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();
@@ -27,9 +27,10 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "s" | "sec" => 1.0,
         "m" | "min" => 60.0,
         "h" => 3600.0,
+        "d" => 86_400.0,
         other => {
             return Err(format!(
-                "'{text}': unknown unit '{other}' (use ns, us, ms, s, m or h)"
+                "'{text}': unknown unit '{other}' (use ns, us, ms, s, m, h or d)"
             ))
         }
     };
@@ -164,6 +165,10 @@ mod tests {
         assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
         assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
         assert_eq!(parse_duration("40us").unwrap(), Duration::from_micros(40));
+        assert_eq!(
+            parse_duration("7d").unwrap(),
+            Duration::from_secs(7 * 86_400)
+        );
         assert_eq!(parse_duration("0").unwrap(), Duration::ZERO);
         assert!(parse_duration("30").unwrap_err().contains("no unit"));
         assert!(parse_duration("3x").unwrap_err().contains("unknown unit"));
