@@ -23,8 +23,13 @@ impl Tmux {
         if !crate::util_require::require("tmux") {
             return None;
         }
+        // A socket of its own per session, even for two sessions of one test in a
+        // row: `kill-server` returns before the old server has gone, and a client
+        // that reaches a server still exiting fails ("server exited unexpectedly").
+        static SESSIONS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = SESSIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let t = Tmux {
-            socket: format!("latscope-{name}-{}", std::process::id()),
+            socket: format!("latscope-{name}-{}-{n}", std::process::id()),
         };
         let ok = t
             .tmux(&["new-session", "-d", "-s", "t", "-x", "110", "-y", "34"])

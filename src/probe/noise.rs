@@ -18,8 +18,13 @@ pub const DISTURBED_MS: f64 = 1.0;
 pub const DISTURBED_SHARE: f64 = 0.1;
 
 /// Fewest kept samples a series needs before disturbed ones are left out: with
-/// fewer, the machine was too busy to take clean ones, and every sample is kept.
-pub const MIN_CLEAN: usize = 3;
+/// fewer, the machine was too busy to take clean ones, and every sample is kept. Six
+/// is the fewest any rule's interval is built from (a median's 95 % interval from
+/// binomial ranks needs 6; a Hodges–Lehmann shift 4 a side): leaving out the
+/// disturbed samples of a series that would then have fewer leaves its rules with no
+/// interval at all, so a clear difference would read "not enough samples to tell"
+/// however many rounds were taken.
+pub const MIN_CLEAN: usize = 6;
 
 /// The process's counters at the start of a sample.
 #[derive(Debug, Clone, Copy)]
@@ -150,6 +155,37 @@ pub fn summary(samples: &[Sample], too_busy: bool) -> Option<ClientSummary> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn reused(disturbed: bool) -> Sample {
+        let mut s = Sample::failed(
+            Series::Reused,
+            0.0,
+            &crate::net::NetError::Timeout {
+                what: "test",
+                after: std::time::Duration::from_secs(1),
+            },
+        );
+        s.error = None;
+        s.error_kind = None;
+        s.disturbed = disturbed;
+        s
+    }
+
+    /// A series keeps its disturbed samples while fewer than MIN_CLEAN (6) are clean
+    /// — as on a 2-core machine where receiving a 4 MB body waits for a CPU almost
+    /// every time — and leaves them out from 6 clean ones on.
+    #[test]
+    fn a_series_keeps_enough_samples_for_an_interval() {
+        let mut v: Vec<Sample> = (0..8).map(|i| reused(i >= 5)).collect();
+        assert!(keep_enough(&mut v), "5 clean, 3 disturbed: too busy");
+        assert!(v.iter().all(|s| !s.disturbed));
+        let mut v: Vec<Sample> = (0..10).map(|i| reused(i >= 7)).collect();
+        assert!(
+            !keep_enough(&mut v),
+            "7 clean: the 3 disturbed are left out"
+        );
+        assert_eq!(v.iter().filter(|s| s.disturbed).count(), 3);
+    }
 
     /// 1 ms of waiting disturbs a 0.3 ms loopback sample but not a 150 ms one (10 %
     /// of it is 15 ms); 0.5 ms disturbs nothing.

@@ -125,7 +125,15 @@ pub async fn sample(
             break "failed";
         }
         let least = live.iter().map(|&i| clean[i]).min().unwrap_or(0);
-        if least >= sampling.min_rounds {
+        // A disturbed round is re-taken up to `min_rounds` more times; past that the
+        // machine is busy all the time (a large body over a wire on this machine
+        // waits for a CPU on every round), and sampling goes on as if every round
+        // were clean: `noise::keep_enough` keeps the disturbed samples of a series
+        // too short without them, so waiting for clean ones would only run to
+        // `max_time`.
+        let enough = least >= sampling.min_rounds
+            || (adaptive && rounds >= sampling.min_rounds.saturating_mul(2));
+        if enough {
             if !adaptive {
                 break "fixed";
             }
