@@ -73,6 +73,7 @@ fn nginx_behind_wire(bin: &Path, dir: &Path, port: u16) -> (crate::util_wire::Ch
 ///   wire: `redirect-chain` prices linking straight to the final URL at the hops'
 ///   whole time (≥ 2 round trips), per request; the final URL is quiet.
 #[test]
+#[ignore = "heavy: holds the wire lock; scripts/test.sh runs these alone (--ignored)"]
 fn keepalive_and_compression_savings_over_a_40ms_wire() {
     let _lock = crate::util_wire::lock();
     if !require_tun() {
@@ -186,6 +187,7 @@ fn keepalive_and_compression_savings_over_a_40ms_wire() {
 /// the one round trip of an abbreviated one, ≈40 ms per returning visitor, of a fresh
 /// TTFB of 4 round trips (≈160 ms). nginx's defaults (tickets on) resume: quiet.
 #[test]
+#[ignore = "heavy: holds the wire lock; scripts/test.sh runs these alone (--ignored)"]
 fn tls_resumption_saving_over_a_40ms_wire() {
     let _lock = crate::util_wire::lock();
     if !require_tun() {

@@ -6,29 +6,64 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use latscope::net::tcp::{tcp_info, TcpInfo};
 
-/// Every wire test holds this alone: wires add noise to each other's timings on 2
-/// cores. Timing tests that must not run beside a wire but may beside each other
-/// share it.
-static WIRE_LOCK: RwLock<()> = RwLock::new(());
-
 /// Every socket operation in a wire test gives up after this long.
 pub const IO_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Takes the wire lock alone (a failed earlier test does not poison it for the next).
-pub fn lock() -> RwLockWriteGuard<'static, ()> {
-    WIRE_LOCK.write().unwrap_or_else(|e| e.into_inner())
+/// The wire lock: every wire test holds it alone (wires add noise to each other's
+/// timings on 2 cores); timing tests that must not run beside a wire but may beside
+/// each other share it. An `flock` on one file per machine, so it holds across
+/// processes: scripts/test.sh runs the heavy tests (`#[ignore = "heavy…"]`) one at a
+/// time in a process of their own beside the rest of the suite (and two suites on
+/// one machine would collide on the wire's device names anyway). A writer waiting
+/// holds a turnstile that new readers pass through, so a stream of shared holders
+/// cannot starve it. Released when the guard drops (a failed test does not keep it).
+pub struct WireLock {
+    _file: std::fs::File,
+}
+
+/// The lock file, or its turnstile.
+fn lock_file(suffix: &str) -> std::fs::File {
+    let path = std::env::temp_dir().join(format!("latscope-tests-wire{suffix}.lock"));
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        // Made by another user: flock needs no write access.
+        .or_else(|_| std::fs::File::open(&path))
+        .unwrap_or_else(|e| panic!("wire lock {}: {e}", path.display()))
+}
+
+/// `file` locked `how` (LOCK_EX or LOCK_SH), waiting as long as it takes.
+fn flock(file: std::fs::File, how: libc::c_int) -> WireLock {
+    loop {
+        // SAFETY: the descriptor stays open for the call; flock only reads it.
+        let rc = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), how) };
+        if rc == 0 {
+            return WireLock { _file: file };
+        }
+        let e = std::io::Error::last_os_error();
+        assert_eq!(e.kind(), std::io::ErrorKind::Interrupted, "flock: {e}");
+    }
+}
+
+/// Takes the wire lock alone.
+pub fn lock() -> WireLock {
+    let _turn = flock(lock_file(".turn"), libc::LOCK_EX);
+    flock(lock_file(""), libc::LOCK_EX)
 }
 
 /// Shares the wire lock with the other holders of a shared one: for a test that
 /// must not run beside a wire or another heavy test, but whose load is light enough
 /// to run beside its like (the capacity searches: a few hundred requests a second).
-pub fn lock_shared() -> RwLockReadGuard<'static, ()> {
-    WIRE_LOCK.read().unwrap_or_else(|e| e.into_inner())
+pub fn lock_shared() -> WireLock {
+    drop(flock(lock_file(".turn"), libc::LOCK_EX));
+    flock(lock_file(""), libc::LOCK_SH)
 }
 
 /// One timed request.

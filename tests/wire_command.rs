@@ -69,6 +69,7 @@ fn assert_gone(n: u8, ns_inode: u64) {
 /// printed address: connect ≈ 60 ms (one round trip), plain HTTP keeps two series;
 /// SIGTERM to latscope reaches the server (exit 128 + 15) and everything is gone.
 #[test]
+#[ignore = "heavy: holds the wire lock; scripts/test.sh runs these alone (--ignored)"]
 fn a_python_server_behind_the_wire_then_sigterm_cleans_up() {
     let _lock = lock();
     if !require_tun() {
@@ -118,6 +119,7 @@ fn a_python_server_behind_the_wire_then_sigterm_cleans_up() {
 /// The command's exit code comes back as latscope's; what it left running in the
 /// background inside the wire is stopped, so the namespace goes too.
 #[test]
+#[ignore = "heavy: holds the wire lock; scripts/test.sh runs these alone (--ignored)"]
 fn the_exit_code_passes_through_and_leftovers_are_stopped() {
     let _lock = lock();
     if !require_tun() {
@@ -160,6 +162,7 @@ fn the_exit_code_passes_through_and_leftovers_are_stopped() {
 /// Bad input: no command, impossible impairments, a command that does not exist —
 /// each exit 2 with a message, never a hang.
 #[test]
+#[ignore = "heavy: holds the wire lock; scripts/test.sh runs these alone (--ignored)"]
 fn wire_usage_errors_exit_2() {
     for (args, needle) in [
         (&["wire", "--rtt", "40ms"][..], "COMMAND"),
@@ -203,6 +206,7 @@ fn wire_usage_errors_exit_2() {
 /// reach it and how to run a client inside; the command still runs behind it and its
 /// exit code still comes back.
 #[test]
+#[ignore = "heavy: holds the wire lock; scripts/test.sh runs these alone (--ignored)"]
 fn without_root_the_wire_runs_in_a_private_namespace_and_says_so() {
     let _lock = lock();
     if !require_root() {
@@ -228,6 +232,7 @@ fn without_root_the_wire_runs_in_a_private_namespace_and_says_so() {
 /// does not live on in a namespace nothing can reach: it gets SIGTERM (the kernel's
 /// parent-death signal), and the namespace and devices go with it.
 #[test]
+#[ignore = "heavy: holds the wire lock; scripts/test.sh runs these alone (--ignored)"]
 fn a_killed_latscope_takes_its_command_along() {
     let _lock = lock();
     if !require_tun() {

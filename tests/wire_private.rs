@@ -22,6 +22,7 @@ fn rtt(ms: u64) -> WireOptions {
 /// only single-threaded process a test can get). Its devices never appear in the
 /// host's namespace, and the RTT is real.
 #[test]
+#[ignore = "heavy: holds the wire lock; scripts/test.sh runs these alone (--ignored)"]
 fn private_namespace_runs_the_wire_off_the_host() {
     let _lock = lock();
     if !require_tun() {
@@ -90,6 +91,7 @@ fn private_namespace_runs_the_wire_off_the_host() {
 /// /dev/net/tun is 0666, so the child closes it for itself alone: in a mount
 /// namespace of its own, a fresh tmpfs on /dev/net holds a 0600 tun node.
 #[test]
+#[ignore = "heavy: holds the wire lock; scripts/test.sh runs these alone (--ignored)"]
 fn private_namespace_without_tun_access_says_what_it_needs() {
     let _lock = lock();
     if !require_tun() {
