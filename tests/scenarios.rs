@@ -608,3 +608,86 @@ fn a_scripted_scenario_follows_the_stages() {
         v["duration_s"]
     );
 }
+
+/// A scripted scenario split into two shards (`--shard i/2`, each exported) merges
+/// into one run whose checks are the shards' sums, per endpoint and in all, and whose
+/// requests are the `-n` of the plan (issue 34: checks survive `merge`).
+#[test]
+fn shards_of_a_scripted_scenario_merge_their_checks() {
+    let lab = latscope::lab::spawn(latscope::lab::LabOptions::default()).expect("lab starts");
+    let dir = TempDir::new("scenario-shards");
+    let file = dir.write(
+        "s.toml",
+        &format!(
+            "base_url = \"{}\"\n[[request]]\nname = \"ok\"\npath = \"/\"\n\
+             check = {{ status = 200 }}\n[[request]]\nname = \"missing\"\npath = \"/status/404\"\n\
+             check = {{ status = 200 }}\n",
+            lab.url("").trim_end_matches('/')
+        ),
+    );
+    let files: Vec<String> = (1..=2)
+        .map(|i| {
+            dir.join(&format!("shard{i}.json"))
+                .to_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let docs: Vec<Value> = (1..=2)
+        .map(|i| {
+            let shard = format!("{i}/2");
+            let (code, v, stderr) = load(
+                &file,
+                &[
+                    "-n",
+                    "200",
+                    "-c",
+                    "2",
+                    "--shard",
+                    &shard,
+                    "--export",
+                    &files[i - 1],
+                ],
+            );
+            // The 404s fail their check: the run says so, it is no error of the run.
+            assert!(code == 0 || code == 99, "{code}: {stderr}");
+            v
+        })
+        .collect();
+    let out = run_within(
+        &["merge", &files[0], &files[1], "--json", "--no-save"],
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let m = json_of(&out);
+    assert_eq!(m["requests"], 200, "{m}");
+    let sum =
+        |f: &dyn Fn(&Value) -> &Value| -> u64 { docs.iter().map(|d| f(d).as_u64().unwrap()).sum() };
+    assert_eq!(
+        m["checks"]["total"].as_u64().unwrap(),
+        sum(&|d| &d["checks"]["total"])
+    );
+    assert_eq!(
+        m["checks"]["passed"].as_u64().unwrap(),
+        sum(&|d| &d["checks"]["passed"])
+    );
+    for name in ["ok", "missing"] {
+        let e = endpoint(&m, name);
+        let each = |d: &Value| endpoint(d, name)["checks"]["passed"].as_u64().unwrap();
+        assert_eq!(
+            e["checks"]["passed"].as_u64().unwrap(),
+            docs.iter().map(each).sum::<u64>(),
+            "{name}: {e}"
+        );
+    }
+    let missing = endpoint(&m, "missing");
+    assert!(
+        missing["checks"]["total"].as_u64().unwrap() > 0,
+        "{missing}"
+    );
+    assert_eq!(missing["checks"]["passed"], 0, "{missing}");
+    assert_eq!(
+        endpoint(&m, "ok")["checks"]["passed"],
+        endpoint(&m, "ok")["checks"]["total"]
+    );
+}
