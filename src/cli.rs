@@ -429,6 +429,9 @@ pub struct PageArgs {
     /// Accept any TLS certificate.
     #[arg(short = 'k', long)]
     pub insecure: bool,
+    /// Resolve HOST to ADDR in the browser (as curl's --resolve; every port of HOST).
+    #[arg(long, value_name = "HOST:PORT:ADDR")]
+    pub resolve: Vec<String>,
     #[command(flatten)]
     pub output: OutputArgs,
 }

@@ -45,6 +45,22 @@ impl PageConfig {
             .iter()
             .map(|o| http_origin("--allow-origin", o))
             .collect::<Result<Vec<_>, _>>()?;
+        let mut resolve = Vec::new();
+        for r in &a.resolve {
+            let bad = || UsageError::new(format!("--resolve '{r}': give HOST:PORT:ADDR"));
+            let (host, rest) = r.split_once(':').ok_or_else(bad)?;
+            let (port, addr) = rest.split_once(':').ok_or_else(bad)?;
+            let addr = addr.trim_start_matches('[').trim_end_matches(']');
+            if host.is_empty() || port.parse::<u16>().is_err() {
+                return Err(bad());
+            }
+            let ip: std::net::IpAddr = addr.parse().map_err(|_| bad())?;
+            let ip = match ip {
+                std::net::IpAddr::V6(v6) => format!("[{v6}]"),
+                v4 => v4.to_string(),
+            };
+            resolve.push((host.to_string(), ip));
+        }
         Ok(PageConfig {
             options: PageOptions {
                 url: a.url.clone(),
@@ -53,6 +69,7 @@ impl PageConfig {
                 allow_origins,
                 chromium: a.chromium.clone().unwrap_or_else(default_chromium),
                 insecure: a.insecure,
+                resolve,
             },
             output: OutputConfig::from(&a.output),
             har: a.har.clone(),

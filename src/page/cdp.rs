@@ -76,6 +76,8 @@ pub struct Launch {
     pub proxy: Option<(String, String)>,
     /// Accept any certificate (`-k`).
     pub insecure: bool,
+    /// (host, address) pairs resolved so (`--host-resolver-rules`).
+    pub resolve: Vec<(String, String)>,
 }
 
 /// The flags that keep the browser quiet and off the internet
@@ -121,6 +123,14 @@ impl Browser {
         }
         if l.insecure {
             c.arg("--ignore-certificate-errors");
+        }
+        if !l.resolve.is_empty() {
+            let rules: Vec<String> = l
+                .resolve
+                .iter()
+                .map(|(h, a)| format!("MAP {h} {a}"))
+                .collect();
+            c.arg(format!("--host-resolver-rules={}", rules.join(",")));
         }
         c.arg("about:blank");
         let (r, w) = (cmd_read.into_raw_fd(), msg_write.into_raw_fd());

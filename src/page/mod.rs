@@ -35,6 +35,8 @@ pub struct PageOptions {
     pub allow_origins: Vec<String>,
     pub chromium: PathBuf,
     pub insecure: bool,
+    /// `--resolve`: (host, address) pairs the browser resolves so.
+    pub resolve: Vec<(String, String)>,
 }
 
 /// The default browser: `LATSCOPE_CHROMIUM`, else Debian's.
@@ -90,6 +92,7 @@ pub fn run(opts: &PageOptions, stop: &AtomicBool) -> Result<PageRun, CdpError> {
                 bypass_list(&opts.url, &opts.allow_origins),
             )),
             insecure: opts.insecure,
+            resolve: opts.resolve.clone(),
         };
         let outcome = (|| {
             let mut b = Browser::launch(&launch, stop)?;
