@@ -282,7 +282,7 @@ fn page_far_origin_and_h1_limit_behind_a_40ms_wire() {
     let key = crt.with_extension("key");
     let servers = format!(
         "  server {{\n    listen 8080;\n    root {w};\n    expires 1h;\n  }}\n\
-         server {{\n    listen 8443 ssl;\n    http2 on;\n    ssl_certificate {c};\n    \
+         server {{\n    listen 8443 ssl http2;\n    ssl_certificate {c};\n    \
          ssl_certificate_key {k};\n    root {w};\n    expires 1h;\n  }}\n",
         w = far_www.display(),
         c = crt.display(),

@@ -56,6 +56,16 @@ fn entry(page: &str, visit: &Visit, r: &Request) -> Value {
         .and_then(|s| s.canonical_reason())
         .unwrap_or("");
     let version = http_version(&r.protocol);
+    let body_size = if r.from_cache {
+        0
+    } else {
+        r.encoded_bytes as i64
+    };
+    let error = if r.error.is_empty() {
+        Value::Null
+    } else {
+        json!(r.error)
+    };
     json!({
         "pageref": page,
         "startedDateTime": rfc3339(wall),
@@ -79,8 +89,8 @@ fn entry(page: &str, visit: &Visit, r: &Request) -> Value {
             "content": {"size": r.encoded_bytes, "mimeType": r.mime_type},
             "redirectURL": r.location,
             "headersSize": -1,
-            "bodySize": if r.from_cache { 0 } else { r.encoded_bytes as i64 },
-            "_error": if r.error.is_empty() { Value::Null } else { json!(r.error) },
+            "bodySize": body_size,
+            "_error": error,
         },
         "cache": {},
         "timings": {
@@ -107,10 +117,15 @@ pub fn document(run: &PageRun) -> Value {
     let mut entries = Vec::new();
     for v in &run.visits {
         let id = format!("{}_{}", v.kind.name(), v.index);
+        let title = if v.title.is_empty() {
+            run.url.clone()
+        } else {
+            v.title.clone()
+        };
         pages.push(json!({
             "startedDateTime": rfc3339(v.started_wall_ms),
             "id": id,
-            "title": if v.title.is_empty() { run.url.clone() } else { v.title.clone() },
+            "title": title,
             "pageTimings": {
                 "onContentLoad": ms(v.milestones.dom_content_loaded_ms),
                 "onLoad": ms(v.milestones.load_ms),

@@ -70,7 +70,7 @@ pub fn render_blocking_far_origin(v: &Visit) -> Vec<Finding> {
         if r.phases.setup() < FAR_SETUP_MS {
             continue;
         }
-        let e = worst.entry(&r.origin).or_insert(r);
+        let e = worst.entry(r.origin.as_str()).or_insert(r);
         if r.phases.setup() > e.phases.setup() {
             *e = r;
         }
@@ -204,7 +204,7 @@ pub fn h1_connection_limit(v: &Visit) -> Vec<Finding> {
     let mut by_origin: BTreeMap<&str, Vec<&Request>> = BTreeMap::new();
     for r in &v.requests {
         if r.protocol.starts_with("http/1") && !r.from_cache {
-            by_origin.entry(&r.origin).or_default().push(r);
+            by_origin.entry(r.origin.as_str()).or_default().push(r);
         }
     }
     by_origin
