@@ -172,7 +172,7 @@ pub fn waterfall(v: &Visit) -> String {
         }
     }
     out.push_str(&format!(
-        "  {:>7} {:>8}  {}  F first contentful paint, L largest contentful paint\n",
+        "  {:>7} {:>8} {}  F first contentful paint, L largest contentful paint\n",
         "",
         "",
         marks.into_iter().collect::<String>()
