@@ -25,11 +25,11 @@ const LIMIT: Duration = Duration::from_secs(60);
 
 /// A 1×1 PNG.
 const PNG: &[u8] = &[
-    0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44,
-    0x52, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1F,
-    0x15, 0xC4, 0x89, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9C, 0x63, 0xF8,
-    0xCF, 0xC0, 0xF0, 0x1F, 0x00, 0x05, 0x00, 0x01, 0xFF, 0x89, 0x99, 0x3D, 0x1D, 0x00, 0x00,
-    0x00, 0x00, 0x49, 0x45, 0x4E, 0x44, 0xAE, 0x42, 0x60, 0x82,
+    0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1F, 0x15, 0xC4,
+    0x89, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9C, 0x63, 0xF8, 0xCF, 0xC0, 0xF0,
+    0x1F, 0x00, 0x05, 0x00, 0x01, 0xFF, 0x89, 0x99, 0x3D, 0x1D, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45,
+    0x4E, 0x44, 0xAE, 0x42, 0x60, 0x82,
 ];
 
 fn have_tools() -> bool {
@@ -176,7 +176,10 @@ fn page_findings_and_quiet_on_loopback_nginx() {
     assert_eq!(uncached.len(), 1, "{:?}", ids(&v));
     let u = uncached[0];
     assert!(
-        u["evidence"]["url"].as_str().unwrap().ends_with("/nocache.js"),
+        u["evidence"]["url"]
+            .as_str()
+            .unwrap()
+            .ends_with("/nocache.js"),
         "{u}"
     );
     assert_eq!(u["evidence"]["cache_control"], "no-store");
@@ -205,7 +208,11 @@ fn page_findings_and_quiet_on_loopback_nginx() {
     let (fcp, lcp, load) = (f(&m["fcp_ms"]), f(&m["lcp_ms"]), f(&m["load_ms"]));
     let dcl = f(&m["dom_content_loaded_ms"]);
     assert!(fcp > api && lcp >= fcp && dcl > api && load >= dcl, "{m}");
-    assert!(v["verdict"].as_str().unwrap().starts_with("LCP "), "{}", v["verdict"]);
+    assert!(
+        v["verdict"].as_str().unwrap().starts_with("LCP "),
+        "{}",
+        v["verdict"]
+    );
 
     // The HAR: every request of both visits, replayable by load --har.
     let h: Value = serde_json::from_str(&std::fs::read_to_string(&har).unwrap()).unwrap();
@@ -218,7 +225,17 @@ fn page_findings_and_quiet_on_loopback_nginx() {
     assert_eq!(h["log"]["version"], "1.2");
     assert_eq!(h["log"]["entries"].as_array().unwrap().len(), n_req);
     let out = run_within(
-        &["load", "--har", har.to_str().unwrap(), "-c", "1", "-n", "4", "--json", "--no-save"],
+        &[
+            "load",
+            "--har",
+            har.to_str().unwrap(),
+            "-c",
+            "1",
+            "-n",
+            "4",
+            "--json",
+            "--no-save",
+        ],
         LIMIT,
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -245,7 +262,13 @@ fn page_findings_and_quiet_on_loopback_nginx() {
 #[test]
 fn page_without_chromium_says_how_to_install_it() {
     let out = run_within(
-        &["page", "http://127.0.0.1:9/", "--chromium", "/nonexistent/chromium", "--no-save"],
+        &[
+            "page",
+            "http://127.0.0.1:9/",
+            "--chromium",
+            "/nonexistent/chromium",
+            "--no-save",
+        ],
         LIMIT,
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -296,8 +319,16 @@ fn page_far_origin_and_h1_limit_behind_a_40ms_wire() {
     let mut command = vec![bin.display().to_string()];
     command.extend(nginx_args(&far_dir));
     let (mut wire, ip) = start_wire(&["--rtt", "40ms"], &command);
-    wait_for_port(format!("{ip}:8080").parse().unwrap(), Duration::from_secs(15), &far_dir);
-    wait_for_port(format!("{ip}:8443").parse().unwrap(), Duration::from_secs(15), &far_dir);
+    wait_for_port(
+        format!("{ip}:8080").parse().unwrap(),
+        Duration::from_secs(15),
+        &far_dir,
+    );
+    wait_for_port(
+        format!("{ip}:8443").parse().unwrap(),
+        Duration::from_secs(15),
+        &far_dir,
+    );
 
     let near = dir.join("near");
     let www = near.join("www");
@@ -314,7 +345,10 @@ fn page_far_origin_and_h1_limit_behind_a_40ms_wire() {
     let h2 = format!("https://{ip}:8443");
     std::fs::write(
         www.join("far.html"),
-        page_html(&format!("<link rel=\"stylesheet\" href=\"{h1}/s.css\">"), ""),
+        page_html(
+            &format!("<link rel=\"stylesheet\" href=\"{h1}/s.css\">"),
+            "",
+        ),
     )
     .unwrap();
     std::fs::write(www.join("h1.html"), page_html("", &imgs(&h1))).unwrap();
@@ -322,7 +356,10 @@ fn page_far_origin_and_h1_limit_behind_a_40ms_wire() {
     let port = free_port();
     write_conf(
         &near,
-        &format!("  server {{\n    listen 127.0.0.1:{port};\n    root {};\n  }}\n", www.display()),
+        &format!(
+            "  server {{\n    listen 127.0.0.1:{port};\n    root {};\n  }}\n",
+            www.display()
+        ),
     );
     let _nginx = start(&bin, &near, format!("127.0.0.1:{port}").parse().unwrap());
     let base = format!("http://127.0.0.1:{port}");
@@ -335,8 +372,15 @@ fn page_far_origin_and_h1_limit_behind_a_40ms_wire() {
     assert_eq!(e["origin"], h1.as_str(), "{e}");
     assert!(e["url"].as_str().unwrap().ends_with("/s.css"), "{e}");
     let connect = f(&e["connect_ms"]);
-    assert!((30.0..80.0).contains(&connect), "connect ≈ 1 RTT of 40 ms: {e}");
-    assert!(v["verdict"].as_str().unwrap().contains("s.css"), "{}", v["verdict"]);
+    assert!(
+        (30.0..80.0).contains(&connect),
+        "connect ≈ 1 RTT of 40 ms: {e}"
+    );
+    assert!(
+        v["verdict"].as_str().unwrap().contains("s.css"),
+        "{}",
+        v["verdict"]
+    );
 
     let v = page(&[&format!("{base}/h1.html")]);
     eprintln!("h1: {:?}", v["findings"]);
@@ -346,11 +390,21 @@ fn page_far_origin_and_h1_limit_behind_a_40ms_wire() {
     assert_eq!(e["origin"], h1.as_str(), "{e}");
     assert_eq!(e["requests"], 40, "{e}");
     assert!(f(&e["connections"]) <= 6.0, "{e}");
-    assert!(f(&e["max_queued_ms"]) >= 40.0, "queued ≥ one round trip: {e}");
+    assert!(
+        f(&e["max_queued_ms"]) >= 40.0,
+        "queued ≥ one round trip: {e}"
+    );
 
     let v = page(&[&format!("{base}/h2.html"), "-k"]);
-    assert!(findings(&v, "h1-connection-limit").is_empty(), "{:?}", v["findings"]);
+    assert!(
+        findings(&v, "h1-connection-limit").is_empty(),
+        "{:?}",
+        v["findings"]
+    );
     let img = request(visit(&v, "first"), "/i/39.png");
     assert_eq!(img["protocol"], "h2", "{img}");
-    assert!(stop_wire(&mut wire).is_some(), "latscope wire ends on SIGTERM");
+    assert!(
+        stop_wire(&mut wire).is_some(),
+        "latscope wire ends on SIGTERM"
+    );
 }

@@ -46,7 +46,8 @@ pub fn run(args: PageArgs) -> anyhow::Result<u8> {
     let interrupt = super::interrupt::Interrupt::install()?;
     let started = SystemTime::now();
     let measured = crate::page::run(&cfg.options, &interrupt.flag);
-    let run = measured.with_context(|| format!("page {}", crate::redact::redact_urls(&cfg.options.url)))?;
+    let run = measured
+        .with_context(|| format!("page {}", crate::redact::redact_urls(&cfg.options.url)))?;
 
     let mut findings = rules::page::all(&run);
     sort_findings(&mut findings);

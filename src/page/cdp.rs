@@ -202,7 +202,13 @@ impl Browser {
             profile: l.profile.clone(),
             stderr_tail,
         };
-        b.call(None, "Browser.getVersion", json!({}), Duration::from_secs(20), stop)?;
+        b.call(
+            None,
+            "Browser.getVersion",
+            json!({}),
+            Duration::from_secs(20),
+            stop,
+        )?;
         Ok(b)
     }
 
@@ -368,7 +374,12 @@ impl RefusingPort {
             addr.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
             let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
             use std::os::fd::AsRawFd;
-            if libc::bind(fd.as_raw_fd(), (&addr as *const libc::sockaddr_in).cast(), len) != 0 {
+            if libc::bind(
+                fd.as_raw_fd(),
+                (&addr as *const libc::sockaddr_in).cast(),
+                len,
+            ) != 0
+            {
                 return Err(std::io::Error::last_os_error());
             }
             let mut got: libc::sockaddr_in = std::mem::zeroed();

@@ -97,10 +97,19 @@ pub fn run(opts: &PageOptions, stop: &AtomicBool) -> Result<PageRun, CdpError> {
         let outcome = (|| {
             let mut b = Browser::launch(&launch, stop)?;
             if run.browser.is_empty() {
-                let v = b.call(None, "Browser.getVersion", serde_json::json!({}), Duration::from_secs(5), stop)?;
+                let v = b.call(
+                    None,
+                    "Browser.getVersion",
+                    serde_json::json!({}),
+                    Duration::from_secs(5),
+                    stop,
+                )?;
                 run.browser = v["product"].as_str().unwrap_or_default().to_string();
             }
             for kind in [VisitKind::First, VisitKind::Repeat] {
+                if Instant::now() >= deadline {
+                    return Err(CdpError::Timeout("the run".into()));
+                }
                 let v = visit::visit(&mut b, &opts.url, kind, round, deadline, stop)?;
                 run.visits.push(v);
             }

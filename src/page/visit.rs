@@ -20,6 +20,9 @@ const QUIET: Duration = Duration::from_millis(300);
 const AFTER_LOAD: Duration = Duration::from_secs(3);
 /// One DevTools command's own bound.
 const CALL: Duration = Duration::from_secs(10);
+/// Past the run's bound, reading the page and closing the tab still get this long:
+/// a page that never finished loading is still reported.
+const GRACE: Duration = Duration::from_secs(2);
 
 /// What the page itself says (the script below).
 const READ_PAGE: &str = r#"(async () => {
@@ -75,7 +78,10 @@ pub fn visit(
             call_limit(deadline),
             stop,
         )?;
-        let session = attached["sessionId"].as_str().unwrap_or_default().to_string();
+        let session = attached["sessionId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         let s = Some(session.as_str());
         browser.take_events();
         for (m, p) in [
@@ -113,7 +119,10 @@ pub fn visit(
             loop {
                 let quiet_until = (Instant::now() + QUIET).min(end);
                 let busy = browser.wait_event(quiet_until, stop, |m| {
-                    on_session(m) && m["method"].as_str().is_some_and(|x| x.starts_with("Network."))
+                    on_session(m)
+                        && m["method"]
+                            .as_str()
+                            .is_some_and(|x| x.starts_with("Network."))
                 })?;
                 if !busy || Instant::now() >= end {
                     break;
@@ -125,7 +134,7 @@ pub fn visit(
                 s,
                 "Runtime.evaluate",
                 json!({"expression": READ_PAGE, "awaitPromise": true, "returnByValue": true}),
-                call_limit(deadline),
+                call_limit(deadline + GRACE),
                 stop,
             )
             .map(|v| v["result"]["value"].clone())
@@ -349,16 +358,27 @@ fn record(p: Pending, origin_ms: f64) -> Request {
     let mut phases = Phases::default();
     let mut ttfb_at = None;
     if let Some(base) = t["requestTime"].as_f64().map(|s| s * 1000.0) {
-        let first = [at("proxyStart"), at("dnsStart"), at("connectStart"), at("sendStart")]
-            .into_iter()
-            .flatten()
-            .next();
+        let first = [
+            at("proxyStart"),
+            at("dnsStart"),
+            at("connectStart"),
+            at("sendStart"),
+        ]
+        .into_iter()
+        .flatten()
+        .next();
         phases.queued = (base + first.unwrap_or(0.0) - issued_ms).max(0.0);
         phases.dns = span(at("dnsStart"), at("dnsEnd"));
         let ssl = at("sslStart");
         phases.connect = span(at("connectStart"), ssl.or(at("connectEnd")));
         phases.tls = span(ssl, at("sslEnd"));
-        phases.send = span(at("sendStart"), at("sendEnd"));
+        // Each phase from the end of the one before (DESIGN.md), so they add up to
+        // the first byte: send takes in the gap between connecting and sending.
+        let before_send = [first, at("dnsEnd"), at("connectEnd"), at("sslEnd")]
+            .into_iter()
+            .flatten()
+            .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
+        phases.send = span(before_send.or(at("sendStart")), at("sendEnd"));
         let first_byte = at("receiveHeadersStart")
             .filter(|v| *v > 0.0)
             .or(at("receiveHeadersEnd"));
@@ -370,11 +390,7 @@ fn record(p: Pending, origin_ms: f64) -> Request {
             }
         }
     }
-    let end_ms = p
-        .end_s
-        .map(|e| e * 1000.0)
-        .or(ttfb_at)
-        .unwrap_or(issued_ms);
+    let end_ms = p.end_s.map(|e| e * 1000.0).or(ttfb_at).unwrap_or(issued_ms);
     let response_headers = headers(&resp["headers"]);
     let from_cache = p.from_cache
         || resp["fromDiskCache"].as_bool() == Some(true)
@@ -401,7 +417,10 @@ fn record(p: Pending, origin_ms: f64) -> Request {
         render_blocking: String::new(),
         connection_id: resp["connectionId"].as_u64().unwrap_or(0),
         connection_reused: resp["connectionReused"].as_bool() == Some(true),
-        remote_address: resp["remoteIPAddress"].as_str().unwrap_or_default().to_string(),
+        remote_address: resp["remoteIPAddress"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
         cache_control: header(&response_headers, "cache-control"),
         location: header(&response_headers, "location"),
         mime_type: resp["mimeType"].as_str().unwrap_or_default().to_string(),
@@ -416,3 +435,7 @@ fn record(p: Pending, origin_ms: f64) -> Request {
         wall_ms: p.wall_s * 1000.0,
     }
 }
+
+#[cfg(test)]
+#[path = "visit_tests.rs"]
+mod tests;

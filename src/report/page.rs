@@ -27,7 +27,10 @@ pub fn verdict(run: &PageRun) -> String {
     };
     let mut parts = Vec::new();
     let ttfb = m.ttfb_ms.unwrap_or(0.0);
-    parts.push(format!("{} of it is the document's first byte", fmt_ms(ttfb)));
+    parts.push(format!(
+        "{} of it is the document's first byte",
+        fmt_ms(ttfb)
+    ));
     // The render-blocking request the paint waited for longest.
     let blocker = v
         .requests
@@ -66,7 +69,11 @@ pub fn verdict(run: &PageRun) -> String {
     if at > mark {
         parts.push(format!("{} to render and paint", fmt_ms(at - mark)));
     }
-    let mut s = format!("{name} {} on a first visit: {}", fmt_ms(at), parts.join(", "));
+    let mut s = format!(
+        "{name} {} on a first visit: {}",
+        fmt_ms(at),
+        parts.join(", ")
+    );
     if let Some(r) = run.median(VisitKind::Repeat) {
         let cached = r.requests.iter().filter(|x| x.from_cache).count();
         if let Some(l) = r.milestones.lcp_ms.or(r.milestones.fcp_ms) {
@@ -155,14 +162,21 @@ pub fn waterfall(v: &Visit) -> String {
             fmt_ms(r.start_ms),
             fmt_ms((r.end_ms - r.start_ms).max(0.0)),
             bar(r, scale),
-            if r.render_blocking == "blocking" { "B" } else { " " },
+            if r.render_blocking == "blocking" {
+                "B"
+            } else {
+                " "
+            },
             status,
             r.resource_type.to_lowercase(),
             short_url(&r.url)
         ));
     }
     if v.requests.len() > MAX_LINES {
-        out.push_str(&format!("  … {} more requests\n", v.requests.len() - MAX_LINES));
+        out.push_str(&format!(
+            "  … {} more requests\n",
+            v.requests.len() - MAX_LINES
+        ));
     }
     let mut marks = vec![' '; WIDTH];
     for (t, c) in [(m.fcp_ms, 'F'), (m.lcp_ms, 'L')] {
@@ -186,7 +200,11 @@ pub fn render(run: &PageRun, findings: &[Finding]) -> String {
     out.push_str(&format!(
         "  page {}  ({}; {} visit(s) each, {:.1} s)\n",
         run.url,
-        if run.browser.is_empty() { "Chromium" } else { &run.browser },
+        if run.browser.is_empty() {
+            "Chromium"
+        } else {
+            &run.browser
+        },
         run.of(VisitKind::First).count(),
         run.elapsed_s
     ));

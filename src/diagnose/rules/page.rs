@@ -234,8 +234,8 @@ pub fn h1_connection_limit(v: &Visit) -> Vec<Finding> {
                     Category::Connection,
                     Severity::Warn,
                     format!(
-                        "{origin}: {} requests over HTTP/1.1 on {} connections; {} of them \
-                         queued for a connection, up to {} (total {})",
+                        "{origin}: {} requests over HTTP/1.1 on {} connections (one request at a \
+                         time each); {} of them waited to be sent, up to {} (total {})",
                         reqs.len(),
                         conns.len(),
                         queued.len(),
@@ -331,7 +331,9 @@ mod tests {
         assert!(render_blocking_far_origin(&visit(VisitKind::First, vec![near])).is_empty());
         let mut not_blocking = css;
         not_blocking.render_blocking = "non-blocking".into();
-        assert!(render_blocking_far_origin(&visit(VisitKind::First, vec![not_blocking])).is_empty());
+        assert!(
+            render_blocking_far_origin(&visit(VisitKind::First, vec![not_blocking])).is_empty()
+        );
     }
 
     /// Re-fetched static assets fire with their Cache-Control; cached ones and the
