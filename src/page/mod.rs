@@ -112,6 +112,9 @@ pub fn run(opts: &PageOptions, stop: &AtomicBool) -> Result<PageRun, CdpError> {
                 }
                 let v = visit::visit(&mut b, &opts.url, kind, round, deadline, stop)?;
                 run.visits.push(v);
+                if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    return Err(CdpError::Interrupted);
+                }
             }
             Ok::<(), CdpError>(())
         })();

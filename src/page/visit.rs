@@ -62,6 +62,7 @@ pub fn visit(
     stop: &AtomicBool,
 ) -> Result<Visit, CdpError> {
     let call_limit = |d: Instant| d.saturating_duration_since(Instant::now()).min(CALL);
+    let never = AtomicBool::new(false);
     let target = browser.call(
         None,
         "Target.createTarget",
@@ -110,9 +111,16 @@ pub fn visit(
             }
         }
         let on_session = |m: &Message| m["sessionId"].as_str() == Some(session.as_str());
-        let loaded = browser.wait_event(deadline, stop, |m| {
+        // Ctrl-C or the bound while loading: the page is still read (below, with a
+        // stop flag of its own and a short grace), so what it did is reported.
+        let loaded = match browser.wait_event(deadline, stop, |m| {
             on_session(m) && m["method"] == "Page.loadEventFired"
-        })?;
+        }) {
+            Ok(l) => l,
+            Err(CdpError::Interrupted) => false,
+            Err(e) => return Err(e),
+        };
+        let stop = if loaded { stop } else { &never };
         if loaded {
             // A quiet spell: no Network event for QUIET, at most AFTER_LOAD.
             let end = (Instant::now() + AFTER_LOAD).min(deadline);
@@ -134,7 +142,11 @@ pub fn visit(
                 s,
                 "Runtime.evaluate",
                 json!({"expression": READ_PAGE, "awaitPromise": true, "returnByValue": true}),
-                call_limit(deadline + GRACE),
+                if loaded {
+                    call_limit(deadline + GRACE)
+                } else {
+                    GRACE
+                },
                 stop,
             )
             .map(|v| v["result"]["value"].clone())
@@ -151,8 +163,8 @@ pub fn visit(
         None,
         "Target.closeTarget",
         json!({"targetId": target_id}),
-        Duration::from_secs(2),
-        &AtomicBool::new(false),
+        GRACE,
+        &never,
     );
     result
 }
@@ -274,8 +286,17 @@ pub fn build(kind: VisitKind, index: u32, loaded: bool, events: &[Message], page
             _ => {}
         }
     }
-    // Still open when the page was read: kept, unfinished.
-    done.extend(open.into_values());
+    // Still open when the page was read: kept, unfinished, drawn up to the last
+    // event seen.
+    let last_s = events
+        .iter()
+        .filter_map(|m| m["params"]["timestamp"].as_f64())
+        .fold(0.0, f64::max);
+    done.extend(open.into_values().map(|mut r| {
+        r.end_s = Some(last_s.max(r.issued_s));
+        r.error = "unfinished when the page was read".into();
+        r
+    }));
     done.sort_by(|a, b| a.issued_s.total_cmp(&b.issued_s));
 
     let num = |k: &str| page[k].as_f64();

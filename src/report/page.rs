@@ -150,6 +150,8 @@ pub fn waterfall(v: &Visit) -> String {
     for r in v.requests.iter().take(MAX_LINES) {
         let status = if r.blocked {
             "blocked".to_string()
+        } else if r.error.starts_with("unfinished") {
+            "unfinished".to_string()
         } else if !r.error.is_empty() {
             "failed".to_string()
         } else if r.from_cache {
