@@ -84,7 +84,10 @@ pub fn render_blocking_far_origin(v: &Visit) -> Vec<Finding> {
             let rtt = p.connect.filter(|c| *c > 0.0);
             let trips = rtt.map(|c| 1.0 + p.tls.unwrap_or(0.0) / c);
             let trips_text = trips
-                .map(|t| format!(" ({t:.0} round trips of {})", fmt_ms(rtt.unwrap_or(0.0))))
+                .map(|t| {
+                    let s = if t.round() == 1.0 { "" } else { "s" };
+                    format!(" ({t:.0} round trip{s} of {})", fmt_ms(rtt.unwrap_or(0.0)))
+                })
                 .unwrap_or_default();
             Finding::new(
                 "render-blocking-far-origin",
