@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # How long the integration suite takes, test by test: runs the test binary once on
-# one thread (every test's own time, no waiting on the wire lock or on a neighbour),
-# then once as `cargo test` runs it (the machine's threads), and prints the top
-# tests, the sum and both walls with the load average before and after.
+# one thread, heavy tests included (every test's own time, no waiting on the wire
+# lock or on a neighbour), then as scripts/test.sh runs it — the heavy tests
+# (`#[ignore = "heavy…"]`) one at a time in a process of their own beside the rest on
+# the machine's threads — and prints the top tests, the sum and the walls with the
+# load average before and after.
 #
 #   bench/test-times.sh [TOP]        (TOP: how many rows, default 20)
 #
@@ -23,12 +25,18 @@ run() { # NAME ARGS…
   local name=$1; shift
   echo "$name: load before: $(cut -d' ' -f1-3 /proc/loadavg)"
   local start=$SECONDS
-  flock /tmp/latscope-fullsuite.lock env RUSTC_BOOTSTRAP=1 "$bin" "$@" \
+  env RUSTC_BOOTSTRAP=1 "$bin" "$@" \
     -Z unstable-options --format json --report-time >"$out/$name.json" 2>"$out/$name.err" || true
   echo "$name: $((SECONDS - start)) s wall; load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 }
-run serial --test-threads=1
-run parallel
+exec 9>/tmp/latscope-fullsuite.lock
+flock 9
+run serial --test-threads=1 --include-ignored
+start=$SECONDS
+run heavy --ignored --test-threads=1 &
+run rest
+wait
+echo "heavy and rest side by side: $((SECONDS - start)) s wall"
 python3 - "$out/serial.json" "$top" <<'EOF'
 import json, sys
 rows, failed = [], []

@@ -577,3 +577,34 @@ fn weights_alone_pick_by_weight() {
     // A plain scenario keeps the run's own encoding: no script, io_uring allowed.
     assert!(v["checks"].is_null());
 }
+
+/// A scripted scenario (a check makes each VU run the script) follows `--stages`
+/// like a plain one: 0 → 4 VUs over 1 s, then 4 for 1 s — the ramp's second sends
+/// fewer requests than the plateau's, every check passes, and the run ends with its
+/// stages (k6's `ramping-vus`).
+#[test]
+fn a_scripted_scenario_follows_the_stages() {
+    let lab = latscope::lab::spawn(latscope::lab::LabOptions::default()).expect("lab starts");
+    let dir = TempDir::new("scenario-stages");
+    let file = dir.write(
+        "s.toml",
+        &format!(
+            "base_url = \"{}\"\n[[request]]\nname = \"slow\"\npath = \"/delay/10ms\"\n\
+             check = {{ status = 200 }}\n",
+            lab.url("").trim_end_matches('/')
+        ),
+    );
+    let (code, v, stderr) = load(&file, &["--stages", "1s:4,1s:4"]);
+    assert_eq!(code, 0, "{stderr}");
+    let c = &v["checks"];
+    assert!(c["total"].as_u64().unwrap() > 20, "{c}");
+    assert_eq!(c["passed"], c["total"], "{c}");
+    let t = v["timeline"].as_array().unwrap();
+    let req = |i: usize| t[i]["requests"].as_u64().unwrap();
+    assert!(t.len() >= 2 && req(0) < req(1), "{t:?}");
+    assert!(
+        v["duration_s"].as_f64().unwrap() < 3.5,
+        "{}",
+        v["duration_s"]
+    );
+}

@@ -601,6 +601,48 @@ fn once_checks_prints_and_stores_every_target() {
     );
 }
 
+/// The cache in front is named in `latscope_cache_status` (its `cache` label), from
+/// its own headers: Varnish's `Via`/`X-Varnish` and nginx proxy_cache's
+/// `X-Cache-Status`, in front of one origin sending `public, max-age=600` (RFC 9111
+/// §5.2.2.9: stored, so a later check's first request is a hit); the first request of
+/// each check is a series of its own (`latscope_first_request_seconds`).
+#[test]
+fn the_cache_in_front_is_named_in_its_metric() {
+    if !require("python3") || !require("varnishd") || !require("nginx") {
+        return;
+    }
+    let origin = crate::util_caches::origin();
+    let varnish = crate::util_caches::varnish(origin.port);
+    let nginx = crate::util_caches::nginx(origin.port);
+    let dir = TempDir::new("serve-cache");
+    let config = dir.write(
+        "targets.toml",
+        &format!(
+            "[[target]]\nurl = \"http://127.0.0.1:{}/v/public/serve\"\nname = \"v\"\ninterval = \"1s\"\nsamples = 2\n\n\
+             [[target]]\nurl = \"http://127.0.0.1:{}/v/public/serve\"\nname = \"n\"\ninterval = \"1s\"\nsamples = 2\n",
+            varnish.port, nginx.port
+        ),
+    );
+    let serve = Serve::start(&dir, &config);
+    let hit = |name: &str, cache: &str| {
+        format!("latscope_cache_status{{target=\"{name}\",status=\"hit\",cache=\"{cache}\"}}")
+    };
+    let text = until("a hit named for both caches", || {
+        let text = serve.get("/metrics").1;
+        (value(&text, &hit("v", "varnish")) == Some(1.0)
+            && value(&text, &hit("n", "nginx")) == Some(1.0))
+        .then_some(text)
+    });
+    for name in ["v", "n"] {
+        let first = value(
+            &text,
+            &format!("latscope_first_request_seconds{{target=\"{name}\"}}"),
+        )
+        .unwrap_or_else(|| panic!("no first request for {name}:\n{text}"));
+        assert!(first > 0.0 && first < 5.0, "{name}: {first}");
+    }
+}
+
 /// `--print-config grafana`: every panel's query is PromQL Prometheus accepts (each
 /// loaded by promtool as a recording rule) over latscope's own series;
 /// `--print-config k8s`: the manifests pass Kubernetes' schemas strictly, hold the

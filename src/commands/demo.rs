@@ -91,25 +91,20 @@ pub fn run(args: DemoArgs) -> anyhow::Result<u8> {
     let interrupt = Interrupt::install()?;
     let output = OutputConfig::from(&args.output);
     let base = DiagnoseConfig {
-        count: 10,
-        request: RequestSpec::default(),
-        client: ClientOptions {
-            timeout: Duration::from_secs(10),
-            ..ClientOptions::default()
-        },
-        origin: None,
-        distance_km: None,
-        force_load: false,
-        no_load: None,
-        out: None,
-        ramp: RampPlan {
-            max_connections: 32,
-            step: Duration::from_secs(2),
-        },
         live: crate::report::live::wanted(output.json, output.no_tui),
-        watch: None,
-        secret_headers: Vec::new(),
         peek: false,
+        ..DiagnoseConfig::new(
+            10,
+            RequestSpec::default(),
+            ClientOptions {
+                timeout: Duration::from_secs(10),
+                ..ClientOptions::default()
+            },
+            RampPlan {
+                max_connections: 32,
+                step: Duration::from_secs(2),
+            },
+        )
     };
     let mut results: Vec<Diagnosis> = Vec::new();
     for (path, load) in [

@@ -50,6 +50,35 @@ pub struct DiagnoseConfig {
     pub peek: bool,
 }
 
+impl DiagnoseConfig {
+    /// A diagnosis of `count` probe requests per series and a ramp of `ramp`, with
+    /// nothing else asked: no origin, no distance, the ramp only where the address
+    /// allows one, no live view, no `--watch` or `--out`, no secret headers, and the
+    /// stack step's own two requests allowed (`peek`).
+    pub fn new(
+        count: u32,
+        request: RequestSpec,
+        client: ClientOptions,
+        ramp: RampPlan,
+    ) -> DiagnoseConfig {
+        DiagnoseConfig {
+            count,
+            request,
+            client,
+            origin: None,
+            distance_km: None,
+            force_load: false,
+            no_load: None,
+            ramp,
+            live: false,
+            watch: None,
+            out: None,
+            secret_headers: Vec::new(),
+            peek: true,
+        }
+    }
+}
+
 /// The headers of `request` that are secret: named as secrets are
 /// (`redact::is_secret_header`) or marked with `--redact-header`.
 pub fn secret_headers(request: &RequestSpec, marked: &[String]) -> Vec<http::HeaderName> {

@@ -86,6 +86,9 @@ pub struct FirstRequest {
     /// What a cache in front said about it (absent when nothing was read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<crate::cache::CacheState>,
+    /// Which cache said it, when its headers name it (Varnish, nginx proxy_cache …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_kind: Option<crate::cache::CacheKind>,
 }
 
 /// A p50.
@@ -261,6 +264,7 @@ impl ProbeResult {
                 total_ms: s.phases_ms.total,
                 ttfb_ms: s.phases_ms.ttfb,
                 cache: None,
+                cache_kind: None,
             });
         let is_http = config.target.scheme != Scheme::Tcp;
         let reused_ttfb = reused

@@ -106,7 +106,7 @@ pub(super) struct Runner<'a> {
     last: Option<Exchange>,
     /// What a cache said about the first successful exchange (through a cache, the
     /// probe's first request is usually the miss that fills it).
-    first_cache: Option<crate::cache::CacheState>,
+    first_cache: Option<crate::cache::CacheStatus>,
     tls_version: Option<String>,
     alpn: Option<String>,
     cert_not_after_s: Option<i64>,
@@ -179,7 +179,8 @@ impl<'a> Runner<'a> {
             self.stop.is_stopped(),
         );
         if let Some(f) = result.first_request.as_mut() {
-            f.cache = self.first_cache;
+            f.cache = self.first_cache.as_ref().map(|c| c.state);
+            f.cache_kind = self.first_cache.as_ref().and_then(|c| c.kind);
         }
         if let Some(t) = result.tls.as_mut() {
             t.cert_not_after_s = self.cert_not_after_s;
@@ -283,7 +284,7 @@ impl<'a> Runner<'a> {
         let clean = !self.samples.last().is_some_and(|s| s.disturbed);
         if self.last.is_none() {
             let h = crate::cache::Headers::from_pairs(&x.headers);
-            self.first_cache = Some(crate::cache::cache_status(&h).state);
+            self.first_cache = Some(crate::cache::cache_status(&h));
         }
         self.last = Some(x);
         clean

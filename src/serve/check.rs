@@ -84,23 +84,19 @@ pub fn diagnose(t: &ServeTarget, halt: &Halt) -> Outcome {
     let started = Instant::now();
     let r = &t.requesting;
     let plan = DiagnoseConfig {
-        count: r.samples,
-        request: r.request.clone(),
-        client: r.client.clone(),
-        origin: None,
-        distance_km: None,
         force_load: t.load,
         no_load: (!t.load)
             .then(|| "latscope serve runs no load unless the target says load = true".into()),
-        ramp: RampPlan {
-            max_connections: 8,
-            step: Duration::from_secs(1),
-        },
-        live: false,
-        watch: None,
-        out: None,
         secret_headers: r.secret_headers.clone(),
-        peek: true,
+        ..DiagnoseConfig::new(
+            r.samples,
+            r.request.clone(),
+            r.client.clone(),
+            RampPlan {
+                max_connections: 8,
+                step: Duration::from_secs(1),
+            },
+        )
     };
     let result = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -364,13 +364,30 @@ pub fn metrics(state: &State) -> String {
                 p.p50 / 1e3,
             );
         }
-        if let Some(state) = r.first_request.and_then(|f| f.cache) {
+        if let Some(f) = r.first_request {
+            put(
+                &mut x,
+                "latscope_first_request_seconds",
+                "gauge",
+                "The check's first request, whole (a cold start shows here, not in the medians)",
+                &[],
+                f.total_ms / 1e3,
+            );
+        }
+        if let Some(f) = r.first_request.filter(|f| f.cache.is_some()) {
+            let state = f.cache.map_or("unknown", |c| c.as_str());
+            let cache = f.cache_kind.map_or("", |k| k.as_str());
+            let labels: &[(&str, &str)] = if cache.is_empty() {
+                &[("status", state)]
+            } else {
+                &[("status", state), ("cache", cache)]
+            };
             put(
                 &mut x,
                 "latscope_cache_status",
                 "gauge",
-                "What the cache in front said about the check's first request (1 for the state it said)",
-                &[("status", state.as_str())],
+                "What the cache in front said about the check's first request (1 for the state it said), and which cache it was when its headers name it",
+                labels,
                 1.0,
             );
         }

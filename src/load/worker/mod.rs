@@ -251,6 +251,16 @@ impl<'a, 'p> Client<'a, 'p> {
 }
 
 /// Picks endpoints in sequence or by weight.
+/// What a VU does at the staged ramp's gate (`Worker::ramp_gate`).
+enum Gate {
+    /// Send: the ramp counts this VU now.
+    Run,
+    /// Slept until the ramp next reaches the VU: look again.
+    Waited,
+    /// The ramp never reaches the VU again.
+    Done,
+}
+
 pub(super) struct Picker {
     next: usize,
     rng: SmallRng,
@@ -366,6 +376,26 @@ impl<'a, 'p> Worker<'a, 'p> {
         }
     }
 
+    /// The staged ramp's gate for the VU of run-wide index `g` (k6's `stages`): above
+    /// the ramp's VU count now, the VU closes its connection and sleeps until the
+    /// ramp next reaches it (`Waited`: look again), or stops when it never will.
+    async fn ramp_gate(&self, g: f64, client: &mut Client<'_, '_>) -> Gate {
+        let ramp = &self.prep.ramp;
+        let t = self.ctl.start.elapsed().as_secs_f64();
+        if ramp.at(t) > g {
+            return Gate::Run;
+        }
+        client.close();
+        match ramp.next_above(g, t) {
+            Some(at) => {
+                let when = self.ctl.start + Duration::from_secs_f64(at);
+                tokio::time::sleep_until(when.into()).await;
+                Gate::Waited
+            }
+            None => Gate::Done,
+        }
+    }
+
     async fn vu(&self, i: usize, slot: Option<&H2Slot>, h3: Option<&H3Slot>) {
         let prep = self.prep;
         if let Some(script) = &prep.plan.script {
@@ -381,17 +411,10 @@ impl<'a, 'p> Worker<'a, 'p> {
         let mut picker = Picker::new(i as u64);
         loop {
             if staged {
-                let t = self.ctl.start.elapsed().as_secs_f64();
-                if prep.ramp.at(t) <= g {
-                    client.close();
-                    match prep.ramp.next_above(g, t) {
-                        Some(at) => {
-                            let when = self.ctl.start + Duration::from_secs_f64(at);
-                            tokio::time::sleep_until(when.into()).await;
-                            continue;
-                        }
-                        None => break,
-                    }
+                match self.ramp_gate(g, &mut client).await {
+                    Gate::Run => {}
+                    Gate::Waited => continue,
+                    Gate::Done => break,
                 }
             }
             if !self.ctl.claim() {

@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{Client, Picker, Worker};
+use super::{Client, Gate, Picker, Worker};
 use crate::load::script::{Script, VuState};
 
 impl<'a, 'p> Worker<'a, 'p> {
@@ -51,17 +51,10 @@ impl<'a, 'p> Worker<'a, 'p> {
         }
         loop {
             if staged {
-                let t = self.ctl.start.elapsed().as_secs_f64();
-                if prep.ramp.at(t) <= g as f64 {
-                    client.close();
-                    match prep.ramp.next_above(g as f64, t) {
-                        Some(at) => {
-                            let when = self.ctl.start + Duration::from_secs_f64(at);
-                            tokio::time::sleep_until(when.into()).await;
-                            continue;
-                        }
-                        None => break,
-                    }
+                match self.ramp_gate(g as f64, &mut client).await {
+                    Gate::Run => {}
+                    Gate::Waited => continue,
+                    Gate::Done => break,
                 }
             }
             if !self.ctl.claim() {

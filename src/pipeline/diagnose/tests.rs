@@ -13,27 +13,18 @@ use crate::observe::{Event, Observer, Recorder, Step, StepDone, Steps};
 use crate::pipeline::Halt;
 
 fn plan() -> DiagnoseConfig {
-    DiagnoseConfig {
-        count: 4,
-        request: RequestSpec::default(),
-        client: ClientOptions {
+    DiagnoseConfig::new(
+        4,
+        RequestSpec::default(),
+        ClientOptions {
             timeout: Duration::from_secs(10),
             ..ClientOptions::default()
         },
-        origin: None,
-        distance_km: None,
-        force_load: false,
-        no_load: None,
-        ramp: RampPlan {
+        RampPlan {
             max_connections: 2,
             step: Duration::from_secs(1),
         },
-        live: false,
-        watch: None,
-        out: None,
-        secret_headers: Vec::new(),
-        peek: true,
-    }
+    )
 }
 
 fn runtime() -> tokio::runtime::Runtime {
