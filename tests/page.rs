@@ -162,9 +162,11 @@ fn page_findings_and_quiet_on_loopback_nginx() {
     let resolve = format!("far.test:{far_port}:127.0.0.1");
     let har = dir.join("bad.har");
     let bad_url = format!("http://127.0.0.1:{port}/bad.html");
+    // A token in the page's URL never reaches any output (JSON, HAR).
+    let secret_url = format!("{bad_url}?token=s3cr3t");
     let started = std::time::Instant::now();
     let v = page(&[
-        &bad_url,
+        &secret_url,
         "--resolve",
         &resolve,
         "--har",
@@ -200,7 +202,12 @@ fn page_findings_and_quiet_on_loopback_nginx() {
 
     // Milestones: the Network domain and the Performance API agree.
     let m = &first["milestones"];
-    let doc = request(first, "/bad.html");
+    let doc = first["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["resource_type"] == "Document")
+        .unwrap();
     let (net, api) = (network_ttfb(doc), f(&m["ttfb_ms"]));
     assert!(api > 0.0, "{m}");
     assert!((net - api).abs() < 3.0, "network TTFB {net} vs API {api}");
@@ -214,8 +221,10 @@ fn page_findings_and_quiet_on_loopback_nginx() {
         v["verdict"]
     );
 
-    // The HAR: every request of both visits, replayable by load --har.
-    let h: Value = serde_json::from_str(&std::fs::read_to_string(&har).unwrap()).unwrap();
+    // The HAR: every request of both visits, replayable by load --har; no secret.
+    let har_text = std::fs::read_to_string(&har).unwrap();
+    assert!(!v.to_string().contains("s3cr3t") && !har_text.contains("s3cr3t"));
+    let h: Value = serde_json::from_str(&har_text).unwrap();
     let n_req: usize = v["visits"]
         .as_array()
         .unwrap()
@@ -255,6 +264,83 @@ fn page_findings_and_quiet_on_loopback_nginx() {
     assert!(ids(&v).is_empty(), "{:?}", v["findings"]);
     let js = request(visit(&v, "repeat"), "/cached.js");
     assert_eq!(js["from_cache"], true, "{js}");
+}
+
+/// Ctrl-C while the page is still loading (a server of the test's own that never
+/// answers the image): latscope ends promptly with exit 0, prints what the visit
+/// measured ("stopped early: interrupted", the image unfinished) and leaves no
+/// browser process running.
+#[test]
+fn page_ctrl_c_while_loading_keeps_the_visit_and_ends_the_browser() {
+    use std::io::{Read, Write};
+    use std::sync::mpsc;
+    if !have_tools() {
+        return;
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (tx, rx) = mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in listener.incoming().take(20) {
+            let Ok(mut c) = conn else { continue };
+            let mut buf = [0u8; 2048];
+            let n = c.read(&mut buf).unwrap_or(0);
+            let head = String::from_utf8_lossy(&buf[..n]).to_string();
+            if head.starts_with("GET / ") {
+                let body =
+                    "<!doctype html><title>t</title><h1>loading</h1><img src=\"/never.png\">";
+                let _ = write!(
+                    c,
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+            } else if head.starts_with("GET /never.png") {
+                let _ = tx.send(());
+                held.push(c); // never answered
+            }
+        }
+    });
+    let mut child = crate::util_wire::ChildGuard(
+        crate::util::latscope()
+            .args([
+                "page",
+                &format!("http://127.0.0.1:{port}/"),
+                "--no-save",
+                "--visits",
+                "3",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = child.0.id();
+    rx.recv_timeout(Duration::from_secs(30))
+        .expect("the browser asks for the image within 30 s");
+    child.signal(libc::SIGINT);
+    let code = child.wait_for_exit(Duration::from_secs(15));
+    let mut out = String::new();
+    child
+        .0
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("stopped early: interrupted"), "{out}");
+    assert!(out.contains("unfinished"), "{out}");
+    // No live process still runs on this run's profile directories.
+    let mark = format!("latscope-page-{pid}-");
+    let alive: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&mark))
+        .collect();
+    assert!(alive.is_empty(), "browser processes left: {alive:?}");
 }
 
 /// Without a browser: a clear error naming the install, exit 1, no hang; a bad
