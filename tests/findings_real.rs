@@ -291,7 +291,23 @@ fn nagle_and_delayed_ack_in_the_receive_phase() {
     let diagnose =
         |port: u16| crate::findings::diagnose(&[&format!("http://127.0.0.1:{port}/"), "--no-load"]);
     let (_pieces, port) = python_server(WRITES, &["pieces"]);
-    let v = diagnose(port);
+    let dir = TempDir::new("nagle-report");
+    let (db, html) = (dir.join("runs.db"), dir.join("report.html"));
+    let (db, html) = (db.to_str().unwrap(), html.to_str().unwrap());
+    let url = format!("http://127.0.0.1:{port}/");
+    let v = run_json_within(
+        &[
+            "diagnose",
+            "--json",
+            "-n",
+            "5",
+            "--no-load",
+            "--db",
+            db,
+            &url,
+        ],
+        Duration::from_secs(120),
+    );
     let f = finding(&v, "slow-receive");
     eprintln!("slow-receive: {} — {}", f["title"], f["advice"]);
     assert_eq!(text(f, "cause"), "delayed-ack", "{f}");
@@ -310,6 +326,23 @@ fn nagle_and_delayed_ack_in_the_receive_phase() {
     eprintln!("summary: {summary}");
     assert!(!summary.contains("nothing to win"), "{summary}");
     assert!(summary.contains("then the body takes"), "{summary}");
+    // The report's bar shows a fresh connection, and says under it what the reused
+    // ones spent on the body (issue 37: one truth per number, with its series).
+    let out = crate::util::run_within(
+        &["report", "last", "--db", db, "-o", html],
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let page = std::fs::read_to_string(html).unwrap();
+    let note = page
+        .split("<p class=\"note other-series\">")
+        .nth(1)
+        .and_then(|s| s.split("</p>").next())
+        .unwrap_or_else(|| panic!("no note on the reused transfer in the report"));
+    assert!(
+        note.starts_with("On a reused, kept-alive connection the transfer"),
+        "{note}"
+    );
 
     let (_one, port) = python_server(WRITES, &["one"]);
     let v = diagnose(port);

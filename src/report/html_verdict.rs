@@ -95,6 +95,29 @@ fn parts(result: &ProbeResult, series: &str) -> Vec<Part> {
     v
 }
 
+/// The transfer on the series the bar does not show, when it is not the bar's: at
+/// least twice the bar's and 1 ms more (a reused connection that waits 46 ms for the
+/// body while a fresh one takes 0.04 ms — delayed ACKs, a server flushing late).
+fn other_transfer(result: &ProbeResult, shown: &str) -> Option<String> {
+    let (other, what) = BAR_SERIES.iter().find(|(s, _)| *s != shown)?;
+    let receive = |series: &str| {
+        probe_series(result, series)
+            .filter(|s| s.count > 0)
+            .map(|s| (s.phases_ms.get("receive").p50, s.count))
+    };
+    let (here, _) = receive(shown)?;
+    let (there, count) = receive(other)?;
+    let differs = (there >= 2.0 * here || here >= 2.0 * there) && (there - here).abs() >= 1.0;
+    differs.then(|| {
+        format!(
+            "On {what} the transfer (first → last byte) took {} (p50 over {count} requests), \
+             not {}.",
+            fmt_ms(there),
+            fmt_ms(here)
+        )
+    })
+}
+
 /// How the probe names the server's part ("server" when it does not say).
 fn server_label(result: &ProbeResult) -> String {
     match result.server_time_label.as_str() {
@@ -145,6 +168,12 @@ pub fn where_the_time_goes(out: &mut String, result: &ProbeResult, summary: Opti
             esc(&server_label(result)),
             esc(&fmt_ms(sum)),
         ));
+        if let Some(note) = other_transfer(result, series) {
+            out.push_str(&format!(
+                "<p class=\"note other-series\">{}</p>\n",
+                esc(&note)
+            ));
+        }
     }
     if let Some(s) = summary {
         out.push_str(&format!("<p class=\"summary\">{}</p>\n", esc(s)));
@@ -379,6 +408,28 @@ mod tests {
         );
         assert!(out.contains("TTFB &lt;b&gt;81 ms&lt;/b&gt;"), "{out}");
         assert!(!out.contains("DNS"), "a zero part is left out: {out}");
+        assert!(!out.contains("other-series"), "the same transfer: {out}");
+    }
+
+    /// One truth per number, labelled with its series (issue 37): the bar shows a
+    /// fresh connection's 0.04 ms transfer; reused requests that waited 46 ms for
+    /// their body say so under it.
+    #[test]
+    fn a_different_transfer_on_the_other_series_is_said() {
+        let phases = |receive: f64| {
+            json!({"connect": {"p50": 0.1}, "send": {"p50": 0.01}, "wait": {"p50": 0.2},
+                "receive": {"p50": receive}, "ttfb": {"p50": 0.3}})
+        };
+        let r = json!({"fresh": {"count": 10, "phases_ms": phases(0.04)},
+            "reused": {"count": 10, "phases_ms": phases(46.0)}});
+        let r: ProbeResult = serde_json::from_value(r).unwrap();
+        let mut out = String::new();
+        where_the_time_goes(&mut out, &r, None);
+        assert!(out.contains("data-series=\"fresh\""), "{out}");
+        assert!(
+            out.contains("On a reused, kept-alive connection the transfer (first → last byte) took 46.0 ms (p50 over 10 requests), not 0.04 ms."),
+            "{out}"
+        );
     }
 
     /// Findings order: crit, then warn by saving (40 before 2, unpriced last), then
