@@ -66,6 +66,9 @@ pub enum Command {
     Load(LoadArgs),
     /// Storage latency: IOPS, bandwidth and percentiles to p99.99.
     Disk(DiskArgs),
+    /// The page as a headless Chromium loads it: every request timed, milestones
+    /// (TTFB, FCP, LCP, load), first and repeat visits, findings.
+    Page(PageArgs),
     /// The built-in target server (for tests, demos and reproductions).
     Lab(LabArgs),
     /// Run a command behind the lab's wire (RTT, loss, bandwidth, outages): any server
@@ -398,6 +401,39 @@ pub struct OutputArgs {
     /// one-line progress instead.
     #[arg(long)]
     pub no_tui: bool,
+}
+
+/// `latscope page`.
+#[derive(Debug, Args)]
+pub struct PageArgs {
+    /// The page (http:// or https://).
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// Rounds: each starts a browser on a fresh profile for a first visit, then visits
+    /// again in that profile (browser cache, kept-alive connections).
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub visits: u32,
+    /// Bound on the whole run (what was measured by then is reported).
+    #[arg(short = 'm', long, default_value = "60s", value_parser = duration, value_name = "DURATION")]
+    pub max_time: Duration,
+    /// Also fetch from this origin (scheme://host[:port]); by default only the page's
+    /// own origin, loopback and the lab's 198.18.0.0/15 are, the rest is blocked.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub allow_origins: Vec<String>,
+    /// Write the visits as a HAR 1.2 file (`latscope load --har FILE` replays it).
+    #[arg(long, value_name = "FILE")]
+    pub har: Option<PathBuf>,
+    /// The browser binary [default: /usr/bin/chromium].
+    #[arg(long, value_name = "PATH", env = "LATSCOPE_CHROMIUM")]
+    pub chromium: Option<PathBuf>,
+    /// Accept any TLS certificate.
+    #[arg(short = 'k', long)]
+    pub insecure: bool,
+    /// Resolve HOST to ADDR in the browser (as curl's --resolve; every port of HOST).
+    #[arg(long, value_name = "HOST:PORT:ADDR")]
+    pub resolve: Vec<String>,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// `latscope probe`.

@@ -21,6 +21,7 @@ pub mod load;
 pub mod net;
 pub mod observe;
 pub mod output;
+pub mod page;
 pub mod pipeline;
 pub mod probe;
 pub mod record;

@@ -50,6 +50,7 @@ mod load_h2;
 mod load_h3;
 mod no_cache_invented;
 mod one_truth;
+mod page;
 mod probe;
 mod probe_tls;
 mod probe_verdicts;

@@ -17,6 +17,7 @@ mod load;
 mod merge;
 mod observing;
 mod output;
+mod page;
 mod probe;
 mod report;
 mod runs;
@@ -41,6 +42,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Probe(args) => probe::run(args),
         Command::Load(args) => load::run(args),
         Command::Disk(args) => disk::run(args),
+        Command::Page(args) => page::run(args),
         Command::Lab(args) => lab::run(args),
         Command::Wire(args) => wire::run(args),
         Command::Serve(args) => serve::run(args),

@@ -23,6 +23,7 @@ pub mod http;
 pub mod lab;
 pub mod load;
 pub mod out;
+pub mod page;
 pub mod serve;
 
 pub use diagnose::{DiagnoseConfig, DiagnoseRun, RampPlan};

@@ -26,6 +26,7 @@ pub mod html_serve;
 mod html_verdict;
 pub mod live;
 pub mod load;
+pub mod page;
 pub mod probe;
 pub mod progress;
 pub mod rundata;

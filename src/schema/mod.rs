@@ -288,6 +288,17 @@ impl<'a> LoadPart<'a> {
 
 /// The headline of a stored summary (empty when it does not read).
 pub fn headline(kind: &str, summary: &Value) -> Value {
+    if kind == "page" {
+        // `latscope page`: the first visit's median milestones (its document is
+        // page::model's, not one of the typed summaries yet).
+        let mut h = serde_json::Map::new();
+        for k in ["lcp_ms", "fcp_ms", "ttfb_ms", "requests"] {
+            if let Some(v) = summary["first"].get(k).filter(|v| v.is_number()) {
+                h.insert(k.to_string(), v.clone());
+            }
+        }
+        return Value::Object(h);
+    }
     Summary::parse(kind, summary)
         .map(|s| s.headline())
         .unwrap_or_else(|_| Value::Object(Default::default()))

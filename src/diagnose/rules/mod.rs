@@ -16,6 +16,7 @@ pub mod edge_hop;
 pub mod evidence;
 pub mod http3;
 pub mod load;
+pub mod page;
 pub mod rate;
 pub mod server;
 pub mod spikes;
@@ -77,6 +78,10 @@ pub const IDS: &[&str] = &[
     "disk-flush-cost",
     "disk-tail",
     "slow-fsync",
+    "render-blocking-far-origin",
+    "uncached-on-repeat",
+    "subresource-redirect",
+    "h1-connection-limit",
 ];
 
 /// Runs every rule over whatever facts are present, in catalogue order (unsorted).

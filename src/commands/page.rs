@@ -1,0 +1,100 @@
+//! `latscope page URL`: drive headless Chromium through the page (first and repeat
+//! visits), find what the waterfall says (`diagnose::rules::page`), print the
+//! verdict, the waterfall and the findings (or the page JSON), write `--har FILE`,
+//! save the run. Ctrl-C ends the visits early (the browser is killed, what was
+//! measured is kept); a second Ctrl-C ends at once.
+
+use std::time::SystemTime;
+
+use anyhow::Context;
+use serde_json::{json, Value};
+
+use crate::cli::PageArgs;
+use crate::config::page::PageConfig;
+use crate::diagnose::{rules, sort_findings};
+use crate::page::model::{PageRun, Visit, VisitKind};
+use crate::report;
+
+use super::saving::{self, NewRun};
+
+/// The median of some numbers (None when there are none).
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.retain(|x| x.is_finite());
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    (n > 0).then(|| v[(n - 1) / 2])
+}
+
+/// Median milestones over the visits of one kind.
+fn summary(run: &PageRun, kind: VisitKind) -> Value {
+    let visits: Vec<&Visit> = run.of(kind).collect();
+    let m = |f: fn(&Visit) -> Option<f64>| median(visits.iter().filter_map(|v| f(v)).collect());
+    json!({
+        "visits": visits.len(),
+        "ttfb_ms": m(|v| v.milestones.ttfb_ms),
+        "fcp_ms": m(|v| v.milestones.fcp_ms),
+        "lcp_ms": m(|v| v.milestones.lcp_ms),
+        "load_ms": m(|v| v.milestones.load_ms),
+        "requests": median(visits.iter().map(|v| v.requests.len() as f64).collect()),
+        "from_cache": median(visits.iter().map(|v| v.requests.iter().filter(|r| r.from_cache).count() as f64).collect()),
+    })
+}
+
+/// Runs `latscope page`.
+pub fn run(args: PageArgs) -> anyhow::Result<u8> {
+    let cfg = PageConfig::from_args(&args)?;
+    let interrupt = super::interrupt::Interrupt::install()?;
+    let started = SystemTime::now();
+    let measured = crate::page::run(&cfg.options, &interrupt.flag);
+    let run = measured
+        .with_context(|| format!("page {}", crate::redact::redact_urls(&cfg.options.url)))?;
+
+    let mut findings = rules::page::all(&run);
+    sort_findings(&mut findings);
+    let verdict = report::page::verdict(&run);
+    let text = report::page::render(&run, &findings);
+    let doc = json!({
+        "kind": "page",
+        "schema_version": crate::schema::SCHEMA_VERSION,
+        "target": run.url,
+        "verdict": verdict,
+        "browser": run.browser,
+        "allowed_origins": run.allowed_origins,
+        "first": summary(&run, VisitKind::First),
+        "repeat": summary(&run, VisitKind::Repeat),
+        "visits": run.visits,
+        "stopped": run.stopped,
+        "elapsed_s": run.elapsed_s,
+        "findings": findings,
+    });
+    if let Some(path) = &cfg.har {
+        let har = crate::page::har::document(&run);
+        let body = serde_json::to_vec_pretty(&har)?;
+        std::fs::write(path, body)
+            .with_context(|| format!("cannot write the HAR file {}", path.display()))?;
+    }
+    let saved = saving::save(
+        &cfg.output,
+        NewRun {
+            kind: "page",
+            target: run.url.clone(),
+            started,
+            duration_s: run.elapsed_s,
+            config: json!({
+                "visits": cfg.options.visits,
+                "max_time_s": cfg.options.max_time.as_secs_f64(),
+                "allow_origins": cfg.options.allow_origins,
+                "chromium": cfg.options.chromium.display().to_string(),
+            }),
+            summary: doc.clone(),
+            timeline: Value::Array(Vec::new()),
+            findings: serde_json::to_value(&findings)?,
+            text: text.clone(),
+            histograms: Vec::new(),
+            secret_headers: Vec::new(),
+        },
+    );
+    super::output::print_first(cfg.output.json, doc, "verdict", &text)?;
+    super::output::say_saved(cfg.output.json, &saved)?;
+    Ok(saved.exit_code(0))
+}
