@@ -250,7 +250,6 @@ impl<'a, 'p> Client<'a, 'p> {
     }
 }
 
-/// Picks endpoints in sequence or by weight.
 /// What a VU does at the staged ramp's gate (`Worker::ramp_gate`).
 enum Gate {
     /// Send: the ramp counts this VU now.
@@ -261,6 +260,7 @@ enum Gate {
     Done,
 }
 
+/// Picks endpoints in sequence or by weight.
 pub(super) struct Picker {
     next: usize,
     rng: SmallRng,
