@@ -143,8 +143,11 @@ cargo test --locked --doc 2>&1 | tee -a "$log"
 # time. They coordinate through the wire lock (tests/util_wire.rs, a file lock), so
 # no wire runs beside another or beside a capacity search; in one process a heavy
 # test waiting for the lock kept a second test thread idle.
-cargo test --locked --test tests -- --ignored --test-threads=1 >"$heavy" 2>&1 &
+# In a session of its own, so that leaving early (Ctrl-C, a failure) stops the whole
+# heavy run too: a background job of a script ignores the terminal's Ctrl-C.
+setsid cargo test --locked --test tests -- --ignored --test-threads=1 >"$heavy" 2>&1 &
 heavy_pid=$!
+trap 'kill -TERM -- "-$heavy_pid" 2>/dev/null; rm -f "$log" "$heavy"' EXIT
 rest=0
 cargo test --locked --test tests 2>&1 | tee -a "$log" || rest=$?
 heavy_rc=0
