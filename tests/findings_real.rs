@@ -125,8 +125,8 @@ fn not_the_path(v: &Value, what: &str) {
 /// sees four outages: `periodic-spikes` fires with a period of ≈4 s, names user,
 /// order and product as stalling together and healthz as not, and says latscope's
 /// own connections retransmitted nothing (the stall is behind the server). The same
-/// API with a backend that never stalls: neither `periodic-spikes` nor
-/// `lone-spike`.
+/// API with a backend that never stalls: no `periodic-spikes`, and at most an info
+/// `lone-spike` for one stall of the machine itself.
 #[test]
 #[ignore = "heavy: holds the wire lock; scripts/test.sh runs these alone (--ignored)"]
 fn outages_behind_the_server_are_periodic_spikes() {
@@ -167,7 +167,18 @@ fn outages_behind_the_server_are_periodic_spikes() {
     let (_api2, port2) = python_server(API, &[backend2]);
     let v = scenario_run(&dir, port2, 8);
     assert_quiet(&v, "periodic-spikes", "an API whose backend never stalls");
-    assert_quiet(&v, "lone-spike", "an API whose backend never stalls");
+    // A stall of this busy 2-core machine itself (CI saw one of 494 ms at 4 s, with
+    // a heavy test beside two others) is a spike the run did see: at most one, told
+    // as an info that claims no period — never a warning.
+    if let Some(f) = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "lone-spike")
+    {
+        assert_eq!(f["severity"], "info", "{f}");
+        assert_eq!(num(f, "spikes"), 1.0, "{f}");
+    }
     eprintln!("healthy API: {:?}", ids(&v));
 }
 
