@@ -9,6 +9,7 @@
 //! problem, names the blamed request and its cause, and stays quiet on the healthy
 //! page. Skipped with a printed reason when nginx or chromium is missing.
 
+use crate::findings::ids;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -41,15 +42,6 @@ fn page(args: &[&str]) -> Value {
     let mut all = vec!["page", "--json", "--no-save", "--visits", "1"];
     all.extend_from_slice(args);
     run_json_within(&all, LIMIT)
-}
-
-fn ids(v: &Value) -> Vec<String> {
-    v["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["id"].as_str().unwrap().to_string())
-        .collect()
 }
 
 fn findings<'a>(v: &'a Value, id: &str) -> Vec<&'a Value> {
