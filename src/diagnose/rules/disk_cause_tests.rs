@@ -152,3 +152,33 @@ fn flush_cost_both_ways() {
     };
     assert!(flush_cost(&d).is_none());
 }
+
+/// On a volume capped at 500 IOPS the O_DIRECT log runs at 250 commits a second (a
+/// write and a flush each, both waiting for the cap's tokens) and the throttle may put
+/// the wait on the flush: CI saw fdatasync 3.74 ms p50 after a 0.08 ms write. That is
+/// the cap (`disk-iops-cap` names it), not the device's flush. A 20 ms flush on the
+/// same volume holds the log to ~50 commits a second, far below the cap: still named.
+#[test]
+fn a_flush_waiting_for_the_cap_is_the_caps() {
+    let mut d = iops_capped();
+    let mut wal = w("wal-direct", 8192, 1, 250.0, 0.083, 3.9);
+    wal.fsync_p50_ms = Some(3.74);
+    wal.fsync_p99_ms = Some(4.70);
+    d.workloads.push(wal.clone());
+    assert!(iops_cap(&d).is_some());
+    assert!(flush_cost(&d).is_none(), "the cap's wait, not a flush cost");
+    // Three I/Os a commit (a journal block too): 167 a second.
+    d.workloads.last_mut().unwrap().iops = 167.0;
+    assert!(flush_cost(&d).is_none());
+
+    let mut slow = wal.clone();
+    slow.iops = 49.0;
+    slow.fsync_p50_ms = Some(20.3);
+    d.workloads.pop();
+    d.workloads.push(slow.clone());
+    assert!(flush_cost(&d).is_some(), "a real flush cost under the cap");
+    // The same 3.74 ms flush on an uncapped volume is a flush cost.
+    let mut free = cpu_bound();
+    free.workloads.push(wal);
+    assert!(flush_cost(&free).is_some());
+}
