@@ -16,6 +16,7 @@ pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod input;
+pub mod k8s;
 pub mod lab;
 pub mod load;
 pub mod net;

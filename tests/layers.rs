@@ -16,7 +16,7 @@ const FORBIDDEN: &[(&[&str], &[&str])] = &[
         &[
             "net", "probe", "load", "disk", "lab", "watch", "stats", "cache", "diagnose", "report",
             "output", "record", "redact", "units", "uring", "error", "observe", "pipeline",
-            "serve",
+            "serve", "k8s", "page",
         ],
         &["cli", "commands", "store"],
     ),

@@ -12,7 +12,7 @@ use crate::cli::DemoArgs;
 use crate::config::{DiagnoseConfig, OutputConfig, RampPlan};
 use crate::diagnose::diagnosis::Diagnosis;
 use crate::lab::wire::{self, Wire, WireOptions};
-use crate::lab::{self, LabOptions, StallOptions};
+use crate::lab::{self, demo};
 use crate::net::Target;
 use crate::net::{ClientOptions, RequestSpec};
 
@@ -21,46 +21,6 @@ use super::interrupt::Interrupt;
 use super::saving;
 use crate::schema::diagnose::Several;
 use crate::schema::{DiagnoseDoc, DiagnoseEntry, DiagnoseRun};
-
-/// The round trip the demo's wire adds.
-pub const DEMO_RTT: Duration = Duration::from_millis(40);
-
-/// What the demo plants, and the finding that must show each.
-fn planted(with_wire: bool) -> Vec<&'static str> {
-    let mut ids = vec![
-        "cold-start",
-        "not-shared-cacheable",
-        "no-validators",
-        "no-compression",
-        "knee",
-        "periodic-spikes",
-    ];
-    if with_wire {
-        ids.push("handshake-dominates");
-    }
-    ids
-}
-
-/// Findings that follow from a planted problem without being one, and what they
-/// follow from.
-const FOLLOWS: &[(&str, &str)] = &[
-    ("network-dominates", "the 40 ms round trip"),
-    ("tail-heavy", "the periodic stalls"),
-    ("errors-under-load", "the saturating server"),
-];
-
-/// The lab's problems.
-fn lab_options() -> LabOptions {
-    LabOptions {
-        capacity: Some(100.0),
-        stall: Some(StallOptions {
-            every: Duration::from_secs(3),
-            length: Duration::from_millis(500),
-        }),
-        cold: Duration::from_millis(1500),
-        ..LabOptions::default()
-    }
-}
 
 /// Runs `latscope demo`.
 pub fn run(args: DemoArgs) -> anyhow::Result<u8> {
@@ -77,15 +37,11 @@ pub fn run(args: DemoArgs) -> anyhow::Result<u8> {
         Some(w) => w.bind_listener(0).context("bind the lab on the wire")?,
         None => std::net::TcpListener::bind("127.0.0.1:0").context("bind the lab")?,
     };
-    let lab = lab::spawn_on(listener, lab_options()).context("start the lab")?;
+    let lab = lab::spawn_on(listener, demo::lab_options()).context("start the lab")?;
     eprintln!(
         "latscope demo: lab at {} ({}); diagnosing it, about 30 s…",
         lab.base_url(),
-        if wire.is_some() {
-            "40 ms RTT, cold start, cookies, no validators, uncompressed text, 100 req/s capacity, a 0.5 s stall every 3 s"
-        } else {
-            "cold start, cookies, no validators, uncompressed text, 100 req/s capacity, a 0.5 s stall every 3 s"
-        }
+        demo::described(wire.is_some())
     );
     let started = SystemTime::now();
     let interrupt = Interrupt::install()?;
@@ -107,11 +63,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<u8> {
         )
     };
     let mut results: Vec<Diagnosis> = Vec::new();
-    for (path, load) in [
-        ("/cold", false),
-        ("/cache/no-validators", false),
-        ("/cache/private-cookie", true),
-    ] {
+    for (path, load) in demo::ROUTES {
         let target = Target::parse(&lab.url(path)).map_err(anyhow::Error::new)?;
         let plan = DiagnoseConfig {
             no_load: (!load).then(|| "the demo ramps /cache/private-cookie only".to_string()),
@@ -125,24 +77,11 @@ pub fn run(args: DemoArgs) -> anyhow::Result<u8> {
     drop(lab);
     drop(wire);
 
-    let planted = planted(wire_note.is_none());
     let found: Vec<&str> = results
         .iter()
         .flat_map(|d| d.findings.iter().map(|f| f.id.as_str()))
         .collect();
-    let missing: Vec<&str> = planted
-        .iter()
-        .copied()
-        .filter(|id| !found.contains(id))
-        .collect();
-    let mut unexpected: Vec<&str> = found
-        .iter()
-        .copied()
-        .filter(|id| !planted.contains(id) && !FOLLOWS.iter().any(|(f, _)| f == id))
-        .collect();
-    unexpected.sort_unstable();
-    unexpected.dedup();
-    let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let tally = demo::tally(&found, wire_note.is_none());
     let doc = crate::schema::to_value(&DiagnoseRun::Several(Several {
         kind: "diagnose".into(),
         schema_version: crate::schema::SCHEMA_VERSION,
@@ -151,30 +90,14 @@ pub fn run(args: DemoArgs) -> anyhow::Result<u8> {
             .map(|d| DiagnoseEntry::Diagnosed(Box::new(DiagnoseDoc::from(d))))
             .collect(),
         demo: Some(true),
-        planted: Some(owned(&planted)),
-        missing: Some(owned(&missing)),
-        unexpected: Some(owned(&unexpected)),
+        planted: Some(tally.planted.clone()),
+        missing: Some(tally.missing.clone()),
+        unexpected: Some(tally.unexpected.clone()),
         findings: Some(results.iter().flat_map(|d| d.findings.clone()).collect()),
         wire_skipped: wire_note.clone(),
     }));
     let mut text = diagnose::render_text(&results);
-    text.push_str(&format!("planted problems: {}\n", planted.join(", ")));
-    if missing.is_empty() {
-        text.push_str("all of them were found.\n");
-    } else {
-        text.push_str(&format!("NOT found: {}\n", missing.join(", ")));
-    }
-    for (id, why) in FOLLOWS {
-        if found.contains(id) {
-            text.push_str(&format!("{id} follows from {why}.\n"));
-        }
-    }
-    if !unexpected.is_empty() {
-        text.push_str(&format!(
-            "also found, not planted: {}\n",
-            unexpected.join(", ")
-        ));
-    }
+    text.push_str(&crate::report::demo::tally(&tally));
     let urls: Vec<String> = results.iter().map(|d| d.target.clone()).collect();
     let mut record = diagnose::record(
         &output,
@@ -195,7 +118,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<u8> {
                 .map(|_| args.output_html.clone())
                 .map_err(|e| format!("cannot write {}: {e}", args.output_html.display()))
         });
-    text.push_str(&next_steps(&html, id.as_deref()));
+    text.push_str(&crate::report::demo::next_steps(&html, id.as_deref()));
 
     super::output::print(output.json, &doc, &text)?;
     super::output::say_saved(output.json, &saved)?;
@@ -206,7 +129,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<u8> {
 /// open /dev/net/tun), else on the host as root; `None` and why when neither works.
 fn start_wire() -> (Option<Wire>, Option<String>) {
     let options = WireOptions {
-        rtt: DEMO_RTT,
+        rtt: demo::RTT,
         ..WireOptions::default()
     };
     let private = wire::enter_private_namespace();
@@ -220,30 +143,4 @@ fn start_wire() -> (Option<Wire>, Option<String>) {
             (None, Some(why))
         }
     }
-}
-
-fn next_steps(html: &Result<std::path::PathBuf, String>, id: Option<&str>) -> String {
-    let mut s = String::from("\nwhat to try next:\n");
-    match html {
-        Ok(p) => s.push_str(&format!(
-            "  open {} in a browser (charts, findings)\n",
-            p.display()
-        )),
-        Err(e) => s.push_str(&format!("  (the HTML report was not written: {e})\n")),
-    }
-    s.push_str(
-        "  (`latscope` not on your PATH? `cargo install --path .` in the clone puts it there)\n",
-    );
-    if let Some(id) = id {
-        s.push_str(&format!(
-            "  latscope show {id}            print this run again\n"
-        ));
-    }
-    s.push_str(
-        "  latscope lab --listen 127.0.0.1:8080 --stall-every 3s --stall-for 500ms\n\
-         \x20 latscope load http://127.0.0.1:8080/ -c 20 -d 15s   stalls on a fast route: periodic-spikes\n\
-         \x20 latscope report last -o load.html                     its per-second timeline as a chart\n\
-         \x20 latscope https://your.site/                            diagnose your own site\n",
-    );
-    s
 }

@@ -256,6 +256,15 @@ impl RawRequest {
 }
 
 impl ServeConfig {
+    /// Whether a target or a module sends a secret header (its file then holds a
+    /// secret: a Kubernetes Secret, not a ConfigMap).
+    pub fn has_secret_headers(&self) -> bool {
+        self.targets
+            .iter()
+            .any(|t| !t.requesting.secret_headers.is_empty())
+            || self.modules.values().any(|m| !m.secret_headers.is_empty())
+    }
+
     /// Reads and checks the targets file at `path`.
     pub fn read(path: &Path) -> Result<ServeConfig, UsageError> {
         let at = |e: String| UsageError::new(format!("{}: {e}", path.display()));

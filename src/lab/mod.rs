@@ -23,6 +23,7 @@ use tokio::net::TcpListener;
 mod body;
 mod cache;
 mod cold;
+pub mod demo;
 mod gate;
 mod h3;
 mod handle;

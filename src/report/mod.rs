@@ -11,6 +11,7 @@ pub mod compare_tail;
 pub mod compare_text;
 pub mod compare_verdict;
 pub mod csv;
+pub mod demo;
 pub mod diagnose;
 pub mod disk;
 pub mod disk_suite;

@@ -7,14 +7,19 @@
 //! [`page`]). `/probe?target=URL&module=NAME` answers as blackbox_exporter's http
 //! prober does, so existing scrape configs and dashboards work.
 //!
-//! This module measures and renders; `commands/serve.rs` owns the HTTP listener's
-//! lifetime, the schedule, the reloads, the signals and the store.
+//! The [`daemon`] runs the schedule, the reloads and `--once`; [`http`] serves the
+//! endpoints until a signal stops it. Neither prints nor stores: each outcome and
+//! each line for the operator goes to a [`daemon::Recorder`], which
+//! `commands/serve.rs` implements with stderr and the run store.
 
 pub mod check;
+pub mod daemon;
+pub mod http;
 pub mod metrics;
 pub mod page;
 pub mod print;
 pub mod state;
 
 pub use check::{Checked, Outcome};
+pub use daemon::{Daemon, Recorder};
 pub use state::{Change, State};

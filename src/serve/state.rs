@@ -289,6 +289,37 @@ pub fn failure(o: &Outcome) -> String {
     }
 }
 
+/// `--once`'s text: each target's latest outcome (status and time, or why it failed),
+/// its "where the time goes" and findings; and whether one failed.
+pub fn once_text(state: &State) -> (String, bool) {
+    let mut failed = false;
+    let mut text = String::new();
+    for (name, t) in &state.targets {
+        let Some(o) = &t.last else { continue };
+        let head = if o.success() {
+            let c = o.result.as_ref().ok();
+            format!(
+                "{} in {:.0} ms",
+                c.and_then(|c| c.probe.status).unwrap_or(0),
+                o.duration.as_secs_f64() * 1e3
+            )
+        } else {
+            failed = true;
+            format!("FAILED: {}", failure(o))
+        };
+        text.push_str(&format!("{name}  {head}\n"));
+        if let Ok(c) = &o.result {
+            if let Some(s) = &c.summary {
+                text.push_str(&format!("  {s}\n"));
+            }
+            for f in &c.findings {
+                text.push_str(&format!("  {} {}: {}\n", f.severity, f.id, f.title));
+            }
+        }
+    }
+    (text, failed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

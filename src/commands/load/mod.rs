@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use anyhow::Context;
 
-use super::saving::{self, NewRun};
+use super::saving;
 use crate::cli::LoadArgs;
 use crate::config::LoadConfig;
 use crate::diagnose::{self, Facts};
@@ -20,6 +20,11 @@ use crate::report::live;
 use crate::report::progress::ProgressLine;
 
 use super::observing;
+
+mod document;
+mod follow;
+
+use follow::follow_first;
 
 /// Runs `latscope load`.
 pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
@@ -102,81 +107,34 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     };
     let findings = diagnose::run_rules(&facts);
     let config = crate::schema::PlanDoc::from(&plan);
-    let mut doc = crate::schema::LoadDoc::from(&result);
-    doc.findings = findings.clone();
-    doc.shard = config.shard;
-    doc.redirects = redirects;
-    if let (Some(at), Some(late)) = (start_at, start_late_ms) {
-        // What this process's clock saw: how late after --start-at it began.
-        doc.start_at = Some(humantime::format_rfc3339_millis(at).to_string());
-        doc.start_late_ms = Some(crate::units::ms(late));
-    }
-    if !reports.is_empty() {
-        doc.outputs = Some(reports.iter().map(Into::into).collect());
-    }
-    let head_too_large = load::head_too_large();
-    if head_too_large > 0 {
-        eprintln!(
-            "latscope: {head_too_large} responses had headers over {} KiB, latscope's limit for every command (counted as protocol errors)",
-            crate::net::http::MAX_RESPONSE_HEAD / 1024
-        );
-    }
-    let floods = load::h2_floods();
-    if floods > 0 {
-        // Named, not left as bare "protocol" errors (RFC 9113 §10.5).
-        doc.h2_flood_connections = Some(floods);
-        eprintln!(
-            "latscope: {floods} HTTP/2 connections ended with GOAWAY ENHANCE_YOUR_CALM: the server flooded control frames \
-             (more than {} PING/SETTINGS answers it did not read, or more than {} CONTINUATION frames in one header block); their requests count as protocol errors",
-            load::H2_MAX_PENDING_ACKS,
-            load::H2_MAX_CONTINUATIONS
-        );
-    }
-    let fd_exhausted = load::fd_exhausted();
-    if fd_exhausted > 0 {
-        // Named, not left as bare "connect" errors.
-        doc.connect_fd_exhausted = Some(fd_exhausted);
-        eprintln!(
-            "latscope: {fd_exhausted} connects failed: too many open files (EMFILE): the open-file limit (ulimit -n) is {}; raise it or lower -c",
-            load::plan::fd_limit()
-        );
-    }
-    if let (Some(reason), Some(n)) = (load::tls_failure(), result.errors.get("tls")) {
-        doc.tls_error = Some(reason.to_string());
-        eprintln!("latscope: {n} TLS handshakes failed: {reason}");
-    }
+    let doc = document::of(
+        &result,
+        &findings,
+        &config,
+        redirects,
+        &reports,
+        start_at.zip(start_late_ms),
+    );
     let timeline = crate::schema::to_value(&doc.timeline);
     let doc = crate::schema::to_value(&doc);
     // The stored record (text, timeline, every second's histogram) is made only
     // when something keeps it: `--no-save` without `--export` skips it (issue 21:
     // a run's peak memory is at its end).
-    let record = if cfg.output.no_save && cfg.export.is_none() {
-        None
-    } else {
-        let text = format!(
-            "{}{}",
-            report::load::header(&plan),
-            report::load::summary(&result, &findings)
-        );
-        let mut record = saving::record(
-            &cfg.output,
-            NewRun {
-                kind: "load",
-                target: plan.target.url.clone(),
-                started: result.started,
-                duration_s: result.elapsed.as_secs_f64(),
-                config: crate::schema::to_value(&config),
+    let record = (!cfg.output.no_save || cfg.export.is_some())
+        .then(|| {
+            document::record(
+                &cfg.output,
+                &cfg.redact_headers,
+                &plan,
+                &result,
+                &findings,
+                &config,
                 timeline,
-                summary: doc.clone(),
-                findings: serde_json::to_value(&findings)?,
-                text,
-                histograms: result.histograms(),
-                secret_headers: cfg.redact_headers.clone(),
-            },
-        );
-        record.id = run_id;
-        Some(record)
-    };
+                &doc,
+                run_id,
+            )
+        })
+        .transpose()?;
     // Saved before it is printed: a stdout that cannot be written loses nothing.
     let saved = match &record {
         Some(r) => saving::save_record(&cfg.output, r),
@@ -195,48 +153,6 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         }
     }
     Ok(saved.exit_code(verdict(&result)))
-}
-
-/// `-L`: follows the URL's redirects once before the run (what `curl -L` would do
-/// first) and points the plan at the page they end at, with the request as it is
-/// sent there (credentials dropped when the chain left the first origin).
-fn follow_first(
-    plan: &mut load::LoadPlan,
-    redact: &[String],
-    interrupt: &super::interrupt::Interrupt,
-) -> anyhow::Result<Vec<crate::probe::audit::Hop>> {
-    if plan.client.follow_redirects.is_none() {
-        return Ok(Vec::new());
-    }
-    if plan.endpoints.len() != 1 {
-        return Err(crate::usage!(
-            "-L follows one URL's redirects: give each request of a scenario its final URL"
-        ));
-    }
-    let ep = &plan.endpoints[0];
-    let request = crate::net::RequestSpec {
-        method: ep.method.clone(),
-        headers: ep.headers.clone(),
-        body: ep.body.clone(),
-    };
-    let config = crate::probe::ProbeConfig {
-        target: plan.target.clone(),
-        count: 1,
-        secret_headers: crate::config::diagnose::secret_headers(&request, redact),
-        request,
-        client: plan.client.clone(),
-    };
-    let (last, chain) = interrupt
-        .runtime
-        .block_on(crate::probe::redirect::follow(&config, &interrupt.stop))
-        .context("following the URL's redirects (-L)")?;
-    plan.target = last.target.clone();
-    let ep = &mut plan.endpoints[0];
-    ep.path_and_query = last.target.path_and_query;
-    ep.method = last.request.method;
-    ep.headers = last.request.headers;
-    ep.body = last.request.body;
-    Ok(chain.hops)
 }
 
 /// The exit code the run itself earns: 1 when every request failed or none
