@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 31 item 4's bench: the database suite three times (N) on each of the volumes
-# tests/disk_suite.rs builds — unthrottled, 500 IOPS, 5 MiB/s, +5 ms per I/O, 1.5 s
-# stalls every 6 s, +20 ms per flush — each run checked as the test checks one, and
+# tests/disk_suite.rs builds — 5 MiB/s, +5 ms per I/O, 1.5 s stalls every 6 s, +20 ms
+# per flush — and tests/repeatability.rs' disk cases build (unthrottled, 500 IOPS;
+# run here without its CPU hogs) — each run checked as the test checks one, and
 # every run of a volume required to name the same warn/crit findings. Prints a
 # Markdown table for bench/RESULTS.md: per volume, the runs, the verdicts and the
 # warn/crit ids of each run.
@@ -22,6 +23,10 @@ start=$(date +%s)
 LATSCOPE_DISK_RUNS=$N cargo test --test tests -- disk_suite --test-threads=1 --nocapture \
     >"$OUTDIR/test.log" 2>&1
 rc=$?
+LATSCOPE_REPEAT=$N LATSCOPE_HOGS=0 cargo test --test repeatability -- --test-threads=1 \
+    --nocapture repeatability_unthrottled repeatability_iops_cap >>"$OUTDIR/test.log" 2>&1
+rc2=$?
+[ "$rc" = 0 ] && rc=$rc2
 took=$(( $(date +%s) - start ))
 
 python3 - "$OUTDIR/test.log" "$N" "$rc" "$took" <<'PY'

@@ -1,62 +1,41 @@
 //! `latscope disk PATH` without workload flags — the database suite — on volumes the
 //! tests build with known behaviour, each asserting the cause named and the verdict:
-//! a RAM-backed loop device as it is (fit; nothing to say), capped by a cgroup v1
-//! `blkio.throttle` at 500 IOPS (`disk-iops-cap`) or at 5 MiB/s
+//! a RAM-backed loop device capped by a cgroup v1 `blkio.throttle` at 5 MiB/s
 //! (`disk-bandwidth-cap`), and ext4 on a loop device over a FUSE file that adds 5 ms
 //! to every I/O (`disk-added-latency`; SQLite's own commit latency on it is checked
 //! against the predicted one), stalls 1.5 s every 6 s (`disk-tail` crit) or pays
-//! 20 ms per cache flush (`disk-flush-cost`). Each volume runs once here; with
-//! `LATSCOPE_DISK_RUNS=N` (bench/disk-repeat.sh) N times, and every run must name the
-//! same warn/crit findings. tests/repeatability.rs runs the unthrottled and the
-//! IOPS-capped volumes three times each under two CPU hogs.
+//! 20 ms per cache flush (`disk-flush-cost`). The loop device as it is (fit; nothing to
+//! say) and capped at 500 IOPS (`disk-iops-cap`) are tests/repeatability.rs' disk
+//! cases, three runs each under two CPU hogs, checked the same way
+//! (tests/util_suite.rs). Each volume runs once here; with `LATSCOPE_DISK_RUNS=N`
+//! (bench/disk-repeat.sh) N times, and every run must name the same warn/crit findings.
 //!
 //! Time: each suite run takes 20–30 s (the bandwidth cap's is the longest), about
-//! 2.5 min for the module; the runs hold the heavy-test lock (util_wire::lock), since
+//! 2 min for the module; the runs hold the heavy-test lock (util_wire::lock), since
 //! CPU-starved loop and FUSE workers are noise, not the volume.
 
-use std::collections::BTreeSet;
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::findings::{assert_quiet, finding, num};
+use crate::findings::{assert_quiet, num};
 use crate::util_disk::{disk_json_in, sh_json_in, Capped, LoopDev};
 use crate::util_require::{require_ok, BLKIO_HINT, LOOP_HINT};
 use crate::util_slowfs::{SlowVolume, Slowness};
+use crate::util_suite::{check_suite_doc, finding, fit, loud, profile, say, SUITE};
 
 /// What the FUSE volumes need (scripts/test.sh installs it).
 const FUSE_HINT: &str = "apt-get install fuse3 libfuse3-dev pkg-config gcc (scripts/test.sh does)";
 
-/// The suite's arguments: a 64 MiB test file keeps the layout short.
-const SUITE: &str = "--size 64MB";
-
-/// The ids of the warn and crit findings.
-fn loud(v: &Value) -> BTreeSet<String> {
-    v["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["severity"] != "info")
-        .map(|f| f["id"].as_str().unwrap().to_string())
-        .collect()
-}
-
 /// Suite runs per volume: `LATSCOPE_DISK_RUNS` when set (bench/disk-repeat.sh runs
 /// every volume 3 times), else `default`: one (each run is 20–30 s under the
-/// heavy-test lock; tests/repeatability.rs runs the unthrottled and the IOPS-capped
-/// volumes three times each, under two CPU hogs).
+/// heavy-test lock).
 fn runs(default: usize) -> usize {
     std::env::var("LATSCOPE_DISK_RUNS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
         .max(1)
-}
-
-/// Says one run's verdict and warn/crit ids on stderr, as a line
-/// `disk-repeat <case> <run> fit=<fit> <ids>` for bench/disk-repeat.sh.
-fn say(case: &str, run: usize, v: &Value) {
-    eprintln!("disk-repeat {case} {run} fit={} {:?}", fit(v), loud(v));
 }
 
 /// The suite on `path` (inside `cgroup`) `n` times, each run checked by `check`; every
@@ -83,162 +62,6 @@ fn repeat(
             None => first = Some(ids),
         }
     }
-}
-
-fn fit(v: &Value) -> &str {
-    v["verdict"]["fit"].as_str().unwrap()
-}
-
-/// The fit of one kind of database in the verdict.
-fn profile<'a>(v: &'a Value, name: &str) -> &'a str {
-    v["verdict"]["profiles"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["profile"] == name)
-        .unwrap_or_else(|| panic!("no {name} profile in {}", v["verdict"]))["fit"]
-        .as_str()
-        .unwrap()
-}
-
-/// Checks the suite's JSON: its workloads in order, the commit test, a verdict with
-/// a reason per kind of database, and percentiles only where the I/Os support them.
-fn check_suite_doc(v: &Value) {
-    assert_eq!(v["kind"], "disk");
-    assert_eq!(v["mode"], "suite");
-    let names: Vec<&str> = v["workloads"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        names,
-        [
-            "read-4k-qd1",
-            "read-4k-qd32",
-            "read-64k-qd32",
-            "write-1m-qd8",
-            "wal-direct"
-        ]
-    );
-    for w in v["workloads"].as_array().unwrap() {
-        let dir = if w["pattern"] == "write" {
-            "write"
-        } else {
-            "read"
-        };
-        let ios = w[dir]["ios"].as_u64().unwrap();
-        assert!(ios > 0, "{w}");
-        let lat = &w[dir]["lat_us"];
-        assert_eq!(lat["p9999"].is_null(), ios < 10_000, "{w}");
-        assert_eq!(lat["p999"].is_null(), ios < 1_000, "{w}");
-    }
-    let c = &v["commit"];
-    assert!(c["commits"].as_u64().unwrap() > 0, "{c}");
-    assert!(c["append"]["commits"].as_u64().unwrap() > 0, "{c}");
-    assert_eq!(c["segment"]["bytes"], 16 * 1024 * 1024);
-    // PSI's share, where the kernel has it (this machine's does).
-    let busy = c["cpu_pressure_pct"].as_f64();
-    assert!(busy.is_some_and(|b| (0.0..=100.0).contains(&b)), "{c}");
-    assert!(c["segment"]["ms"].as_f64().unwrap() > 0.0, "{c}");
-    assert!(
-        ["yes", "limited", "no"].contains(&fit(v)),
-        "{}",
-        v["verdict"]
-    );
-    assert!(!v["verdict"]["for"].as_str().unwrap().is_empty());
-    assert!(v["verdict"]["because"].as_array().unwrap().len() >= 3);
-    for p in ["transactional", "read-heavy", "write-heavy"] {
-        profile(v, p);
-    }
-    assert!(v["verdict"]["commit_p50_ms"].as_f64().unwrap() > 0.0);
-}
-
-/// Unthrottled RAM-backed volume (`LATSCOPE_DISK_RUNS` runs): fit for every kind of database, and
-/// not one warn or crit (no cap, no stall from a busy machine's single slow I/O, no
-/// `slow-fsync` warn from a commit tail the busy machine made: at most its info).
-/// The JSON starts with the verdict.
-#[test]
-#[ignore = "heavy: holds the wire lock; scripts/test.sh runs these alone (--ignored)"]
-fn suite_on_an_unthrottled_volume_is_fit_every_time() {
-    let _heavy = crate::util_wire::lock();
-    let Some(lo) = require_ok(LoopDev::new("suite-fast", 160), LOOP_HINT) else {
-        return;
-    };
-    let out = crate::util::latscope()
-        .args([
-            "disk",
-            lo.mnt.path(),
-            "--size",
-            "64MB",
-            "--json",
-            "--no-save",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let raw = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        raw.starts_with("{\n  \"verdict\": {"),
-        "{}",
-        &raw[..raw.len().min(200)]
-    );
-    let check = |v: &Value| {
-        assert_eq!(fit(v), "yes", "{}", v["verdict"]);
-        assert!(loud(v).is_empty(), "{:?}: {}", loud(v), v["findings"]);
-        assert!(
-            lo.mnt.entries().iter().all(|e| e == "lost+found"),
-            "{:?}",
-            lo.mnt.entries()
-        );
-    };
-    let first = serde_json::from_str::<Value>(&raw).unwrap();
-    check_suite_doc(&first);
-    check(&first);
-    say("unthrottled", 0, &first);
-    let n = runs(1) - 1;
-    repeat("unthrottled", None, lo.mnt.path(), n, Some(&first), check);
-}
-
-/// Capped at 500 IOPS (`LATSCOPE_DISK_RUNS` runs): `disk-iops-cap` names 500 every time (the same
-/// IOPS at 4 and 64 KiB, latency rising with queue depth), never a bandwidth cap or
-/// added latency; the verdict is "limited" and the warn/crit findings are the same
-/// in every run.
-#[test]
-#[ignore = "heavy: holds the wire lock; scripts/test.sh runs these alone (--ignored)"]
-fn suite_names_an_iops_cap_the_same_way_every_time() {
-    let _heavy = crate::util_wire::lock();
-    let Some(lo) = require_ok(LoopDev::new("suite-iops", 160), LOOP_HINT) else {
-        return;
-    };
-    let Some(capped) = require_ok(Capped::new(lo.rdev(), 500), BLKIO_HINT) else {
-        return;
-    };
-    repeat(
-        "iops-cap",
-        Some(&capped),
-        lo.mnt.path(),
-        runs(1),
-        None,
-        |v| {
-            let cap = finding(v, "disk-iops-cap");
-            assert_eq!(num(cap, "cap_iops"), 500.0, "{cap}");
-            assert_quiet(v, "disk-bandwidth-cap", "an IOPS cap");
-            assert_quiet(v, "disk-added-latency", "an IOPS cap");
-            // The log runs at the cap (a write and a flush per commit): whichever of
-            // the two waits for the tokens, that wait is the cap's, not a flush cost.
-            assert_quiet(v, "disk-flush-cost", "an IOPS cap");
-            assert_eq!(fit(v), "limited", "{}", v["verdict"]);
-            assert_eq!(profile(v, "read-heavy"), "limited", "{}", v["verdict"]);
-            let because = v["verdict"]["because"].to_string();
-            assert!(because.contains("disk-iops-cap"), "{because}");
-        },
-    );
 }
 
 /// Capped at 5 MiB/s: `disk-bandwidth-cap` (5 MiB/s at 4 and 64 KiB, IOPS falling 16×),

@@ -89,6 +89,7 @@ mod util_real;
 mod util_require;
 mod util_slowfs;
 mod util_stack;
+mod util_suite;
 mod util_wire;
 mod watch;
 mod wire;

@@ -308,20 +308,31 @@ impl Drop for Capped {
 }
 
 /// Runs `latscope disk ARGS --json --no-save` (inside `cgroup` when given) under a
-/// 60 s `timeout`; expects success and returns the JSON.
+/// 60 s `timeout`; expects success and returns the JSON, which starts with the
+/// verdict (the answer first, DESIGN.md).
 pub fn disk_json_in(cgroup: Option<&Capped>, args: &str) -> Value {
-    sh_json_in(
-        cgroup,
-        &format!(
-            "{} disk {args} --json --no-save",
-            env!("CARGO_BIN_EXE_latscope")
-        ),
-    )
+    let cmd = format!(
+        "{} disk {args} --json --no-save",
+        env!("CARGO_BIN_EXE_latscope")
+    );
+    let raw = sh_stdout_in(cgroup, &cmd);
+    assert!(
+        raw.starts_with(b"{\n  \"verdict\": {"),
+        "{}",
+        String::from_utf8_lossy(&raw[..raw.len().min(200)])
+    );
+    serde_json::from_slice(&raw).expect("JSON on stdout")
 }
 
 /// Runs the shell command `cmd` (inside `cgroup` when given) under a 60 s `timeout`;
 /// expects success and parses its stdout as JSON.
 pub fn sh_json_in(cgroup: Option<&Capped>, cmd: &str) -> Value {
+    serde_json::from_slice(&sh_stdout_in(cgroup, cmd)).expect("JSON on stdout")
+}
+
+/// Runs the shell command `cmd` (inside `cgroup` when given) under a 60 s `timeout`;
+/// expects success and returns its stdout.
+fn sh_stdout_in(cgroup: Option<&Capped>, cmd: &str) -> Vec<u8> {
     let script = match cgroup {
         Some(c) => c.script(cmd),
         None => format!("exec {cmd}"),
@@ -335,5 +346,5 @@ pub fn sh_json_in(cgroup: Option<&Capped>, cmd: &str) -> Value {
         "{script}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).expect("JSON on stdout")
+    out.stdout
 }
