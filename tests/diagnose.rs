@@ -237,9 +237,11 @@ fn urls_not_reached_keep_their_place() {
     assert_eq!(results[1]["error"], "not measured: --max-time reached");
 }
 
-/// The demo: every planted problem is among the findings, the HTML report is written,
-/// the text ends with where the run went (`saved as run ID`, issue 37 item 6), and
-/// the stored JSON is the diagnose JSON plus `planted`.
+/// The demo, run as the README's quick start runs it (its arguments, taken from the
+/// README, then a store and a report path of the test's own): every planted problem
+/// is among the findings, the HTML report is written, the text ends with where the run
+/// went (`saved as run ID`, issue 37 item 6), and the stored JSON is the diagnose JSON
+/// plus `planted`.
 #[test]
 #[ignore = "heavy: holds the wire lock; scripts/test.sh runs these alone (--ignored)"]
 fn the_demo_finds_every_planted_problem() {
@@ -249,10 +251,11 @@ fn the_demo_finds_every_planted_problem() {
     let html = dir.join("demo.html");
     let db = dir.join("runs.db");
     let db = db.to_str().unwrap();
-    let out = run_within(
-        &["demo", "--db", db, "-o", html.to_str().unwrap()],
-        Duration::from_secs(120),
-    );
+    let mut args = crate::readme::quick_start_args();
+    assert_eq!(args, ["demo"], "the README's quick start");
+    args.extend(["--db", db, "-o", html.to_str().unwrap()].map(String::from));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run_within(&args, Duration::from_secs(120));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     let text = String::from_utf8_lossy(&out.stdout);

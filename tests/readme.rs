@@ -1,6 +1,7 @@
 //! The README's first screen, followed literally (issue 37 items 1 and 2): its
 //! quick-start block holds exactly the two commands CI runs (`.ci/run` execs
-//! `scripts/test.sh`; the demo through cargo), the set-up times it states are the
+//! `scripts/test.sh`; the demo through cargo, whose arguments the demo's test in
+//! tests/diagnose.rs runs as they stand), the set-up times it states are the
 //! ones `bench/RESULTS.md` records, `cargo install --path .` comes before the first
 //! `latscope …` command a reader would type, every `$ latscope …` example is a command
 //! the CLI accepts, and every docs/ page it links exists.
@@ -8,6 +9,17 @@
 use std::path::Path;
 
 const README: &str = include_str!("../README.md");
+
+/// The arguments the quick start gives latscope (`cargo run --release -- ARGS`): what
+/// `diagnose::the_demo_finds_every_planted_problem` runs, through the binary cargo
+/// built for the tests.
+pub(crate) fn quick_start_args() -> Vec<String> {
+    let cmds = quick_start();
+    let (_, args) = cmds[0]
+        .split_once(" -- ")
+        .unwrap_or_else(|| panic!("the quick start runs latscope through cargo: {cmds:?}"));
+    args.split_whitespace().map(str::to_string).collect()
+}
 
 /// The commands of the README's quick-start block, comments stripped.
 fn quick_start() -> Vec<String> {
