@@ -251,11 +251,40 @@ fn page_findings_and_quiet_on_loopback_nginx() {
     assert_eq!(fetched["blocked"], false, "{fetched}");
     assert_eq!(fetched["status"], 200, "{fetched}");
 
-    // The healthy page: nothing to say; its script comes from the cache.
-    let v = page(&[&format!("http://127.0.0.1:{port}/good.html")]);
+    // The healthy page, stored: nothing to say; its script comes from the cache. The
+    // HTML report of the run draws both visits' waterfalls, the repeat visit's
+    // script from the browser cache.
+    let db = dir.join("runs.db");
+    let db = db.to_str().unwrap();
+    let good = format!("http://127.0.0.1:{port}/good.html");
+    let v = run_json_within(
+        &["page", "--json", "--visits", "1", "--db", db, &good],
+        LIMIT,
+    );
     assert!(ids(&v).is_empty(), "{:?}", v["findings"]);
     let js = request(visit(&v, "repeat"), "/cached.js");
     assert_eq!(js["from_cache"], true, "{js}");
+    let html = dir.join("good-report.html");
+    let out = run_within(
+        &["report", "last", "--db", db, "-o", html.to_str().unwrap()],
+        LIMIT,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "report: {stderr}");
+    let report = std::fs::read_to_string(&html).unwrap();
+    assert_eq!(
+        report.matches("<svg class=\"waterfall\"").count(),
+        2,
+        "two waterfalls"
+    );
+    assert!(report.contains("Waterfall, repeat visit #1"));
+    let repeat = &report[report.find("Waterfall, repeat visit #1").unwrap()..];
+    let row = repeat
+        .split("<g>")
+        .find(|g| g.contains("cached.js</text>"))
+        .unwrap_or_else(|| panic!("no cached.js row in the repeat waterfall: {repeat}"));
+    assert!(row.contains("fill=\"#6aa84f\""), "from the cache: {row}");
+    assert!(row.contains(">200 cache<"), "{row}");
 }
 
 /// Ctrl-C while the page is still loading (a server of the test's own that never

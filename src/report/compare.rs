@@ -228,6 +228,9 @@ pub fn compare(runs: &[RunRecord]) -> Result<Comparison, RunDataError> {
             }
             sections.extend(disk_sections(run, &doc, &hist));
         }
+        if run.kind == "page" {
+            sections.extend(super::compare_page::page_sections(run));
+        }
         per_run.push(sections);
     }
     Ok(Comparison {

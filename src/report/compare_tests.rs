@@ -223,3 +223,68 @@ fn verdict_first_noise_hidden_hit_ratio_shown() {
     );
     assert!(explained.contains("Mann-Whitney"), "{explained}");
 }
+
+/// A page run's visits as its stored document holds them: `lcp` per first visit
+/// (TTFB a tenth of it), one repeat visit, two requests each.
+fn page(lcp: &[f64]) -> Value {
+    let request = |cached: bool| {
+        json!({"url": "http://127.0.0.1:1/app.js", "origin": "http://127.0.0.1:1",
+            "method": "GET", "resource_type": "Script", "initiator": "parser",
+            "start_ms": 5.0, "end_ms": 9.0, "phases": {"queued": 0.0},
+            "protocol": "http/1.1", "status": 200, "encoded_bytes": 2048,
+            "from_cache": cached, "render_blocking": "", "connection_id": 1,
+            "connection_reused": false, "remote_address": ""})
+    };
+    let visit = |kind: &str, i: usize, lcp: f64| {
+        json!({"kind": kind, "index": i + 1,
+            "milestones": {"ttfb_ms": lcp / 10.0, "fcp_ms": lcp, "lcp_ms": lcp,
+                "dom_content_loaded_ms": lcp, "load_ms": lcp + 5.0},
+            "requests": [request(false), request(kind == "repeat")],
+            "started_wall_ms": 0.0, "loaded": true})
+    };
+    let mut visits: Vec<Value> = lcp
+        .iter()
+        .enumerate()
+        .map(|(i, l)| visit("first", i, *l))
+        .collect();
+    visits.push(visit("repeat", 0, 50.0));
+    json!({"kind": "page", "visits": visits})
+}
+
+/// Two page runs: a section per kind of visit; LCP tested on the visits (four each:
+/// 100 ms against 200 ms is significant), the requests the same; a repeat visit
+/// alone is shown, with too few visits to test.
+#[test]
+fn page_runs_compare_their_milestones_per_visit() {
+    let a = run("a", "page", page(&[100.0, 104.0, 98.0, 102.0]));
+    let b = run("b", "page", page(&[200.0, 210.0, 190.0, 205.0]));
+    let cmp = compare(&[a, b]).unwrap();
+    let names: Vec<&str> = cmp.sections.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["page: first visit", "page: repeat visit"]);
+    let first = &cmp.sections[0];
+    let lcp = first.rows.iter().find(|r| r.metric == "LCP").unwrap();
+    assert_eq!(lcp.values, [Some(100.0), Some(200.0)]);
+    let t = lcp.tests[1].as_ref().unwrap();
+    assert_eq!(t.n, [4, 4]);
+    assert_eq!(t.significant, Some(true));
+    let requests = first.rows.iter().find(|r| r.metric == "requests").unwrap();
+    assert_eq!(requests.values, [Some(2.0), Some(2.0)]);
+    let kib = first
+        .rows
+        .iter()
+        .find(|r| r.metric == "transferred")
+        .unwrap();
+    assert_eq!(kib.values, [Some(4.0), Some(4.0)]);
+    let repeat = &cmp.sections[1];
+    let cached = repeat
+        .rows
+        .iter()
+        .find(|r| r.metric == "from the browser cache")
+        .unwrap();
+    assert_eq!(cached.values, [Some(1.0), Some(1.0)]);
+    let lcp = repeat.rows.iter().find(|r| r.metric == "LCP").unwrap();
+    assert!(
+        lcp.tests[1].as_ref().is_none_or(|t| t.p_value.is_none()),
+        "one visit each: no test"
+    );
+}

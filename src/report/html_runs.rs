@@ -147,6 +147,9 @@ pub fn run_section(out: &mut String, run: &RunRecord) -> Result<(), ReportError>
     let doc = rundata::doc(run);
     // `run.findings` is the record's own copy; a run stored without it keeps them in
     // its summary.
+    if run.kind == "page" {
+        super::html_page::verdict(out, &run.summary);
+    }
     let list: Vec<Finding> = crate::schema::from_value(&run.findings)
         .ok()
         .filter(|f: &Vec<Finding>| !f.is_empty())
@@ -175,6 +178,9 @@ pub fn run_section(out: &mut String, run: &RunRecord) -> Result<(), ReportError>
     }
     if let Some(disk) = doc.as_ref().and_then(Summary::disk) {
         disk_section(out, disk, &hist)?;
+    }
+    if run.kind == "page" {
+        super::html_page::details(out, &run.summary);
     }
     Ok(())
 }
