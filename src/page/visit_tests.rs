@@ -35,6 +35,21 @@ fn response(url: &str, status: u16, request_time: f64, timing: Value, headers: V
         "connectionReused": false, "remoteIPAddress": "127.0.0.1", "encodedDataLength": 100})
 }
 
+/// The two events of a request that was answered: its response, then its end at
+/// `finished` (s) with `bytes` on the wire.
+fn answered(id: &str, ty: &str, response: Value, finished: f64, bytes: u64) -> [Value; 2] {
+    [
+        ev(
+            "Network.responseReceived",
+            json!({"requestId": id, "type": ty, "response": response}),
+        ),
+        ev(
+            "Network.loadingFinished",
+            json!({"requestId": id, "timestamp": finished, "encodedDataLength": bytes}),
+        ),
+    ]
+}
+
 /// A document on a new connection, a stylesheet redirected once, a cached script and
 /// a blocked one.
 #[test]
@@ -56,49 +71,35 @@ fn events_become_records() {
     );
     let css = response("http://a.test/new.css", 200, 100.080, json!({}), json!({}));
     let js = response("http://a.test/app.js", 200, 100.060, json!({}), json!({}));
-    let events = vec![
-        sent("1", "http://a.test/", "Document", 99.999, None),
-        ev(
-            "Network.responseReceived",
-            json!({"requestId": "1", "type": "Document", "response": doc}),
-        ),
-        ev(
-            "Network.loadingFinished",
-            json!({"requestId": "1", "timestamp": 100.030, "encodedDataLength": 500}),
-        ),
-        sent("2", "http://a.test/old.css", "Stylesheet", 100.040, None),
-        sent(
-            "2",
-            "http://a.test/new.css",
-            "Stylesheet",
-            100.075,
-            Some(hop),
-        ),
-        ev(
-            "Network.responseReceived",
-            json!({"requestId": "2", "type": "Stylesheet", "response": css}),
-        ),
-        ev(
-            "Network.loadingFinished",
-            json!({"requestId": "2", "timestamp": 100.110, "encodedDataLength": 300}),
-        ),
-        sent("3", "http://a.test/app.js", "Script", 100.045, None),
-        ev("Network.requestServedFromCache", json!({"requestId": "3"})),
-        ev(
-            "Network.responseReceived",
-            json!({"requestId": "3", "type": "Script", "response": js}),
-        ),
-        ev(
-            "Network.loadingFinished",
-            json!({"requestId": "3", "timestamp": 100.046, "encodedDataLength": 0}),
-        ),
-        sent("4", "http://b.test/x.js", "Script", 100.047, None),
-        ev(
-            "Network.loadingFailed",
-            json!({"requestId": "4", "timestamp": 100.048,
+    let mut events = vec![sent("1", "http://a.test/", "Document", 99.999, None)];
+    events.extend(answered("1", "Document", doc, 100.030, 500));
+    events.push(sent(
+        "2",
+        "http://a.test/old.css",
+        "Stylesheet",
+        100.040,
+        None,
+    ));
+    events.push(sent(
+        "2",
+        "http://a.test/new.css",
+        "Stylesheet",
+        100.075,
+        Some(hop),
+    ));
+    events.extend(answered("2", "Stylesheet", css, 100.110, 300));
+    events.push(sent("3", "http://a.test/app.js", "Script", 100.045, None));
+    events.push(ev(
+        "Network.requestServedFromCache",
+        json!({"requestId": "3"}),
+    ));
+    events.extend(answered("3", "Script", js, 100.046, 0));
+    events.push(sent("4", "http://b.test/x.js", "Script", 100.047, None));
+    events.push(ev(
+        "Network.loadingFailed",
+        json!({"requestId": "4", "timestamp": 100.048,
             "errorText": "net::ERR_PROXY_CONNECTION_FAILED", "canceled": false}),
-        ),
-    ];
+    ));
     // The page's requestStart 10.5 ms after its time origin: the network clock's
     // 100.0105 s is 10.5 ms, so the origin is 100.000 s.
     let page = json!({"ttfb": 20.0, "requestStart": 10.5, "fcp": 150.0, "lcp": 160.0,
