@@ -1,8 +1,8 @@
 //! `latscope serve`: the targets file checked, then `serve::daemon` on the schedule
 //! and `serve::http` serving until a signal (or `--once`: every target once, printed,
-//! saved). Here: the flags' checks, `--print-config`, and the [`Recorder`] that logs
-//! each confirmed change on stderr and stores every check as a run labelled
-//! `serve:NAME` (with `--retention`), on a thread of its own.
+//! saved). Here: the flags' checks, `--print-config`, and (in `log`) the
+//! [`serve::Recorder`] that logs each confirmed change on stderr and stores every check
+//! as a run labelled `serve:NAME` (with `--retention`), on a thread of its own.
 
 use std::path::Path;
 use std::time::Duration;
