@@ -133,7 +133,8 @@ cargo clippy --all-targets --locked -- -D warnings
 
 log=$(mktemp "${TMPDIR:-/tmp}/latscope-test-XXXXXX.log")
 heavy=$(mktemp "${TMPDIR:-/tmp}/latscope-heavy-XXXXXX.log")
-trap 'rm -f "$log" "$heavy"' EXIT
+quiet=$(mktemp "${TMPDIR:-/tmp}/latscope-quiet-XXXXXX.log")
+trap 'rm -f "$log" "$heavy" "$quiet"' EXIT
 cargo test --locked --no-run
 # Unit tests, then tests/repeatability.rs alone (it runs CPU hogs).
 cargo test --locked --lib --bins --test repeatability 2>&1 | tee "$log"
@@ -145,11 +146,21 @@ cargo test --locked --doc 2>&1 | tee -a "$log"
 # test waiting for the lock kept a second test thread idle.
 # In a session of its own, so that leaving early (Ctrl-C, a failure) stops the whole
 # heavy run too: a background job of a script ignores the terminal's Ctrl-C.
-setsid cargo test --locked --test tests -- --ignored --test-threads=1 >"$heavy" 2>&1 &
+# The heavy tests that compare timings closely wait for a third run, with nothing
+# beside them: two capacity searches whose brackets must overlap, the FUSE volumes of
+# the disk suite (their daemon is a process the neighbours can starve, which latscope's
+# own schedstat cannot see), the periodic-spike detector. Beside two neighbours each
+# of them failed a clean-clone run once.
+alone=(capacity::find_max_stops_decided_steps_early disk_suite::
+       findings_real::outages_behind_the_server_are_periodic_spikes)
+skip=()
+for t in "${alone[@]}"; do skip+=(--skip "$t"); done
+setsid cargo test --locked --test tests -- --ignored --test-threads=1 "${skip[@]}" \
+  >"$heavy" 2>&1 &
 heavy_pid=$!
 # (`|| true`: under `set -e` a failing command in the trap, here the kill of a session
 # that already ended, would turn the script's exit status into 1.)
-trap 'kill -TERM -- "-$heavy_pid" 2>/dev/null || true; rm -f "$log" "$heavy"' EXIT
+trap 'kill -TERM -- "-$heavy_pid" 2>/dev/null || true; rm -f "$log" "$heavy" "$quiet"' EXIT
 rest=0
 cargo test --locked --test tests 2>&1 | tee -a "$log" || rest=$?
 heavy_rc=0
@@ -157,17 +168,19 @@ wait "$heavy_pid" || heavy_rc=$?
 echo "--- the heavy tests, one at a time (cargo test --test tests -- --ignored --test-threads=1):"
 cat "$heavy"
 [ "$rest" = 0 ] && [ "$heavy_rc" = 0 ] || exit 1
+echo "--- the heavy tests that run alone: ${alone[*]}"
+cargo test --locked --test tests -- --ignored --test-threads=1 "${alone[@]}" 2>&1 | tee "$quiet"
 
-# Every ignored test is a heavy one, and the heavy run ran each of them: the count
-# the suite left for it is the count it passed.
+# Every ignored test is a heavy one, and the two heavy runs ran each of them: the
+# count the suite left for them is the count they passed.
 count() { grep -E '^test result: ' "$1" | grep -oE "[0-9]+ $2" | awk '{s += $1} END {print s + 0}'; }
 left=$(count "$log" ignored)
-ran=$(count "$heavy" passed)
-if [ "$left" != "$ran" ] || [ "$(count "$heavy" ignored)" != 0 ]; then
-  echo "scripts/test.sh: $left test(s) left for the heavy run, which passed $ran" >&2
+ran=$(( $(count "$heavy" passed) + $(count "$quiet" passed) ))
+if [ "$left" != "$ran" ] || [ "$(count "$heavy" ignored)" != 0 ] || [ "$(count "$quiet" ignored)" != 0 ]; then
+  echo "scripts/test.sh: $left test(s) left for the heavy runs, which passed $ran" >&2
   exit 1
 fi
-cat "$heavy" >>"$log"
+cat "$heavy" "$quiet" >>"$log"
 # A skipped test says `SKIPPED name: why (hint)` on stderr (never in strict mode,
 # where it fails instead).
 skipped=$(grep -c '^SKIPPED ' "$log" || true)
