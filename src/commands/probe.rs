@@ -4,79 +4,38 @@
 use std::time::SystemTime;
 
 use crate::cli::ProbeArgs;
-use crate::config::http as httpcfg;
-use crate::config::OutputConfig;
+use crate::config::probe::ProbeRun as ProbeRunConfig;
 use crate::diagnose::Finding;
-use crate::net::{NetError, Target};
+use crate::net::NetError;
 use crate::pipeline::{self, probe::Probed, probe::Rounds};
-use crate::probe::{ProbeConfig, ProbeResult};
+use crate::probe::ProbeResult;
 use crate::report;
 use crate::schema::probe::ProbeConfigDoc;
 use crate::schema::{ProbeDoc, ProbeEntry, ProbeRun};
-use crate::usage;
 
 use super::interrupt::Interrupt;
 use super::saving::{self, NewRun};
 
 /// Runs `latscope probe`.
 pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
-    let (request, client) = httpcfg::from_args(&args.http)?;
-    if args.count == 0 {
-        return Err(usage!("--samples must be at least 1"));
-    }
-    if args.count > 100_000 {
-        return Err(usage!(
-            "--samples {} is more than a probe needs (at most 100000)",
-            args.count
-        ));
-    }
-    if let Some(d) = args.distance_km {
-        if !(d > 0.0 && d < 40_000.0) {
-            return Err(usage!("--distance-km must be between 0 and 40000"));
-        }
-    }
-    let targets = args
-        .urls
-        .iter()
-        .map(|u| Target::parse(u).map_err(|e| usage!("{e}")))
-        .collect::<Result<Vec<_>, _>>()?;
-    if client.http3 {
-        if let Some(t) = targets
-            .iter()
-            .find(|t| t.scheme != crate::net::Scheme::Https)
-        {
-            return Err(usage!(
-                "--http3 needs https:// URLs (HTTP/3 always runs over TLS): {}",
-                t.url
-            ));
-        }
-    }
+    let cfg = ProbeRunConfig::from_args(&args)?;
     let started = SystemTime::now();
     let interrupt = Interrupt::install()?;
     let stop = &interrupt.stop;
     let outcomes = interrupt.runtime.block_on(async {
         let mut outcomes = Vec::new();
-        for target in &targets {
+        for config in &cfg.probes {
+            let url = config.target.url.clone();
             if stop.is_stopped() && !outcomes.is_empty() {
-                outcomes.push((target.url.clone(), Err(NetError::Interrupted)));
+                outcomes.push((url, Err(NetError::Interrupted)));
                 continue;
             }
-            let config = ProbeConfig {
-                target: target.clone(),
-                count: args.count,
-                request: request.clone(),
-                client: client.clone(),
-                secret_headers: crate::config::diagnose::secret_headers(
-                    &request,
-                    &args.http.redact_headers,
-                ),
-            };
-            // At least -n rounds, more until every timing-based rule can decide
-            // (`probe::sampler`); with -L the page the redirects end at is probed,
-            // the chain beside it.
+            // At least --samples rounds, more until every timing-based rule can
+            // decide (`probe::sampler`); with -L the page the redirects end at is
+            // probed, the chain beside it.
             let outcome =
-                pipeline::probe::run(&config, Rounds::Adaptive, args.distance_km, stop).await;
-            outcomes.push((target.url.clone(), outcome));
+                pipeline::probe::run(config, Rounds::Adaptive, cfg.distance_km, stop).await;
+            outcomes.push((url, outcome));
         }
         outcomes
     });
@@ -115,12 +74,13 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
     }
 
     let text = render_text(&results, &summaries, &failures);
-    let doc = crate::schema::to_value(&ProbeRun::of(entries, targets.len() > 1));
+    let doc = crate::schema::to_value(&ProbeRun::of(entries, cfg.probes.len() > 1));
 
     // Saved before it is printed: a stdout that cannot be written loses nothing.
     let findings: Vec<&Finding> = results.iter().flat_map(|(_, f)| f).collect();
+    let (request, client) = (&cfg.request, &cfg.client);
     let saved = saving::save(
-        &OutputConfig::from(&args.output),
+        &cfg.output,
         NewRun {
             kind: "probe",
             target: results

@@ -24,6 +24,7 @@ pub mod lab;
 pub mod load;
 pub mod out;
 pub mod page;
+pub mod probe;
 pub mod serve;
 
 pub use diagnose::{DiagnoseConfig, DiagnoseRun, RampPlan};

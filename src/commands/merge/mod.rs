@@ -3,20 +3,19 @@
 //! judged again on the merged data.
 
 use anyhow::Context;
-use serde_json::json;
 
 use super::runs::{open, read_export, resolve};
 use super::saving::{self, NewRun};
 use crate::cli::MergeArgs;
 use crate::config::OutputConfig;
-use crate::diagnose::{self, Facts};
 use crate::error::exit;
-use crate::load::{merge, threshold};
 use crate::report;
 use crate::schema::shards::{self, MergedInfo};
 use crate::schema::{LoadDoc, PlanDoc};
 use crate::store::RunRecord;
 use crate::usage;
+
+mod judge;
 
 /// Runs `latscope merge`.
 pub fn run(args: MergeArgs) -> anyhow::Result<u8> {
@@ -82,39 +81,8 @@ pub fn run(args: MergeArgs) -> anyhow::Result<u8> {
         .map(|(r, (doc, config))| shards::read(&r.id, doc, config, r.started_at_ms, &r.histograms))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|m| usage!("{m}"))?;
-    // client-bound is judged per shard: a busy shard's CPU would vanish in a sum or
-    // a max over all the shards' threads. The merged facts carry the busiest shard's.
-    let busiest = parts
-        .iter()
-        .zip(&docs)
-        .map(|(p, (_, config))| (diagnose::from_load::load_facts(p), config.shard))
-        .max_by(|(a, _), (b, _)| busy(a).total_cmp(&busy(b)));
-    let mut merged = merge::merge(parts);
     let plan = shards::shared_plan(&docs[0].1);
-    for expr in &plan.thresholds {
-        if let Ok(t) = threshold::parse(expr) {
-            let verdicts = merged.judge(&t);
-            merged.thresholds.extend(verdicts);
-        }
-    }
-    let mut load = diagnose::from_load::load_facts(&merged);
-    let mut busiest_shard = None;
-    if let Some((b, shard)) = busiest {
-        (load.client_cpu_pct, load.client_wait_pct, load.threads) =
-            (b.client_cpu_pct, b.client_wait_pct, b.threads);
-        busiest_shard = shard.map(|s| format!("{}/{}", s.index, s.count));
-    }
-    let facts = Facts {
-        load: Some(load),
-        ..Default::default()
-    };
-    let mut findings = diagnose::run_rules(&facts);
-    for f in findings.iter_mut().filter(|f| f.id == "client-bound") {
-        if let Some(shard) = &busiest_shard {
-            f.title = format!("shard {shard}: {}", f.title);
-            f.evidence.insert("shard".into(), json!(shard));
-        }
-    }
+    let (merged, findings) = judge::merged(parts, &docs, &plan);
     let mut hosts: Vec<&str> = runs.iter().map(|r| r.env.hostname.as_str()).collect();
     hosts.sort_unstable();
     hosts.dedup();
@@ -174,11 +142,4 @@ pub fn run(args: MergeArgs) -> anyhow::Result<u8> {
     } else {
         exit::THRESHOLD
     }))
-}
-
-/// How busy a run's threads were (on a CPU or waiting for one), percent each.
-fn busy(l: &diagnose::LoadFacts) -> f64 {
-    l.client_cpu_pct.map_or(0.0, |cpu| {
-        diagnose::facts::busy_per_thread(cpu, l.client_wait_pct, l.threads)
-    })
 }
