@@ -12,31 +12,24 @@ use serde_json::{json, Value};
 use crate::cli::PageArgs;
 use crate::config::page::PageConfig;
 use crate::diagnose::{rules, sort_findings};
-use crate::page::model::{PageRun, Visit, VisitKind};
+use crate::page::model::{median_value, PageRun, Visit, VisitKind};
 use crate::report;
 
 use super::saving::{self, NewRun};
 
-/// The median of some numbers (None when there are none).
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    v.retain(|x| x.is_finite());
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    (n > 0).then(|| v[(n - 1) / 2])
-}
-
 /// Median milestones over the visits of one kind.
 fn summary(run: &PageRun, kind: VisitKind) -> Value {
     let visits: Vec<&Visit> = run.of(kind).collect();
-    let m = |f: fn(&Visit) -> Option<f64>| median(visits.iter().filter_map(|v| f(v)).collect());
+    let m =
+        |f: fn(&Visit) -> Option<f64>| median_value(visits.iter().filter_map(|v| f(v)).collect());
     json!({
         "visits": visits.len(),
         "ttfb_ms": m(|v| v.milestones.ttfb_ms),
         "fcp_ms": m(|v| v.milestones.fcp_ms),
         "lcp_ms": m(|v| v.milestones.lcp_ms),
         "load_ms": m(|v| v.milestones.load_ms),
-        "requests": median(visits.iter().map(|v| v.requests.len() as f64).collect()),
-        "from_cache": median(visits.iter().map(|v| v.requests.iter().filter(|r| r.from_cache).count() as f64).collect()),
+        "requests": median_value(visits.iter().map(|v| v.requests.len() as f64).collect()),
+        "from_cache": median_value(visits.iter().map(|v| v.requests.iter().filter(|r| r.from_cache).count() as f64).collect()),
     })
 }
 

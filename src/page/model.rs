@@ -195,17 +195,32 @@ impl PageRun {
     /// The visit of `kind` whose LCP (else load) is the median one: the visit the
     /// verdict and the waterfall show.
     pub fn median(&self, kind: VisitKind) -> Option<&Visit> {
-        let mut v: Vec<&Visit> = self.of(kind).collect();
-        let key = |x: &Visit| {
-            x.milestones
-                .lcp_ms
-                .or(x.milestones.load_ms)
-                .unwrap_or(f64::MAX)
-        };
-        v.sort_by(|a, b| key(a).total_cmp(&key(b)));
-        let n = v.len();
-        (n > 0).then(|| v[(n - 1) / 2])
+        median_visit(&self.visits, kind)
     }
+}
+
+/// Of `visits`, the one of `kind` whose LCP (else load) is the median one (the lower
+/// of the middle two), as [`PageRun::median`] picks it.
+pub fn median_visit(visits: &[Visit], kind: VisitKind) -> Option<&Visit> {
+    let mut v: Vec<&Visit> = visits.iter().filter(|v| v.kind == kind).collect();
+    let key = |x: &Visit| {
+        x.milestones
+            .lcp_ms
+            .or(x.milestones.load_ms)
+            .unwrap_or(f64::MAX)
+    };
+    v.sort_by(|a, b| key(a).total_cmp(&key(b)));
+    let n = v.len();
+    (n > 0).then(|| v[(n - 1) / 2])
+}
+
+/// The median of per-visit values, the lower of the middle two (a value one visit
+/// had, as the median visit is one visit); None when there are none.
+pub fn median_value(mut v: Vec<f64>) -> Option<f64> {
+    v.retain(|x| x.is_finite());
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    (n > 0).then(|| v[(n - 1) / 2])
 }
 
 /// The origin (scheme://host[:port], default port left out) of a URL, or "" when it
@@ -214,5 +229,40 @@ pub fn origin_of(url: &str) -> String {
     match url::Url::parse(url) {
         Ok(u) if u.has_host() => u.origin().ascii_serialization(),
         _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+impl Request {
+    /// A finished GET of `url` for the tests: 200 over HTTP/1.1, 100 bytes, from 10
+    /// to 20 ms, no phases; each test sets what it is about.
+    pub(crate) fn for_tests(url: &str, resource_type: &str) -> Request {
+        Request {
+            url: url.into(),
+            origin: origin_of(url),
+            method: "GET".into(),
+            resource_type: resource_type.into(),
+            initiator: "parser".into(),
+            initiator_url: String::new(),
+            start_ms: 10.0,
+            end_ms: 20.0,
+            phases: Phases::default(),
+            protocol: "http/1.1".into(),
+            status: 200,
+            encoded_bytes: 100,
+            from_cache: false,
+            render_blocking: String::new(),
+            connection_id: 1,
+            connection_reused: false,
+            remote_address: String::new(),
+            cache_control: String::new(),
+            location: String::new(),
+            mime_type: String::new(),
+            error: String::new(),
+            blocked: false,
+            request_headers: Vec::new(),
+            response_headers: Vec::new(),
+            wall_ms: 0.0,
+        }
     }
 }

@@ -4,18 +4,10 @@
 //! visit is a block, independent of the next) — and what the page fetched (requests,
 //! bytes on the wire, requests answered by the browser cache).
 
-use crate::page::model::{Visit, VisitKind};
+use crate::page::model::{median_value, Visit, VisitKind};
 use crate::record::RunRecord;
 
 use super::compare::{metric, Better, Metric, RunSections};
-
-/// The median of some values (None when there are none).
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    v.retain(|x| x.is_finite());
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    (n > 0).then(|| v[(n - 1) / 2])
-}
 
 /// The sections of a stored page run: none when it holds no visits.
 pub(super) fn page_sections(run: &RunRecord) -> RunSections {
@@ -32,12 +24,12 @@ pub(super) fn page_sections(run: &RunRecord) -> RunSections {
         }
         let milestone = |name: &str, f: fn(&Visit) -> Option<f64>| -> Metric {
             let values: Vec<f64> = of.iter().filter_map(|v| f(v)).collect();
-            metric(name, "ms", Better::Lower, median(values.clone()))
+            metric(name, "ms", Better::Lower, median_value(values.clone()))
                 .blocks(format!("{name} of each visit"), values)
         };
         let count = |name: &str, unit: &'static str, f: fn(&Visit) -> f64| -> Metric {
             let values: Vec<f64> = of.iter().map(|v| f(v)).collect();
-            metric(name, unit, Better::Lower, median(values.clone()))
+            metric(name, unit, Better::Lower, median_value(values.clone()))
                 .blocks(format!("{name} of each visit"), values)
         };
         let metrics = vec![
@@ -58,7 +50,7 @@ pub(super) fn page_sections(run: &RunRecord) -> RunSections {
                 "from the browser cache",
                 "",
                 Better::Higher,
-                median(
+                median_value(
                     of.iter()
                         .map(|v| v.requests.iter().filter(|r| r.from_cache).count() as f64)
                         .collect(),

@@ -5,7 +5,7 @@
 //! contentful paint as lines, the full URL and phases on hover. Everything a page's
 //! servers chose (URLs, types, protocols) is redacted and escaped.
 
-use crate::page::model::{Request, Visit, VisitKind};
+use crate::page::model::{median_visit, Request, Visit, VisitKind};
 use crate::redact::redact_urls;
 use crate::units::{fmt_bytes, fmt_ms};
 
@@ -40,7 +40,7 @@ pub fn details(out: &mut String, summary: &serde_json::Value) {
         .unwrap_or_default();
     let shown: Vec<&Visit> = [VisitKind::First, VisitKind::Repeat]
         .into_iter()
-        .filter_map(|k| median(&visits, k))
+        .filter_map(|k| median_visit(&visits, k))
         .collect();
     if shown.is_empty() {
         return;
@@ -55,19 +55,6 @@ pub fn details(out: &mut String, summary: &serde_json::Value) {
         ));
         out.push_str(&waterfall(v));
     }
-}
-
-/// The visit of `kind` whose LCP (else load) is the median one.
-fn median(visits: &[Visit], kind: VisitKind) -> Option<&Visit> {
-    let mut of: Vec<&Visit> = visits.iter().filter(|v| v.kind == kind).collect();
-    let key = |v: &Visit| {
-        v.milestones
-            .lcp_ms
-            .or(v.milestones.load_ms)
-            .unwrap_or(f64::INFINITY)
-    };
-    of.sort_by(|a, b| key(a).total_cmp(&key(b)));
-    of.get(of.len().checked_sub(1)? / 2).copied()
 }
 
 /// The milestones table: a row per visit shown.
@@ -119,21 +106,6 @@ fn tick_step(span: f64) -> f64 {
         .map(|m| m * mag)
         .find(|s| *s >= raw)
         .unwrap_or(10.0 * mag)
-}
-
-/// What a row says after its bar: "200 h2", "304 cache", "blocked", "failed".
-fn status(r: &Request) -> String {
-    if r.blocked {
-        "blocked".into()
-    } else if r.error.starts_with("unfinished") {
-        "unfinished".into()
-    } else if !r.error.is_empty() {
-        "failed".into()
-    } else if r.from_cache {
-        format!("{} cache", r.status)
-    } else {
-        format!("{} {}", r.status, r.protocol)
-    }
 }
 
 /// The last path segment of a URL (or its host), at most 40 characters.
@@ -194,13 +166,7 @@ fn hover(r: &Request) -> String {
 /// One visit's waterfall as an SVG.
 pub fn waterfall(v: &Visit) -> String {
     let m = &v.milestones;
-    let span = v
-        .requests
-        .iter()
-        .map(|r| r.end_ms)
-        .chain([m.lcp_ms, m.load_ms].into_iter().flatten())
-        .filter(|t| t.is_finite())
-        .fold(1.0, f64::max);
+    let span = super::page::span(v);
     let x = |t: f64| LABEL_W + (t.max(0.0) / span).min(1.0) * BARS_W;
     let rows = v.requests.len().min(MAX_ROWS);
     let width = LABEL_W + BARS_W + STATUS_W;
@@ -275,7 +241,7 @@ pub fn waterfall(v: &Visit) -> String {
             "<text x=\"{:.0}\" y=\"{:.0}\" fill=\"#444\">{}</text></g>\n",
             LABEL_W + BARS_W + 6.0,
             y + 12.0,
-            esc(&status(r))
+            esc(&super::page::status(r))
         ));
     }
     for (at, name, colour) in [(m.fcp_ms, "FCP", "#2a9d4a"), (m.lcp_ms, "LCP", "#9b3fb5")] {

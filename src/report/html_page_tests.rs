@@ -4,33 +4,14 @@
 use super::*;
 use crate::page::model::{Milestones, Phases};
 
+/// A script request from `start` to `end` ms with `phases`, 1000 bytes.
 fn request(url: &str, start: f64, end: f64, phases: Phases) -> Request {
     Request {
-        url: url.into(),
-        origin: String::new(),
-        method: "GET".into(),
-        resource_type: "Script".into(),
-        initiator: "parser".into(),
-        initiator_url: String::new(),
         start_ms: start,
         end_ms: end,
         phases,
-        protocol: "http/1.1".into(),
-        status: 200,
         encoded_bytes: 1000,
-        from_cache: false,
-        render_blocking: String::new(),
-        connection_id: 1,
-        connection_reused: false,
-        remote_address: String::new(),
-        cache_control: String::new(),
-        location: String::new(),
-        mime_type: String::new(),
-        error: String::new(),
-        blocked: false,
-        request_headers: Vec::new(),
-        response_headers: Vec::new(),
-        wall_ms: 0.0,
+        ..Request::for_tests(url, "Script")
     }
 }
 

@@ -131,15 +131,38 @@ fn bar(r: &Request, scale: f64) -> String {
     s
 }
 
-/// The waterfall of one visit.
-pub fn waterfall(v: &Visit) -> String {
+/// The time a visit's waterfall spans, ms: to its last byte, LCP or load, whichever
+/// came last (at least 1 ms).
+pub fn span(v: &Visit) -> f64 {
     let m = &v.milestones;
-    let span = v
-        .requests
+    v.requests
         .iter()
         .map(|r| r.end_ms)
         .chain([m.lcp_ms, m.load_ms].into_iter().flatten())
-        .fold(1.0, f64::max);
+        .filter(|t| t.is_finite())
+        .fold(1.0, f64::max)
+}
+
+/// What a waterfall row says of how a request ended: "200 h2", "200 cache",
+/// "blocked", "unfinished", "failed".
+pub fn status(r: &Request) -> String {
+    if r.blocked {
+        "blocked".to_string()
+    } else if r.error.starts_with("unfinished") {
+        "unfinished".to_string()
+    } else if !r.error.is_empty() {
+        "failed".to_string()
+    } else if r.from_cache {
+        format!("{} cache", r.status)
+    } else {
+        format!("{} {}", r.status, r.protocol)
+    }
+}
+
+/// The waterfall of one visit.
+pub fn waterfall(v: &Visit) -> String {
+    let m = &v.milestones;
+    let span = span(v);
     let scale = span / WIDTH as f64;
     let mut out = format!(
         "\n  waterfall, {} visit #{} (0 .. {}; ░ queued  ▒ DNS/connect/TLS  █ request and answer; B render-blocking):\n",
@@ -148,17 +171,7 @@ pub fn waterfall(v: &Visit) -> String {
         fmt_ms(span)
     );
     for r in v.requests.iter().take(MAX_LINES) {
-        let status = if r.blocked {
-            "blocked".to_string()
-        } else if r.error.starts_with("unfinished") {
-            "unfinished".to_string()
-        } else if !r.error.is_empty() {
-            "failed".to_string()
-        } else if r.from_cache {
-            format!("{} cache", r.status)
-        } else {
-            format!("{} {}", r.status, r.protocol)
-        };
+        let status = status(r);
         out.push_str(&format!(
             "  {:>7} {:>8} │{}│ {} {:<13} {:<10} {}\n",
             fmt_ms(r.start_ms),

@@ -54,11 +54,7 @@ pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
     } else {
         printer.line.clear();
     }
-    let result = match outcome {
-        Ok(r) => r,
-        Err(e) if e.is_usage() => return Err(usage!("{e}")),
-        Err(e) => return Err(anyhow::Error::new(e)),
-    };
+    let result = measured(outcome)?;
 
     let (findings, verdict, doc) = judge(
         diagnose::from_disk::disk_facts(&result),
@@ -96,6 +92,18 @@ pub fn run(args: DiskArgs) -> anyhow::Result<u8> {
     Ok(saved.exit_code(0))
 }
 
+/// A measurement's result, or its error as the exit code wants it: the user's
+/// mistake a usage error (exit 2), else a run failure (exit 1).
+fn measured<T>(outcome: Result<T, disk::DiskError>) -> anyhow::Result<T> {
+    outcome.map_err(|e| {
+        if e.is_usage() {
+            usage!("{e}")
+        } else {
+            anyhow::Error::new(e)
+        }
+    })
+}
+
 /// The findings and the verdict of a disk run's facts, and its document with both.
 fn judge(
     disk: diagnose::facts::DiskFacts,
@@ -126,11 +134,7 @@ fn run_suite(
 ) -> anyhow::Result<u8> {
     let outcome = disk::suite::run(opts, &STOP, &mut printer);
     printer.line.clear();
-    let result = match outcome {
-        Ok(r) => r,
-        Err(e) if e.is_usage() => return Err(usage!("{e}")),
-        Err(e) => return Err(anyhow::Error::new(e)),
-    };
+    let result = measured(outcome)?;
     let (findings, verdict, doc) = judge(
         diagnose::from_disk::suite_facts(&result),
         crate::schema::DiskDoc::from(&result),

@@ -269,33 +269,7 @@ mod tests {
     use crate::page::model::{Milestones, Phases};
 
     fn req(url: &str, ty: &str) -> Request {
-        Request {
-            url: url.into(),
-            origin: crate::page::model::origin_of(url),
-            method: "GET".into(),
-            resource_type: ty.into(),
-            initiator: "parser".into(),
-            initiator_url: String::new(),
-            start_ms: 10.0,
-            end_ms: 20.0,
-            phases: Phases::default(),
-            protocol: "http/1.1".into(),
-            status: 200,
-            encoded_bytes: 100,
-            from_cache: false,
-            render_blocking: String::new(),
-            connection_id: 1,
-            connection_reused: false,
-            remote_address: String::new(),
-            cache_control: String::new(),
-            location: String::new(),
-            mime_type: String::new(),
-            error: String::new(),
-            blocked: false,
-            request_headers: Vec::new(),
-            response_headers: Vec::new(),
-            wall_ms: 0.0,
-        }
+        Request::for_tests(url, ty)
     }
 
     fn visit(kind: VisitKind, mut requests: Vec<Request>) -> Visit {
