@@ -34,10 +34,7 @@ pub fn verdict(out: &mut String, summary: &serde_json::Value) {
 /// A stored page run's milestones and waterfalls (the median first and repeat
 /// visits): nothing when it holds no visits (a run stopped before any).
 pub fn details(out: &mut String, summary: &serde_json::Value) {
-    let visits: Vec<Visit> = summary
-        .get("visits")
-        .and_then(|v| serde_json::from_value(v.clone()).ok())
-        .unwrap_or_default();
+    let visits = super::rundata::page_visits(summary);
     let shown: Vec<&Visit> = [VisitKind::First, VisitKind::Repeat]
         .into_iter()
         .filter_map(|k| median_visit(&visits, k))

@@ -102,6 +102,15 @@ pub fn doc(run: &RunRecord) -> Option<Summary> {
     Summary::parse(&run.kind, &run.summary).ok()
 }
 
+/// The visits a stored page run's document holds (none when it holds none, or they
+/// do not read).
+pub fn page_visits(summary: &serde_json::Value) -> Vec<crate::page::model::Visit> {
+    summary
+        .get("visits")
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default()
+}
+
 impl From<&TimelineRow> for Second {
     fn from(r: &TimelineRow) -> Second {
         let server = r.server.as_ref().and_then(|s| s.as_deref());
