@@ -58,7 +58,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<u8> {
             },
             RampPlan {
                 max_connections: 32,
-                step: Duration::from_secs(2),
+                step: demo::RAMP_STEP,
             },
         )
     };

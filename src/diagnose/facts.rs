@@ -242,6 +242,8 @@ pub struct LoadStep {
     /// The 95 % interval of the step's p99 (order statistics of its requests; the
     /// upper end infinite when too few requests bound it), ms. None: not computed.
     pub p99_interval: Option<(f64, f64)>,
+    /// The 95 % interval of the step's median, ms. None: not computed.
+    pub p50_interval: Option<(f64, f64)>,
 }
 
 impl LoadStep {

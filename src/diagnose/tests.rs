@@ -35,6 +35,7 @@ fn healthy_load() -> LoadFacts {
                 requests: 10_000,
                 errors: 0,
                 p99_interval: None,
+                p50_interval: None,
             })
             .collect(),
         timeline: (0..15)

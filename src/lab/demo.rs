@@ -26,12 +26,21 @@ pub fn described(with_wire: bool) -> &'static str {
     }
 }
 
+/// How often the lab stalls.
+pub const STALL_EVERY: Duration = Duration::from_secs(3);
+
+/// The demo's ramp steps last one stall period, so every step holds the same share of
+/// stall (0.5 s in 3 s) wherever the stalls fall: with shorter steps a step with a
+/// stall lost a quarter of its throughput and one without none, and on a busy machine,
+/// where the phase shifts, the knee hid behind that difference.
+pub const RAMP_STEP: Duration = STALL_EVERY;
+
 /// The lab's problems.
 pub fn lab_options() -> LabOptions {
     LabOptions {
         capacity: Some(100.0),
         stall: Some(StallOptions {
-            every: Duration::from_secs(3),
+            every: STALL_EVERY,
             length: Duration::from_millis(500),
         }),
         cold: Duration::from_millis(1500),

@@ -115,6 +115,8 @@ pub(crate) fn run(
             errors,
             p99_interval: crate::stats::interval::histogram_quantile(&r.latency, 0.99)
                 .map(|iv| (iv.low, iv.high)),
+            p50_interval: crate::stats::interval::histogram_quantile(&r.latency, 0.5)
+                .map(|iv| (iv.low, iv.high)),
         };
         steps.push(step);
         hits += r.cache_hits;
