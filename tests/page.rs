@@ -392,7 +392,13 @@ fn page_without_chromium_says_how_to_install_it() {
 ///   blames it, with its connect ≈ one 40 ms round trip;
 /// - h1.html: forty images from the far origin over HTTP/1.1: `h1-connection-limit`
 ///   fires for it, with requests queued ≥ one round trip;
-/// - h2.html: the same forty over HTTP/2 (TLS, h2 in ALPN): quiet, and they went over h2.
+/// - h2.html: the same forty over HTTP/2 (TLS, h2 in ALPN): quiet, and they went over h2;
+/// - font.html: a stylesheet from the far origin names a font on a third origin (the
+///   far host's port 8081): `no-preconnect` blames the font, found in the stylesheet
+///   about two round trips in, then paying its own connect; font-pre.html, the same
+///   with `<link rel="preconnect" … crossorigin>` in the head: quiet;
+/// - big.html: a 400 KiB SVG as the page's largest image from the far origin, which
+///   takes TCP's slow start several round trips to deliver: `large-before-lcp`.
 #[test]
 #[ignore = "heavy: holds the wire lock; scripts/test.sh runs these alone (--ignored)"]
 fn page_far_origin_and_h1_limit_behind_a_40ms_wire() {
@@ -412,8 +418,14 @@ fn page_far_origin_and_h1_limit_behind_a_40ms_wire() {
     }
     let crt = openssl_self_signed(&dir, "far");
     let key = crt.with_extension("key");
+    // Fonts are fetched in CORS mode: the third origin allows the page to use them.
+    std::fs::write(far_www.join("f.woff2"), [0x77u8; 2048]).unwrap();
+    std::fs::write(far_www.join("big.svg"), big_svg(400 * 1024)).unwrap();
     let servers = format!(
-        "  server {{\n    listen 8080;\n    root {w};\n    expires 1h;\n  }}\n\
+        "  types {{ text/css css; image/png png; image/svg+xml svg; font/woff2 woff2; }}\n\
+         server {{\n    listen 8080;\n    root {w};\n    expires 1h;\n  }}\n\
+         server {{\n    listen 8081;\n    root {w};\n    expires 1h;\n    \
+         add_header Access-Control-Allow-Origin *;\n  }}\n\
          server {{\n    listen 8443 ssl http2;\n    ssl_certificate {c};\n    \
          ssl_certificate_key {k};\n    root {w};\n    expires 1h;\n  }}\n",
         w = far_www.display(),
@@ -431,11 +443,21 @@ fn page_far_origin_and_h1_limit_behind_a_40ms_wire() {
         Duration::from_secs(15),
         &far_dir,
     );
-    wait_for_port(
-        format!("{ip}:8443").parse().unwrap(),
-        Duration::from_secs(15),
-        &far_dir,
-    );
+    for port in [8081, 8443] {
+        wait_for_port(
+            format!("{ip}:{port}").parse().unwrap(),
+            Duration::from_secs(15),
+            &far_dir,
+        );
+    }
+    std::fs::write(
+        far_www.join("f.css"),
+        format!(
+            "@font-face {{ font-family: T; src: url(http://{ip}:8081/f.woff2) format(\"woff2\"); }}\n\
+             h1 {{ font-family: T, sans-serif; }}\n"
+        ),
+    )
+    .unwrap();
 
     let near = dir.join("near");
     let www = near.join("www");
@@ -459,6 +481,12 @@ fn page_far_origin_and_h1_limit_behind_a_40ms_wire() {
     )
     .unwrap();
     std::fs::write(www.join("h1.html"), page_html("", &imgs(&h1))).unwrap();
+    let css = format!("<link rel=\"stylesheet\" href=\"{h1}/f.css\">");
+    std::fs::write(www.join("font.html"), page_html(&css, "")).unwrap();
+    let pre = format!("<link rel=\"preconnect\" href=\"http://{ip}:8081\" crossorigin>{css}");
+    std::fs::write(www.join("font-pre.html"), page_html(&pre, "")).unwrap();
+    let big = format!("<img src=\"{h1}/big.svg\" width=\"400\" height=\"400\">");
+    std::fs::write(www.join("big.html"), page_html("", &big)).unwrap();
     std::fs::write(www.join("h2.html"), page_html("", &imgs(&h2))).unwrap();
     let port = free_port();
     write_conf(
@@ -510,8 +538,64 @@ fn page_far_origin_and_h1_limit_behind_a_40ms_wire() {
     );
     let img = request(visit(&v, "first"), "/i/39.png");
     assert_eq!(img["protocol"], "h2", "{img}");
+    // Forty small images: nothing large before the paint.
+    assert!(findings(&v, "large-before-lcp").is_empty(), "{:?}", ids(&v));
+
+    let v = page(&[&format!("{base}/font.html")]);
+    eprintln!("font: {:?}", v["findings"]);
+    let late = findings(&v, "no-preconnect");
+    assert_eq!(late.len(), 1, "{:?}", ids(&v));
+    let e = &late[0]["evidence"];
+    assert_eq!(e["origin"], format!("http://{ip}:8081").as_str(), "{e}");
+    assert_eq!(e["resource_type"], "Font", "{e}");
+    assert!(e["found_in"].as_str().unwrap().ends_with("/f.css"), "{e}");
+    let connect = f(&e["connect_ms"]);
+    assert!((30.0..80.0).contains(&connect), "one 40 ms round trip: {e}");
+    // Found after the stylesheet's own connect and request: ≥ 2 round trips in.
+    assert!(
+        f(&e["found_at_ms"]) - f(&e["document_ttfb_ms"]) >= 70.0,
+        "{e}"
+    );
+    assert!(f(&late[0]["saving_ms"]) >= 30.0, "{}", late[0]);
+    let v = page(&[&format!("{base}/font-pre.html")]);
+    assert!(
+        findings(&v, "no-preconnect").is_empty(),
+        "preconnected: {:?}",
+        v["findings"]
+    );
+    let font = request(visit(&v, "first"), "/f.woff2");
+    assert_eq!(font["phases"]["connect"], Value::Null, "{font}");
+
+    let v = page(&[&format!("{base}/big.html")]);
+    eprintln!("big: {:?}", v["findings"]);
+    let large = findings(&v, "large-before-lcp");
+    assert_eq!(large.len(), 1, "{:?}", ids(&v));
+    let e = &large[0]["evidence"];
+    assert!(e["url"].as_str().unwrap().ends_with("/big.svg"), "{e}");
+    assert!(e["bytes"].as_u64().unwrap() >= 400 * 1024, "{e}");
+    // TCP's slow start: 400 KiB take several 40 ms round trips.
+    assert!(f(&e["receive_ms"]) >= 80.0, "{e}");
+    assert_eq!(e["is_lcp"], "yes", "{e}");
     assert!(
         stop_wire(&mut wire).is_some(),
         "latscope wire ends on SIGTERM"
     );
+}
+
+/// An SVG of `size` bytes that paints a 400×400 square: the rest is a comment of
+/// pseudo-random letters (little for a compressor to take, were one on).
+fn big_svg(size: usize) -> String {
+    let mut s = String::from(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"400\" height=\"400\">\
+         <rect width=\"400\" height=\"400\" fill=\"#4488cc\"/><!-- ",
+    );
+    let mut x: u32 = 0x9E37_79B9;
+    while s.len() < size {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        s.push((b'a' + (x % 26) as u8) as char);
+    }
+    s.push_str(" --></svg>\n");
+    s
 }

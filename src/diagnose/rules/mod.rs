@@ -17,6 +17,7 @@ pub mod evidence;
 pub mod http3;
 pub mod load;
 pub mod page;
+pub mod page_early;
 pub mod rate;
 pub mod server;
 pub mod spikes;
@@ -82,6 +83,8 @@ pub const IDS: &[&str] = &[
     "uncached-on-repeat",
     "subresource-redirect",
     "h1-connection-limit",
+    "no-preconnect",
+    "large-before-lcp",
 ];
 
 /// Runs every rule over whatever facts are present, in catalogue order (unsorted).

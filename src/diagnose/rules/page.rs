@@ -12,7 +12,8 @@
 //!   the browser's six connections per host (RFC 9112 §9.4 leaves the number to the
 //!   client; Chromium's is 6), where HTTP/2 would multiplex them on one.
 //!
-//! Each has an absolute floor: a few ms on loopback never fire.
+//! Each has an absolute floor: a few ms on loopback never fire. What the first visit
+//! needed early and got late (`no-preconnect`, `large-before-lcp`) is in `page_early`.
 
 use std::collections::BTreeMap;
 
@@ -39,6 +40,8 @@ pub fn all(run: &PageRun) -> Vec<Finding> {
         out.extend(render_blocking_far_origin(v));
         out.extend(subresource_redirect(v));
         out.extend(h1_connection_limit(v));
+        out.extend(super::page_early::no_preconnect(v));
+        out.extend(super::page_early::large_before_lcp(v));
     }
     if let Some(v) = run.median(VisitKind::Repeat) {
         out.extend(uncached_on_repeat(v));
