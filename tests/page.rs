@@ -285,6 +285,42 @@ fn page_findings_and_quiet_on_loopback_nginx() {
         .unwrap_or_else(|| panic!("no cached.js row in the repeat waterfall: {repeat}"));
     assert!(row.contains("fill=\"#6aa84f\""), "from the cache: {row}");
     assert!(row.contains(">200 cache<"), "{row}");
+
+    // Exported and imported into another store (import checks the page document's
+    // every field), its report draws the same waterfalls.
+    let out = run_within(&["export", "last", "--db", db], LIMIT);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "export: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let file = dir.join("good-run.json");
+    std::fs::write(&file, &out.stdout).unwrap();
+    let other = dir.join("other.db");
+    let other = other.to_str().unwrap();
+    let out = run_within(&["import", file.to_str().unwrap(), "--db", other], LIMIT);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "import: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = dir.join("imported-report.html");
+    let out = run_within(
+        &[
+            "report",
+            "last",
+            "--db",
+            other,
+            "-o",
+            html.to_str().unwrap(),
+        ],
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let imported = std::fs::read_to_string(&html).unwrap();
+    assert_eq!(imported.matches("<svg class=\"waterfall\"").count(), 2);
 }
 
 /// Ctrl-C while the page is still loading (a server of the test's own that never

@@ -12,26 +12,10 @@ use serde_json::{json, Value};
 use crate::cli::PageArgs;
 use crate::config::page::PageConfig;
 use crate::diagnose::{rules, sort_findings};
-use crate::page::model::{median_value, PageRun, Visit, VisitKind};
 use crate::report;
+use crate::schema::{self, PageDoc};
 
 use super::saving::{self, NewRun};
-
-/// Median milestones over the visits of one kind.
-fn summary(run: &PageRun, kind: VisitKind) -> Value {
-    let visits: Vec<&Visit> = run.of(kind).collect();
-    let m =
-        |f: fn(&Visit) -> Option<f64>| median_value(visits.iter().filter_map(|v| f(v)).collect());
-    json!({
-        "visits": visits.len(),
-        "ttfb_ms": m(|v| v.milestones.ttfb_ms),
-        "fcp_ms": m(|v| v.milestones.fcp_ms),
-        "lcp_ms": m(|v| v.milestones.lcp_ms),
-        "load_ms": m(|v| v.milestones.load_ms),
-        "requests": median_value(visits.iter().map(|v| v.requests.len() as f64).collect()),
-        "from_cache": median_value(visits.iter().map(|v| v.requests.iter().filter(|r| r.from_cache).count() as f64).collect()),
-    })
-}
 
 /// Runs `latscope page`.
 pub fn run(args: PageArgs) -> anyhow::Result<u8> {
@@ -46,20 +30,7 @@ pub fn run(args: PageArgs) -> anyhow::Result<u8> {
     sort_findings(&mut findings);
     let verdict = report::page::verdict(&run);
     let text = report::page::render(&run, &findings);
-    let doc = json!({
-        "kind": "page",
-        "schema_version": crate::schema::SCHEMA_VERSION,
-        "target": run.url,
-        "verdict": verdict,
-        "browser": run.browser,
-        "allowed_origins": run.allowed_origins,
-        "first": summary(&run, VisitKind::First),
-        "repeat": summary(&run, VisitKind::Repeat),
-        "visits": run.visits,
-        "stopped": run.stopped,
-        "elapsed_s": run.elapsed_s,
-        "findings": findings,
-    });
+    let doc = schema::to_value(&PageDoc::new(&run, verdict, findings.clone()));
     if let Some(path) = &cfg.har {
         let har = crate::page::har::document(&run);
         let body = serde_json::to_vec_pretty(&har)?;

@@ -11,7 +11,7 @@ use super::compare::{metric, Better, Metric, RunSections};
 
 /// The sections of a stored page run: none when it holds no visits.
 pub(super) fn page_sections(run: &RunRecord) -> RunSections {
-    let visits = super::rundata::page_visits(&run.summary);
+    let visits = super::rundata::page_visits(run);
     let mut out = Vec::new();
     for kind in [VisitKind::First, VisitKind::Repeat] {
         let of: Vec<&Visit> = visits.iter().filter(|v| v.kind == kind).collect();

@@ -7,6 +7,7 @@
 
 use crate::page::model::{median_visit, Request, Visit, VisitKind};
 use crate::redact::redact_urls;
+use crate::schema::PageDoc;
 use crate::units::{fmt_bytes, fmt_ms};
 
 use super::html::{esc, table};
@@ -22,22 +23,21 @@ const TOP: f64 = 22.0;
 
 /// A stored page run's verdict line (what its first visit's time went to), which the
 /// report puts before the findings.
-pub fn verdict(out: &mut String, summary: &serde_json::Value) {
-    if let Some(v) = summary.get("verdict").and_then(|v| v.as_str()) {
+pub fn verdict(out: &mut String, page: &PageDoc) {
+    if !page.verdict.is_empty() {
         out.push_str(&format!(
             "<p class=\"verdict\">{}</p>\n",
-            esc(&redact_urls(v))
+            esc(&redact_urls(&page.verdict))
         ));
     }
 }
 
 /// A stored page run's milestones and waterfalls (the median first and repeat
 /// visits): nothing when it holds no visits (a run stopped before any).
-pub fn details(out: &mut String, summary: &serde_json::Value) {
-    let visits = super::rundata::page_visits(summary);
+pub fn details(out: &mut String, page: &PageDoc) {
     let shown: Vec<&Visit> = [VisitKind::First, VisitKind::Repeat]
         .into_iter()
-        .filter_map(|k| median_visit(&visits, k))
+        .filter_map(|k| median_visit(&page.visits, k))
         .collect();
     if shown.is_empty() {
         return;

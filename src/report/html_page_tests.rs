@@ -99,18 +99,32 @@ fn details_show_the_median_visit_of_each_kind() {
         })
         .chain([visit(VisitKind::Repeat, 50.0, vec![r(50.0)])])
         .collect();
-    let summary = serde_json::json!({"verdict": "LCP 200 ms <b>", "visits": visits});
+    let mut page = doc(visits);
+    page.verdict = "LCP 200 ms <b>".into();
     let mut out = String::new();
-    verdict(&mut out, &summary);
+    verdict(&mut out, &page);
     assert!(out.contains("LCP 200 ms &lt;b&gt;"), "{out}");
     let mut out = String::new();
-    details(&mut out, &summary);
+    details(&mut out, &page);
     // The median first visit (LCP 200 ms) is #3; the repeat visit is drawn too.
     assert!(out.contains("Waterfall, first visit #3"), "{out}");
     assert!(out.contains("Waterfall, repeat visit #1"), "{out}");
     assert_eq!(out.matches("<svg").count(), 2, "{out}");
     // No visits: nothing at all.
     let mut out = String::new();
-    details(&mut out, &serde_json::json!({"visits": []}));
+    details(&mut out, &doc(Vec::new()));
     assert!(out.is_empty(), "{out}");
+}
+
+/// A stored page document holding `visits`.
+fn doc(visits: Vec<Visit>) -> crate::schema::PageDoc {
+    let run = crate::page::model::PageRun {
+        url: "http://site.test/".into(),
+        allowed_origins: Vec::new(),
+        browser: "Chromium".into(),
+        visits,
+        stopped: None,
+        elapsed_s: 1.0,
+    };
+    crate::schema::PageDoc::new(&run, String::new(), Vec::new())
 }

@@ -147,8 +147,8 @@ pub fn run_section(out: &mut String, run: &RunRecord) -> Result<(), ReportError>
     let doc = rundata::doc(run);
     // `run.findings` is the record's own copy; a run stored without it keeps them in
     // its summary.
-    if run.kind == "page" {
-        super::html_page::verdict(out, &run.summary);
+    if let Some(page) = doc.as_ref().and_then(Summary::page) {
+        super::html_page::verdict(out, page);
     }
     let list: Vec<Finding> = crate::schema::from_value(&run.findings)
         .ok()
@@ -179,8 +179,8 @@ pub fn run_section(out: &mut String, run: &RunRecord) -> Result<(), ReportError>
     if let Some(disk) = doc.as_ref().and_then(Summary::disk) {
         disk_section(out, disk, &hist)?;
     }
-    if run.kind == "page" {
-        super::html_page::details(out, &run.summary);
+    if let Some(page) = doc.as_ref().and_then(Summary::page) {
+        super::html_page::details(out, page);
     }
     Ok(())
 }

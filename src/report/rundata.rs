@@ -102,13 +102,13 @@ pub fn doc(run: &RunRecord) -> Option<Summary> {
     Summary::parse(&run.kind, &run.summary).ok()
 }
 
-/// The visits a stored page run's document holds (none when it holds none, or they
-/// do not read).
-pub fn page_visits(summary: &serde_json::Value) -> Vec<crate::page::model::Visit> {
-    summary
-        .get("visits")
-        .and_then(|v| serde_json::from_value(v.clone()).ok())
-        .unwrap_or_default()
+/// The visits a stored page run's document holds (none when it holds none, or the
+/// document does not read).
+pub fn page_visits(run: &RunRecord) -> Vec<crate::page::model::Visit> {
+    match doc(run) {
+        Some(Summary::Page(p)) => p.visits,
+        _ => Vec::new(),
+    }
 }
 
 impl From<&TimelineRow> for Second {

@@ -18,6 +18,7 @@ pub(crate) mod de;
 pub mod diagnose;
 pub mod disk;
 pub mod load;
+pub mod page;
 pub mod plan;
 pub mod probe;
 pub mod redact;
@@ -29,6 +30,7 @@ pub use capacity::{CapacityDoc, StepDoc};
 pub use diagnose::{DiagnoseDoc, DiagnoseEntry, DiagnoseRun, RampDoc};
 pub use disk::{DiskConfigDoc, DiskDoc};
 pub use load::{LoadDoc, TimelineRow};
+pub use page::{PageDoc, PageSummary};
 pub use plan::PlanDoc;
 pub use probe::{ProbeDoc, ProbeEntry, ProbeRun};
 
@@ -40,7 +42,7 @@ use serde_json::Value;
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// The kinds of run (`RunRecord.kind`).
-pub const KINDS: &[&str] = &["probe", "load", "disk", "diagnose"];
+pub const KINDS: &[&str] = &["probe", "load", "disk", "diagnose", "page"];
 
 /// A document that does not fit its schema.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -94,6 +96,7 @@ pub enum Summary {
     Load(Box<LoadDoc>),
     Disk(Box<DiskDoc>),
     Diagnose(DiagnoseRun),
+    Page(Box<PageDoc>),
 }
 
 impl Summary {
@@ -104,6 +107,7 @@ impl Summary {
             "load" => Summary::Load(Box::new(from_value(summary)?)),
             "disk" => Summary::Disk(Box::new(from_value(summary)?)),
             "diagnose" => Summary::Diagnose(from_value(summary)?),
+            "page" => Summary::Page(Box::new(from_value(summary)?)),
             other => {
                 return Err(SchemaError::new(
                     "kind",
@@ -172,12 +176,21 @@ impl Summary {
         }
     }
 
+    /// The page document.
+    pub fn page(&self) -> Option<&PageDoc> {
+        match self {
+            Summary::Page(p) => Some(p),
+            _ => None,
+        }
+    }
+
     /// The findings the summary holds (every URL's, in order).
     pub fn findings(&self) -> Vec<&crate::diagnose::Finding> {
         match self {
             Summary::Probe(p) => p.measured().flat_map(|d| &d.findings).collect(),
             Summary::Load(l) => l.findings.iter().collect(),
             Summary::Disk(d) => d.findings.iter().collect(),
+            Summary::Page(p) => p.findings.iter().collect(),
             Summary::Diagnose(d) => match d {
                 DiagnoseRun::One(one) => one.findings.iter().collect(),
                 DiagnoseRun::Several(s) => match &s.findings {
@@ -194,6 +207,9 @@ impl Summary {
 
     /// The headline numbers `latscope runs` shows (e.g. p50/p99/rps).
     pub fn headline(&self) -> Value {
+        if let Summary::Page(p) = self {
+            return Value::Object(p.headline());
+        }
         let mut h = serde_json::Map::new();
         let mut put = |k: &str, v: Option<f64>| {
             if let Some(v) = v.filter(|v| v.is_finite()) {
@@ -215,6 +231,7 @@ impl Summary {
                 put("read_p99_us", Some(d.read.lat_us.p99));
                 put("write_p99_us", Some(d.write.lat_us.p99));
             }
+            Summary::Page(_) => {}
             Summary::Probe(_) | Summary::Diagnose(_) => {
                 // Several URLs: the first that was measured.
                 if let Some(p) = self.probes().first() {
@@ -288,17 +305,6 @@ impl<'a> LoadPart<'a> {
 
 /// The headline of a stored summary (empty when it does not read).
 pub fn headline(kind: &str, summary: &Value) -> Value {
-    if kind == "page" {
-        // `latscope page`: the first visit's median milestones (its document is
-        // page::model's, not one of the typed summaries yet).
-        let mut h = serde_json::Map::new();
-        for k in ["lcp_ms", "fcp_ms", "ttfb_ms", "requests"] {
-            if let Some(v) = summary["first"].get(k).filter(|v| v.is_number()) {
-                h.insert(k.to_string(), v.clone());
-            }
-        }
-        return Value::Object(h);
-    }
     Summary::parse(kind, summary)
         .map(|s| s.headline())
         .unwrap_or_else(|_| Value::Object(Default::default()))

@@ -49,6 +49,7 @@ pub fn summary(s: &mut Summary, extra: &[String]) {
     match s {
         Summary::Load(l) => apart(&mut **l, |l| &mut l.timeline, extra),
         Summary::Disk(d) => apart(&mut **d, |d| &mut d.timeline, extra),
+        Summary::Page(p) => apart(&mut **p, |p| &mut p.visits, extra),
         Summary::Probe(run) => {
             let docs: Vec<&mut super::ProbeDoc> = match run {
                 ProbeRun::One(d) => vec![&mut **d],

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::disk::{DiskConfigDoc, DiskSecondDoc};
 use super::probe::{ProbeConfigDoc, ProbeRun};
-use super::{DiagnoseRun, DiskDoc, LoadDoc, PlanDoc, SchemaError, Summary, TimelineRow};
+use super::{DiagnoseRun, DiskDoc, LoadDoc, PageDoc, PlanDoc, SchemaError, Summary, TimelineRow};
 
 /// The configuration a diagnose run is stored with.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -24,7 +24,19 @@ pub enum Config {
     Probe(ProbeConfigDoc),
     Disk(DiskConfigDoc),
     Diagnose(DiagnoseConfigDoc),
+    Page(PageConfigDoc),
     None,
+}
+
+/// A page run's configuration.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PageConfigDoc {
+    pub visits: u32,
+    pub max_time_s: f64,
+    pub allow_origins: Vec<String>,
+    /// The browser that ran.
+    pub chromium: String,
 }
 
 /// A run's per-second timeline, by kind (null for a probe).
@@ -68,6 +80,7 @@ impl<'de> DeserializeSeed<'de> for PartSeed<'_> {
                 "probe" => Summary::Probe(ProbeRun::deserialize(d)?),
                 "load" => Summary::Load(Box::new(LoadDoc::deserialize(d)?)),
                 "disk" => Summary::Disk(Box::new(DiskDoc::deserialize(d)?)),
+                "page" => Summary::Page(Box::new(PageDoc::deserialize(d)?)),
                 _ => Summary::Diagnose(DiagnoseRun::deserialize(d)?),
             }),
             Part::Config => Parsed::Config(
@@ -75,6 +88,7 @@ impl<'de> DeserializeSeed<'de> for PartSeed<'_> {
                     "load" => Option::<PlanDoc>::deserialize(d)?.map(|p| Config::Load(Box::new(p))),
                     "probe" => Option::deserialize(d)?.map(Config::Probe),
                     "disk" => Option::deserialize(d)?.map(Config::Disk),
+                    "page" => Option::deserialize(d)?.map(Config::Page),
                     _ => Option::deserialize(d)?.map(Config::Diagnose),
                 }
                 .unwrap_or(Config::None),

@@ -28,6 +28,7 @@ const TODAY: &[(&str, &str, &str)] = &[
         "diagnose_several.json",
         golden!("diagnose_several.json"),
     ),
+    ("page", "page.json", golden!("page.json")),
 ];
 
 /// Exports of runs stored before documents carried a version.
@@ -192,6 +193,27 @@ fn load_numbers_out_of_range_are_refused_by_name() {
     let mut v = base.clone();
     v["statuses"]["abc"] = json!(1);
     assert!(refused("load", &v).contains("statuses"));
+}
+
+/// A page run's document: its headline is the first visits' median milestones, its
+/// findings read, a visit's negative time is refused by its path, and a token in a
+/// request's URL is redacted from the stored copy.
+#[test]
+fn page_documents_read_check_and_redact() {
+    let v: Value = serde_json::from_str(golden!("page.json")).unwrap();
+    let doc = Summary::parse("page", &v).unwrap();
+    let h = doc.headline();
+    assert_eq!(h["lcp_ms"], v["first"]["lcp_ms"], "{h}");
+    assert_eq!(h["requests"], v["first"]["requests"], "{h}");
+    assert_eq!(doc.page().unwrap().visits.len(), 2);
+    let mut bad = v.clone();
+    bad["visits"][1]["requests"][0]["end_ms"] = json!(1e300);
+    assert!(refused("page", &bad).contains("visits[1]"));
+    let mut secret = v.clone();
+    secret["visits"][0]["requests"][1]["url"] = json!("http://127.0.0.1:18777/a.js?token=s3cr3t");
+    let mut doc = Summary::parse("page", &secret).unwrap();
+    redact::summary(&mut doc, &[]);
+    assert!(!to_value(&doc).to_string().contains("s3cr3t"));
 }
 
 #[test]

@@ -158,6 +158,15 @@ pub fn summary(s: &mut Summary) -> Result<(), SchemaError> {
             d.timeline = timeline;
             rest
         }
+        Summary::Page(p) => {
+            for (i, v) in p.visits.iter().enumerate() {
+                numbers(v, &format!("{P}.visits[{i}]"))?;
+            }
+            let visits = std::mem::take(&mut p.visits);
+            let rest = numbers(&**p, P);
+            p.visits = visits;
+            rest
+        }
         Summary::Probe(_) | Summary::Diagnose(_) => {
             for (i, p) in s.probes_mut().into_iter().enumerate() {
                 let path = format!("{P}.probe[{i}]");

@@ -357,6 +357,7 @@ impl ImportedRun {
             Config::Probe(p) => schema::redact::value(p, extra),
             Config::Disk(p) => schema::redact::value(p, extra),
             Config::Diagnose(p) => schema::redact::value(p, extra),
+            Config::Page(p) => schema::redact::value(p, extra),
             Config::None => {}
         }
         match &mut self.timeline {
