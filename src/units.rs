@@ -150,6 +150,17 @@ pub fn fmt_bytes(bytes: u64) -> String {
     }
 }
 
+/// A UTC time given in ms since the Unix epoch, to the second, as
+/// `2026-11-23 06:40:12` (a time before the epoch reads as the epoch).
+pub fn utc(ms: i64) -> String {
+    let t = std::time::UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64);
+    humantime::format_rfc3339_seconds(t)
+        .to_string()
+        .replace('T', " ")
+        .trim_end_matches('Z')
+        .to_string()
+}
+
 /// Milliseconds of a duration as f64.
 pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0

@@ -1,13 +1,11 @@
 //! `latscope runs`, `show`, `export` and `import`: reading and moving stored runs.
 
 use std::io::Write;
-use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 
 use crate::cli::{ExportArgs, ImportArgs, RunsArgs, ShowArgs};
 use crate::error::{exit, UsageError};
-use crate::report::table::{Align, Table};
 use crate::store::{self, ExportFile, ListFilter, RunRecord, Store, StoreError};
 
 use super::saving::db_path;
@@ -33,37 +31,6 @@ pub(crate) fn resolve(store: &Store, spec: &str) -> anyhow::Result<String> {
         }
         other => other.into(),
     })
-}
-
-/// A UTC time as `2026-11-23 06:40:12`.
-pub(crate) fn when(ms: i64) -> String {
-    let t = SystemTime::UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64);
-    humantime::format_rfc3339_seconds(t)
-        .to_string()
-        .replace('T', " ")
-        .trim_end_matches('Z')
-        .to_string()
-}
-
-fn headline_text(h: &serde_json::Value) -> String {
-    let Some(map) = h.as_object() else {
-        return String::new();
-    };
-    map.iter()
-        .filter_map(|(k, v)| v.as_f64().map(|x| (k, x)))
-        .map(|(k, x)| {
-            let shown = if x.fract() == 0.0 && x.abs() < 1e12 {
-                format!("{x:.0}")
-            } else if x.abs() < 1.0 {
-                // A loopback min RTT is some µs.
-                format!("{x:.3}")
-            } else {
-                format!("{x:.2}")
-            };
-            format!("{k}={shown}")
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// `latscope runs`.
@@ -93,24 +60,7 @@ pub fn list(args: RunsArgs) -> anyhow::Result<u8> {
         )?;
         return Ok(exit::OK);
     }
-    let mut t = Table::new(["id", "label", "kind", "target", "when (UTC)", "headline"])
-        .align(1, Align::Left)
-        .align(2, Align::Left)
-        .align(3, Align::Left)
-        .align(4, Align::Left)
-        .align(5, Align::Left);
-    let clean = |s: &str| super::output::clean(s).into_owned();
-    for r in &runs {
-        t.row([
-            clean(&r.id),
-            clean(r.label.as_deref().unwrap_or_default()),
-            clean(&r.kind),
-            clean(&store::redact_urls(&r.target)),
-            when(r.started_at_ms),
-            headline_text(&r.headline),
-        ]);
-    }
-    write!(out, "{}", t.render(0))?;
+    write!(out, "{}", crate::report::runs::table(&runs))?;
     Ok(exit::OK)
 }
 

@@ -47,3 +47,16 @@ pub struct RunRecord {
 pub fn measured(entry: &serde_json::Value) -> bool {
     entry.get("error").is_none()
 }
+
+/// A row of `latscope runs`: a stored run's metadata and headline.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunListing {
+    pub id: String,
+    pub kind: String,
+    pub label: Option<String>,
+    pub target: String,
+    pub started_at_ms: i64,
+    pub duration_s: f64,
+    /// The run's headline numbers (e.g. p50/p99/rps), from its summary.
+    pub headline: serde_json::Value,
+}

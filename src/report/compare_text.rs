@@ -4,8 +4,6 @@
 //! first with its ratio to the first and the verdict of the significance test. `--all`
 //! shows every row, `--explain` the legend of the tests.
 
-use std::time::{Duration, SystemTime};
-
 use super::compare::{Comparison, Row, Section, Test};
 use super::compare_diagnose::{FindingRef, FindingsChange};
 use super::compare_verdict::{changes, hidden, shown, Direction};
@@ -19,16 +17,6 @@ pub fn letter(i: usize) -> String {
         Some(c) => (*c as char).to_string(),
         None => format!("R{}", i + 1),
     }
-}
-
-/// A UTC time as `2026-11-23 06:40:12`.
-pub fn when(ms: i64) -> String {
-    let t = SystemTime::UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64);
-    humantime::format_rfc3339_seconds(t)
-        .to_string()
-        .replace('T', " ")
-        .trim_end_matches('Z')
-        .to_string()
 }
 
 /// `s` without the sign of a number that rounded to zero ("-0", "-0.00 ms" → "0",
@@ -326,7 +314,7 @@ pub fn render(c: &Comparison, view: View) -> String {
             r.label.clone().unwrap_or_default(),
             r.kind.clone(),
             r.target.clone(),
-            when(r.started_at_ms),
+            crate::units::utc(r.started_at_ms),
             match &r.merged {
                 Some(m) => format!("merged: {m}"),
                 None => r.hostname.clone(),

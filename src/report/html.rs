@@ -12,10 +12,11 @@ use crate::record::RunRecord;
 
 use super::charts::ChartError;
 use super::compare::{self, Comparison};
-use super::compare_text::{grid, letter, when};
+use super::compare_text::{grid, letter};
 use super::html_runs;
 use super::html_verdict;
 use super::rundata::{run_name, RunDataError};
+use crate::units::utc as when;
 
 /// The report could not be made.
 #[derive(Debug, thiserror::Error)]

@@ -67,11 +67,9 @@ fn check(r: &RunRecord) -> Check {
     }
 }
 
+/// A time as `2026-11-27 16:05:09Z`.
 fn when(ms: i64) -> String {
-    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
-    humantime::format_rfc3339_seconds(t)
-        .to_string()
-        .replace('T', " ")
+    format!("{}Z", crate::units::utc(ms))
 }
 
 fn colour(severity: &str) -> &'static str {

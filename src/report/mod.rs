@@ -33,4 +33,5 @@ pub mod page;
 pub mod probe;
 pub mod progress;
 pub mod rundata;
+pub mod runs;
 pub mod table;

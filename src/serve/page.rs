@@ -12,10 +12,10 @@ use super::state::{failure, State};
 
 /// A time as `2026-11-27 16:05:09Z`.
 fn when(t: SystemTime) -> String {
-    let s = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    humantime::format_rfc3339_seconds(UNIX_EPOCH + std::time::Duration::from_secs(s))
-        .to_string()
-        .replace('T', " ")
+    let ms = t
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    format!("{}Z", crate::units::utc(ms))
 }
 
 /// Each check's fresh TTFB median over the last day as a small inline SVG line,

@@ -15,13 +15,12 @@ mod schema;
 use std::path::PathBuf;
 
 use rusqlite::{params, Connection, OptionalExtension};
-use serde::Serialize;
 
 pub use export::{ExportFile, ImportedRun, FORMAT_NAME};
 pub use open::BUSY_WAIT;
 // The record, its histograms and redaction live in leaf modules that results,
 // reports and outputs may import; the store re-exports them for its own callers.
-pub use crate::record::{measured, Environment, RunRecord};
+pub use crate::record::{measured, Environment, RunListing, RunRecord};
 pub use crate::redact::{
     is_secret_header, redact_json, redact_record, redact_text, redact_urls, redact_value,
     SECRET_HEADERS, SECRET_HEADER_SUFFIXES, SECRET_QUERY_PARAMS, SECRET_QUERY_SUFFIXES,
@@ -30,19 +29,6 @@ pub use crate::stats::{v2, StoredHistogram};
 
 /// Version of the portable export format.
 pub const EXPORT_FORMAT: u32 = 1;
-
-/// A row of `latscope runs`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RunListing {
-    pub id: String,
-    pub kind: String,
-    pub label: Option<String>,
-    pub target: String,
-    pub started_at_ms: i64,
-    pub duration_s: f64,
-    /// The run's headline numbers (e.g. p50/p99/rps), from its summary.
-    pub headline: serde_json::Value,
-}
 
 /// Filters for [`Store::list`].
 #[derive(Debug, Clone, Default)]
