@@ -125,9 +125,37 @@ pub fn start_at(s: &str, now: SystemTime) -> Result<SystemTime, String> {
     Ok(at)
 }
 
+/// Waits until `at` (`--start-at`: the barrier of shards started apart, so every one
+/// begins at the same instant), polling `stop` every 50 ms. How late the wait ended
+/// (the scheduler's, or `at` already past), or None when stopped first.
+pub fn wait_until(at: SystemTime, stop: &std::sync::atomic::AtomicBool) -> Option<Duration> {
+    while let Ok(left) = at.duration_since(SystemTime::now()) {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return None;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(50)));
+    }
+    Some(SystemTime::now().duration_since(at).unwrap_or_default())
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Shard;
+    use super::{wait_until, Shard};
+    use std::time::{Duration, SystemTime};
+
+    /// A time already past ends the wait at once, saying how late; a stop ends a
+    /// wait for the future at once, saying nothing was waited for.
+    #[test]
+    fn the_barrier_waits_until_its_time_or_a_stop() {
+        use std::sync::atomic::AtomicBool;
+        let past = SystemTime::now() - Duration::from_secs(2);
+        let late = wait_until(past, &AtomicBool::new(false)).unwrap();
+        assert!(late >= Duration::from_secs(2), "{late:?}");
+        let future = SystemTime::now() + Duration::from_secs(3600);
+        let started = std::time::Instant::now();
+        assert_eq!(wait_until(future, &AtomicBool::new(true)), None);
+        assert!(started.elapsed() < Duration::from_secs(60));
+    }
 
     #[test]
     fn shards_from_flags_and_the_job_index() {

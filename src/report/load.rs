@@ -12,6 +12,38 @@ use crate::report::table::Table;
 use crate::stats::{Percentiles, Unit};
 use crate::units::{fmt_bytes, fmt_ms};
 
+/// The exit code a load run earns and the line that says why: 1 when every request
+/// failed or none completed, 99 when a threshold failed, else 0 (and no line).
+pub fn outcome(result: &LoadResult) -> (u8, Option<String>) {
+    use crate::error::exit;
+    if result.requests > 0 && result.ok == 0 && !result.aborted {
+        let kinds: Vec<String> = result
+            .errors
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        let why = format!("error: every request failed ({})", kinds.join(", "));
+        return (exit::RUN_FAILED, Some(why));
+    }
+    if result.requests == 0 && !result.aborted {
+        return (exit::RUN_FAILED, Some("error: no request completed".into()));
+    }
+    if !result.thresholds_ok() {
+        let failed: Vec<String> = result
+            .thresholds
+            .iter()
+            .filter(|v| !v.ok)
+            .map(|v| match &v.endpoint {
+                Some(e) => format!("{} [{e}]", v.expr),
+                None => v.expr.clone(),
+            })
+            .collect();
+        let why = format!("threshold failed: {}", failed.join(", "));
+        return (exit::THRESHOLD, Some(why));
+    }
+    (exit::OK, None)
+}
+
 /// One line saying what is about to run.
 pub fn header(plan: &LoadPlan) -> String {
     let what = model_text(plan);

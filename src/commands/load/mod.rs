@@ -4,8 +4,6 @@
 //! every request failed). Ctrl-C or SIGTERM stops the run cleanly; what was measured is printed
 //! and saved.
 
-use std::time::SystemTime;
-
 use anyhow::Context;
 
 use super::saving;
@@ -58,14 +56,11 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     // The barrier of shards started apart: every one waits for the same instant.
     let mut start_late_ms = None;
     if let Some(at) = start_at {
-        while let Ok(left) = at.duration_since(SystemTime::now()) {
-            if stop.load(std::sync::atomic::Ordering::Relaxed) {
-                eprintln!("latscope: stopped before --start-at; nothing was sent");
-                return Ok(130);
-            }
-            std::thread::sleep(left.min(std::time::Duration::from_millis(50)));
-        }
-        start_late_ms = Some(SystemTime::now().duration_since(at).unwrap_or_default());
+        let Some(late) = load::shard::wait_until(at, &stop) else {
+            eprintln!("latscope: stopped before --start-at; nothing was sent");
+            return Ok(130);
+        };
+        start_late_ms = Some(late);
     }
     let watcher = super::watching::start(&cfg.watch);
     let mut live = if live::wanted(cfg.output.json, cfg.output.no_tui) {
@@ -152,40 +147,9 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
             return Ok(exit::RUN_FAILED);
         }
     }
-    Ok(saved.exit_code(verdict(&result)))
-}
-
-/// The exit code the run itself earns: 1 when every request failed or none
-/// completed, 99 when a threshold failed, else 0.
-fn verdict(result: &load::LoadResult) -> u8 {
-    if result.requests > 0 && result.ok == 0 && !result.aborted {
-        let kinds: Vec<String> = result
-            .errors
-            .iter()
-            .map(|(k, n)| format!("{k} {n}"))
-            .collect();
-        eprintln!(
-            "latscope: error: every request failed ({})",
-            kinds.join(", ")
-        );
-        return exit::RUN_FAILED;
+    let (code, why) = report::load::outcome(&result);
+    if let Some(why) = why {
+        eprintln!("latscope: {why}");
     }
-    if result.requests == 0 && !result.aborted {
-        eprintln!("latscope: error: no request completed");
-        return exit::RUN_FAILED;
-    }
-    if !result.thresholds_ok() {
-        let failed: Vec<String> = result
-            .thresholds
-            .iter()
-            .filter(|v| !v.ok)
-            .map(|v| match &v.endpoint {
-                Some(e) => format!("{} [{e}]", v.expr),
-                None => v.expr.clone(),
-            })
-            .collect();
-        eprintln!("latscope: threshold failed: {}", failed.join(", "));
-        return exit::THRESHOLD;
-    }
-    exit::OK
+    Ok(saved.exit_code(code))
 }
