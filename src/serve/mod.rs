@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod page;
 pub mod print;
 pub mod state;
+pub mod stored;
 
 pub use check::{Checked, Outcome};
 pub use daemon::{Daemon, Recorder};

@@ -9,9 +9,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::cli::ServeArgs;
 use crate::commands::saving::{self, NewRun};
-use crate::config::serve::{Check, ServeTarget};
+use crate::config::serve::ServeTarget;
 use crate::config::OutputConfig;
-use crate::schema::{DiagnoseDoc, DiagnoseEntry, DiagnoseRun, ProbeDoc, ProbeEntry, ProbeRun};
 use crate::serve::{Change, Outcome, Recorder};
 use crate::store::Store;
 
@@ -107,81 +106,19 @@ impl Log {
     }
 }
 
-/// A check as a stored run: a probe run (or a diagnose run), its text with the
-/// changes it confirmed.
+/// A check as a stored run (serve::stored makes its documents and text).
 fn new_run(s: &Stored) -> NewRun {
-    let o = &s.outcome;
-    let t = &s.target;
-    let mut text = String::new();
-    let (kind, summary, findings) = match (&o.result, t.check) {
-        (Ok(c), Check::Diagnose) if c.diagnosis.is_some() => {
-            let d = c.diagnosis.as_deref().expect("checked");
-            text.push_str(&crate::report::diagnose::render(d));
-            let doc = DiagnoseRun::of(
-                vec![DiagnoseEntry::Diagnosed(Box::new(DiagnoseDoc::from(d)))],
-                false,
-            );
-            (
-                "diagnose",
-                crate::schema::to_value(&doc),
-                serde_json::to_value(&d.findings),
-            )
-        }
-        (Ok(c), _) => {
-            text.push_str(&crate::report::probe::render(
-                &c.probe,
-                &c.findings,
-                c.summary.as_deref(),
-            ));
-            let doc = ProbeRun::of(
-                vec![ProbeEntry::Measured(Box::new(ProbeDoc::new(
-                    c.probe.clone(),
-                    c.findings.clone(),
-                )))],
-                false,
-            );
-            (
-                "probe",
-                crate::schema::to_value(&doc),
-                serde_json::to_value(&c.findings),
-            )
-        }
-        (Err(e), _) => {
-            text.push_str(&format!("{}: failed: {e}\n", t.target.url));
-            let doc = ProbeRun::of(
-                vec![ProbeEntry::Failed {
-                    url: t.target.url.clone(),
-                    error: e.clone(),
-                }],
-                false,
-            );
-            (
-                "probe",
-                crate::schema::to_value(&doc),
-                Ok(serde_json::Value::Array(Vec::new())),
-            )
-        }
-    };
-    for c in &s.changes {
-        text.push_str(&format!("change: {}\n", c.line()));
-    }
+    let run = crate::serve::stored::of(&s.target, &s.outcome, &s.changes);
     NewRun {
-        kind,
-        target: t.target.url.clone(),
-        started: o.at,
-        duration_s: o.duration.as_secs_f64(),
-        config: serde_json::json!({
-            "serve": {
-                "target": t.name,
-                "check": t.check.name(),
-                "interval_s": t.interval.as_secs_f64(),
-                "changes": s.changes.iter().map(|c| serde_json::json!({"what": c.what, "id": c.id, "detail": c.detail})).collect::<Vec<_>>(),
-            }
-        }),
-        summary,
+        kind: run.kind,
+        target: s.target.target.url.clone(),
+        started: s.outcome.at,
+        duration_s: s.outcome.duration.as_secs_f64(),
+        config: run.config,
+        summary: run.summary,
         timeline: serde_json::Value::Null,
-        findings: findings.unwrap_or_default(),
-        text,
+        findings: run.findings,
+        text: run.text,
         histograms: Vec::new(),
         secret_headers: Vec::new(),
     }
