@@ -9,13 +9,15 @@ use serde::Serialize;
 use super::{DiagnoseRun, ProbeRun, Summary};
 use crate::redact::redact_json;
 
-/// Redacts `x` through its JSON form.
+/// Redacts `x` through its JSON form. It reads back through [`super::from_value`], the
+/// way the store reads every document: one deserializer per document type in the
+/// binary, not two (issue 36: the binary's size).
 pub fn value<T: Serialize + DeserializeOwned>(x: &mut T, extra: &[String]) {
     let Ok(mut v) = serde_json::to_value(&*x) else {
         return;
     };
     redact_json(&mut v, extra);
-    if let Ok(back) = serde_json::from_value(v) {
+    if let Ok(back) = super::from_value(&v) {
         *x = back;
     }
 }
