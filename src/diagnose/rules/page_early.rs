@@ -48,6 +48,8 @@ pub fn no_preconnect(v: &Visit) -> Vec<Finding> {
         if !needed || !found_late || r.origin == doc.origin || r.from_cache || r.blocked {
             continue;
         }
+        // The connection could have been open by the time the request was sent (after
+        // any wait in the browser's queue).
         let setup = r.phases.setup();
         let lead = (r.start_ms + r.phases.queued - doc_ttfb).max(0.0);
         let saving = setup.min(lead);
@@ -61,7 +63,7 @@ pub fn no_preconnect(v: &Visit) -> Vec<Finding> {
         .map(|(r, saving)| {
             let p = &r.phases;
             let setup = p.setup();
-            let found_at = r.start_ms + p.queued;
+            let found_at = r.start_ms;
             Finding::new(
                 "no-preconnect",
                 Category::Network,
