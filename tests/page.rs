@@ -434,7 +434,9 @@ fn page_without_chromium_says_how_to_install_it() {
 ///   about two round trips in, then paying its own connect; font-pre.html, the same
 ///   with `<link rel="preconnect" … crossorigin>` in the head: quiet;
 /// - big.html: a 400 KiB SVG as the page's largest image from the far origin, which
-///   takes TCP's slow start several round trips to deliver: `large-before-lcp`.
+///   takes TCP's slow start several round trips to deliver: `large-before-lcp`;
+/// - many.html: stylesheets from three far origins (8080, 8081, 8443 with TLS):
+///   `too-many-origins`; font.html's two are not too many.
 #[test]
 #[ignore = "heavy: holds the wire lock; scripts/test.sh runs these alone (--ignored)"]
 fn page_far_origin_and_h1_limit_behind_a_40ms_wire() {
@@ -521,6 +523,12 @@ fn page_far_origin_and_h1_limit_behind_a_40ms_wire() {
     std::fs::write(www.join("font.html"), page_html(&css, "")).unwrap();
     let pre = format!("<link rel=\"preconnect\" href=\"http://{ip}:8081\" crossorigin>{css}");
     std::fs::write(www.join("font-pre.html"), page_html(&pre, "")).unwrap();
+    let many = format!(
+        "<link rel=\"stylesheet\" href=\"{h1}/s.css\">\
+         <link rel=\"stylesheet\" href=\"http://{ip}:8081/s.css\">\
+         <link rel=\"stylesheet\" href=\"{h2}/s.css\">"
+    );
+    std::fs::write(www.join("many.html"), page_html(&many, "")).unwrap();
     let big = format!("<img src=\"{h1}/big.svg\" width=\"400\" height=\"400\">");
     std::fs::write(www.join("big.html"), page_html("", &big)).unwrap();
     std::fs::write(www.join("h2.html"), page_html("", &imgs(&h2))).unwrap();
@@ -593,6 +601,8 @@ fn page_far_origin_and_h1_limit_behind_a_40ms_wire() {
         "{e}"
     );
     assert!(f(&late[0]["saving_ms"]) >= 30.0, "{}", late[0]);
+    // Two origins besides the page's: not yet too many.
+    assert!(findings(&v, "too-many-origins").is_empty(), "{:?}", ids(&v));
     let v = page(&[&format!("{base}/font-pre.html")]);
     assert!(
         findings(&v, "no-preconnect").is_empty(),
@@ -601,6 +611,15 @@ fn page_far_origin_and_h1_limit_behind_a_40ms_wire() {
     );
     let font = request(visit(&v, "first"), "/f.woff2");
     assert_eq!(font["phases"]["connect"], Value::Null, "{font}");
+
+    let v = page(&[&format!("{base}/many.html"), "-k"]);
+    eprintln!("many: {:?}", v["findings"]);
+    let many = findings(&v, "too-many-origins");
+    assert_eq!(many.len(), 1, "{:?}", ids(&v));
+    let e = &many[0]["evidence"];
+    assert_eq!(e["origins"], 3, "{e}");
+    // Three connects of one 40 ms round trip each (and TLS on one).
+    assert!(f(&e["setup_total_ms"]) >= 100.0, "{e}");
 
     let v = page(&[&format!("{base}/big.html")]);
     eprintln!("big: {:?}", v["findings"]);

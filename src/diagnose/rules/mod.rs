@@ -85,6 +85,7 @@ pub const IDS: &[&str] = &[
     "h1-connection-limit",
     "no-preconnect",
     "large-before-lcp",
+    "too-many-origins",
 ];
 
 /// Runs every rule over whatever facts are present, in catalogue order (unsorted).

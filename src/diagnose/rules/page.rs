@@ -13,7 +13,8 @@
 //!   client; Chromium's is 6), where HTTP/2 would multiplex them on one.
 //!
 //! Each has an absolute floor: a few ms on loopback never fire. What the first visit
-//! needed early and got late (`no-preconnect`, `large-before-lcp`) is in `page_early`.
+//! needed early and got late (`no-preconnect`, `large-before-lcp`, `too-many-origins`)
+//! is in `page_early`.
 
 use std::collections::BTreeMap;
 
@@ -42,6 +43,7 @@ pub fn all(run: &PageRun) -> Vec<Finding> {
         out.extend(h1_connection_limit(v));
         out.extend(super::page_early::no_preconnect(v));
         out.extend(super::page_early::large_before_lcp(v));
+        out.extend(super::page_early::too_many_origins(v));
     }
     if let Some(v) = run.median(VisitKind::Repeat) {
         out.extend(uncached_on_repeat(v));
@@ -148,12 +150,20 @@ pub fn uncached_on_repeat(v: &Visit) -> Vec<Finding> {
                 "downloaded again"
             };
             let total = (r.end_ms - r.start_ms).max(0.0);
-            Finding::new(
+            // Headers that let the browser keep it: the cause is elsewhere (over HTTPS
+            // with an ignored certificate error Chromium stores nothing).
+            let allowed = browser_may_keep(&r.cache_control);
+            let (severity, allows) = if allowed {
+                (Severity::Info, ", which lets the browser keep it")
+            } else {
+                (Severity::Warn, "")
+            };
+            let finding = Finding::new(
                 "uncached-on-repeat",
                 Category::Cache,
-                Severity::Warn,
+                severity,
                 format!(
-                    "{} {} on the repeat visit, not from the browser cache ({cc}): {}",
+                    "{} {} on the repeat visit, not from the browser cache ({cc}{allows}): {}",
                     short_url(&r.url),
                     how,
                     fmt_ms(total)
@@ -164,15 +174,42 @@ pub fn uncached_on_repeat(v: &Visit) -> Vec<Finding> {
             .text("cache_control", &r.cache_control)
             .count("status", u64::from(r.status))
             .count("bytes", r.encoded_bytes)
-            .num("time_ms", total)
-            .advice(
-                "a static asset with a versioned name (style.3f2a.css) can be cached for a year: \
-                 Cache-Control: public, max-age=31536000, immutable; without a version in the \
-                 name, give it a max-age and a validator (ETag) instead of no-store/no-cache",
-            )
-            .saving(total, total, basis::PER_REQUEST)
+            .num("time_ms", total);
+            if allowed {
+                return finding.advice(
+                    "its headers let the browser keep it, so the cause is not the server's \
+                     Cache-Control: over HTTPS with a certificate error ignored (-k) Chromium \
+                     caches nothing — measure with a certificate the browser trusts; \
+                     otherwise look for a Vary header or a query string that changes between \
+                     visits",
+                );
+            }
+            finding
+                .advice(
+                    "a static asset with a versioned name (style.3f2a.css) can be cached for a \
+                     year: Cache-Control: public, max-age=31536000, immutable; without a \
+                     version in the name, give it a max-age and a validator (ETag) instead of \
+                     no-store/no-cache",
+                )
+                .saving(total, total, basis::PER_REQUEST)
         })
         .collect()
+}
+
+/// Whether a `Cache-Control` lets a browser reuse the response without asking
+/// (RFC 9111 §5.2.2.1: a positive max-age, and neither no-store nor no-cache).
+fn browser_may_keep(cache_control: &str) -> bool {
+    let cc = cache_control.to_ascii_lowercase();
+    let directives: Vec<&str> = cc.split(',').map(str::trim).collect();
+    let max_age = directives
+        .iter()
+        .filter_map(|d| d.strip_prefix("max-age="))
+        .filter_map(|v| v.trim_matches('"').parse::<u64>().ok())
+        .next();
+    max_age.is_some_and(|a| a > 0)
+        && !directives
+            .iter()
+            .any(|d| *d == "no-store" || d.starts_with("no-cache"))
 }
 
 /// `subresource-redirect`: each sub-resource answered with a redirect.
@@ -324,10 +361,24 @@ mod tests {
         js.cache_control = "no-store".into();
         let mut cached = req("http://a.test/ok.js", "Script");
         cached.from_cache = true;
-        let f = uncached_on_repeat(&visit(VisitKind::Repeat, vec![js, cached]));
+        let f = uncached_on_repeat(&visit(VisitKind::Repeat, vec![js.clone(), cached]));
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].evidence_str("cache_control"), Some("no-store"));
         assert!(f[0].title.contains("app.js"));
+        assert_eq!(f[0].severity, Severity::Warn);
+        // Fetched again although `max-age=3600` lets the browser keep it (Chromium over
+        // an ignored certificate error): an info that points away from the headers.
+        let mut kept = js;
+        kept.cache_control = "public, max-age=3600".into();
+        let f = uncached_on_repeat(&visit(VisitKind::Repeat, vec![kept]));
+        assert_eq!(f[0].severity, Severity::Info);
+        assert!(
+            f[0].title.contains("which lets the browser keep it"),
+            "{}",
+            f[0].title
+        );
+        assert!(f[0].advice.contains("-k"), "{}", f[0].advice);
+        assert!(!browser_may_keep("max-age=0") && !browser_may_keep("no-cache, max-age=60"));
     }
 
     /// Eight queued requests on an HTTP/1.1 origin fire; the same over h2 does not.

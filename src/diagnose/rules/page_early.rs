@@ -11,7 +11,12 @@
 //!   arrive: bytes the paint waited for, or that shared the path with what it
 //!   waited for.
 //!
-//! Both read the median first visit, and both have floors that loopback never
+//! - `too-many-origins`: three or more origins besides the page's opened a
+//!   connection (DNS, connect, TLS) for requests that finished before the largest
+//!   paint, ≥ 30 ms of setup together: each is a handshake and a cold congestion
+//!   window of its own on the critical path.
+//!
+//! Each reads the median first visit, and each has floors that loopback never
 //! reaches.
 
 use std::collections::BTreeMap;
@@ -29,6 +34,10 @@ const EARLY: &[&str] = &["Font", "Stylesheet", "Script"];
 const LARGE_BYTES: u64 = 100 * 1024;
 /// … when it took this long to arrive, ms.
 const LARGE_RECEIVE_MS: f64 = 50.0;
+/// This many origins besides the page's before the paint make the finding…
+const MANY_ORIGINS: usize = 3;
+/// … when their connections cost this much together, ms (loopback's never do).
+const MANY_ORIGINS_MS: f64 = 30.0;
 /// Resource types whose size is the page's to choose.
 const PAYLOAD: &[&str] = &["Image", "Script", "Font", "Media"];
 
@@ -174,6 +183,57 @@ pub fn large_before_lcp(v: &Visit) -> Vec<Finding> {
         .collect()
 }
 
+/// `too-many-origins`: the origins besides the page's that opened a connection for a
+/// request the largest paint waited for.
+pub fn too_many_origins(v: &Visit) -> Option<Finding> {
+    let doc = v.document()?;
+    let paint = v.milestones.lcp_ms.or(v.milestones.fcp_ms)?;
+    let mut setups: BTreeMap<&str, f64> = BTreeMap::new();
+    for r in &v.requests {
+        let setup = r.phases.setup();
+        if r.origin == doc.origin || r.from_cache || r.blocked || r.end_ms > paint || setup <= 0.0 {
+            continue;
+        }
+        let e = setups.entry(r.origin.as_str()).or_insert(0.0);
+        *e = e.max(setup);
+    }
+    let total: f64 = setups.values().sum();
+    if setups.len() < MANY_ORIGINS || total < MANY_ORIGINS_MS {
+        return None;
+    }
+    let longest = setups.values().cloned().fold(0.0, f64::max);
+    let list = setups
+        .iter()
+        .map(|(o, ms)| format!("{o} ({})", fmt_ms(*ms)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    Some(
+        Finding::new(
+            "too-many-origins",
+            Category::Network,
+            Severity::Warn,
+            format!(
+                "{} origins besides the page's opened a connection before the largest paint \
+                 ({}): {list}; {} of DNS/connect/TLS in all",
+                setups.len(),
+                fmt_ms(paint),
+                fmt_ms(total)
+            ),
+        )
+        .count("origins", setups.len() as u64)
+        .text("list", setups.keys().cloned().collect::<Vec<_>>().join(" "))
+        .num("setup_total_ms", total)
+        .num("setup_longest_ms", longest)
+        .num("paint_ms", paint)
+        .advice(
+            "every origin is its own DNS lookup, TCP connect and TLS handshake, and its own \
+             congestion window: serve what the first paint needs from the page's own origin \
+             (self-host fonts, CSS and scripts, or put them behind the same CDN hostname), and \
+             preconnect to the one or two origins that must stay",
+        ),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -285,5 +345,34 @@ mod tests {
         for r in [after, small, fast] {
             assert!(large_before_lcp(&visit(vec![r], lcp)).is_empty());
         }
+    }
+
+    /// Three far origins each paying 40 ms before a paint at 300 ms fire; two do not,
+    /// nor three whose requests ended after the paint, nor three on loopback (1 ms).
+    #[test]
+    fn three_origins_before_the_paint() {
+        let far = |o: &str, setup: f64, end: f64| {
+            let mut r = req(&format!("{o}/x.css"), "Stylesheet");
+            r.phases.connect = Some(setup);
+            r.end_ms = end;
+            r
+        };
+        let three = |setup: f64, end: f64| {
+            vec![
+                far("http://a.cdn.test", setup, end),
+                far("http://b.cdn.test", setup, end),
+                far("https://c.cdn.test", setup, end),
+            ]
+        };
+        let paint = Some((300.0, ""));
+        let f = too_many_origins(&visit(three(40.0, 200.0), paint)).expect("fires");
+        assert_eq!(f.evidence_f64("origins"), Some(3.0));
+        assert_eq!(f.evidence_f64("setup_total_ms"), Some(120.0));
+        assert!(f.title.starts_with("3 origins"), "{}", f.title);
+        let mut two = three(40.0, 200.0);
+        two.pop();
+        assert!(too_many_origins(&visit(two, paint)).is_none());
+        assert!(too_many_origins(&visit(three(40.0, 400.0), paint)).is_none());
+        assert!(too_many_origins(&visit(three(1.0, 200.0), paint)).is_none());
     }
 }
