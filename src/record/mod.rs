@@ -18,7 +18,7 @@ use crate::stats::StoredHistogram;
 pub struct RunRecord {
     /// Short unique id (hex), assigned by [`Store::save`] when empty.
     pub id: String,
-    /// `probe`, `load`, `disk` or `diagnose`.
+    /// `probe`, `load`, `disk`, `diagnose` or `page`.
     pub kind: String,
     pub label: Option<String>,
     /// URL or path the run measured.

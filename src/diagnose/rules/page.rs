@@ -18,6 +18,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::cache::control::CacheControl;
 use crate::diagnose::finding::{basis, Category, Finding, Severity};
 use crate::page::model::{PageRun, Request, Visit, VisitKind};
 use crate::units::fmt_ms;
@@ -199,17 +200,8 @@ pub fn uncached_on_repeat(v: &Visit) -> Vec<Finding> {
 /// Whether a `Cache-Control` lets a browser reuse the response without asking
 /// (RFC 9111 §5.2.2.1: a positive max-age, and neither no-store nor no-cache).
 fn browser_may_keep(cache_control: &str) -> bool {
-    let cc = cache_control.to_ascii_lowercase();
-    let directives: Vec<&str> = cc.split(',').map(str::trim).collect();
-    let max_age = directives
-        .iter()
-        .filter_map(|d| d.strip_prefix("max-age="))
-        .filter_map(|v| v.trim_matches('"').parse::<u64>().ok())
-        .next();
-    max_age.is_some_and(|a| a > 0)
-        && !directives
-            .iter()
-            .any(|d| *d == "no-store" || d.starts_with("no-cache"))
+    let cc = CacheControl::parse(cache_control);
+    cc.max_age.is_some_and(|a| a > 0) && !cc.no_store && !cc.no_cache
 }
 
 /// `subresource-redirect`: each sub-resource answered with a redirect.
