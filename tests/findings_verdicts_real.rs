@@ -5,7 +5,7 @@
 //!   in milliseconds): a handler that takes 120 ms and says `app;dur=5` leaves
 //!   ≈ 115 ms unexplained; one that says `app;dur=118` explains it.
 //! - `tail-heavy` (counts over 5 × the p50 or p50 + 50 ms, with Wilson's bound on
-//!   their share): one request in 20 stalled 250 ms fires; no stalls, no warning.
+//!   their share): one request in 5 stalled 250 ms fires; no stalls, no warning.
 
 use serde_json::Value;
 
@@ -80,10 +80,14 @@ fn server_timing_gap_on_a_python_server() {
     crate::findings::assert_quiet(&v, "server-timing-gap", "a Server-Timing that explains it");
 }
 
-/// One request in 20 stalled 250 ms against 3 ms for the rest, two seconds at one
-/// connection (≈ 100 requests, ≈ 5 over the threshold): `tail-heavy` warns,
-/// counting them; the same server without stalls: no `tail-heavy` warning (a stray
-/// slow request on a busy machine can at most make it "not enough samples").
+/// One request in 5 stalled 250 ms against 3 ms for the rest, two seconds at one
+/// connection: `tail-heavy` warns, counting them; the same server without stalls: no
+/// `tail-heavy` warning (a stray slow request on a busy machine can at most make it
+/// "not enough samples"). One in 5, not one in 20: how many requests two seconds hold
+/// depends on the machine (≈ 100 when quiet, 39 once in CI beside the heavy tests, with
+/// one stall among them: 1 of 39 cannot clear a 1 % threshold on Wilson's bound, so
+/// the finding rightly said "not enough samples"); at one in 5, 39 requests hold ≈ 8
+/// stalls, whose bound (≥ 0.09) clears 1 % with room, and the p50 stays at 3 ms.
 #[test]
 fn tail_heavy_on_a_python_server() {
     if !require("python3") {
@@ -99,7 +103,7 @@ fn tail_heavy_on_a_python_server() {
             "1",
         ])
     };
-    let v = run("every=20&ms=250");
+    let v = run("every=5&ms=250");
     let f = finding(&v, "tail-heavy");
     assert_eq!(f["severity"], "warn", "{f}");
     assert_eq!(text(f, "source"), "load run");
