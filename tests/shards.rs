@@ -205,11 +205,43 @@ fn with_db(db: &std::path::Path, args: &[&str]) -> std::process::Output {
     out
 }
 
-/// The q-quantile (0..1) of `values` as HdrHistogram reports it: the value at rank
-/// ⌈q·n⌉.
-fn quantile(values: &[f64], q: f64) -> f64 {
+/// The q-quantile (0..1) of sorted `values` as HdrHistogram reports it: the value at
+/// rank ⌈q·n⌉.
+pub fn quantile(values: &[f64], q: f64) -> f64 {
     let rank = ((q * values.len() as f64).ceil() as usize).clamp(1, values.len());
     values[rank - 1]
+}
+
+/// The distribution-free 95 % interval of the q-quantile of sorted `values`: the
+/// order statistics at ranks n·q ∓ 1.96·√(n·q·(1−q)) (the normal approximation of the
+/// binomial count below the quantile; Conover, Practical Nonparametric Statistics,
+/// §3.2). A pause that delays fewer requests than the interval's upper margin moves
+/// the p99 point but not the interval's low end.
+pub fn quantile_interval(values: &[f64], q: f64) -> (f64, f64) {
+    let n = values.len() as f64;
+    let half = 1.96 * (n * q * (1.0 - q)).sqrt();
+    let rank = |r: f64| (r as usize).clamp(1, values.len()) - 1;
+    (
+        values[rank((n * q - half).floor())],
+        values[rank((n * q + half).ceil() + 1.0)],
+    )
+}
+
+/// The latencies (ms, sorted) of `--raw` CSV files, pooled.
+pub fn raw_latencies_ms<P: AsRef<std::path::Path>>(raws: &[P]) -> Vec<f64> {
+    let mut lat: Vec<f64> = raws
+        .iter()
+        .flat_map(|p| {
+            std::fs::read_to_string(p)
+                .unwrap()
+                .lines()
+                .skip(1)
+                .map(|l| l.split(',').nth(7).unwrap().parse::<f64>().unwrap() / 1000.0)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    lat.sort_by(f64::total_cmp);
+    lat
 }
 
 /// Issue 19.2: `merge` joins three shard runs into one stored run whose counts are
@@ -259,17 +291,11 @@ fn merge_adds_the_shards_exactly() {
         String::from_utf8_lossy(&out.stderr)
     );
     let doc = json_of(&out);
-    let mut lat: Vec<f64> = (1..=3)
-        .flat_map(|i| {
-            std::fs::read_to_string(dir.join(format!("raw{i}.csv")))
-                .unwrap()
-                .lines()
-                .skip(1)
-                .map(|l| l.split(',').nth(7).unwrap().parse::<f64>().unwrap() / 1000.0)
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    lat.sort_by(f64::total_cmp);
+    let lat = raw_latencies_ms(
+        &(1..=3)
+            .map(|i| dir.join(format!("raw{i}.csv")))
+            .collect::<Vec<_>>(),
+    );
     assert_eq!(doc["requests"].as_u64().unwrap(), lat.len() as u64, "{doc}");
     assert!((594..=600).contains(&lat.len()), "{}", lat.len());
     for (q, key) in [(0.5, "p50"), (0.99, "p99")] {

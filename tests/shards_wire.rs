@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
-use crate::shards::{finish, median_start_gap_us};
+use crate::shards::{finish, median_start_gap_us, quantile, quantile_interval, raw_latencies_ms};
 use crate::util::{json_of, output_within, scratch};
 use crate::util_netns::{link, Netns};
 use crate::util_require::{require, require_root, require_tun};
@@ -20,9 +20,10 @@ use crate::util_wire::ChildGuard;
 /// happened to open.
 const RTT: &str = "2ms";
 /// What every request asks the lab for: 200 ms of server time. One process and three
-/// are compared within 5 %: at 200 ms that is 10 ms, more than the scheduling
+/// are compared within 5 %: at 200 ms that is 10 ms, more than the usual scheduling
 /// hiccups of a busy 2-core machine running other tests (at 50 ms, one run in ~10
-/// differed by 5.8 % at p99 while the rest of the suite ran).
+/// differed by 5.8 % at p99 while the rest of the suite ran); the rarer long pause is
+/// what comparing on intervals, not points, is for.
 const PATH: &str = "/delay/200ms";
 /// A second whose slowest request took this long was caught in the 800 ms stall.
 const STALLED_MS: f64 = 600.0;
@@ -97,7 +98,8 @@ fn slow_seconds(doc: &Value, ms: f64) -> Vec<u64> {
 /// - `--rate 600` split three ways achieves 600/s together within 1 %, the union of
 ///   the arrivals evenly spaced (median gap ≈ 1/600 s, not three bursts);
 /// - the merged p50/p99 on `/delay/200ms` equal those of one process running the same
-///   plan, within 5 % (and the histogram's resolution);
+///   plan, within 5 % (on the quantiles' 95 % intervals from the raw latencies, and
+///   each reported quantile that of its raw latencies within the histogram's resolution);
 /// - a 800 ms stall the lab makes at one wall-clock instant, seen by three shards that
 ///   started 1 s apart (so at three different seconds of their own timelines), is one
 ///   episode at one place in the merged timeline.
@@ -196,7 +198,11 @@ fn shards_on_three_hosts_merge_into_one_run() {
 
     let rate_summary = format!("{total} requests, median gap {median} µs");
 
-    // 2. The same plan from one process on one host.
+    // 2. The same plan from one process on one host. Compared on the 95 % intervals
+    // of the two quantiles, not their points: one 30 ms pause of a busy machine in a
+    // 3 s run delays ≈ 18 of 1,800 requests, enough to move a p99 point by 30 ms (234
+    // against 205 ms, once in CI) but not the low end of its interval.
+    let single_raw = file("single.csv");
     let single = finish(latscope_in(
         &hosts.shards[0],
         &[
@@ -206,18 +212,25 @@ fn shards_on_three_hosts_merge_into_one_run() {
             "600",
             "-d",
             "3s",
+            "--raw",
+            &single_raw,
             "--json",
             "--no-save",
         ],
     ));
-    for key in ["p50", "p99"] {
-        let (m, s) = (
-            merged_rate["latency_ms"][key].as_f64().unwrap(),
-            single["latency_ms"][key].as_f64().unwrap(),
-        );
+    let (pooled, alone) = (raw_latencies_ms(&raws), raw_latencies_ms(&[&single_raw]));
+    for (q, key) in [(0.5, "p50"), (0.99, "p99")] {
+        for (doc, lat) in [(&merged_rate, &pooled), (&single, &alone)] {
+            let (got, want) = (doc["latency_ms"][key].as_f64().unwrap(), quantile(lat, q));
+            assert!(
+                (got - want).abs() <= want * 0.01 + 0.01,
+                "{key}: {got} ms reported, {want} ms in its raw latencies"
+            );
+        }
+        let (m, s) = (quantile_interval(&pooled, q), quantile_interval(&alone, q));
         assert!(
-            (m - s).abs() <= s * 0.05 + s * 0.001,
-            "{key}: merged {m} ms, one process {s} ms"
+            m.0 <= s.1 * 1.05 && s.0 <= m.1 * 1.05,
+            "{key}: merged {m:?} ms, one process {s:?} ms (95 % intervals, 5 % apart at most)"
         );
     }
 
