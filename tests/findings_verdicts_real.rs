@@ -104,9 +104,14 @@ fn tail_heavy_on_a_python_server() {
         ])
     };
     let v = run("every=5&ms=250");
-    let f = finding(&v, "tail-heavy");
+    // The probe before the load run sees the stalls too and may say so first.
+    let f = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "tail-heavy" && f["evidence"]["source"] == "load run")
+        .unwrap_or_else(|| panic!("no tail-heavy from the load run: {}", v["findings"]));
     assert_eq!(f["severity"], "warn", "{f}");
-    assert_eq!(text(f, "source"), "load run");
     assert!(num(f, "over") >= 2.0, "{f}");
     assert_in("slowest", num(f, "max_ms"), 240.0, 2000.0);
     assert!(num(f, "p50_ms") < 50.0, "the p50 stays near 3 ms: {f}");
