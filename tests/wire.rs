@@ -250,14 +250,18 @@ fn outages_delay_requests_caught_in_them() {
     let addr = lab.addr();
     let (_, mut conn) = fresh_get(addr, "/delay/0ms");
     let (mut caught, mut clear) = (Vec::new(), Vec::new());
-    for window in 1..=4u32 {
+    for window in 1..=5u32 {
         let start = wire.started() + outage.every * window;
-        // Inside the outage: 20 ms after it starts.
+        // Inside the outage: 20 ms after it starts — unless the request before ran
+        // late (a busy machine's pause can push a request sent between outages into
+        // the next one, where it waits for TCP's retransmission), so that this one
+        // went out after the outage ended: then it was not caught, and is not counted.
         wait_until(start + Duration::from_millis(20));
         let at = Instant::now();
         let s = reused_get(&mut conn, addr, "/delay/0ms", &[]);
-        assert!(wire.in_outage(at));
-        caught.push(s.total);
+        if wire.in_outage(at) {
+            caught.push(s.total);
+        }
         // Between outages: 800 ms into the period (if the request above is done).
         let after = start + Duration::from_millis(800);
         if Instant::now() < after {
@@ -276,6 +280,10 @@ fn outages_delay_requests_caught_in_them() {
     assert!(
         clear.len() >= 2,
         "too few requests between outages: {clear:?}"
+    );
+    assert!(
+        caught.len() >= 2,
+        "too few requests sent inside an outage: {caught:?}"
     );
     assert_near("between outages p50", clear_p50, 10.0, 15.0);
     for c in &caught {
