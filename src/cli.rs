@@ -410,8 +410,9 @@ pub struct PageArgs {
     #[arg(value_name = "URL")]
     pub url: String,
     /// Rounds: each starts a browser on a fresh profile for a first visit, then visits
-    /// again in that profile (browser cache, kept-alive connections).
-    #[arg(long, default_value_t = 2, value_name = "N")]
+    /// again in that profile (browser cache, kept-alive connections). A finding is
+    /// reported when more than half of the visits of its kind have it.
+    #[arg(long, default_value_t = 3, value_name = "N")]
     pub visits: u32,
     /// Bound on the whole run (what was measured by then is reported).
     #[arg(short = 'm', long, default_value = "60s", value_parser = duration, value_name = "DURATION")]
@@ -432,6 +433,10 @@ pub struct PageArgs {
     /// Resolve HOST to ADDR in the browser (as curl's --resolve; every port of HOST).
     #[arg(long, value_name = "HOST:PORT:ADDR")]
     pub resolve: Vec<String>,
+    /// Do not probe the origins the first paint waited for (by default each, at most
+    /// four, gets a short probe with latscope's rules after the visits).
+    #[arg(long)]
+    pub no_origin_probe: bool,
     #[command(flatten)]
     pub output: OutputArgs,
 }

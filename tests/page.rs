@@ -400,6 +400,213 @@ fn page_ctrl_c_while_loading_keeps_the_visit_and_ends_the_browser() {
     assert!(alive.is_empty(), "browser processes left: {alive:?}");
 }
 
+/// A page whose images redirect (RFC 9110 §15.4.2) on the Python server written here:
+/// `/always.png` on every request, `/once.png` only the first time it is asked. Three
+/// rounds, each a fresh profile: `subresource-redirect` names always.png, seen on
+/// "3 of 3 first visits"; once.png redirected on one first visit of three and is not a
+/// verdict (a finding is reported when more than half of the visits have it).
+#[test]
+fn page_findings_are_decided_across_visits() {
+    if !have_tools() || !require("python3") {
+        return;
+    }
+    const SERVER: &str = r#"
+import http.server, sys
+PNG = bytes.fromhex(sys.argv[1])
+asked = set()
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a): pass
+    def send(self, status, ctype, body, extra=()):
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in extra:
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(body)
+    def do_GET(self):
+        first = self.path not in asked
+        asked.add(self.path)
+        if self.path == "/":
+            page = b'<!doctype html><title>t</title><img src="/always.png"><img src="/once.png">'
+            self.send(200, "text/html", page)
+        elif self.path == "/always.png" or (self.path == "/once.png" and first):
+            self.send(301, "text/plain", b"moved\n", [("Location", "/new.png")])
+        elif self.path in ("/new.png", "/once.png"):
+            self.send(200, "image/png", PNG)
+        else:
+            self.send(404, "text/plain", b"no\n")
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+s.daemon_threads = True
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+    let png: String = PNG.iter().map(|b| format!("{b:02x}")).collect();
+    let (_server, port) = crate::util_real::python_server(SERVER, &[&png]);
+    let v = run_json_within(
+        &[
+            "page",
+            &format!("http://127.0.0.1:{port}/"),
+            "--json",
+            "--no-save",
+            "--visits",
+            "3",
+        ],
+        LIMIT,
+    );
+    let firsts = v["visits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["kind"] == "first")
+        .count();
+    assert_eq!(firsts, 3, "{v}");
+    let redirects = findings(&v, "subresource-redirect");
+    assert_eq!(redirects.len(), 1, "{redirects:?}");
+    let r = redirects[0];
+    assert!(
+        r["evidence"]["url"]
+            .as_str()
+            .unwrap()
+            .ends_with("/always.png"),
+        "{r}"
+    );
+    assert_eq!(r["evidence"]["visits_with"], 3, "{r}");
+    assert_eq!(r["evidence"]["visits"], 3, "{r}");
+    assert!(
+        r["title"]
+            .as_str()
+            .unwrap()
+            .ends_with("(3 of 3 first visits)"),
+        "{r}"
+    );
+    // once.png did redirect, on the first round's first visit only.
+    let first_round = v["visits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["kind"] == "first" && x["index"] == 1)
+        .unwrap();
+    assert_eq!(
+        request(first_round, "/once.png")["status"],
+        301,
+        "{first_round}"
+    );
+}
+
+/// Two origins on loopback, Python servers written here (keep-alive, each response
+/// written in one piece): the page's, fast, and a second one whose render-blocking
+/// stylesheet takes 150 ms of server time. The waterfall only says the stylesheet was
+/// slow; the second origin's probe says why: its "where the time goes" puts ≈150 ms on
+/// the server, and `server-dominates` warns, named by that origin and the stylesheet;
+/// the page's own origin is probed too, and has nothing to warn of. With
+/// `--no-origin-probe` no origin is probed.
+#[test]
+fn page_probes_the_origins_its_first_paint_waited_for() {
+    if !have_tools() || !require("python3") {
+        return;
+    }
+    const SERVER: &str = r#"
+import http.server, sys, time
+CSS_ORIGIN = sys.argv[1]
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    wbufsize = -1
+    def log_message(self, *a): pass
+    def do_GET(self):
+        if self.path == "/":
+            ctype = "text/html"
+            body = ('<!doctype html><title>t</title><link rel="stylesheet" href="%s/slow.css">'
+                    '<p>hello</p>' % CSS_ORIGIN).encode()
+        elif self.path == "/slow.css":
+            time.sleep(0.15)
+            ctype, body = "text/css", b"p { color: #333 }\n"
+        else:
+            self.send_error(404)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        self.wfile.flush()
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+s.daemon_threads = True
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+    let (_css_server, css_port) = crate::util_real::python_server(SERVER, &["-"]);
+    let css_origin = format!("http://127.0.0.1:{css_port}");
+    let (_page_server, port) = crate::util_real::python_server(SERVER, &[&css_origin]);
+    let url = format!("http://127.0.0.1:{port}/");
+    let v = page(&[&url]);
+    let origins = v["origins"].as_array().expect("origins");
+    let names: Vec<&str> = origins
+        .iter()
+        .map(|o| o["origin"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [&format!("http://127.0.0.1:{port}"), &css_origin],
+        "{v}"
+    );
+    let css = &origins[1];
+    assert_eq!(css["resource_type"], "Stylesheet", "{css}");
+    assert!(css["url"].as_str().unwrap().ends_with("/slow.css"), "{css}");
+    assert!(css["error"].is_null(), "{css}");
+    let summary = css["summary"].as_str().expect("where the time goes");
+    assert!(summary.contains("server"), "{summary}");
+    assert!(
+        (100.0..=1000.0).contains(&f(&css["server_ms"])),
+        "≈150 ms of server time: {css}"
+    );
+    assert!(
+        css["findings"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("server-dominates")),
+        "{css}"
+    );
+    let server = findings(&v, "server-dominates");
+    assert_eq!(server.len(), 1, "{server:?}");
+    assert_eq!(
+        server[0]["evidence"]["origin"],
+        css_origin.as_str(),
+        "{}",
+        server[0]
+    );
+    assert!(
+        server[0]["evidence"]["probed_url"]
+            .as_str()
+            .unwrap()
+            .ends_with("/slow.css"),
+        "{}",
+        server[0]
+    );
+    let title = server[0]["title"].as_str().unwrap();
+    assert!(
+        title.starts_with(&format!(
+            "{css_origin} (stylesheet 127.0.0.1:{css_port}/slow.css): "
+        )),
+        "{title}"
+    );
+    // The page's own origin: probed, and nothing to warn of.
+    assert_eq!(origins[0]["resource_type"], "Document", "{}", origins[0]);
+    assert_eq!(
+        origins[0]["findings"],
+        serde_json::json!([]),
+        "{}",
+        origins[0]
+    );
+
+    let v = page(&[&url, "--no-origin-probe"]);
+    assert_eq!(v["origins"], serde_json::json!([]), "{v}");
+    assert!(findings(&v, "server-dominates").is_empty(), "{v}");
+}
+
 /// Without a browser: a clear error naming the install, exit 1, no hang; a bad
 /// `--visits` is a usage error (exit 2).
 #[test]
@@ -425,7 +632,8 @@ fn page_without_chromium_says_how_to_install_it() {
 
 /// Behind a 40 ms wire (nginx in the wire's namespace; pages on loopback nginx):
 /// - far.html: a stylesheet in the head from the far origin: `render-blocking-far-origin`
-///   blames it, with its connect ≈ one 40 ms round trip;
+///   blames it, with its connect ≈ one 40 ms round trip, and the far origin's probe
+///   measures the wire's round trip and a one-round-trip TCP handshake;
 /// - h1.html: forty images from the far origin over HTTP/1.1: `h1-connection-limit`
 ///   fires for it, with requests queued ≥ one round trip;
 /// - h2.html: the same forty over HTTP/2 (TLS, h2 in ALPN): quiet, and they went over h2;
@@ -560,6 +768,23 @@ fn page_far_origin_and_h1_limit_behind_a_40ms_wire() {
         "{}",
         v["verdict"]
     );
+    // The far origin, probed: its round trip is the wire's, its TCP handshake one of
+    // them; the page's own origin on loopback is near.
+    let origins = v["origins"].as_array().expect("origins");
+    let probed = origins
+        .iter()
+        .find(|o| o["origin"] == h1.as_str())
+        .unwrap_or_else(|| panic!("the far origin was not probed: {origins:?}"));
+    assert!(probed["error"].is_null(), "{probed}");
+    assert!(
+        (30.0..80.0).contains(&f(&probed["min_rtt_ms"])),
+        "min RTT ≈ 40 ms: {probed}"
+    );
+    assert!(
+        (0.5..2.0).contains(&f(&probed["handshake_round_trips"])),
+        "a TCP handshake is one round trip: {probed}"
+    );
+    assert!(f(&origins[0]["min_rtt_ms"]) < 5.0, "{}", origins[0]);
 
     let v = page(&[&format!("{base}/h1.html")]);
     eprintln!("h1: {:?}", v["findings"]);

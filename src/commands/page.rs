@@ -1,6 +1,6 @@
 //! `latscope page URL`: drive headless Chromium through the page (first and repeat
-//! visits), find what the waterfall says (`diagnose::rules::page`), print the
-//! verdict, the waterfall and the findings (or the page JSON), write `--har FILE`,
+//! visits) and probe the origins its first paint waited for (`pipeline::page`), print
+//! the verdict, the waterfall and the findings (or the page JSON), write `--har FILE`,
 //! save the run. Ctrl-C ends the visits early (the browser is killed, what was
 //! measured is kept); a second Ctrl-C ends at once.
 
@@ -11,7 +11,6 @@ use serde_json::{json, Value};
 
 use crate::cli::PageArgs;
 use crate::config::page::PageConfig;
-use crate::diagnose::{rules, sort_findings};
 use crate::report;
 use crate::schema::{self, PageDoc};
 
@@ -22,15 +21,22 @@ pub fn run(args: PageArgs) -> anyhow::Result<u8> {
     let cfg = PageConfig::from_args(&args)?;
     let interrupt = super::interrupt::Interrupt::install()?;
     let started = SystemTime::now();
-    let measured = crate::page::run(&cfg.options, &interrupt.flag);
-    let run = measured
+    let measured = crate::pipeline::page::run(
+        &cfg.options,
+        cfg.probe_origins,
+        &interrupt.halt,
+        &interrupt.runtime,
+    );
+    let crate::pipeline::page::Paged {
+        run,
+        origins,
+        findings,
+    } = measured
         .with_context(|| format!("page {}", crate::redact::redact_urls(&cfg.options.url)))?;
 
-    let mut findings = rules::page::all(&run);
-    sort_findings(&mut findings);
     let verdict = report::page::verdict(&run);
-    let text = report::page::render(&run, &findings);
-    let doc = schema::to_value(&PageDoc::new(&run, verdict, findings.clone()));
+    let text = report::page::render(&run, &origins, &findings);
+    let doc = schema::to_value(&PageDoc::new(&run, verdict, origins, findings.clone()));
     if let Some(path) = &cfg.har {
         let har = crate::page::har::document(&run);
         let body = serde_json::to_vec_pretty(&har)?;
@@ -48,6 +54,7 @@ pub fn run(args: PageArgs) -> anyhow::Result<u8> {
                 "visits": cfg.options.visits,
                 "max_time_s": cfg.options.max_time.as_secs_f64(),
                 "allow_origins": cfg.options.allow_origins,
+                "probe_origins": cfg.probe_origins,
                 "chromium": cfg.options.chromium.display().to_string(),
             }),
             summary: doc.clone(),

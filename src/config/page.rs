@@ -14,6 +14,8 @@ pub struct PageConfig {
     pub output: OutputConfig,
     /// `--har FILE`.
     pub har: Option<std::path::PathBuf>,
+    /// Probe the origins on the critical path (not `--no-origin-probe`).
+    pub probe_origins: bool,
 }
 
 /// The origin of an http(s) URL, or why not.
@@ -73,6 +75,7 @@ impl PageConfig {
             },
             output: OutputConfig::from(&a.output),
             har: a.har.clone(),
+            probe_origins: !a.no_origin_probe,
         })
     }
 }

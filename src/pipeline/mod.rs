@@ -8,6 +8,7 @@
 pub mod capacity;
 pub mod diagnose;
 pub mod halt;
+pub mod page;
 pub mod probe;
 
 pub use halt::Halt;

@@ -2,12 +2,13 @@
 //! of the median first and repeat visits, and each one's waterfall as an SVG drawn
 //! here — a row per request (queued, DNS/connect/TLS, request and answer; from the
 //! browser cache in another colour; render-blocking ones marked), first and largest
-//! contentful paint as lines, the full URL and phases on hover. Everything a page's
+//! contentful paint as lines, the full URL and phases on hover — then the origins the
+//! first paint waited for with what each one's probe said. Everything a page's
 //! servers chose (URLs, types, protocols) is redacted and escaped.
 
 use crate::page::model::{median_visit, Request, Visit, VisitKind};
 use crate::redact::redact_urls;
-use crate::schema::PageDoc;
+use crate::schema::{PageDoc, PageOrigin};
 use crate::units::{fmt_bytes, fmt_ms};
 
 use super::html::{esc, table};
@@ -52,6 +53,42 @@ pub fn details(out: &mut String, page: &PageDoc) {
         ));
         out.push_str(&waterfall(v));
     }
+    origins(out, &page.origins);
+}
+
+/// The origins the first paint waited for and what each one's probe said.
+fn origins(out: &mut String, origins: &[PageOrigin]) {
+    if origins.is_empty() {
+        return;
+    }
+    out.push_str("<h3>Origins the first paint waited for, probed</h3>\n");
+    let rows: Vec<Vec<String>> = origins
+        .iter()
+        .map(|o| {
+            let said = match (&o.error, &o.summary) {
+                (Some(e), _) => format!("not probed: {e}"),
+                (None, Some(s)) => s.clone(),
+                (None, None) => "—".into(),
+            };
+            vec![
+                redact_urls(&o.origin),
+                format!("{} {}", o.resource_type.to_lowercase(), redact_urls(&o.url)),
+                redact_urls(&said),
+                o.findings.join(", "),
+            ]
+        })
+        .collect();
+    table(
+        out,
+        "page-origins",
+        &[
+            "origin",
+            "request probed",
+            "where the time goes",
+            "warnings",
+        ],
+        &rows,
+    );
 }
 
 /// The milestones table: a row per visit shown.

@@ -110,6 +110,22 @@ fn details_show_the_median_visit_of_each_kind() {
     assert!(out.contains("Waterfall, first visit #3"), "{out}");
     assert!(out.contains("Waterfall, repeat visit #1"), "{out}");
     assert_eq!(out.matches("<svg").count(), 2, "{out}");
+    assert!(!out.contains("page-origins"), "no origin was probed: {out}");
+    // A probed origin: its request and what it said, escaped, its secret redacted.
+    page.origins = vec![crate::schema::PageOrigin {
+        origin: "http://cdn.test".into(),
+        url: "http://cdn.test/s.css?token=hunter2".into(),
+        resource_type: "Stylesheet".into(),
+        summary: Some("TTFB 150 ms <i>server</i>".into()),
+        findings: vec!["server-dominates".into()],
+        ..crate::schema::PageOrigin::default()
+    }];
+    let mut out = String::new();
+    details(&mut out, &page);
+    assert!(out.contains("stylesheet http://cdn.test/s.css"), "{out}");
+    assert!(out.contains("TTFB 150 ms &lt;i&gt;server"), "{out}");
+    assert!(out.contains("<td>server-dominates</td>"), "{out}");
+    assert!(!out.contains("hunter2"), "{out}");
     // No visits: nothing at all.
     let mut out = String::new();
     details(&mut out, &doc(Vec::new()));
@@ -126,5 +142,5 @@ fn doc(visits: Vec<Visit>) -> crate::schema::PageDoc {
         stopped: None,
         elapsed_s: 1.0,
     };
-    crate::schema::PageDoc::new(&run, String::new(), Vec::new())
+    crate::schema::PageDoc::new(&run, String::new(), Vec::new(), Vec::new())
 }

@@ -1,11 +1,13 @@
 //! `latscope page` as terminal text: the verdict first ("LCP 2.4 s on a first
 //! visit: 1.1 s of it is …"), the milestones of first and repeat visits, a compact
 //! waterfall of the median first visit (one line per request, bars scaled to the
-//! page), what was not fetched, then the findings. Presentation only.
+//! page), what was not fetched, what each origin the first paint waited for said when
+//! probed, then the findings. Presentation only.
 
 use crate::diagnose::rules::page::short_url;
 use crate::diagnose::Finding;
 use crate::page::model::{PageRun, Request, Visit, VisitKind};
+use crate::schema::PageOrigin;
 use crate::units::{fmt_bytes, fmt_ms};
 
 /// Bar width of the waterfall, columns.
@@ -210,7 +212,7 @@ pub fn waterfall(v: &Visit) -> String {
 }
 
 /// The whole text of a page run.
-pub fn render(run: &PageRun, findings: &[Finding]) -> String {
+pub fn render(run: &PageRun, origins: &[PageOrigin], findings: &[Finding]) -> String {
     let mut out = format!("{}\n\n", verdict(run));
     out.push_str(&format!(
         "  page {}  ({}; {} visit(s) each, {:.1} s)\n",
@@ -242,7 +244,30 @@ pub fn render(run: &PageRun, findings: &[Finding]) -> String {
             }
         }
     }
+    out.push_str(&origins_text(origins));
     out.push('\n');
     out.push_str(&crate::report::findings::render(findings));
+    out
+}
+
+/// The origins the first paint waited for, each with what its probe said.
+pub fn origins_text(origins: &[PageOrigin]) -> String {
+    if origins.is_empty() {
+        return String::new();
+    }
+    let mut out = "\n  origins the first paint waited for, probed:\n".to_string();
+    for o in origins {
+        let said = match (&o.error, &o.summary) {
+            (Some(e), _) => format!("not probed: {e}"),
+            (None, Some(s)) => s.clone(),
+            (None, None) => "measured, too little to say where the time goes".into(),
+        };
+        out.push_str(&format!(
+            "    {} ({} {}): {said}\n",
+            o.origin,
+            o.resource_type.to_lowercase(),
+            short_url(&o.url)
+        ));
+    }
     out
 }

@@ -30,7 +30,7 @@ pub use capacity::{CapacityDoc, StepDoc};
 pub use diagnose::{DiagnoseDoc, DiagnoseEntry, DiagnoseRun, RampDoc};
 pub use disk::{DiskConfigDoc, DiskDoc};
 pub use load::{LoadDoc, TimelineRow};
-pub use page::{PageDoc, PageSummary};
+pub use page::{PageDoc, PageOrigin, PageSummary};
 pub use plan::PlanDoc;
 pub use probe::{ProbeDoc, ProbeEntry, ProbeRun};
 

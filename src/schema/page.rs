@@ -31,7 +31,37 @@ pub struct PageDoc {
     /// Why the run stopped early, when it did (`--max-time`, Ctrl-C).
     pub stopped: Option<String>,
     pub elapsed_s: f64,
+    /// The origins the median first visit's first paint waited for, each probed with
+    /// latscope's own rules (`pipeline::page`).
+    pub origins: Vec<PageOrigin>,
     pub findings: Vec<Finding>,
+}
+
+/// An origin on the critical path and what its probe said.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PageOrigin {
+    /// scheme://host[:port].
+    pub origin: String,
+    /// The request probed: the document on the page's own origin, else the origin's
+    /// longest request the first paint waited for.
+    pub url: String,
+    /// Its resource type as the browser gave it ("Document", "Stylesheet", "Font"…).
+    pub resource_type: String,
+    /// "Where the time goes" for that request, when the probe could say.
+    pub summary: Option<String>,
+    /// The HTTP version the probe spoke ("HTTP/1.1", "HTTP/2"), offered h2 over TLS.
+    pub http_version: Option<String>,
+    /// The kernel's smallest round-trip time to it, ms.
+    pub min_rtt_ms: Option<f64>,
+    /// A new connection's handshakes (TCP, TLS) in round trips.
+    pub handshake_round_trips: Option<f64>,
+    /// Its server time (reused wait − min RTT, p50), ms.
+    pub server_ms: Option<f64>,
+    /// Why the origin could not be probed.
+    pub error: Option<String>,
+    /// The ids of the warnings its probe gave (in `findings`, led by the origin).
+    pub findings: Vec<String>,
 }
 
 /// The median milestones over the visits of one kind (the lower of the middle two:
@@ -71,8 +101,13 @@ impl PageSummary {
 }
 
 impl PageDoc {
-    /// The document of `run`, with its verdict and findings.
-    pub fn new(run: &PageRun, verdict: String, findings: Vec<Finding>) -> PageDoc {
+    /// The document of `run`, with its verdict, probed origins and findings.
+    pub fn new(
+        run: &PageRun,
+        verdict: String,
+        origins: Vec<PageOrigin>,
+        findings: Vec<Finding>,
+    ) -> PageDoc {
         PageDoc {
             kind: "page".into(),
             schema_version: super::SCHEMA_VERSION,
@@ -85,6 +120,7 @@ impl PageDoc {
             visits: run.visits.clone(),
             stopped: run.stopped.clone(),
             elapsed_s: run.elapsed_s,
+            origins,
             findings,
         }
     }

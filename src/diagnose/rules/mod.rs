@@ -18,6 +18,7 @@ pub mod http3;
 pub mod load;
 pub mod page;
 pub mod page_early;
+pub mod page_visits;
 pub mod rate;
 pub mod server;
 pub mod spikes;

@@ -14,7 +14,8 @@
 //!
 //! Each has an absolute floor: a few ms on loopback never fire. What the first visit
 //! needed early and got late (`no-preconnect`, `large-before-lcp`, `too-many-origins`)
-//! is in `page_early`.
+//! is in `page_early`. Each rule looks at one visit; `page_visits` decides across
+//! the visits of a run.
 
 use std::collections::BTreeMap;
 
@@ -35,20 +36,26 @@ const H1_CONNECTIONS: usize = 6;
 /// Resource types that are static assets (cacheable by nature).
 const STATIC: &[&str] = &["Stylesheet", "Script", "Image", "Font", "Media"];
 
-/// Every page rule over a run.
+/// Every page rule over a run, each decided across the visits of its kind
+/// (`page_visits`: reported when more than half of them have it).
 pub fn all(run: &PageRun) -> Vec<Finding> {
-    let mut out = Vec::new();
-    if let Some(v) = run.median(VisitKind::First) {
-        out.extend(render_blocking_far_origin(v));
-        out.extend(subresource_redirect(v));
-        out.extend(h1_connection_limit(v));
-        out.extend(super::page_early::no_preconnect(v));
-        out.extend(super::page_early::large_before_lcp(v));
-        out.extend(super::page_early::too_many_origins(v));
-    }
-    if let Some(v) = run.median(VisitKind::Repeat) {
-        out.extend(uncached_on_repeat(v));
-    }
+    let mut out = super::page_visits::decide(run.visits.iter(), VisitKind::First, first_visit);
+    out.extend(super::page_visits::decide(
+        run.visits.iter(),
+        VisitKind::Repeat,
+        uncached_on_repeat,
+    ));
+    out
+}
+
+/// The rules about a first visit (cold caches, new connections).
+fn first_visit(v: &Visit) -> Vec<Finding> {
+    let mut out = render_blocking_far_origin(v);
+    out.extend(subresource_redirect(v));
+    out.extend(h1_connection_limit(v));
+    out.extend(super::page_early::no_preconnect(v));
+    out.extend(super::page_early::large_before_lcp(v));
+    out.extend(super::page_early::too_many_origins(v));
     out
 }
 
