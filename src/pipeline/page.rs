@@ -87,9 +87,9 @@ pub fn run(
     })
 }
 
-/// Per origin the request probed, the page's own first: the document, then the
-/// others' longest request that ended before the largest paint (or that blocked
-/// rendering), fetched over the network, a GET answered 2xx.
+/// Per origin the request probed, the page's own first: the document, then for each
+/// other origin its render-blocking request, else its longest that ended before the
+/// largest paint — fetched over the network, a GET answered 2xx.
 pub fn critical_origins(v: &Visit) -> Vec<&Request> {
     let Some(doc) = v.document() else {
         return Vec::new();
@@ -109,7 +109,7 @@ pub fn critical_origins(v: &Visit) -> Vec<&Request> {
             continue;
         }
         match out.iter_mut().find(|o| o.origin == r.origin) {
-            Some(o) if o.origin != doc.origin && duration(r) > duration(o) => *o = r,
+            Some(o) if o.origin != doc.origin && rank(r) > rank(o) => *o = r,
             Some(_) => {}
             None => out.push(r),
         }
@@ -118,8 +118,10 @@ pub fn critical_origins(v: &Visit) -> Vec<&Request> {
     out
 }
 
-fn duration(r: &Request) -> f64 {
-    r.end_ms - r.start_ms
+/// Which request of an origin stands for it: a render-blocking one before any other
+/// (the paint certainly waited for it), then the longest.
+fn rank(r: &Request) -> (bool, f64) {
+    (r.render_blocking == "blocking", r.end_ms - r.start_ms)
 }
 
 /// Probes `r.url` as the browser reached it (`--resolve`, `-k`), within `limit`.
@@ -202,12 +204,12 @@ mod tests {
     }
 
     /// The document's origin first (the document itself, not its longer image); a
-    /// render-blocking stylesheet that ended after the paint; per other origin its
-    /// longest request before the paint; nothing from the cache, blocked, failed or
-    /// after the paint.
+    /// render-blocking stylesheet, even one that ended after the paint and beside a
+    /// longer image of its origin; per other origin its longest request before the
+    /// paint; nothing from the cache, blocked, failed or after the paint.
     #[test]
     fn the_origins_the_first_paint_waited_for() {
-        let mut css = req("http://b.test/s.css", "Stylesheet", 5.0, 300.0);
+        let mut css = req("http://b.test/s.css", "Stylesheet", 250.0, 300.0);
         css.render_blocking = "blocking".into();
         let mut cached = req("http://e.test/c.js", "Script", 5.0, 50.0);
         cached.from_cache = true;
@@ -225,6 +227,7 @@ mod tests {
             requests: vec![
                 req("http://a.test/", "Document", 0.0, 20.0),
                 req("http://a.test/big.png", "Image", 30.0, 190.0),
+                req("http://b.test/long.png", "Image", 1.0, 199.0),
                 css,
                 req("http://c.test/short.woff2", "Font", 40.0, 60.0),
                 req("http://c.test/long.woff2", "Font", 40.0, 150.0),
