@@ -5,7 +5,6 @@
 //! handshake's round trips, the server's time, the cache, the active findings, the
 //! confirmed changes, and the process' own metrics.
 
-use std::collections::BTreeSet;
 use std::fmt::Write;
 use std::time::UNIX_EPOCH;
 
@@ -15,19 +14,46 @@ use crate::probe::{ProbeResult, Series};
 use super::check::Outcome;
 use super::state::State;
 
-/// Families written one sample at a time, each declared once before its first.
+/// Families written one sample at a time, in any order, and rendered each as one
+/// group — its HELP and TYPE, then every sample of it — in the order the families first
+/// appeared: the text format wants a family's lines together, and `/metrics` writes
+/// target by target.
 #[derive(Default)]
 struct Exposition {
-    out: String,
-    declared: BTreeSet<String>,
+    families: Vec<Family>,
+    /// Lines before the families (comments).
+    head: String,
+}
+
+struct Family {
+    name: String,
+    kind: &'static str,
+    help: String,
+    samples: String,
 }
 
 impl Exposition {
-    fn sample(&mut self, name: &str, kind: &str, help: &str, labels: &[(&str, &str)], v: f64) {
-        if self.declared.insert(name.to_string()) {
-            let _ = writeln!(self.out, "# HELP {name} {help}");
-            let _ = writeln!(self.out, "# TYPE {name} {kind}");
-        }
+    fn sample(
+        &mut self,
+        name: &str,
+        kind: &'static str,
+        help: &str,
+        labels: &[(&str, &str)],
+        v: f64,
+    ) {
+        let i = match self.families.iter().position(|f| f.name == name) {
+            Some(i) => i,
+            None => {
+                self.families.push(Family {
+                    name: name.to_string(),
+                    kind,
+                    help: help.to_string(),
+                    samples: String::new(),
+                });
+                self.families.len() - 1
+            }
+        };
+        let out = &mut self.families[i].samples;
         let labels: Vec<String> = labels
             .iter()
             .map(|(n, v)| format!("{n}=\"{}\"", escape(v)))
@@ -39,14 +65,25 @@ impl Exposition {
             v
         };
         if labels.is_empty() {
-            let _ = writeln!(self.out, "{name} {}", number(v));
+            let _ = writeln!(out, "{name} {}", number(v));
         } else {
-            let _ = writeln!(self.out, "{name}{{{}}} {}", labels.join(","), number(v));
+            let _ = writeln!(out, "{name}{{{}}} {}", labels.join(","), number(v));
         }
     }
 
     fn gauge(&mut self, name: &str, help: &str, labels: &[(&str, &str)], v: f64) {
         self.sample(name, "gauge", help, labels, v);
+    }
+
+    /// The exposition text.
+    fn text(self) -> String {
+        let mut out = self.head;
+        for f in self.families {
+            let _ = writeln!(out, "# HELP {} {}", f.name, f.help);
+            let _ = writeln!(out, "# TYPE {} {}", f.name, f.kind);
+            out.push_str(&f.samples);
+        }
+        out
     }
 }
 
@@ -84,7 +121,7 @@ pub fn blackbox(o: &Outcome, https: bool) -> String {
     if let Err(e) = &o.result {
         // Why, where blackbox_exporter says it with `debug=true`: a comment line.
         let e = crate::redact::redact_urls(&crate::visible::visible(e)).replace('\n', " ");
-        let _ = writeln!(x.out, "# latscope: the probe failed: {e}");
+        let _ = writeln!(x.head, "# latscope: the probe failed: {e}");
     }
     let success = o.success();
     let r = o.result.as_ref().ok().map(|c| &c.probe);
@@ -204,7 +241,7 @@ pub fn blackbox(o: &Outcome, https: bool) -> String {
             );
         }
     }
-    x.out
+    x.text()
 }
 
 /// `/metrics`: every scheduled target's latest outcome, findings and changes, and
@@ -233,7 +270,7 @@ pub fn metrics(state: &State) -> String {
         };
         let put = |x: &mut Exposition,
                    name: &str,
-                   kind: &str,
+                   kind: &'static str,
                    help: &str,
                    extra: &[(&'static str, &str)],
                    v: f64| {
@@ -403,7 +440,7 @@ pub fn metrics(state: &State) -> String {
         }
     }
     process(&mut x);
-    x.out
+    x.text()
 }
 
 /// The process' own metrics, in Prometheus' client names, from /proc/self.
@@ -481,6 +518,56 @@ mod tests {
             text.matches("# TYPE probe_http_duration_seconds gauge")
                 .count(),
             1
+        );
+    }
+
+    /// Two targets: each family's lines — HELP, TYPE, then the samples of both — are
+    /// one group, as the text format wants (Prometheus' exposition formats: "all lines
+    /// for a given metric must be provided as one single group"), not target by target.
+    #[test]
+    fn a_family_is_one_group_across_targets() {
+        let c = crate::config::serve::ServeConfig::parse(
+            "[[target]]\nurl = \"http://127.0.0.1:9/a\"\nname = \"a\"\n\
+             [[target]]\nurl = \"http://127.0.0.1:9/b\"\nname = \"b\"\n",
+            std::path::Path::new("."),
+        )
+        .unwrap();
+        let mut state = State::default();
+        state.set_targets(&c.targets);
+        for name in ["a", "b"] {
+            let outcome = Outcome {
+                at: std::time::SystemTime::now(),
+                duration: std::time::Duration::from_millis(3),
+                result: Err("connection refused".into()),
+            };
+            state.record(name, outcome);
+        }
+        let text = metrics(&state);
+        let family = |line: &str| -> String {
+            let l = line
+                .strip_prefix("# HELP ")
+                .or_else(|| line.strip_prefix("# TYPE "))
+                .unwrap_or(line);
+            l.split(|c| c == '{' || c == ' ')
+                .next()
+                .unwrap()
+                .to_string()
+        };
+        let mut seen: Vec<String> = Vec::new();
+        for line in text.lines() {
+            let f = family(line);
+            if seen.last() != Some(&f) {
+                assert!(
+                    !seen.contains(&f),
+                    "{f} comes back after another family:\n{text}"
+                );
+                seen.push(f);
+            }
+        }
+        assert_eq!(
+            text.matches("latscope_checks_total{target=").count(),
+            2,
+            "{text}"
         );
     }
 }
