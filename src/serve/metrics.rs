@@ -548,10 +548,7 @@ mod tests {
                 .strip_prefix("# HELP ")
                 .or_else(|| line.strip_prefix("# TYPE "))
                 .unwrap_or(line);
-            l.split(|c| c == '{' || c == ' ')
-                .next()
-                .unwrap()
-                .to_string()
+            l.split(['{', ' ']).next().unwrap().to_string()
         };
         let mut seen: Vec<String> = Vec::new();
         for line in text.lines() {
