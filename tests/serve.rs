@@ -432,8 +432,9 @@ tests:
 /// A page that turns `Cache-Control: private` (RFC 9111 §5.2.2.7: no shared cache may
 /// store it) while serve checks it every second: exactly one change event, naming
 /// the finding that appeared, in the log, the counter and the page; a bad reload is
-/// refused with its line and the old targets stay; SIGTERM stores the checks and
-/// exits 0.
+/// refused with its line and the old targets stay; a good one on SIGHUP adds a target
+/// and keeps the kept one's state, one through POST /-/reload takes it away; SIGTERM
+/// stores the checks and exits 0.
 #[test]
 fn a_cache_switched_off_mid_run_is_one_change() {
     if !require("python3") {
@@ -536,6 +537,49 @@ s.serve_forever()
         Some(1.0)
     );
     assert!(serve.get("/metrics").1.contains("target=\"site\""));
+
+    // A good file on SIGHUP: a second target is checked, the first keeps its state
+    // (same name and URL: its checks go on counting); POST /-/reload of the first file
+    // alone takes the second away again.
+    let good = format!(
+        "[[target]]\nurl = \"http://127.0.0.1:{port}/\"\nname = \"site\"\ncheck = \"diagnose\"\ninterval = \"1s\"\nsamples = 2\n"
+    );
+    let counted = checks(&serve);
+    std::fs::write(
+        &config,
+        format!("{good}[[target]]\nurl = \"http://127.0.0.1:{port}/two\"\nname = \"two\"\ninterval = \"1s\"\nsamples = 1\n"),
+    )
+    .unwrap();
+    unsafe {
+        libc::kill(serve.child.as_ref().unwrap().id() as i32, libc::SIGHUP);
+    }
+    until("the second target checked after SIGHUP", || {
+        value(
+            &serve.get("/metrics").1,
+            "latscope_checks_total{target=\"two\"}",
+        )
+        .filter(|n| *n >= 1.0)
+    });
+    let metrics = serve.get("/metrics").1;
+    assert_eq!(
+        value(&metrics, "latscope_serve_targets"),
+        Some(2.0),
+        "{metrics}"
+    );
+    assert!(
+        checks(&serve) >= counted,
+        "the first target's state was kept: {metrics}"
+    );
+    std::fs::write(&config, &good).unwrap();
+    let (status, body) = http(serve.port, "POST", "/-/reload").unwrap();
+    assert_eq!(status, 200, "{body}");
+    let metrics = serve.get("/metrics").1;
+    assert_eq!(
+        value(&metrics, "latscope_serve_targets"),
+        Some(1.0),
+        "{metrics}"
+    );
+    assert!(!metrics.contains("target=\"two\""), "{metrics}");
 
     let status = serve.stop();
     assert!(status.success(), "{status:?}\n{}", serve.log());
