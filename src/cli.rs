@@ -116,6 +116,10 @@ pub struct ServeArgs {
     /// How long the checks' stored runs are kept.
     #[arg(long, default_value = "7d", value_parser = duration, value_name = "DURATION")]
     pub retention: Duration,
+    /// A cap on the store's size: past it, the oldest stored checks go first (each
+    /// target's newest stays; runs that are not serve's are never touched).
+    #[arg(long, default_value = "1GiB", value_parser = size, value_name = "SIZE")]
+    pub retention_size: u64,
     /// At most this many checks at once.
     #[arg(long, default_value_t = 4, value_name = "N")]
     pub max_concurrent: usize,

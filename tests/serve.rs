@@ -619,6 +619,53 @@ s.serve_forever()
     );
 }
 
+/// `--retention-size`: past the cap the oldest stored checks go, each target's newest
+/// stays, and a run of the user's own (a probe) is never touched; with the default
+/// cap the checks pile up as they should.
+#[test]
+fn the_store_is_kept_to_its_size_cap() {
+    let lab = lab::spawn(LabOptions::default()).expect("lab starts");
+    let dir = TempDir::new("serve-size");
+    let config = dir.write(
+        "targets.toml",
+        &format!(
+            "[[target]]\nurl = \"{}\"\nname = \"up\"\nsamples = 2\n",
+            lab.url("/")
+        ),
+    );
+    let listed = |db: &Path| {
+        let out = run_within(
+            &["runs", "--db", db.to_str().unwrap()],
+            Duration::from_secs(30),
+        );
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    for (db, cap, kept) in [
+        (dir.join("capped.db"), Some("1KiB"), 1),
+        (dir.join("default.db"), None, 3),
+    ] {
+        let db_arg = db.to_str().unwrap();
+        let out = run_within(
+            &["probe", &lab.url("/"), "--db", db_arg, "--label", "mine"],
+            Duration::from_secs(60),
+        );
+        assert!(out.status.success(), "{out:?}");
+        for _ in 0..3 {
+            let mut args = vec!["serve", "--once", "--config", &config, "--db", db_arg];
+            args.extend(cap.iter().flat_map(|c| ["--retention-size", *c]));
+            let out = run_within(&args, Duration::from_secs(60));
+            assert!(out.status.success(), "{out:?}");
+        }
+        let runs = listed(&db);
+        assert_eq!(
+            runs.matches("serve:up").count(),
+            kept,
+            "cap {cap:?}:\n{runs}"
+        );
+        assert!(runs.contains("mine"), "the user's own run stays:\n{runs}");
+    }
+}
+
 /// `--once`: each target checked once, printed, stored under `serve:NAME`; a target
 /// that does not answer fails the run (exit 1) and is stored as failed.
 #[test]

@@ -135,6 +135,37 @@ impl Store {
         Ok(n)
     }
 
+    /// The bytes the store's pages hold (its file less its free pages): what deleting
+    /// runs brings down, at once, without reading a run.
+    pub fn used_bytes(&self) -> Result<u64, StoreError> {
+        let pragma = |name: &str| -> Result<i64, StoreError> {
+            self.conn
+                .query_row(&format!("PRAGMA {name}"), [], |r| r.get(0))
+                .map_err(self.sql())
+        };
+        let used = (pragma("page_count")? - pragma("freelist_count")?).max(0);
+        Ok(used as u64 * pragma("page_size")?.max(0) as u64)
+    }
+
+    /// Deletes the `n` oldest runs whose label starts with `prefix`, never the newest
+    /// run of a label; returns how many went. `latscope serve`'s size cap.
+    pub fn prune_oldest(&mut self, prefix: &str, n: usize) -> Result<usize, StoreError> {
+        let sql = self.sql();
+        let like = format!("{}%", prefix.replace('%', "\\%").replace('_', "\\_"));
+        let gone = self
+            .conn
+            .execute(
+                "DELETE FROM runs WHERE id IN (
+                   SELECT r.id FROM runs r
+                   WHERE r.label LIKE ?1 ESCAPE '\\'
+                     AND r.started_at_ms < (SELECT MAX(started_at_ms) FROM runs x WHERE x.label = r.label)
+                   ORDER BY r.started_at_ms LIMIT ?2)",
+                rusqlite::params![like, n as i64],
+            )
+            .map_err(sql)?;
+        Ok(gone)
+    }
+
     /// Saves an imported run (already checked and redacted), in one transaction:
     /// its documents are written out one at a time, each dropped once it is stored,
     /// so a large run is never held as text and documents at once.

@@ -238,3 +238,39 @@ fn prune_deletes_a_labels_old_runs_only() {
         .unwrap();
     assert_eq!(orphans, 0, "the histograms go with their runs");
 }
+
+/// The size cap's pieces: the used bytes grow with what is stored and shrink when runs
+/// go; the oldest runs under the prefix go first, never a label's newest, never
+/// another label's (`serve_x` is not under `serve:` although LIKE's `_` would match).
+#[test]
+fn prune_oldest_frees_the_store_from_the_oldest_checks() {
+    let path = temp_db("prune-oldest");
+    let mut store = Store::open(&path).unwrap();
+    let empty = store.used_bytes().unwrap();
+    let big = |label: &str, at: i64| {
+        let mut r = run("probe", Some(label), at);
+        r.text = "x".repeat(200_000);
+        r
+    };
+    let mut blog: Vec<String> = (0..4)
+        .map(|i| store.save(&big("serve:blog", 1000 + i)).unwrap())
+        .collect();
+    let wiki = store.save(&big("serve:wiki", 10)).unwrap();
+    let mine = store.save(&big("mine", 1)).unwrap();
+    let lookalike = store.save(&big("serve_x", 2)).unwrap();
+    let full = store.used_bytes().unwrap();
+    assert!(full >= empty + 7 * 200_000, "{empty} -> {full}");
+    assert_eq!(store.prune_oldest("serve:", 2).unwrap(), 2);
+    for gone in blog.drain(..2) {
+        assert!(matches!(store.load(&gone), Err(StoreError::NotFound(_))));
+    }
+    let less = store.used_bytes().unwrap();
+    assert!(less <= full - 2 * 200_000, "{full} -> {less}");
+    // Everything it may take: blog's third; blog's newest, wiki's only run and the
+    // other labels stay.
+    assert_eq!(store.prune_oldest("serve:", 50).unwrap(), 1);
+    assert_eq!(store.prune_oldest("serve:", 50).unwrap(), 0);
+    for kept in [&blog[1], &wiki, &mine, &lookalike] {
+        assert!(store.load(kept).is_ok(), "{kept}");
+    }
+}

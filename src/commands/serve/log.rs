@@ -47,7 +47,7 @@ struct Stored {
 impl Log {
     /// The log, and the store's own thread: each check saved as a run labelled
     /// `serve:NAME`, the label's runs older than `--retention` pruned as it goes (the
-    /// newest kept). The thread ends, with the count saved, once the log is dropped.
+    /// newest kept), and the oldest checks while the store is past `--retention-size`. The thread ends, with the count saved, once the log is dropped.
     pub(super) fn start(args: &ServeArgs) -> (Log, std::thread::JoinHandle<usize>) {
         let (tx, rx) = mpsc::channel::<Stored>();
         let output = OutputConfig {
@@ -57,7 +57,7 @@ impl Log {
             no_save: args.no_save,
             no_tui: true,
         };
-        let retention = args.retention;
+        let (retention, size_cap) = (args.retention, args.retention_size);
         let handle = std::thread::spawn(move || {
             let mut saved = 0;
             let mut store = None;
@@ -94,6 +94,9 @@ impl Log {
                 if let Err(e) = st.prune(&label, before, 1) {
                     eprintln!("latscope serve: error: old checks were not pruned: {e}");
                 }
+                if let Err(e) = cap_size(st, size_cap) {
+                    eprintln!("latscope serve: error: the store was not kept to its size: {e}");
+                }
             }
             saved
         });
@@ -104,6 +107,17 @@ impl Log {
             handle,
         )
     }
+}
+
+/// Stored checks deleted, the oldest first, while the store holds more than `cap`
+/// bytes (each target's newest check stays).
+fn cap_size(st: &mut Store, cap: u64) -> Result<(), crate::store::StoreError> {
+    while st.used_bytes()? > cap {
+        if st.prune_oldest("serve:", 50)? == 0 {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// A check as a stored run (serve::stored makes its documents and text).
