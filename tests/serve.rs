@@ -619,6 +619,66 @@ s.serve_forever()
     );
 }
 
+/// `load = true` lets a diagnose check run its short load ramp (8 connections at most,
+/// 1 s steps), stored with the check; without it the ramp is skipped, saying why.
+#[test]
+fn a_diagnose_check_loads_only_when_the_target_says_so() {
+    let lab = lab::spawn(LabOptions::default()).expect("lab starts");
+    let dir = TempDir::new("serve-load");
+    let config = dir.write(
+        "targets.toml",
+        &format!(
+            "[[target]]\nname = \"ramp\"\nurl = \"{url}\"\ncheck = \"diagnose\"\nload = true\nsamples = 2\n\n\
+             [[target]]\nname = \"still\"\nurl = \"{url}\"\ncheck = \"diagnose\"\nsamples = 2\n",
+            url = lab.url("/")
+        ),
+    );
+    let db = dir.join("runs.db");
+    let db = db.to_str().unwrap();
+    let out = run_within(
+        &["serve", "--once", "--config", &config, "--db", db],
+        Duration::from_secs(120),
+    );
+    assert!(out.status.success(), "{out:?}");
+    let stored = |name: &str| -> serde_json::Value {
+        let out = run_within(
+            &[
+                "runs",
+                "--db",
+                db,
+                "--label",
+                &format!("serve:{name}"),
+                "--json",
+            ],
+            Duration::from_secs(30),
+        );
+        let runs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let id = runs[0]["id"].as_str().expect("a stored check").to_string();
+        let out = run_within(
+            &["show", &id, "--db", db, "--json"],
+            Duration::from_secs(30),
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let ramp = stored("ramp");
+    let steps = ramp["load"]["ramp"].as_array().expect("the load ramp ran");
+    assert!(!steps.is_empty(), "{}", ramp["load"]);
+    assert!(
+        steps.iter().all(|s| s["connections"]
+            .as_u64()
+            .is_some_and(|c| (1..=8).contains(&c))),
+        "{}",
+        ramp["load"]
+    );
+    let still = stored("still");
+    assert!(still.get("load").is_none_or(|l| l.is_null()), "{still}");
+    assert!(
+        still["skipped"].to_string().contains("load = true"),
+        "{}",
+        still["skipped"]
+    );
+}
+
 /// `--retention-size`: past the cap the oldest stored checks go, each target's newest
 /// stays, and a run of the user's own (a probe) is never touched; with the default
 /// cap the checks pile up as they should.

@@ -21,7 +21,8 @@
 //! resolve = ["blog.example:443:127.0.0.1"]
 //! http = "auto"         # "1.1", "2"
 //! labels = { team = "web" }
-//! load = false          # diagnose: the short load ramp (loopback/private only)
+//! load = false          # diagnose: true runs the short load ramp (8 connections at
+//!                       # most, 1 s steps) on any address, as `diagnose --load`
 //!
 //! [module.http_2xx]     # /probe?target=URL&module=http_2xx (blackbox_exporter's way)
 //! timeout = "5s"
