@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use latscope::lab::{self, LabOptions};
+use latscope::lab::{self, LabOptions, LabTls};
 
 use crate::util::{free_port, latscope, run_within};
 use crate::util_prometheus::Prometheus;
@@ -616,6 +616,58 @@ s.serve_forever()
         report.matches("<td>finding appeared</td>").count(),
         1,
         "{report}"
+    );
+}
+
+/// /metrics carries the resumed series (a new connection that resumed its TLS
+/// session, RFC 8446 §2.2) where the server resumes, beside fresh and reused, and no
+/// resumed series where it never does.
+#[test]
+fn metrics_carry_the_resumed_series_where_sessions_resume() {
+    let tls = LabTls::self_signed(&[]).unwrap();
+    let dir = TempDir::new("serve-resumed");
+    let ca = dir.write("lab.pem", tls.cert_pem());
+    let resumes = lab::spawn(LabOptions {
+        tls: Some(tls.clone()),
+        ..LabOptions::default()
+    })
+    .expect("lab starts");
+    let never = lab::spawn(LabOptions {
+        tls: Some(tls.without_resumption()),
+        ..LabOptions::default()
+    })
+    .expect("lab starts");
+    let config = dir.write(
+        "targets.toml",
+        &format!(
+            "[[target]]\nname = \"resumes\"\nurl = \"{}\"\ncacert = \"{ca}\"\ninterval = \"1s\"\nsamples = 3\n\n\
+             [[target]]\nname = \"never\"\nurl = \"{}\"\ncacert = \"{ca}\"\ninterval = \"1s\"\nsamples = 3\n",
+            resumes.url("/"),
+            never.url("/")
+        ),
+    );
+    let serve = Serve::start(&dir, &config);
+    let metrics = until("both targets checked", || {
+        let (_, m) = serve.get("/metrics");
+        ["resumes", "never"]
+            .iter()
+            .all(|t| value(&m, &format!("latscope_probe_success{{target=\"{t}\"}}")) == Some(1.0))
+            .then_some(m)
+    });
+    let phase = |t: &str, series: &str, phase: &str| {
+        value(
+            &metrics,
+            &format!(
+                "latscope_phase_seconds{{target=\"{t}\",series=\"{series}\",phase=\"{phase}\"}}"
+            ),
+        )
+    };
+    assert!(phase("resumes", "resumed", "tls").is_some(), "{metrics}");
+    assert!(phase("resumes", "fresh", "tls").is_some(), "{metrics}");
+    assert!(phase("never", "fresh", "tls").is_some(), "{metrics}");
+    assert!(
+        !metrics.contains("target=\"never\",series=\"resumed\""),
+        "{metrics}"
     );
 }
 
