@@ -149,3 +149,60 @@ pub fn render(state: &State) -> String {
     h.push_str("<p><small><a href=/metrics>/metrics</a> · <code>/probe?target=URL&amp;module=http_2xx</code> · <code>POST /-/reload</code></small></p></body></html>\n");
     h
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::finding::{Category, Finding, Severity};
+    use crate::serve::check::{Checked, Outcome};
+
+    /// Whatever a server or a targets file chose — a target's name, a finding's title,
+    /// "where the time goes", a failure — is escaped on the page, never markup; a
+    /// URL's secret query value is redacted.
+    #[test]
+    fn the_page_escapes_what_servers_and_files_chose() {
+        let c = crate::config::serve::ServeConfig::parse(
+            "[[target]]\nurl = \"http://127.0.0.1:9/?token=hunter2\"\nname = \"<script>x</script>\"\n\
+             [[target]]\nurl = \"http://127.0.0.1:9/b\"\nname = \"down\"\n",
+            std::path::Path::new("."),
+        )
+        .unwrap();
+        let mut state = State::default();
+        state.set_targets(&c.targets);
+        let checked = Checked {
+            probe: crate::probe::ProbeResult {
+                status: Some(200),
+                ..Default::default()
+            },
+            findings: vec![Finding::new(
+                "cdn-cost",
+                Category::Cache,
+                Severity::Warn,
+                "<img src=x onerror=alert(1)>".into(),
+            )],
+            summary: Some("TTFB <b>1 ms</b>".into()),
+            diagnosis: None,
+        };
+        let ok = || Outcome {
+            at: SystemTime::now(),
+            duration: std::time::Duration::from_millis(3),
+            result: Ok(checked.clone()),
+        };
+        state.record("<script>x</script>", ok());
+        state.record(
+            "down",
+            Outcome {
+                at: SystemTime::now(),
+                duration: std::time::Duration::from_millis(3),
+                result: Err("refused <iframe>".into()),
+            },
+        );
+        let page = render(&state);
+        for raw in ["<script>x", "<img src=x", "<b>1 ms", "<iframe>", "hunter2"] {
+            assert!(!page.contains(raw), "{raw} on the page:\n{page}");
+        }
+        for escaped in ["&lt;script&gt;x", "&lt;img src=x", "&lt;b&gt;1 ms"] {
+            assert!(page.contains(escaped), "{escaped} not on the page:\n{page}");
+        }
+    }
+}
