@@ -74,6 +74,11 @@ struct Serve {
 
 impl Serve {
     fn start(dir: &TempDir, config: &str) -> Serve {
+        Serve::start_with(dir, config, &[])
+    }
+
+    /// [`Serve::start`] with more flags.
+    fn start_with(dir: &TempDir, config: &str, extra: &[&str]) -> Serve {
         let port = free_port();
         let log = dir.join("serve.log");
         let child = latscope()
@@ -84,6 +89,7 @@ impl Serve {
                 "--config",
                 config,
             ])
+            .args(extra)
             .arg("--db")
             .arg(dir.join("runs.db"))
             .stdin(Stdio::null())
@@ -617,6 +623,63 @@ s.serve_forever()
         1,
         "{report}"
     );
+}
+
+/// A reload while a diagnose check waits on a server that never answers: the check
+/// under way is ended — its connections closed within seconds — not left running on
+/// its blocking thread until its 30 s timeout while the new schedule starts beside it
+/// (it held its `--max-concurrent` place too, which the new check waits for).
+#[test]
+fn a_reload_ends_the_check_under_way() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // One flag per connection accepted: set once the client closed it. Requests are
+    // read and never answered.
+    let closed: std::sync::Arc<std::sync::Mutex<Vec<std::sync::Arc<AtomicBool>>>> =
+        Default::default();
+    let flags = closed.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().take(64) {
+            let Ok(mut conn) = conn else { return };
+            let flag = std::sync::Arc::new(AtomicBool::new(false));
+            flags.lock().unwrap().push(flag.clone());
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while matches!(conn.read(&mut buf), Ok(n) if n > 0) {}
+                flag.store(true, Ordering::SeqCst);
+            });
+        }
+    });
+    let dir = TempDir::new("serve-reload-check");
+    let config = dir.write(
+        "targets.toml",
+        &format!(
+            "[[target]]\nname = \"hangs\"\nurl = \"http://127.0.0.1:{port}/\"\ncheck = \"diagnose\"\ntimeout = \"30s\"\nsamples = 1\n"
+        ),
+    );
+    let serve = Serve::start_with(&dir, &config, &["--max-concurrent", "1"]);
+    let before = until("the check connects", || {
+        let n = closed.lock().unwrap().len();
+        (n > 0).then_some(n)
+    });
+    let (status, body) = http(serve.port, "POST", "/-/reload").unwrap();
+    assert_eq!(status, 200, "{body}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let open = closed.lock().unwrap()[..before]
+            .iter()
+            .filter(|c| !c.load(Ordering::SeqCst))
+            .count();
+        if open == 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{open} of the old check's {before} connections still open 10 s after the reload"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// /metrics carries the resumed series (a new connection that resumed its TLS

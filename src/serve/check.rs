@@ -125,19 +125,31 @@ pub fn diagnose(t: &ServeTarget, halt: &Halt) -> Outcome {
     }
 }
 
-/// The check `t` asks for.
-pub async fn run(t: &ServeTarget, halt: &Halt) -> Outcome {
+/// The check `t` asks for. `permit` (its place under `--max-concurrent`) is held
+/// until the work ends: a diagnosis runs on a blocking thread that outlives this future
+/// when the future is dropped (a reload, the time limit), so the permit goes with it.
+pub async fn run(
+    t: &ServeTarget,
+    halt: &Halt,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) -> Outcome {
     match t.check {
-        Check::Probe => probe(&t.target, &t.requesting, &halt.stop).await,
+        Check::Probe => {
+            let _permit = permit;
+            probe(&t.target, &t.requesting, &halt.stop).await
+        }
         Check::Diagnose => {
             let (t, h) = (t.clone(), halt.clone());
-            tokio::task::spawn_blocking(move || diagnose(&t, &h))
-                .await
-                .unwrap_or_else(|e| Outcome {
-                    at: SystemTime::now(),
-                    duration: Duration::ZERO,
-                    result: Err(format!("the check ended abnormally: {e}")),
-                })
+            tokio::task::spawn_blocking(move || {
+                let _permit = permit;
+                diagnose(&t, &h)
+            })
+            .await
+            .unwrap_or_else(|e| Outcome {
+                at: SystemTime::now(),
+                duration: Duration::ZERO,
+                result: Err(format!("the check ended abnormally: {e}")),
+            })
         }
     }
 }

@@ -19,6 +19,15 @@ use super::state::{Change, State};
 /// The longest one check may take, whatever it is.
 const CHECK_LIMIT: Duration = Duration::from_secs(300);
 
+/// Halts a check's own [`Halt`] when dropped: the check's future ended or was dropped.
+struct HaltOnDrop(Halt);
+
+impl Drop for HaltOnDrop {
+    fn drop(&mut self) {
+        self.0.halt("the check was ended");
+    }
+}
+
 /// Where outcomes and the operator's lines go (the command: stderr and the store).
 pub trait Recorder: Send + Sync {
     /// A check of `target` ended with `outcome`, confirming `changes`.
@@ -120,11 +129,31 @@ impl Daemon {
         }
     }
 
-    /// One check of `t`, within the concurrency limit and [`CHECK_LIMIT`].
+    /// One check of `t`, within the concurrency limit and [`CHECK_LIMIT`]. The check
+    /// has a halt of its own, set when this future ends or is dropped (a reload, the
+    /// limit) or the daemon stops, so a diagnosis on its blocking thread stops too
+    /// instead of running on unseen, its permit held.
     async fn check(&self, t: &ServeTarget) -> Outcome {
-        let _permit = self.permit().await;
+        let permit = self.permit().await;
         let at = SystemTime::now();
-        match tokio::time::timeout(CHECK_LIMIT, check::run(t, &self.halt)).await {
+        let halt = Halt::new();
+        let _ends = HaltOnDrop(halt.clone());
+        let run = check::run(t, &halt, permit);
+        let limited = async {
+            tokio::select! {
+                o = tokio::time::timeout(CHECK_LIMIT, run) => Some(o),
+                _ = self.halt.stop.stopped() => None,
+            }
+        };
+        let Some(outcome) = limited.await else {
+            halt.halt(self.halt.reason());
+            return Outcome {
+                at,
+                duration: Duration::ZERO,
+                result: Err(self.halt.reason().to_string()),
+            };
+        };
+        match outcome {
             Ok(o) => o,
             Err(_) => Outcome {
                 at,
