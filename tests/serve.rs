@@ -268,7 +268,7 @@ fn probe_agrees_with_blackbox_exporter() {
 /// The rules `--print-config rules` writes load in promtool, and each alert fires in
 /// promtool's unit test on the series that should fire it, not on healthy ones; a
 /// real Prometheus scrapes `/metrics` and `/probe` with the scrape config
-/// `--print-config prometheus` writes; `/metrics` with two targets passes
+/// `--print-config prometheus` writes and loads the rules; `/metrics` with two targets passes
 /// `promtool check metrics`.
 #[test]
 fn prometheus_scrapes_serve_and_the_rules_pass_promtool() {
@@ -324,7 +324,9 @@ fn prometheus_scrapes_serve_and_the_rules_pass_promtool() {
     let scrape = String::from_utf8_lossy(&out.stdout)
         .replace("https://example.org/", &lab.url("/"))
         .replace("scrape_interval: 30s", "scrape_interval: 1s");
-    let yaml = format!("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n{scrape}");
+    let yaml = format!(
+        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n  - {rules}\n{scrape}"
+    );
     let Some(prom) = Prometheus::start_with("serve_scrape", &yaml) else {
         return;
     };
@@ -347,6 +349,18 @@ fn prometheus_scrapes_serve_and_the_rules_pass_promtool() {
     let phases =
         prom.query("latscope_phase_seconds{target=\"lab\",series=\"fresh\",phase=\"total\"}");
     assert_eq!(phases.len(), 1, "{phases:?}");
+    // Prometheus itself loaded the alerting rules, every group healthy.
+    let (status, rules_json) = prom.get("/api/v1/rules").expect("the rules API answers");
+    assert_eq!(status, 200, "{rules_json}");
+    let v: serde_json::Value = serde_json::from_str(&rules_json).unwrap();
+    let loaded: Vec<&serde_json::Value> = v["data"]["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["rules"].as_array().unwrap())
+        .collect();
+    assert!(loaded.len() >= 4, "{rules_json}");
+    assert!(loaded.iter().all(|r| r["health"] != "err"), "{rules_json}");
     // Two targets' /metrics: promtool's parser and linter read it clean (that each
     // family is one group is serve::metrics' unit test: Go's parser tolerates it).
     until("both targets in /metrics", || {
