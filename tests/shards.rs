@@ -215,9 +215,11 @@ pub fn quantile(values: &[f64], q: f64) -> f64 {
 /// The distribution-free 95 % interval of the q-quantile of sorted `values`: the
 /// order statistics at ranks n·q ∓ 1.96·√(n·q·(1−q)) (the normal approximation of the
 /// binomial count below the quantile; Conover, Practical Nonparametric Statistics,
-/// §3.2). A pause that delays fewer requests than the interval's upper margin moves
-/// the p99 point but not the interval's low end.
+/// §3.2), rounded outwards and one rank wider on each side (conservative). A pause that
+/// delays fewer requests than the interval's upper margin moves the p99 point but not
+/// the interval's low end.
 pub fn quantile_interval(values: &[f64], q: f64) -> (f64, f64) {
+    assert!(!values.is_empty(), "no values to take a quantile of");
     let n = values.len() as f64;
     let half = 1.96 * (n * q * (1.0 - q)).sqrt();
     let rank = |r: f64| (r as usize).clamp(1, values.len()) - 1;

@@ -89,7 +89,8 @@ pub fn run(
 
 /// Per origin the request probed, the page's own first: the document, then for each
 /// other origin its render-blocking request, else its longest that ended before the
-/// largest paint — fetched over the network, a GET answered 2xx.
+/// largest paint — fetched over the network, a GET answered 2xx; at most
+/// [`MAX_ORIGINS`], the render-blocking ones first, then the longest.
 pub fn critical_origins(v: &Visit) -> Vec<&Request> {
     let Some(doc) = v.document() else {
         return Vec::new();
@@ -114,6 +115,12 @@ pub fn critical_origins(v: &Visit) -> Vec<&Request> {
             None => out.push(r),
         }
     }
+    // The most critical others keep their places: render-blocking, then the longest.
+    out[1..].sort_by(|a, b| {
+        rank(b)
+            .partial_cmp(&rank(a))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
     out.truncate(MAX_ORIGINS);
     out
 }

@@ -44,7 +44,7 @@ pub struct PageOrigin {
     /// scheme://host[:port].
     pub origin: String,
     /// The request probed: the document on the page's own origin, else the origin's
-    /// longest request the first paint waited for.
+    /// render-blocking request, else its longest that ended before the first paint.
     pub url: String,
     /// Its resource type as the browser gave it ("Document", "Stylesheet", "Font"…).
     pub resource_type: String,

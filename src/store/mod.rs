@@ -147,20 +147,20 @@ impl Store {
         Ok(used as u64 * pragma("page_size")?.max(0) as u64)
     }
 
-    /// Deletes the `n` oldest runs whose label starts with `prefix`, never the newest
-    /// run of a label; returns how many went. `latscope serve`'s size cap.
+    /// Deletes the `n` oldest runs whose label starts with `prefix` (exactly: case and
+    /// every character as given), never the newest run of a label; returns how many
+    /// went. `latscope serve`'s size cap.
     pub fn prune_oldest(&mut self, prefix: &str, n: usize) -> Result<usize, StoreError> {
         let sql = self.sql();
-        let like = format!("{}%", prefix.replace('%', "\\%").replace('_', "\\_"));
         let gone = self
             .conn
             .execute(
                 "DELETE FROM runs WHERE id IN (
                    SELECT r.id FROM runs r
-                   WHERE r.label LIKE ?1 ESCAPE '\\'
+                   WHERE substr(r.label, 1, length(?1)) = ?1
                      AND r.started_at_ms < (SELECT MAX(started_at_ms) FROM runs x WHERE x.label = r.label)
                    ORDER BY r.started_at_ms LIMIT ?2)",
-                rusqlite::params![like, n as i64],
+                rusqlite::params![prefix, n as i64],
             )
             .map_err(sql)?;
         Ok(gone)

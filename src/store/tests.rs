@@ -241,7 +241,8 @@ fn prune_deletes_a_labels_old_runs_only() {
 
 /// The size cap's pieces: the used bytes grow with what is stored and shrink when runs
 /// go; the oldest runs under the prefix go first, never a label's newest, never
-/// another label's (`serve_x` is not under `serve:` although LIKE's `_` would match).
+/// another label's — `Serve:x` is not under `serve:` (SQL's LIKE would ignore the
+/// case), nor `serveXy` under `serve_` (LIKE's `_` would match any character).
 #[test]
 fn prune_oldest_frees_the_store_from_the_oldest_checks() {
     let path = temp_db("prune-oldest");
@@ -257,9 +258,13 @@ fn prune_oldest_frees_the_store_from_the_oldest_checks() {
         .collect();
     let wiki = store.save(&big("serve:wiki", 10)).unwrap();
     let mine = store.save(&big("mine", 1)).unwrap();
-    let lookalike = store.save(&big("serve_x", 2)).unwrap();
+    let lookalike = store.save(&big("Serve:x", 2)).unwrap();
+    let lookalike_older = store.save(&big("Serve:x", 1)).unwrap();
+    let wildcard = store.save(&big("serveXy", 3)).unwrap();
+    let wildcard_older = store.save(&big("serveXy", 2)).unwrap();
+    assert_eq!(store.prune_oldest("serve_", 50).unwrap(), 0);
     let full = store.used_bytes().unwrap();
-    assert!(full >= empty + 7 * 200_000, "{empty} -> {full}");
+    assert!(full >= empty + 10 * 200_000, "{empty} -> {full}");
     assert_eq!(store.prune_oldest("serve:", 2).unwrap(), 2);
     for gone in blog.drain(..2) {
         assert!(matches!(store.load(&gone), Err(StoreError::NotFound(_))));
@@ -270,7 +275,15 @@ fn prune_oldest_frees_the_store_from_the_oldest_checks() {
     // other labels stay.
     assert_eq!(store.prune_oldest("serve:", 50).unwrap(), 1);
     assert_eq!(store.prune_oldest("serve:", 50).unwrap(), 0);
-    for kept in [&blog[1], &wiki, &mine, &lookalike] {
+    for kept in [
+        &blog[1],
+        &wiki,
+        &mine,
+        &lookalike,
+        &lookalike_older,
+        &wildcard,
+        &wildcard_older,
+    ] {
         assert!(store.load(kept).is_ok(), "{kept}");
     }
 }

@@ -47,7 +47,8 @@ struct Stored {
 impl Log {
     /// The log, and the store's own thread: each check saved as a run labelled
     /// `serve:NAME`, the label's runs older than `--retention` pruned as it goes (the
-    /// newest kept), and the oldest checks while the store is past `--retention-size`. The thread ends, with the count saved, once the log is dropped.
+    /// newest kept), and the oldest checks while the store is past
+    /// `--retention-size`. The thread ends, with the count saved, once the log is dropped.
     pub(super) fn start(args: &ServeArgs) -> (Log, std::thread::JoinHandle<usize>) {
         let (tx, rx) = mpsc::channel::<Stored>();
         let output = OutputConfig {
@@ -61,6 +62,7 @@ impl Log {
         let handle = std::thread::spawn(move || {
             let mut saved = 0;
             let mut store = None;
+            let mut over_cap_said = false;
             for s in rx {
                 if output.no_save {
                     continue;
@@ -94,8 +96,18 @@ impl Log {
                 if let Err(e) = st.prune(&label, before, 1) {
                     eprintln!("latscope serve: error: old checks were not pruned: {e}");
                 }
-                if let Err(e) = cap_size(st, size_cap) {
-                    eprintln!("latscope serve: error: the store was not kept to its size: {e}");
+                match cap_size(st, size_cap) {
+                    Ok(true) => {}
+                    Ok(false) if !over_cap_said => {
+                        over_cap_said = true;
+                        eprintln!(
+                            "latscope serve: warning: the store is past --retention-size with only each target's newest check left: the rest is runs serve does not own"
+                        );
+                    }
+                    Ok(false) => {}
+                    Err(e) => {
+                        eprintln!("latscope serve: error: the store was not kept to its size: {e}")
+                    }
                 }
             }
             saved
@@ -110,14 +122,14 @@ impl Log {
 }
 
 /// Stored checks deleted, the oldest first, while the store holds more than `cap`
-/// bytes (each target's newest check stays).
-fn cap_size(st: &mut Store, cap: u64) -> Result<(), crate::store::StoreError> {
+/// bytes (each target's newest check stays); whether it is within the cap after.
+fn cap_size(st: &mut Store, cap: u64) -> Result<bool, crate::store::StoreError> {
     while st.used_bytes()? > cap {
         if st.prune_oldest("serve:", 50)? == 0 {
-            break;
+            return Ok(false);
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 /// A check as a stored run (serve::stored makes its documents and text).

@@ -47,13 +47,28 @@ pub fn decide<'a>(
         .collect()
 }
 
-/// What a finding names: its request's URL, else its origin, else nothing (a
-/// finding about the whole visit).
+/// The rules that make one finding per origin (naming the request that stood for it,
+/// which may differ from visit to visit).
+const PER_ORIGIN: &[&str] = &[
+    "render-blocking-far-origin",
+    "no-preconnect",
+    "h1-connection-limit",
+];
+
+/// What a finding names: its origin for a per-origin rule; else its request's URL
+/// without the query (a cache-busting `?v=…` differs on every visit), else its origin,
+/// else nothing (a finding about the whole visit).
 fn subject(f: &Finding) -> String {
-    f.evidence_str("url")
-        .or_else(|| f.evidence_str("origin"))
-        .unwrap_or_default()
-        .to_string()
+    let origin = f.evidence_str("origin");
+    if PER_ORIGIN.contains(&f.id.as_str()) {
+        if let Some(o) = origin {
+            return o.to_string();
+        }
+    }
+    match f.evidence_str("url") {
+        Some(u) => u.split(['?', '#']).next().unwrap_or(u).to_string(),
+        None => origin.unwrap_or_default().to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -116,6 +131,28 @@ mod tests {
         // Two visits: both must agree.
         let f = decide(visits[..2].iter(), VisitKind::First, per_request);
         assert_eq!(f.len(), 1);
+        // A cache-busting query does not split a request's votes; a per-origin rule is
+        // one finding per origin whichever of its requests stood for it.
+        let busted: Vec<Visit> = (1..=3)
+            .map(|i| visit(VisitKind::First, i, &[&format!("http://a/app.js?v={i}")]))
+            .collect();
+        assert_eq!(
+            decide(busted.iter(), VisitKind::First, per_request).len(),
+            1
+        );
+        let per_origin = |v: &Visit| {
+            vec![Finding::new(
+                "render-blocking-far-origin",
+                Category::Network,
+                Severity::Warn,
+                String::new(),
+            )
+            .text("url", format!("http://cdn/{}.css", v.index))
+            .text("origin", "http://cdn")]
+        };
+        let f = decide(busted.iter(), VisitKind::First, per_origin);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].evidence["visits_with"], 3);
         // One visit decides alone, and its title stays as the rule wrote it.
         let f = decide(visits[1..2].iter(), VisitKind::First, per_request);
         assert_eq!(f.len(), 2);
