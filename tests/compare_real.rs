@@ -153,7 +153,9 @@ fn row<'a>(s: &'a Value, metric: &str) -> &'a Value {
 }
 
 /// No row whose value moved 2× or more is called "no" difference: it is a yes, a
-/// can't tell, a too-few, or moved against a significant shift.
+/// can't tell, a too-few, moved against a significant shift, or too small to matter
+/// ("no, too small": under the 0.1 ms floor, as a reused connection's send p90 of a few
+/// µs that doubled on a busy machine).
 fn never_no_beside_2x(cmp: &Value) {
     for s in cmp["sections"].as_array().unwrap() {
         for r in s["rows"].as_array().unwrap() {
@@ -162,7 +164,9 @@ fn never_no_beside_2x(cmp: &Value) {
                 let big = ratio.is_some_and(|x| !(0.5..=2.0).contains(&x));
                 if big && t["significant"] == false {
                     assert!(
-                        t["inconclusive"] == true || t["against_test"] == true,
+                        t["inconclusive"] == true
+                            || t["against_test"] == true
+                            || t["negligible"] == true,
                         "'no' beside ×{ratio:?} in {}: {r:#}",
                         s["name"]
                     );

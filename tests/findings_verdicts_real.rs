@@ -114,7 +114,12 @@ fn tail_heavy_on_a_python_server() {
     assert_eq!(f["severity"], "warn", "{f}");
     assert!(num(f, "over") >= 2.0, "{f}");
     assert_in("slowest", num(f, "max_ms"), 240.0, 2000.0);
-    assert!(num(f, "p50_ms") < 50.0, "the p50 stays near 3 ms: {f}");
+    // The p50 is a request that did not stall: 3 ms on a quiet machine (51 ms once with
+    // the whole suite beside it), well under the 250 ms stall either way.
+    assert!(
+        num(f, "p50_ms") < 125.0,
+        "the p50 is not a stalled request: {f}"
+    );
     let v = run("every=0&ms=0");
     assert!(
         warned(&v, "tail-heavy").is_empty(),
