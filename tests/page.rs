@@ -828,7 +828,20 @@ fn page_far_origin_and_h1_limit_behind_a_40ms_wire() {
     assert!(f(&late[0]["saving_ms"]) >= 30.0, "{}", late[0]);
     // Two origins besides the page's: not yet too many.
     assert!(findings(&v, "too-many-origins").is_empty(), "{:?}", ids(&v));
-    let v = page(&[&format!("{base}/font-pre.html")]);
+    // Quiet decided on three visits, as a user runs it: on one visit of a busy machine
+    // the preconnect can still be under way when the font is asked for (seen once).
+    let v = run_json_within(
+        &[
+            "page",
+            "--json",
+            "--no-save",
+            "--visits",
+            "3",
+            "--no-origin-probe",
+            &format!("{base}/font-pre.html"),
+        ],
+        LIMIT,
+    );
     assert!(
         findings(&v, "no-preconnect").is_empty(),
         "preconnected: {:?}",
