@@ -112,20 +112,27 @@ fn open_model_shards_interleave_into_one_schedule() {
     assert!((1_300..=2_000).contains(&median), "median gap {median} µs");
 }
 
-/// The median gap, µs, between consecutive request starts (each `--raw` CSV's first
-/// column) over all the shards' files: the interleaved schedule's spacing.
-pub fn median_start_gap_us<P: AsRef<std::path::Path>>(raws: &[P]) -> u64 {
-    let mut starts: Vec<u64> = raws
-        .iter()
+/// Column `col` of every row of the `--raw` CSV files, pooled (header skipped).
+fn raw_column<T: std::str::FromStr, P: AsRef<std::path::Path>>(raws: &[P], col: usize) -> Vec<T>
+where
+    T::Err: std::fmt::Debug,
+{
+    raws.iter()
         .flat_map(|p| {
             std::fs::read_to_string(p)
                 .unwrap()
                 .lines()
                 .skip(1)
-                .map(|l| l.split(',').next().unwrap().parse::<u64>().unwrap())
+                .map(|l| l.split(',').nth(col).unwrap().parse::<T>().unwrap())
                 .collect::<Vec<_>>()
         })
-        .collect();
+        .collect()
+}
+
+/// The median gap, µs, between consecutive request starts (each `--raw` CSV's first
+/// column) over all the shards' files: the interleaved schedule's spacing.
+pub fn median_start_gap_us<P: AsRef<std::path::Path>>(raws: &[P]) -> u64 {
+    let mut starts: Vec<u64> = raw_column(raws, 0);
     starts.sort_unstable();
     let mut gaps: Vec<u64> = starts.windows(2).map(|w| w[1] - w[0]).collect();
     gaps.sort_unstable();
@@ -231,16 +238,9 @@ pub fn quantile_interval(values: &[f64], q: f64) -> (f64, f64) {
 
 /// The latencies (ms, sorted) of `--raw` CSV files, pooled.
 pub fn raw_latencies_ms<P: AsRef<std::path::Path>>(raws: &[P]) -> Vec<f64> {
-    let mut lat: Vec<f64> = raws
-        .iter()
-        .flat_map(|p| {
-            std::fs::read_to_string(p)
-                .unwrap()
-                .lines()
-                .skip(1)
-                .map(|l| l.split(',').nth(7).unwrap().parse::<f64>().unwrap() / 1000.0)
-                .collect::<Vec<_>>()
-        })
+    let mut lat: Vec<f64> = raw_column::<f64, P>(raws, 7)
+        .into_iter()
+        .map(|us| us / 1000.0)
         .collect();
     lat.sort_by(f64::total_cmp);
     lat
