@@ -65,11 +65,7 @@ fn origins(out: &mut String, origins: &[PageOrigin]) {
     let rows: Vec<Vec<String>> = origins
         .iter()
         .map(|o| {
-            let said = match (&o.error, &o.summary) {
-                (Some(e), _) => format!("not probed: {e}"),
-                (None, Some(s)) => s.clone(),
-                (None, None) => "—".into(),
-            };
+            let said = super::page::origin_said(o, "—");
             vec![
                 redact_urls(&o.origin),
                 format!("{} {}", o.resource_type.to_lowercase(), redact_urls(&o.url)),

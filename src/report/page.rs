@@ -250,6 +250,16 @@ pub fn render(run: &PageRun, origins: &[PageOrigin], findings: &[Finding]) -> St
     out
 }
 
+/// What an origin's probe said: why it could not be probed, else where the time
+/// goes, else `none`.
+pub fn origin_said(o: &PageOrigin, none: &str) -> String {
+    match (&o.error, &o.summary) {
+        (Some(e), _) => format!("not probed: {e}"),
+        (None, Some(s)) => s.clone(),
+        (None, None) => none.to_string(),
+    }
+}
+
 /// The origins the first paint waited for, each with what its probe said.
 pub fn origins_text(origins: &[PageOrigin]) -> String {
     if origins.is_empty() {
@@ -257,11 +267,7 @@ pub fn origins_text(origins: &[PageOrigin]) -> String {
     }
     let mut out = "\n  origins the first paint waited for, probed:\n".to_string();
     for o in origins {
-        let said = match (&o.error, &o.summary) {
-            (Some(e), _) => format!("not probed: {e}"),
-            (None, Some(s)) => s.clone(),
-            (None, None) => "measured, too little to say where the time goes".into(),
-        };
+        let said = origin_said(o, "measured, too little to say where the time goes");
         out.push_str(&format!(
             "    {} ({} {}): {said}\n",
             o.origin,
