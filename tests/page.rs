@@ -847,8 +847,23 @@ fn page_far_origin_and_h1_limit_behind_a_40ms_wire() {
         "preconnected: {:?}",
         v["findings"]
     );
-    let font = request(visit(&v, "first"), "/f.woff2");
-    assert_eq!(font["phases"]["connect"], Value::Null, "{font}");
+    // The font rode the preconnected connection on most first visits (not on every
+    // one: the same race as above).
+    let firsts: Vec<&Value> = v["visits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["kind"] == "first")
+        .collect();
+    let reused = firsts
+        .iter()
+        .filter(|x| request(x, "/f.woff2")["phases"]["connect"].is_null())
+        .count();
+    assert!(
+        reused * 2 > firsts.len(),
+        "{reused} of {} first visits' fonts skipped the connect",
+        firsts.len()
+    );
 
     let v = page(&[&format!("{base}/many.html"), "-k"]);
     eprintln!("many: {:?}", v["findings"]);

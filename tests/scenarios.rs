@@ -271,6 +271,58 @@ fn without_the_token_checks_fail() {
     assert_eq!(v["thresholds"][0]["ok"], false, "{}", v["thresholds"]);
 }
 
+/// Checks in the open model (`--rate`, no VUs): every arrival's response is judged,
+/// a failing check is counted per endpoint without touching latency or errors, and
+/// `checks>99%` fails the run; the server's own count of the failing endpoint is
+/// latscope's.
+#[test]
+fn checks_run_in_the_open_model() {
+    let (_api, port) = python_server(API, &[]);
+    let dir = TempDir::new("scenario-open-checks");
+    let file = dir.write(
+        "open.toml",
+        &format!(
+            r#"base_url = "http://127.0.0.1:{port}"
+thresholds = ["checks>99%"]
+
+[[request]]
+name = "me"
+path = "/me"
+check = {{ status = 200, json = {{ "$.error" = "unauthorized" }} }}
+
+[[request]]
+name = "stats"
+path = "/stats"
+check = {{ status = 200, json = {{ "$.bad_login" = "0" }}, body_contains = "logins_by_user" }}
+"#
+        ),
+    );
+    let (code, v, stderr) = load(&file, &["--rate", "40", "-d", "2s"]);
+    assert_eq!(code, 99, "checks>99% fails: {stderr}\n{v}");
+    assert_eq!(v["model"], "open", "{v}");
+    let me = endpoint(&v, "me");
+    let stats = endpoint(&v, "stats");
+    let n = me["requests"].as_u64().unwrap();
+    assert!(n >= 10, "{me}");
+    assert_eq!(get_json(port, "/stats")["me"], n, "the server's count");
+    // The status check fails on every arrival, the JSON one passes on every one.
+    assert_eq!(me["checks"]["failed"]["status"], n, "{me}");
+    assert!(me["checks"]["failed"].get("json $.error").is_none(), "{me}");
+    assert_eq!(me["ok"], 0, "{me}");
+    assert_eq!(stats["checks"]["failed"], serde_json::json!({}), "{stats}");
+    assert_eq!(
+        stats["checks"]["passed"], stats["checks"]["total"],
+        "{stats}"
+    );
+    assert!(stats["checks"]["total"].as_u64().unwrap() >= 10, "{stats}");
+    assert!(
+        v["checks"]["passed_pct"].as_f64().unwrap() < 99.0,
+        "{}",
+        v["checks"]
+    );
+    assert_eq!(v["thresholds"][0]["ok"], false, "{}", v["thresholds"]);
+}
+
 /// The cookie jar both ways: with `--no-cookies` (as `cookies = false`) the token
 /// alone is refused (the server counts calls without the session cookie), so the
 /// checks fail.
@@ -508,6 +560,58 @@ fn bad_script_fields_name_their_line() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("open model"), "{err}");
+    // Pauses pace a VU: the open model would drop them and measure another workload.
+    for (name, text) in [
+        ("sleep.toml", "[[request]]\npath = \"/\"\nsleep = \"1s\"\n"),
+        (
+            "think.toml",
+            "think_time = \"1s\"\n[[request]]\npath = \"/\"\n",
+        ),
+        (
+            "range.toml",
+            "think_time = \"1s..2s\"\n[[request]]\npath = \"/\"\n",
+        ),
+    ] {
+        let paced = dir.write(name, &format!("base_url = \"http://127.0.0.1:9\"\n{text}"));
+        for args in [
+            &["--rate", "10"][..],
+            &["--find-max", "p99<1s", "--model", "open"],
+        ] {
+            let mut a = vec!["load", "--no-save", "-f", &paced];
+            a.extend_from_slice(args);
+            let out = run_within(&a, Duration::from_secs(20));
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{name} {args:?}: {err}");
+            assert!(
+                err.contains("think_time") && err.contains("closed"),
+                "{name}: {err}"
+            );
+        }
+    }
+    // … and a recording's pauses too, even with its cookie jar off.
+    let har = dir.write(
+        "s.har",
+        r#"{"log": {"entries": [
+          {"startedDateTime": "2026-11-27T10:00:00.000Z", "time": 10,
+           "request": {"method": "GET", "url": "http://127.0.0.1:9/"}},
+          {"startedDateTime": "2026-11-27T10:00:01.000Z", "time": 10,
+           "request": {"method": "GET", "url": "http://127.0.0.1:9/next"}}]}}"#,
+    );
+    let out = run_within(
+        &[
+            "load",
+            "--no-save",
+            "--har",
+            &har,
+            "--rate",
+            "10",
+            "--no-cookies",
+        ],
+        Duration::from_secs(20),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("recording") && err.contains("pauses"), "{err}");
     let out = run_within(
         &["load", "--no-save", "-f", &file, "--http2"],
         Duration::from_secs(20),

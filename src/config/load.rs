@@ -205,6 +205,14 @@ pub fn search(args: &LoadArgs) -> Result<(LoadPlan, SearchPlan), UsageError> {
              search it with --find-max --model closed",
         ));
     }
+    if model == SearchModel::Open
+        && (!base.think_time.is_zero() || base.script.as_ref().is_some_and(|s| s.paces()))
+    {
+        return Err(usage(
+            "a scenario's sleep and think_time pace VUs, and the open model sends at a \
+             rate: search it with --find-max --model closed",
+        ));
+    }
     for o in &objectives {
         if let threshold::Scope::Endpoint(name) = &o.scope {
             if !base.endpoints.iter().any(|e| &e.name == name) {
@@ -560,9 +568,14 @@ fn from_parts(
             "--think-time applies to the closed model (VUs); the open model sends at --rate",
         );
     }
+    if model != Model::Closed && sc.think_time.is_some() {
+        return refuse(format!(
+            "scenario {file_name}: think_time paces a VU, and the open model (--rate) has \
+             none: it sends at the rate. Drop think_time, or run it closed (-c)"
+        ));
+    }
     let script = match sc.script.clone() {
         Some(mut s) => {
-            check_script(&s, model, &client, &file_name)?;
             if args.think_time.is_some() {
                 // The flag wins over the file's think-time range.
                 s.think = None;
@@ -570,6 +583,7 @@ fn from_parts(
             if args.no_cookies {
                 s.cookies = false;
             }
+            check_script(&s, model, &client, &file_name, args.har.is_some())?;
             Some(std::sync::Arc::new(s))
         }
         None => None,
@@ -615,6 +629,7 @@ fn check_script(
     model: Model,
     client: &crate::net::ClientOptions,
     file: &str,
+    recording: bool,
 ) -> Result<(), PlanError> {
     if client.http3 || client.version == HttpVersionPref::Http2 {
         return refuse(format!(
@@ -622,6 +637,21 @@ fn check_script(
              HTTP/1.1 (on the epoll engine) for now; drop --http2/--http3, or the script \
              fields to load over them"
         ));
+    }
+    if model != Model::Closed && s.paces() {
+        // Silently dropping the pauses would measure another workload than the file's.
+        return refuse(if recording {
+            format!(
+                "recording {file}: its pauses between requests pace a VU, and the open \
+                 model (--rate) has none: it sends at the rate. Replay it closed (-c N \
+                 users)"
+            )
+        } else {
+            format!(
+                "scenario {file}: sleep and think_time pace a VU, and the open model \
+                 (--rate) has none: it sends at the rate. Drop them, or run it closed (-c)"
+            )
+        });
     }
     if model != Model::Closed && s.needs_vus() {
         return refuse(format!(

@@ -66,6 +66,12 @@ impl Script {
                 .any(|s| !s.extract.is_empty() || s.dynamic())
     }
 
+    /// Whether the scenario pauses a VU (a `sleep` on a request, a think-time range,
+    /// a recording's pauses): what the open model, which sends at a rate, cannot honour.
+    pub fn paces(&self) -> bool {
+        self.think.is_some() || self.steps.iter().any(|s| s.sleep.is_some())
+    }
+
     /// Whether any request has checks.
     pub fn has_checks(&self) -> bool {
         self.steps.iter().any(|s| !s.checks.is_empty())
