@@ -1,7 +1,8 @@
 //! The load engine's own HTTP/2 client against real servers: nginx over h2c
 //! (exact counts with `-n`, status classes, body sizes, HEAD, a POST body under
 //! flow control, and connections rolled over by nginx's GOAWAY after
-//! `keepalive_requests`), and a small Python server that resets streams, sends
+//! `keepalive_requests`, request fields indexed in nginx's HPACK table), and a
+//! small Python server that resets streams, sends
 //! GOAWAY, breaks the protocol or never answers, for the error classes.
 
 use std::net::SocketAddr;
@@ -150,6 +151,91 @@ fn h2c_on_nginx_counts_exactly() {
     assert_eq!((code, j["ok"].as_u64()), (Some(0), Some(20)), "{j}");
     assert_eq!(j["statuses"]["200"], 20, "{j}");
     assert_eq!(access_lines(&dir), 1000 + 50 + 60 + 20);
+}
+
+/// HPACK on the request side (RFC 7541 §6.1, §6.2.1): each connection adds a
+/// request's fields to nginx's dynamic table the first time and names them by
+/// index afterwards, and a second and third endpoint's insertions shift the first's
+/// indexes. nginx, which decodes the table exactly, logs every request with the
+/// path and header of its own endpoint, as many as latscope counted per endpoint.
+#[test]
+fn indexed_request_fields_reach_nginx_intact() {
+    let Some(bin) = nginx_bin() else {
+        return;
+    };
+    let dir = temp_dir("indexed_request_fields_reach_nginx_intact");
+    std::fs::create_dir_all(dir.join("www")).unwrap();
+    for f in ["a", "b", "c"] {
+        std::fs::write(dir.join("www").join(f), f).unwrap();
+    }
+    let port = free_port();
+    let d = dir.display();
+    write_conf(
+        &dir,
+        &format!(
+            "  log_format who '$uri $http_x_who $http_user_agent';\n  server {{\n    \
+             listen 127.0.0.1:{port} http2;\n    access_log {d}/access.log who;\n    \
+             root {d}/www;\n  }}\n"
+        ),
+    );
+    let _nginx = start(&bin, &dir, format!("127.0.0.1:{port}").parse().unwrap());
+    let file = dir.join("s.toml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"base_url = "http://127.0.0.1:{port}"
+[[request]]
+name = "a"
+path = "/a"
+headers = {{ X-Who = "alpha-{port}" }}
+[[request]]
+name = "b"
+path = "/b"
+headers = {{ X-Who = "bravo", User-Agent = "another agent" }}
+[[request]]
+name = "c"
+path = "/c"
+headers = {{ X-Who = "charlie-with-a-longer-value" }}
+"#
+        ),
+    )
+    .unwrap();
+    let (code, j) = load(&[
+        "-f",
+        file.to_str().unwrap(),
+        "--http2",
+        "-n",
+        "600",
+        "-c",
+        "3",
+        "--streams",
+        "10",
+    ]);
+    assert_eq!((code, j["ok"].as_u64()), (Some(0), Some(600)), "{j}");
+    let log = std::fs::read_to_string(dir.join("access.log")).unwrap();
+    let mut seen = std::collections::BTreeMap::new();
+    for line in log.lines() {
+        let (uri, rest) = line.split_once(' ').unwrap();
+        let want = match uri {
+            "/a" => format!("alpha-{port} latscope/"),
+            "/b" => "bravo another agent".to_string(),
+            "/c" => "charlie-with-a-longer-value latscope/".to_string(),
+            _ => panic!("{line}"),
+        };
+        assert!(rest.starts_with(&want), "{line}");
+        *seen
+            .entry(uri.trim_start_matches('/').to_string())
+            .or_insert(0u64) += 1;
+    }
+    for e in j["endpoints"].as_array().unwrap() {
+        let name = e["name"].as_str().unwrap();
+        assert_eq!(
+            Some(&e["requests"].as_u64().unwrap()),
+            seen.get(name),
+            "{name}: {seen:?}"
+        );
+    }
+    assert_eq!(seen.values().sum::<u64>(), 600);
 }
 
 /// A raw HTTP/2 server in Python (no HTTP/2 library), printing its port. Modes:

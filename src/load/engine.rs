@@ -246,7 +246,8 @@ impl<'a> Prepared<'a> {
         let h2_requests = if h2 {
             plan.endpoints
                 .iter()
-                .map(|e| super::h2::Request::new(&plan.target, e))
+                .enumerate()
+                .map(|(i, e)| super::h2::Request::new(&plan.target, e).map(|r| r.keyed(i)))
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(LoadError::Plan)?
         } else {

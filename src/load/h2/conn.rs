@@ -5,7 +5,10 @@
 //! half of it is used; it answers SETTINGS and PING, honours the server's
 //! SETTINGS_MAX_CONCURRENT_STREAMS and its flow-control windows for request bodies,
 //! and treats GOAWAY and RST_STREAM as RFC 9113 says. A header block is always
-//! decoded, also for a stream no longer wanted, so the HPACK table stays right.
+//! decoded, also for a stream no longer wanted, so the HPACK table stays right;
+//! the requests' blocks go out whole, in order, even for a cancelled stream, so the
+//! server's table of them (`encode`, bounded by its SETTINGS_HEADER_TABLE_SIZE)
+//! stays right too.
 //!
 //! What a server can make it queue or do is bounded (RFC 9113 §10.5): at most
 //! [`MAX_PENDING_ACKS`] answers (PING and SETTINGS acknowledgements, RST_STREAM)
@@ -18,6 +21,7 @@
 use std::task::Waker;
 use std::time::Instant;
 
+use super::encode::Encoder;
 use super::frame::{self, Head};
 use super::hpack::Decoder;
 use super::Request;
@@ -91,6 +95,8 @@ struct Entry {
 #[derive(Debug)]
 pub struct Conn {
     dec: Decoder,
+    /// The requests' side of HPACK.
+    enc: Encoder,
     /// Bytes to write.
     pub out: Vec<u8>,
     entries: Vec<Entry>,
@@ -137,6 +143,7 @@ impl Conn {
         frame::write_window_update(&mut out, 0, WINDOW - frame::DEFAULT_WINDOW as u32);
         Conn {
             dec: Decoder::default(),
+            enc: Encoder::default(),
             out,
             entries: Vec::new(),
             free: Vec::new(),
@@ -207,7 +214,7 @@ impl Conn {
         let id = self.next_id;
         self.next_id += 2;
         self.open += 1;
-        req.write(&mut self.out, id);
+        self.enc.write(req.block(), &mut self.out, id);
         let i = match self.free.pop() {
             Some(i) => i,
             None => {

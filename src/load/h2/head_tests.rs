@@ -78,7 +78,7 @@ fn from_h1(bytes: &[u8]) -> Sent {
 
 /// From the load engine's HTTP/2 frames (one HEADERS frame: the block is small).
 fn from_h2(r: &Request) -> Sent {
-    let block = &r.frames[super::frame::HEAD_LEN..];
+    let block = &r.plain.bytes()[super::frame::HEAD_LEN..];
     let mut all = All::default();
     Decoder::default().decode(block, &mut all).unwrap();
     let authority = all

@@ -2,8 +2,8 @@
 //! dynamic table exactly (size updates, eviction, Huffman, indexed names) and hands
 //! each field to a [`Sink`], decoding a Huffman value only when the sink wants it
 //! or the table keeps it: no allocation per field otherwise. The encoder side is a
-//! few writers for the request blocks built once per endpoint (static-table indexes
-//! and literals without indexing, so a block never depends on earlier ones).
+//! few writers (static-table indexes, literals); `encode` keeps a connection's own
+//! dynamic table for the requests.
 
 use std::collections::VecDeque;
 
@@ -452,21 +452,42 @@ pub fn put_string(out: &mut Vec<u8>, s: &[u8]) {
     out.extend_from_slice(s);
 }
 
+/// The static table's index (1-based) of this field, name and value.
+pub fn static_match(name: &str, value: &[u8]) -> Option<usize> {
+    STATIC
+        .iter()
+        .position(|(n, v)| *n == name && v.as_bytes() == value && !v.is_empty())
+        .map(|i| i + 1)
+}
+
+/// The static table's index (1-based) of this name.
+pub fn static_name(name: &str) -> Option<usize> {
+    STATIC.iter().position(|(n, _)| *n == name).map(|i| i + 1)
+}
+
 /// Appends a field: the static index when the table has it with this value,
 /// else a literal without indexing (with the static name's index when it has the
 /// name). Never touches the dynamic table.
 pub fn put_field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
-    if let Some(i) = STATIC
-        .iter()
-        .position(|(n, v)| *n == name && v.as_bytes() == value && !v.is_empty())
-    {
-        put_int(out, 7, 0x80, i + 1);
+    if let Some(i) = static_match(name, value) {
+        put_int(out, 7, 0x80, i);
         return;
     }
-    match STATIC.iter().position(|(n, _)| *n == name) {
-        Some(i) => put_int(out, 4, 0, i + 1),
+    put_literal(out, 0, name, value);
+}
+
+/// Appends a field as a literal never indexed (§6.2.3): no intermediary may add it
+/// to a table either (credentials, §7.1.3).
+pub fn put_never_indexed(out: &mut Vec<u8>, name: &str, value: &[u8]) {
+    put_literal(out, 0x10, name, value);
+}
+
+/// A literal with a 4-bit name index prefix (§6.2.2, §6.2.3).
+fn put_literal(out: &mut Vec<u8>, flags: u8, name: &str, value: &[u8]) {
+    match static_name(name) {
+        Some(i) => put_int(out, 4, flags, i),
         None => {
-            out.push(0);
+            out.push(flags);
             put_string(out, name.as_bytes());
         }
     }

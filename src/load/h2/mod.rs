@@ -1,15 +1,18 @@
 //! The load engine's own HTTP/2 client (RFC 9113), as `http1` is for HTTP/1.1:
-//! each endpoint's request is encoded once into ready frames (only the stream id
-//! changes per request), responses are read frame by frame with HPACK decoding
+//! each endpoint's request is split once into its header fields, indexed in each
+//! connection's HPACK table the first time they are sent and kept there as ready
+//! frames (only the stream id changes per request, `encode`), responses are read frame by frame with HPACK decoding
 //! only what a request's outcome needs, and nothing is allocated per request.
 //! hyper's client spent ~78 % of the load engine's CPU in the `h2` crate.
 //!
-//! `frame` framing, `huffman` and `hpack` header compression, `conn` the
+//! `frame` framing, `huffman` and `hpack` header compression, `encode` the request
+//! side of HPACK per connection, `conn` the
 //! connection's state (sans I/O: bytes in, frames and finished streams out),
 //! `link` drives a connection on the worker thread's runtime, shared by the
 //! `--streams` VUs of a slot.
 
 mod conn;
+mod encode;
 mod frame;
 mod hpack;
 mod huffman;
@@ -20,18 +23,22 @@ pub use link::{handshake, Exchange, H2Slot, Slot};
 
 use bytes::Bytes;
 
+use self::encode::{Field, Framed};
 use super::plan::Endpoint;
 use crate::net::request::Framing;
 use crate::net::Target;
 
-/// One endpoint's request, encoded once: HEADERS (and CONTINUATION) frames whose
-/// stream ids are patched per request, and the body sent as DATA.
+/// One endpoint's request, split once: its header fields (static-table matches
+/// encoded for good, the rest left to each connection's dynamic table, `encode`),
+/// the same block framed without the table, and the body sent as DATA.
 #[derive(Debug, Clone)]
 pub struct Request {
-    frames: Vec<u8>,
-    /// Where each frame's stream id sits in `frames`.
-    ids: Vec<usize>,
+    fields: Vec<Field>,
+    /// The block without the dynamic table, framed (HEADERS, CONTINUATION).
+    plain: Framed,
     body: Bytes,
+    /// The endpoint's index: its block's place in a connection's cache.
+    key: usize,
     /// HEAD: no body comes back.
     pub head: bool,
 }
@@ -40,69 +47,45 @@ impl Request {
     /// Encodes endpoint `e` of `target`: the pseudo-headers and fields of its one
     /// [`RequestHead`](crate::net::RequestHead) (`:authority` from a `Host` header when
     /// given, the defaults, `content-length` with a body, no connection-specific field).
+    /// Its block is not cached per connection (see [`Request::keyed`]).
     pub fn new(target: &Target, e: &Endpoint) -> Result<Request, String> {
         let head = e.head(target);
         if !head.path.starts_with('/') && head.path != "*" {
             return Err(format!("{}: not a path", head.path));
         }
-        let mut block = Vec::with_capacity(128);
-        hpack::put_field(&mut block, ":method", head.method.as_str().as_bytes());
-        hpack::put_field(&mut block, ":scheme", head.scheme.as_bytes());
-        hpack::put_field(&mut block, ":path", head.path.as_bytes());
-        hpack::put_field(&mut block, ":authority", head.authority.as_bytes());
+        let mut fields = vec![
+            Field::new(":method", head.method.as_str().as_bytes()),
+            Field::new(":scheme", head.scheme.as_bytes()),
+            Field::new(":path", head.path.as_bytes()),
+            Field::new(":authority", head.authority.as_bytes()),
+        ];
         for (n, v) in head.fields(Framing::Multiplexed) {
-            hpack::put_field(&mut block, n.as_str(), v.as_bytes());
+            fields.push(Field::new(n.as_str(), v.as_bytes()));
         }
-        Ok(Request::from_block(
-            &block,
-            e.body.clone(),
-            e.method == http::Method::HEAD,
-        ))
+        let plain = Framed::new(&encode::plain(&fields), e.body.is_empty());
+        Ok(Request {
+            fields,
+            plain,
+            body: e.body.clone(),
+            key: usize::MAX,
+            head: e.method == http::Method::HEAD,
+        })
     }
 
-    /// Frames a header block: HEADERS, then CONTINUATION frames when it passes the
-    /// smallest frame size every peer accepts.
-    fn from_block(block: &[u8], body: Bytes, head: bool) -> Request {
-        let mut frames = Vec::with_capacity(block.len() + frame::HEAD_LEN);
-        let mut ids = Vec::new();
-        let chunks: Vec<&[u8]> = block.chunks(frame::DEFAULT_MAX_FRAME).collect();
-        let chunks = if chunks.is_empty() {
-            vec![&[][..]]
-        } else {
-            chunks
-        };
-        for (i, c) in chunks.iter().enumerate() {
-            let mut flags = 0;
-            if i + 1 == chunks.len() {
-                flags |= frame::END_HEADERS;
-            }
-            let kind = if i == 0 {
-                if body.is_empty() {
-                    flags |= frame::END_STREAM;
-                }
-                frame::HEADERS
-            } else {
-                frame::CONTINUATION
-            };
-            ids.push(frames.len() + 5);
-            frame::write_head(&mut frames, c.len(), kind, flags, 0);
-            frames.extend_from_slice(c);
-        }
-        Request {
-            frames,
-            ids,
-            body,
-            head,
-        }
+    /// The request of the plan's endpoint `key`: each connection keeps its block
+    /// under that key (one key per request of a run).
+    pub fn keyed(mut self, key: usize) -> Request {
+        self.key = key;
+        self
     }
 
-    /// Appends the request's header frames for stream `id`.
-    #[inline]
-    fn write(&self, out: &mut Vec<u8>, id: u32) {
-        let at = out.len();
-        out.extend_from_slice(&self.frames);
-        for &i in &self.ids {
-            out[at + i..at + i + 4].copy_from_slice(&id.to_be_bytes());
+    /// What the connection's encoder needs of it.
+    fn block(&self) -> encode::Block<'_> {
+        encode::Block {
+            fields: &self.fields,
+            plain: &self.plain,
+            end_stream: self.body.is_empty(),
+            key: self.key,
         }
     }
 

@@ -283,9 +283,10 @@ impl Conn {
                     }
                     self.max_frame = v as usize;
                 }
-                // The header table size concerns an encoder that indexes; this
-                // one never does. The rest is unknown or advisory.
-                frame::SETTINGS_HEADER_TABLE_SIZE | frame::SETTINGS_MAX_HEADER_LIST_SIZE => {}
+                // How much of the server's table the requests may use.
+                frame::SETTINGS_HEADER_TABLE_SIZE => self.enc.peer_limit(v),
+                // The rest is unknown or advisory.
+                frame::SETTINGS_MAX_HEADER_LIST_SIZE => {}
                 _ => {}
             }
         }
