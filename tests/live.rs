@@ -222,8 +222,8 @@ fn live_view_updates_and_q_keeps_the_run() {
 
 /// A scenario of three endpoints shows the per-endpoint table: each name with its
 /// requests so far and p50/p99 from the endpoint's own histograms (the 20 ms
-/// endpoint's p50 is in tens of ms, the others' are not). The run then ends on its
-/// own: summary, exit 0.
+/// endpoint's p50 is in tens of ms, the others' are not), and the share of the
+/// scenario's checks passed so far. The run then ends on its own: summary, exit 0.
 #[test]
 fn live_view_shows_the_endpoint_table() {
     let lab = healthy();
@@ -235,7 +235,7 @@ fn live_view_shows_the_endpoint_table() {
         format!(
             "base_url = \"{}\"\n\
              [[request]]\nname = \"fast\"\npath = \"/\"\n\
-             [[request]]\nname = \"text\"\npath = \"/text/2k\"\n\
+             [[request]]\nname = \"text\"\npath = \"/text/2k\"\ncheck = {{ status = 200 }}\n\
              [[request]]\nname = \"slow\"\npath = \"/delay/20ms\"\n",
             lab.url("").trim_end_matches('/')
         ),
@@ -250,6 +250,7 @@ fn live_view_shows_the_endpoint_table() {
         Duration::from_secs(30),
         |s| {
             s.contains("endpoints so far")
+                && s.contains("checks ")
                 && s.lines()
                     .find(|l| l.contains("│slow "))
                     .is_some_and(|l| l.contains(" ms"))
@@ -277,6 +278,8 @@ fn live_view_shows_the_endpoint_table() {
     assert!(p50(&slow) >= 15.0, "slow p50 {slow:?}");
     assert!(p50(&fast) < 15.0, "fast p50 {fast:?}");
     assert!(cols("text")[1].replace(',', "").parse::<u64>().unwrap() > 0);
+    // The scenario's checks (text's status), all passed so far.
+    assert!(s.contains("checks 100.00% of"), "{s}");
     let end = t.wait_for("the command to end", Duration::from_secs(30), |s| {
         s.contains("EXIT=")
     });

@@ -362,7 +362,8 @@ fn diagnose_out_streams_the_ramp() {
 /// the request's name) besides `all`, from the per-endpoint histograms of each
 /// second — the one behind a 20 ms delay has a p50 of at least 20 ms, the other far
 /// less — and the counters stay on `endpoint="all"` only, so their sum is the run's
-/// request count.
+/// request count. The scenario's checks reach Prometheus as
+/// `latscope_checks_total{result}`, ending at the run's own counts.
 #[test]
 fn scenario_endpoints_get_their_own_latency_series() {
     let Some(prom) = Prometheus::start("scenario_endpoints") else {
@@ -374,7 +375,7 @@ fn scenario_endpoints_get_their_own_latency_series() {
     std::fs::write(
         &file,
         format!(
-            "base_url = \"{}\"\n\n[[request]]\nname = \"home\"\npath = \"/\"\n\n[[request]]\nname = \"slow\"\npath = \"/delay/20ms\"\n",
+            "base_url = \"{}\"\n\n[[request]]\nname = \"home\"\npath = \"/\"\ncheck = {{ status = 200 }}\n\n[[request]]\nname = \"slow\"\npath = \"/delay/20ms\"\ncheck = {{ status = 404 }}\n",
             lab.url("").trim_end_matches('/')
         ),
     )
@@ -411,6 +412,19 @@ fn scenario_endpoints_get_their_own_latency_series() {
     ));
     let total: f64 = total[0]["value"][1].as_str().unwrap().parse().unwrap();
     assert_eq!(total, doc["requests"].as_f64().unwrap());
+    // The checks: one counter by result, ending at the run's own counts (home's
+    // status check passes, slow's fails).
+    let checks = |result: &str| -> f64 {
+        let v = prom.query(&format!(
+            "max_over_time(latscope_checks_total{{run=\"{run}\",result=\"{result}\"}}[1h])"
+        ));
+        v[0]["value"][1].as_str().unwrap().parse().unwrap()
+    };
+    let c = &doc["checks"];
+    let (judged, passed) = (c["total"].as_f64().unwrap(), c["passed"].as_f64().unwrap());
+    assert!(passed > 0.0 && passed < judged, "{c}");
+    assert_eq!(checks("passed"), passed, "{c}");
+    assert_eq!(checks("failed"), judged - passed, "{c}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

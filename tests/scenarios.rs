@@ -321,6 +321,22 @@ check = {{ status = 200, json = {{ "$.bad_login" = "0" }}, body_contains = "logi
         v["checks"]
     );
     assert_eq!(v["thresholds"][0]["ok"], false, "{}", v["thresholds"]);
+    // The timeline's seconds hold the same checks, split by when they were judged.
+    let sum = |key: &str| -> u64 {
+        v["timeline"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r[key].as_u64().unwrap_or(0))
+            .sum()
+    };
+    let c = &v["checks"];
+    assert_eq!(sum("checks"), c["total"].as_u64().unwrap(), "{c}");
+    assert_eq!(
+        sum("checks_failed"),
+        c["total"].as_u64().unwrap() - c["passed"].as_u64().unwrap(),
+        "{c}"
+    );
 }
 
 /// The cookie jar both ways: with `--no-cookies` (as `cookies = false`) the token
@@ -775,6 +791,14 @@ fn shards_of_a_scripted_scenario_merge_their_checks() {
         m["checks"]["passed"].as_u64().unwrap(),
         sum(&|d| &d["checks"]["passed"])
     );
+    // The merged timeline's seconds add the shards' checks up too.
+    let per_second: u64 = m["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["checks"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(per_second, m["checks"]["total"].as_u64().unwrap(), "{m}");
     for name in ["ok", "missing"] {
         let e = endpoint(&m, name);
         let each = |d: &Value| endpoint(d, name)["checks"]["passed"].as_u64().unwrap();

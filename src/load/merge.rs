@@ -181,6 +181,8 @@ fn add_second(a: &mut SecondResult, b: &SecondResult) {
     a.started_max_ms = a.started_max_ms.max(b.started_max_ms);
     a.syn_retrans += b.syn_retrans;
     a.early_retrans += b.early_retrans;
+    a.checks += b.checks;
+    a.checks_failed += b.checks_failed;
     // Every shard that watched the server saw all of it: one scrape stands, not a sum.
     if a.server.is_none() {
         a.server = b.server.clone();

@@ -216,6 +216,10 @@ pub struct SecondAcc {
     /// Open model: this second's service-time histogram (V2; for the live
     /// feed, not stored).
     pub service_v2: Vec<u8>,
+    /// A scenario's checks judged on the responses of this second, and how many
+    /// of them failed.
+    pub checks: u64,
+    pub checks_failed: u64,
 }
 
 /// Requests started in one second (of one endpoint) and the slowest of them.
@@ -445,6 +449,8 @@ impl Recorder {
                     early_retrans: s.early_retrans,
                     ep_v2: s.ep_v2.clone(),
                     service_v2: s.service_v2.clone(),
+                    checks: s.checks,
+                    checks_failed: s.checks_failed,
                 },
             ));
         }
@@ -594,13 +600,19 @@ impl Recorder {
         if c.failed.len() < results.len() {
             c.failed.resize(results.len(), 0);
         }
+        let mut failed = 0;
         for (f, ok) in c.failed.iter_mut().zip(results) {
             c.total += 1;
             if *ok {
                 c.passed += 1;
             } else {
                 *f += 1;
+                failed += 1;
             }
+        }
+        if let Some(s) = self.timeline.last_mut() {
+            s.checks += results.len() as u64;
+            s.checks_failed += failed;
         }
     }
 

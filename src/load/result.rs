@@ -77,6 +77,9 @@ pub struct SecondResult {
     pub ep_v2: Vec<Vec<u8>>,
     /// The server's side of this second, from `--watch` (None: not watched, or a gap).
     pub server: Option<crate::watch::ServerSecond>,
+    /// A scenario's checks judged on this second's responses, and the failed ones.
+    pub checks: u64,
+    pub checks_failed: u64,
 }
 
 /// What a load run measured.

@@ -54,6 +54,8 @@ pub(crate) fn merge_second(
         out.started_max_ms = out.started_max_ms.max(s.started_max_ns as f64 / 1e6);
         out.syn_retrans += s.syn_retrans;
         out.early_retrans += s.early_retrans;
+        out.checks += s.checks;
+        out.checks_failed += s.checks_failed;
         if out.endpoints.len() < s.endpoints.len() {
             out.endpoints.resize(s.endpoints.len(), (0, 0.0));
         }

@@ -272,6 +272,8 @@ mod tests {
             requests_total: 1,
             errors_total: vec![],
             dropped_total: 0,
+            checks_total: 0,
+            checks_failed_total: 0,
             active: 1,
             latency: None,
             service: None,

@@ -16,6 +16,9 @@ pub const REQUESTS: &str = "latscope_requests_total";
 pub const ERRORS: &str = "latscope_errors_total";
 /// Open model: arrivals dropped because no connection was free, counter.
 pub const DROPPED: &str = "latscope_dropped_total";
+/// A scenario's checks judged, by `result` (`passed`, `failed`), counter (only for
+/// runs whose scenario has checks, from their first judged check).
+pub const CHECKS: &str = "latscope_checks_total";
 /// Connections (VUs) in flight, gauge.
 pub const ACTIVE: &str = "latscope_active";
 /// That second's latency percentiles by `quantile`, gauge (seconds).
@@ -41,6 +44,7 @@ pub const METRIC_NAMES: &[&str] = &[
     REQUESTS,
     ERRORS,
     DROPPED,
+    CHECKS,
     ACTIVE,
     LATENCY,
     SERVICE_TIME,
@@ -52,7 +56,9 @@ pub const METRIC_NAMES: &[&str] = &[
 ];
 
 /// The labels latscope sets itself; `--out-label` may not reuse them.
-pub const OWN_LABELS: &[&str] = &["run", "label", "endpoint", "target", "kind", "quantile"];
+pub const OWN_LABELS: &[&str] = &[
+    "run", "label", "endpoint", "target", "kind", "quantile", "result",
+];
 
 /// The `quantile` label values of the latency gauges, in order.
 pub const QUANTILES: [&str; 4] = ["0.5", "0.9", "0.99", "1"];
@@ -89,6 +95,9 @@ pub struct Snapshot {
     /// Every error kind, in JSON order, so each series exists from the first second.
     pub errors_total: Vec<(&'static str, u64)>,
     pub dropped_total: u64,
+    /// Checks judged and failed so far (a scenario's `check`).
+    pub checks_total: u64,
+    pub checks_failed_total: u64,
     pub active: u64,
     /// None when nothing completed that second.
     pub latency: Option<Quantiles>,
@@ -108,6 +117,8 @@ pub struct Counters {
     requests: u64,
     errors: [u64; crate::load::recorder::KINDS],
     dropped: u64,
+    checks: u64,
+    checks_failed: u64,
 }
 
 impl Counters {
@@ -121,6 +132,8 @@ impl Counters {
     ) -> Snapshot {
         self.requests += s.requests;
         self.dropped += s.dropped;
+        self.checks += s.checks;
+        self.checks_failed += s.checks_failed;
         for (i, k) in ErrorKind::ALL.iter().enumerate() {
             self.errors[i] += s.errors_by_kind.get(k.name()).copied().unwrap_or(0);
         }
@@ -134,6 +147,8 @@ impl Counters {
                 .map(|(k, n)| (k.name(), n))
                 .collect(),
             dropped_total: self.dropped,
+            checks_total: self.checks,
+            checks_failed_total: self.checks_failed,
             active: s.active,
             latency: (!s.v2.is_empty())
                 .then(|| [ms(s.p50_ms), ms(s.p90_ms), ms(s.p99_ms), ms(s.max_ms)]),
@@ -219,6 +234,15 @@ impl Series {
             push(ERRORS, &[all, ("kind", kind)], *n as f64);
         }
         push(DROPPED, &[all], s.dropped_total as f64);
+        if s.checks_total > 0 {
+            let passed = s.checks_total - s.checks_failed_total;
+            push(CHECKS, &[all, ("result", "passed")], passed as f64);
+            push(
+                CHECKS,
+                &[all, ("result", "failed")],
+                s.checks_failed_total as f64,
+            );
+        }
         push(ACTIVE, &[all], s.active as f64);
         let mut gauges = |name, ep: &str, q: &Quantiles| {
             for (label, v) in QUANTILES.iter().zip(q) {
@@ -320,6 +344,33 @@ mod tests {
                         .all(|(n, v)| s.labels.iter().any(|(a, b)| a == n && b == v))
             })
             .collect()
+    }
+
+    /// A scenario's checks are one counter by `result`, cumulative over the seconds,
+    /// from the first judged check; a run without checks has no such series.
+    #[test]
+    fn checks_are_a_counter_by_result() {
+        let mut c = Counters::default();
+        let series = Series::new("r", None, "h:1", &[], vec![]);
+        let plain = c.add(&second(0, 10, &[], 1.0), 0, None);
+        assert!(find(&series.samples(&plain), CHECKS, &[]).is_empty());
+        let mut s = second(1, 10, &[], 1.0);
+        (s.checks, s.checks_failed) = (30, 2);
+        let first = series.samples(&c.add(&s, 0, None));
+        (s.checks, s.checks_failed) = (30, 1);
+        let second = series.samples(&c.add(&s, 0, None));
+        let value = |samples: &[Sample], result| {
+            find(samples, CHECKS, &[("endpoint", "all"), ("result", result)])[0].value
+        };
+        assert_eq!(
+            (value(&first, "passed"), value(&first, "failed")),
+            (28.0, 2.0)
+        );
+        assert_eq!(
+            (value(&second, "passed"), value(&second, "failed")),
+            (57.0, 3.0)
+        );
+        assert!(check_label("result").is_err(), "latscope's own label");
     }
 
     /// Counters add up over seconds (every error kind present from the first second,

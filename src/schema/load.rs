@@ -298,6 +298,16 @@ pub struct TimelineRow {
     /// A search's step cut short by Ctrl-C.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<bool>,
+    /// A scenario's checks judged on this second's responses, and the failed ones
+    /// (absent: none judged).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub checks: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub checks_failed: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Timeline `errors`: a count, or the sum of an `{kind: count}` object.
@@ -348,6 +358,8 @@ impl TimelineRow {
             started_max_ms: s.started_max_ms,
             cpu_pct: s.cpu_pct,
             server: watched.then(|| s.server.clone().map(Box::new)),
+            checks: s.checks,
+            checks_failed: s.checks_failed,
             ..TimelineRow::default()
         }
     }
@@ -376,6 +388,8 @@ impl TimelineRow {
             early_retrans: self.client_early_retrans,
             host_syn_retrans: self.syn_retrans,
             server: self.server.clone().flatten().map(|s| *s),
+            checks: self.checks,
+            checks_failed: self.checks_failed,
             ..SecondResult::default()
         }
     }

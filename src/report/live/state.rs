@@ -131,6 +131,9 @@ pub struct LiveState {
     pub requests: u64,
     pub errors: u64,
     pub dropped: u64,
+    /// A scenario's checks judged so far, and the failed ones (from the seconds).
+    pub checks: u64,
+    pub checks_failed: u64,
     /// Connections open now.
     pub active: u64,
     /// Status code → responses so far.
@@ -183,6 +186,8 @@ impl LiveState {
             requests: 0,
             errors: 0,
             dropped: 0,
+            checks: 0,
+            checks_failed: 0,
             active: 0,
             statuses: BTreeMap::new(),
             error_kinds: BTreeMap::new(),
@@ -249,6 +254,8 @@ impl LiveState {
                 *self.error_kinds.entry(k.clone()).or_default() += n;
             }
         }
+        self.checks += s.checks;
+        self.checks_failed += s.checks_failed;
         if s.cpu_pct.is_some() {
             self.cpu_pct = s.cpu_pct;
         }

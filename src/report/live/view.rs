@@ -103,6 +103,17 @@ fn header(frame: &mut Frame, [title, bar, numbers]: [Rect; 3], st: &LiveState) {
         "0".into()
     };
     spans.extend(label("errors", err));
+    if st.checks > 0 {
+        let passed = st.checks - st.checks_failed;
+        spans.extend(label(
+            "checks",
+            format!(
+                "{:.2}% of {}",
+                passed as f64 * 100.0 / st.checks as f64,
+                group(st.checks)
+            ),
+        ));
+    }
     let t = st.elapsed.as_secs_f64();
     match &st.setup.target {
         _ if st.step.is_some() => {
@@ -322,6 +333,7 @@ fn statuses(frame: &mut Frame, area: Rect, st: &LiveState) {
 mod tests {
     use super::super::state::tests::fixed;
     use super::*;
+    use crate::load::result::SecondResult;
 
     fn render(st: &LiveState, w: u16, h: u16) -> String {
         super::super::chrome::tests::render(w, h, |f| draw(f, st))
@@ -353,6 +365,29 @@ mod tests {
     /// The fixed state at 100×32: the header's numbers, both charts with their axes,
     /// the per-endpoint table with percentiles so far, the status codes and error
     /// kinds, and the key line are all on screen.
+    /// A scenario's checks show in the numbers line as the share passed so far; a
+    /// run without checks shows none.
+    #[test]
+    fn renders_the_checks() {
+        let mut st = fixed();
+        assert!(!render(&st, 160, 32).contains("checks"));
+        let mut s = SecondResult {
+            t: 12,
+            requests: 1000,
+            ok: 1000,
+            checks: 2000,
+            checks_failed: 4,
+            ..Default::default()
+        };
+        st.push_second(&s, None);
+        (s.t, s.checks_failed) = (13, 6);
+        st.push_second(&s, None);
+        assert_eq!((st.checks, st.checks_failed), (4000, 10));
+        let out = render(&st, 160, 32);
+        let line = out.lines().nth(2).unwrap();
+        assert!(line.contains("checks 99.75% of 4,000"), "{line}");
+    }
+
     #[test]
     fn renders_every_part() {
         let st = fixed();
