@@ -31,35 +31,9 @@ mkdir -p "$OUTDIR" "$NGX_DIR"/{www,logs,tmp}
 [[ -x $LATSCOPE ]] || { echo "build first: cargo build --release ($LATSCOPE missing)" >&2; exit 2; }
 command -v h2load >/dev/null || { echo "h2load missing (apt-get install nghttp2-client)" >&2; exit 2; }
 
-head -c 1024 /dev/zero | tr '\0' a >"$NGX_DIR/www/1k"
-cat >"$NGX_DIR/nginx.conf" <<EOF
-daemon on;
-worker_processes 1;
-pid $NGX_DIR/nginx.pid;
-error_log $NGX_DIR/logs/error.log warn;
-events { worker_connections 4096; use epoll; }
-http {
-    access_log off;
-    default_type application/octet-stream;
-    keepalive_requests 10000000;
-    http2_max_requests 10000000;
-    http2_max_concurrent_streams 256;
-    server_tokens off;
-    etag off;
-    client_body_temp_path $NGX_DIR/tmp;
-    server {
-        listen 127.0.0.1:$NGX_PORT http2;
-        root $NGX_DIR/www;
-        location = /1k { }
-        location / { return 404; }
-    }
-}
-EOF
-taskset -c "$NGX_CPU" nginx -p "$NGX_DIR/" -e "$NGX_DIR/logs/error.log" -c "$NGX_DIR/nginx.conf" 2>/dev/null
-cleanup() { [[ -s $NGX_DIR/nginx.pid ]] && kill "$(cat "$NGX_DIR/nginx.pid")" 2>/dev/null || true; }
-trap cleanup EXIT
-for _ in $(seq 50); do h2load -n 1 -c 1 "$URL" 2>/dev/null | grep -q '1 succeeded' && break; sleep 0.1; done
-for p in $(cat "$NGX_DIR/nginx.pid") $(pgrep -P "$(cat "$NGX_DIR/nginx.pid")"); do taskset -pc "$NGX_CPU" "$p" >/dev/null; done
+# shellcheck source=bench/h2-nginx.sh
+source "$HERE/h2-nginx.sh"
+h2_nginx_start
 
 time_run() {
   local name=$1; shift
