@@ -543,6 +543,11 @@ pub struct LoadArgs {
     /// per VU; other hosts are left out.
     #[arg(long, value_name = "FILE", conflicts_with = "file")]
     pub har: Option<PathBuf>,
+    /// With --har: replay the recording's requests to this origin (scheme://host[:port],
+    /// an API or CDN host of the page) instead of the page's own. One run talks to
+    /// one origin; run once per origin to load several.
+    #[arg(long, value_name = "ORIGIN", requires = "har")]
+    pub har_origin: Option<String>,
     /// Scenarios: no cookie jar per VU (as `cookies = false` in the file).
     #[arg(long)]
     pub no_cookies: bool,

@@ -301,4 +301,38 @@ fn a_chromium_recording_replays_with_the_same_request_set() {
         text.contains("--har: 1 recorded request to other hosts left out"),
         "{text}"
     );
+    // Asked for, the other host's requests are the ones replayed (its script alone).
+    std::fs::write(&log, "").unwrap();
+    let other = format!("http://localhost:{port}");
+    let pin = format!("localhost:{port}:127.0.0.1");
+    let out = run_within(
+        &[
+            "load",
+            "--har",
+            har_arg,
+            "--har-origin",
+            &other,
+            "--resolve",
+            &pin,
+            "-c",
+            "1",
+            "-n",
+            "2",
+            "--json",
+            "--no-save",
+        ],
+        Duration::from_secs(60),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json_of(&out);
+    assert_eq!(v["endpoints"][0]["name"], "GET /third.js", "{v}");
+    assert_eq!(v["endpoints"].as_array().unwrap().len(), 1, "{v}");
+    let seen = logged(&log);
+    assert_eq!(seen.get("GET /third.js"), Some(&2), "{seen:?}");
+    assert_eq!(seen.values().sum::<u64>(), 2, "{seen:?}");
 }

@@ -89,7 +89,7 @@ pub fn plan(args: &LoadArgs) -> Result<LoadPlan, UsageError> {
     let scenario = match (&args.file, &args.har) {
         (Some(f), _) => Some(scenario::load(f).map_err(|e| UsageError::new(e.to_string()))?),
         (None, Some(h)) => Some(
-            load::har::load(h)
+            load::har::load(h, args.har_origin.as_deref())
                 .map_err(|e| UsageError::new(e.to_string()))?
                 .scenario,
         ),

@@ -105,7 +105,9 @@ pub struct Recording {
 }
 
 /// Reads a HAR file (at most [`MAX_HAR`]).
-pub fn load(path: &Path) -> Result<Recording, ScenarioError> {
+/// Reads a HAR file; `origin` (scheme://host[:port]) picks the origin replayed, the
+/// page's (the first request's) when None.
+pub fn load(path: &Path, origin: Option<&str>) -> Result<Recording, ScenarioError> {
     let file = path.display().to_string();
     let text = crate::input::read_text_capped(path, MAX_HAR).map_err(|e| ScenarioError {
         file: file.clone(),
@@ -113,11 +115,11 @@ pub fn load(path: &Path) -> Result<Recording, ScenarioError> {
         field: String::new(),
         message: format!("cannot read it: {e}"),
     })?;
-    parse(&file, &text)
+    parse(&file, &text, origin)
 }
 
-/// Parses HAR text; `file` names it in errors.
-pub fn parse(file: &str, text: &str) -> Result<Recording, ScenarioError> {
+/// Parses HAR text; `file` names it in errors, `origin` as in [`load`].
+pub fn parse(file: &str, text: &str, origin: Option<&str>) -> Result<Recording, ScenarioError> {
     let fail = |line: Option<usize>, message: String| ScenarioError {
         file: file.to_string(),
         line,
@@ -147,8 +149,48 @@ pub fn parse(file: &str, text: &str) -> Result<Recording, ScenarioError> {
         entries.push((started, e, t));
     }
     entries.sort_by_key(|(s, _, _)| *s);
-    let Some(origin) = entries.first().map(|(_, _, t)| t.clone()) else {
+    let Some(first) = entries.first().map(|(_, _, t)| t.clone()) else {
         return Err(fail(None, "no http:// or https:// request in it".into()));
+    };
+    let origin = match origin {
+        None => first,
+        Some(o) => {
+            let want =
+                Target::parse(o).map_err(|e| fail(None, format!("--har-origin {o}: {e}")))?;
+            let found = entries.iter().find(|(_, _, t)| {
+                t.scheme == want.scheme
+                    && t.host.eq_ignore_ascii_case(&want.host)
+                    && t.port == want.port
+            });
+            match found {
+                Some((_, _, t)) => t.clone(),
+                None => {
+                    let mut seen: Vec<String> = Vec::new();
+                    for (_, _, t) in &entries {
+                        let o = origin_text(t);
+                        if !seen.contains(&o) {
+                            seen.push(o);
+                        }
+                    }
+                    let more = seen.len().saturating_sub(10);
+                    seen.truncate(10);
+                    return Err(fail(
+                        None,
+                        format!(
+                            "--har-origin {}: no request to it was recorded (the recording's \
+                             origins: {}{})",
+                            origin_text(&want),
+                            seen.join(", "),
+                            if more > 0 {
+                                format!(" and {more} more")
+                            } else {
+                                String::new()
+                            }
+                        ),
+                    ));
+                }
+            }
+        }
     };
     let same = |t: &Target| {
         t.scheme == origin.scheme
@@ -230,15 +272,7 @@ pub fn parse(file: &str, text: &str) -> Result<Recording, ScenarioError> {
             weight: 1,
         });
     }
-    let base = format!(
-        "{}://{}",
-        if origin.scheme == Scheme::Https {
-            "https"
-        } else {
-            "http"
-        },
-        origin.authority()
-    );
+    let base = origin_text(&origin);
     Ok(Recording {
         scenario: Scenario {
             base_url: Some(base),
@@ -284,6 +318,19 @@ fn rfc3339(s: &str) -> Option<SystemTime> {
     }
 }
 
+/// scheme://authority of a target.
+fn origin_text(t: &Target) -> String {
+    format!(
+        "{}://{}",
+        if t.scheme == Scheme::Https {
+            "https"
+        } else {
+            "http"
+        },
+        t.authority()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -313,7 +360,7 @@ mod tests {
     /// recorded statuses as checks, and neither Host nor Cookie copied.
     #[test]
     fn a_recording_becomes_a_scenario() {
-        let r = parse("s.har", HAR).unwrap();
+        let r = parse("s.har", HAR, None).unwrap();
         assert_eq!(r.other_hosts, 1);
         let s = &r.scenario;
         assert_eq!(s.base_url.as_deref(), Some("http://127.0.0.1:8080"));
@@ -346,7 +393,29 @@ mod tests {
             rfc3339("2026-11-27T10:00:00.500Z")
         );
         assert!(rfc3339("yesterday").is_none());
-        assert!(parse("s.har", "{}").is_err());
-        assert!(parse("s.har", r#"{"log":{"entries":[]}}"#).is_err());
+        assert!(parse("s.har", "{}", None).is_err());
+        assert!(parse("s.har", r#"{"log":{"entries":[]}}"#, None).is_err());
+    }
+
+    /// `--har-origin` replays another recorded origin (the CDN's font alone here,
+    /// the page's requests left out and counted); one that was never recorded is an
+    /// error naming the recording's origins.
+    #[test]
+    fn another_recorded_origin_is_replayed_when_asked() {
+        let r = parse("s.har", HAR, Some("https://CDN.example.test")).unwrap();
+        let s = &r.scenario;
+        assert_eq!(s.base_url.as_deref(), Some("https://cdn.example.test"));
+        let names: Vec<&str> = s.requests.iter().map(|q| q.name.as_str()).collect();
+        assert_eq!(names, ["GET /font.woff2"]);
+        assert_eq!(r.other_hosts, 4);
+        let Err(e) = parse("s.har", HAR, Some("http://127.0.0.1:9999")) else {
+            panic!("an origin never recorded");
+        };
+        let e = e.to_string();
+        assert!(e.contains("no request to it was recorded"), "{e}");
+        assert!(
+            e.contains("http://127.0.0.1:8080") && e.contains("cdn.example.test"),
+            "{e}"
+        );
     }
 }

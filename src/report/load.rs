@@ -73,7 +73,7 @@ pub fn header(plan: &LoadPlan) -> String {
         + &match plan.script.as_ref().map_or(0, |s| s.left_out) {
             0 => String::new(),
             n => format!(
-                "  --har: {n} recorded request{} to other hosts left out (one run talks to one origin)\n",
+                "  --har: {n} recorded request{} to other hosts left out (one run talks to one origin; --har-origin picks another)\n",
                 if n == 1 { "" } else { "s" }
             ),
         }
