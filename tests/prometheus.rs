@@ -363,7 +363,7 @@ fn diagnose_out_streams_the_ramp() {
 /// second — the one behind a 20 ms delay has a p50 of at least 20 ms, the other far
 /// less — and the counters stay on `endpoint="all"` only, so their sum is the run's
 /// request count. The scenario's checks reach Prometheus as
-/// `latscope_checks_total{result}`, ending at the run's own counts.
+/// `latscope_scenario_checks_total{result}`, ending at the run's own counts.
 #[test]
 fn scenario_endpoints_get_their_own_latency_series() {
     let Some(prom) = Prometheus::start("scenario_endpoints") else {
@@ -416,7 +416,7 @@ fn scenario_endpoints_get_their_own_latency_series() {
     // status check passes, slow's fails).
     let checks = |result: &str| -> f64 {
         let v = prom.query(&format!(
-            "max_over_time(latscope_checks_total{{run=\"{run}\",result=\"{result}\"}}[1h])"
+            "max_over_time(latscope_scenario_checks_total{{run=\"{run}\",result=\"{result}\"}}[1h])"
         ));
         v[0]["value"][1].as_str().unwrap().parse().unwrap()
     };

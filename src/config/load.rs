@@ -568,7 +568,7 @@ fn from_parts(
             "--think-time applies to the closed model (VUs); the open model sends at --rate",
         );
     }
-    if model != Model::Closed && sc.think_time.is_some() {
+    if model != Model::Closed && sc.think_time.is_some_and(|t| !t.is_zero()) {
         return refuse(format!(
             "scenario {file_name}: think_time paces a VU, and the open model (--rate) has \
              none: it sends at the rate. Drop think_time, or run it closed (-c)"

@@ -98,6 +98,8 @@ pub fn fold(last: &mut SecondResult, s: &SecondResult) {
     last.dropped += s.dropped;
     last.cache_hits += s.cache_hits;
     last.started += s.started;
+    last.checks += s.checks;
+    last.checks_failed += s.checks_failed;
     if let (Some(a), Some(b)) = (last.retrans, s.retrans) {
         last.retrans = Some(a + b);
     }

@@ -75,6 +75,8 @@ fn second_of(
         p90_ms: row.p90_ms,
         p99_ms: row.p99_ms,
         max_ms: row.max_ms,
+        checks: row.checks,
+        checks_failed: row.checks_failed,
         v2: all.get(&t).cloned().unwrap_or_default(),
         ep_v2: names
             .iter()
@@ -115,6 +117,7 @@ fn help(name: &str) -> &'static str {
         series::REQUESTS => "Requests completed (ok and errors) since the run started.",
         series::ERRORS => "Requests that failed since the run started, by kind.",
         series::DROPPED => "Open model: arrivals dropped for want of a connection.",
+        series::CHECKS => "A scenario's checks judged since the run started, by result.",
         series::ACTIVE => "Connections (virtual users) in flight.",
         series::LATENCY => "HDR latency percentiles of that second.",
         series::SERVICE_TIME => "Open model: HDR service-time percentiles of that second.",
@@ -217,7 +220,8 @@ mod tests {
             {"t": 0, "requests": 10, "errors": 1, "error_kinds": {"timeout": 1}, "dropped": 0, "active": 4,
              "p50_ms": 1.0, "p90_ms": 2.0, "p99_ms": 3.0, "max_ms": 4.0},
             {"t": 1, "requests": 5, "errors": 0, "error_kinds": {}, "dropped": 0, "active": 4,
-             "p50_ms": 1.0, "p90_ms": 2.0, "p99_ms": 3.0, "max_ms": 4.0},
+             "p50_ms": 1.0, "p90_ms": 2.0, "p99_ms": 3.0, "max_ms": 4.0,
+             "checks": 10, "checks_failed": 3},
         ]);
         let text = run_text(&run(t)).unwrap();
         assert!(text.ends_with("# EOF\n"));
@@ -236,6 +240,14 @@ mod tests {
             ]
         );
         assert!(text.contains(r#"kind="timeout",label="base \"1\"",run="abc123",target="127.0.0.1:8080"} 1 1700000002.500"#));
+        // A scenario's checks, from the second they were first judged.
+        assert!(text.contains(r#"latscope_scenario_checks_total{endpoint="all",label="base \"1\"",result="failed",run="abc123",target="127.0.0.1:8080"} 3 1700000002.500"#), "{text}");
+        assert!(
+            text.contains(
+                r#"result="passed",run="abc123",target="127.0.0.1:8080"} 7 1700000002.500"#
+            ),
+            "{text}"
+        );
         assert!(!text.contains("secret"));
     }
 

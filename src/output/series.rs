@@ -17,8 +17,9 @@ pub const ERRORS: &str = "latscope_errors_total";
 /// Open model: arrivals dropped because no connection was free, counter.
 pub const DROPPED: &str = "latscope_dropped_total";
 /// A scenario's checks judged, by `result` (`passed`, `failed`), counter (only for
-/// runs whose scenario has checks, from their first judged check).
-pub const CHECKS: &str = "latscope_checks_total";
+/// runs whose scenario has checks, from their first judged check). Not
+/// `latscope_checks_total`: that is `serve`'s count of its checks of a target.
+pub const CHECKS: &str = "latscope_scenario_checks_total";
 /// Connections (VUs) in flight, gauge.
 pub const ACTIVE: &str = "latscope_active";
 /// That second's latency percentiles by `quantile`, gauge (seconds).
@@ -235,7 +236,7 @@ impl Series {
         }
         push(DROPPED, &[all], s.dropped_total as f64);
         if s.checks_total > 0 {
-            let passed = s.checks_total - s.checks_failed_total;
+            let passed = s.checks_total.saturating_sub(s.checks_failed_total);
             push(CHECKS, &[all, ("result", "passed")], passed as f64);
             push(
                 CHECKS,

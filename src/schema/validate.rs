@@ -82,6 +82,7 @@ pub fn row(r: &TimelineRow, path: &str) -> Result<(), SchemaError> {
     numbers(r, path)?;
     part(path, "ok", r.ok, "requests", r.requests)?;
     part(path, "errors", r.errors, "requests", r.requests)?;
+    part(path, "checks_failed", r.checks_failed, "checks", r.checks)?;
     Ok(())
 }
 
@@ -216,4 +217,24 @@ pub fn plan(p: &PlanDoc) -> Result<(), SchemaError> {
         shard_place(s, "config.shard")?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A row's failed checks are part of its checks (an imported shard file that
+    /// says otherwise is refused, naming the field).
+    #[test]
+    fn failed_checks_are_part_of_the_checks() {
+        let mut r = TimelineRow {
+            checks: 10,
+            checks_failed: 10,
+            ..TimelineRow::default()
+        };
+        assert!(row(&r, "t[0]").is_ok());
+        r.checks_failed = 11;
+        let e = row(&r, "t[0]").unwrap_err().to_string();
+        assert!(e.contains("t[0].checks_failed"), "{e}");
+    }
 }

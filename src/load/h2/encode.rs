@@ -11,7 +11,8 @@
 //! indexing, so nothing is evicted and an index, once valid, stays valid until the
 //! table grows. Each endpoint's framed block is kept per connection with the
 //! table's generation and reused until an insertion changes the indexes: after
-//! every endpoint was sent once, a request costs a copy and a stream id, as before.
+//! every endpoint was sent once, a request costs a copy and a stream id, as before
+//! (for the first 256 endpoints of a plan: a connection's memory stays bounded).
 //! Credentials (`authorization`, `cookie`, `proxy-authorization`) are never indexed
 //! (§7.1.3). The server's SETTINGS_HEADER_TABLE_SIZE bounds the table; a smaller
 //! one empties it with a size update at the start of the next block (§4.2, §6.3).
@@ -19,6 +20,9 @@
 use super::frame;
 use super::hpack::{self, TABLE_SIZE};
 
+/// Endpoints whose framed blocks a connection keeps (a plan has up to 10,000; past
+/// these, a block is encoded at each send, still indexed).
+const CACHED: usize = 256;
 /// Fields never put into the table (RFC 7541 §7.1.3: secrets are not indexed).
 const NEVER_INDEXED: [&str; 3] = ["authorization", "cookie", "proxy-authorization"];
 
@@ -147,8 +151,8 @@ impl Framed {
 }
 
 /// What a request hands the encoder: its fields, its table-less framing, whether a
-/// body follows, and its key for the per-connection cache (`usize::MAX`: never
-/// cached).
+/// body follows, and its key for the per-connection cache (at least [`CACHED`]:
+/// never cached).
 pub struct Block<'a> {
     pub fields: &'a [Field],
     pub plain: &'a Framed,
@@ -225,7 +229,7 @@ impl Encoder {
         let stable = self.encode(req.fields, &mut block);
         let framed = Framed::new(&block, req.end_stream);
         framed.write(out, id);
-        if stable && req.key != usize::MAX {
+        if stable && req.key < CACHED {
             if self.cache.len() <= req.key {
                 self.cache.resize_with(req.key + 1, || None);
             }

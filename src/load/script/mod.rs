@@ -69,7 +69,8 @@ impl Script {
     /// Whether the scenario pauses a VU (a `sleep` on a request, a think-time range,
     /// a recording's pauses): what the open model, which sends at a rate, cannot honour.
     pub fn paces(&self) -> bool {
-        self.think.is_some() || self.steps.iter().any(|s| s.sleep.is_some())
+        let pauses = |p: &Option<Pause>| p.is_some_and(|p| !p.max.is_zero());
+        pauses(&self.think) || self.steps.iter().any(|s| pauses(&s.sleep))
     }
 
     /// Whether any request has checks.
@@ -312,6 +313,31 @@ mod tests {
             "user" => Ok(1),
             other => Err(format!("{other} unknown")),
         }
+    }
+
+    /// A pause of 0 s paces nothing (the open model takes it); any other does.
+    #[test]
+    fn only_real_pauses_pace() {
+        let zero = Pause {
+            min: Duration::ZERO,
+            max: Duration::ZERO,
+        };
+        let one = Pause {
+            min: Duration::ZERO,
+            max: Duration::from_millis(1),
+        };
+        let with = |think, sleep| Script {
+            think,
+            steps: vec![Step {
+                sleep,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        assert!(!with(None, None).paces());
+        assert!(!with(Some(zero), Some(zero)).paces());
+        assert!(with(Some(one), None).paces());
+        assert!(with(None, Some(one)).paces());
     }
 
     #[test]

@@ -104,7 +104,7 @@ fn header(frame: &mut Frame, [title, bar, numbers]: [Rect; 3], st: &LiveState) {
     };
     spans.extend(label("errors", err));
     if st.checks > 0 {
-        let passed = st.checks - st.checks_failed;
+        let passed = st.checks.saturating_sub(st.checks_failed);
         spans.extend(label(
             "checks",
             format!(
@@ -362,9 +362,6 @@ mod tests {
         );
     }
 
-    /// The fixed state at 100×32: the header's numbers, both charts with their axes,
-    /// the per-endpoint table with percentiles so far, the status codes and error
-    /// kinds, and the key line are all on screen.
     /// A scenario's checks show in the numbers line as the share passed so far; a
     /// run without checks shows none.
     #[test]
@@ -388,6 +385,9 @@ mod tests {
         assert!(line.contains("checks 99.75% of 4,000"), "{line}");
     }
 
+    /// The fixed state at 100×32: the header's numbers, both charts with their axes,
+    /// the per-endpoint table with percentiles so far, the status codes and error
+    /// kinds, and the key line are all on screen.
     #[test]
     fn renders_every_part() {
         let st = fixed();
