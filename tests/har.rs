@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::util::{json_of, run_within};
+use crate::util::{run_json_within, run_within};
 use crate::util_nginx::{nginx_bin, start, temp_dir, write_conf};
 
 /// Records `argv[2]` loaded by Chromium (`argv[1]`) into the HAR `argv[3]`: the
@@ -238,7 +238,7 @@ fn a_chromium_recording_replays_with_the_same_request_set() {
     std::fs::write(&log, "").unwrap();
     let har_arg = har.to_str().unwrap();
     let n = (own.len() * 2).to_string();
-    let out = run_within(
+    let v = run_json_within(
         &[
             "load",
             "--har",
@@ -252,13 +252,6 @@ fn a_chromium_recording_replays_with_the_same_request_set() {
         ],
         Duration::from_secs(60),
     );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v = json_of(&out);
     let names: Vec<String> = v["endpoints"]
         .as_array()
         .unwrap()
@@ -305,7 +298,7 @@ fn a_chromium_recording_replays_with_the_same_request_set() {
     std::fs::write(&log, "").unwrap();
     let other = format!("http://localhost:{port}");
     let pin = format!("localhost:{port}:127.0.0.1");
-    let out = run_within(
+    let v = run_json_within(
         &[
             "load",
             "--har",
@@ -323,13 +316,6 @@ fn a_chromium_recording_replays_with_the_same_request_set() {
         ],
         Duration::from_secs(60),
     );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v = json_of(&out);
     assert_eq!(v["endpoints"][0]["name"], "GET /third.js", "{v}");
     assert_eq!(v["endpoints"].as_array().unwrap().len(), 1, "{v}");
     let seen = logged(&log);

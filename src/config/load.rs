@@ -313,10 +313,6 @@ pub fn search(args: &LoadArgs) -> Result<(LoadPlan, SearchPlan), UsageError> {
     Ok((base, plan))
 }
 
-fn same_origin(a: &Target, b: &Target) -> bool {
-    a.scheme == b.scheme && a.host.eq_ignore_ascii_case(&b.host) && a.port == b.port
-}
-
 /// Merges flags over a scenario.
 fn from_parts(
     args: &LoadArgs,
@@ -367,13 +363,12 @@ fn from_parts(
                 parse_target(&r.path_or_url, &format!("request '{}'", r.name))?
             };
             match &origin {
-                Some(o) if !same_origin(o, &t) => {
+                Some(o) if !o.same_origin(&t) => {
                     return refuse(format!(
-                        "scenario {file_name}: request '{}' goes to {}, but one run talks to one origin ({}://{})",
+                        "scenario {file_name}: request '{}' goes to {}, but one run talks to one origin ({})",
                         r.name,
                         t.authority(),
-                        if o.scheme == Scheme::Https { "https" } else { "http" },
-                        o.authority()
+                        o.origin()
                     ))
                 }
                 Some(_) => {}

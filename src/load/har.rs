@@ -18,7 +18,7 @@ use serde::Deserialize;
 use super::limits::MAX_ENDPOINTS;
 use super::scenario::{Order, Scenario, ScenarioError, ScenarioRequest};
 use super::script::{Check, Pause, Script, Step};
-use crate::net::{Scheme, Target};
+use crate::net::Target;
 
 /// The largest HAR file read (recordings with bodies run large): 256 MiB.
 pub const MAX_HAR: u64 = 256 << 20;
@@ -157,17 +157,13 @@ pub fn parse(file: &str, text: &str, origin: Option<&str>) -> Result<Recording, 
         Some(o) => {
             let want =
                 Target::parse(o).map_err(|e| fail(None, format!("--har-origin {o}: {e}")))?;
-            let found = entries.iter().find(|(_, _, t)| {
-                t.scheme == want.scheme
-                    && t.host.eq_ignore_ascii_case(&want.host)
-                    && t.port == want.port
-            });
+            let found = entries.iter().find(|(_, _, t)| t.same_origin(&want));
             match found {
                 Some((_, _, t)) => t.clone(),
                 None => {
                     let mut seen: Vec<String> = Vec::new();
                     for (_, _, t) in &entries {
-                        let o = origin_text(t);
+                        let o = t.origin();
                         if !seen.contains(&o) {
                             seen.push(o);
                         }
@@ -179,7 +175,7 @@ pub fn parse(file: &str, text: &str, origin: Option<&str>) -> Result<Recording, 
                         format!(
                             "--har-origin {}: no request to it was recorded (the recording's \
                              origins: {}{})",
-                            origin_text(&want),
+                            want.origin(),
                             seen.join(", "),
                             if more > 0 {
                                 format!(" and {more} more")
@@ -192,13 +188,11 @@ pub fn parse(file: &str, text: &str, origin: Option<&str>) -> Result<Recording, 
             }
         }
     };
-    let same = |t: &Target| {
-        t.scheme == origin.scheme
-            && t.host.eq_ignore_ascii_case(&origin.host)
-            && t.port == origin.port
-    };
-    let other_hosts = entries.iter().filter(|(_, _, t)| !same(t)).count();
-    entries.retain(|(_, _, t)| same(t));
+    let other_hosts = entries
+        .iter()
+        .filter(|(_, _, t)| !t.same_origin(&origin))
+        .count();
+    entries.retain(|(_, _, t)| t.same_origin(&origin));
     if entries.len() > MAX_ENDPOINTS {
         return Err(fail(
             None,
@@ -272,7 +266,7 @@ pub fn parse(file: &str, text: &str, origin: Option<&str>) -> Result<Recording, 
             weight: 1,
         });
     }
-    let base = origin_text(&origin);
+    let base = origin.origin();
     Ok(Recording {
         scenario: Scenario {
             base_url: Some(base),
@@ -316,19 +310,6 @@ fn rfc3339(s: &str) -> Option<SystemTime> {
     } else {
         local.checked_add(Duration::from_secs((-secs) as u64))
     }
-}
-
-/// scheme://authority of a target.
-fn origin_text(t: &Target) -> String {
-    format!(
-        "{}://{}",
-        if t.scheme == Scheme::Https {
-            "https"
-        } else {
-            "http"
-        },
-        t.authority()
-    )
 }
 
 #[cfg(test)]

@@ -126,6 +126,23 @@ impl Target {
         }
     }
 
+    /// `scheme://authority`: the origin as text (RFC 6454's serialization).
+    pub fn origin(&self) -> String {
+        let scheme = match self.scheme {
+            Scheme::Http => "http",
+            Scheme::Https => "https",
+            Scheme::Tcp => "tcp",
+        };
+        format!("{scheme}://{}", self.authority())
+    }
+
+    /// Whether `other` is the same origin: scheme, host (without case) and port.
+    pub fn same_origin(&self, other: &Target) -> bool {
+        self.scheme == other.scheme
+            && self.port == other.port
+            && self.host.eq_ignore_ascii_case(&other.host)
+    }
+
     /// The same target with another path and query (for scenario requests and
     /// redirects on the same origin).
     pub fn with_path(&self, path_and_query: &str) -> Target {
@@ -135,12 +152,7 @@ impl Target {
         } else {
             format!("/{path_and_query}")
         };
-        let scheme = match self.scheme {
-            Scheme::Http => "http",
-            Scheme::Https => "https",
-            Scheme::Tcp => "tcp",
-        };
-        t.url = format!("{scheme}://{}{}", self.authority(), t.path_and_query);
+        t.url = format!("{}{}", self.origin(), t.path_and_query);
         t
     }
 }

@@ -17,9 +17,7 @@ use crate::net::RequestSpec;
 use crate::net::{conn, NetError, Target};
 use crate::units::ms;
 
-use super::redirect::{
-    redirect_request, redirect_stop, resolve_location, same_origin, strip_credentials,
-};
+use super::redirect::{redirect_request, redirect_stop, resolve_location, strip_credentials};
 use super::run::{connect_options, ProbeConfig};
 use super::stop::Stop;
 
@@ -144,7 +142,7 @@ pub async fn audit(config: &ProbeConfig, stop: &Stop) -> Result<CacheObservation
                     return Err(NetError::Redirects(why));
                 }
                 redirect_request(&mut request, x.status);
-                if !same_origin(&config.target, &next) {
+                if !config.target.same_origin(&next) {
                     for name in strip_credentials(&mut request, &config.secret_headers) {
                         if !dropped_headers.contains(&name) {
                             dropped_headers.push(name);

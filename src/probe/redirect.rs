@@ -92,7 +92,7 @@ pub async fn follow(config: &ProbeConfig, stop: &Stop) -> Result<(ProbeConfig, C
             return Err(NetError::Redirects(why));
         }
         redirect_request(&mut last.request, x.status);
-        if !same_origin(&config.target, &next) {
+        if !config.target.same_origin(&next) {
             for name in strip_credentials(&mut last.request, &config.secret_headers) {
                 if !chain.dropped_headers.contains(&name) {
                     chain.dropped_headers.push(name);
@@ -101,11 +101,6 @@ pub async fn follow(config: &ProbeConfig, stop: &Stop) -> Result<(ProbeConfig, C
         }
         last.target = next;
     }
-}
-
-/// Whether `a` and `b` are one origin: scheme, host (without case) and port.
-pub(super) fn same_origin(a: &Target, b: &Target) -> bool {
-    a.scheme == b.scheme && a.port == b.port && a.host.eq_ignore_ascii_case(&b.host)
 }
 
 /// The request to send after a `status` redirect: a GET without a body after a 303

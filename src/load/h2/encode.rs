@@ -68,29 +68,9 @@ impl Field {
                 name,
                 value,
                 name_index,
-            } => put_literal(out, 4, 0, name, value, *name_index),
+            } => hpack::put_literal(out, 4, 0, name, value, *name_index),
         }
     }
-}
-
-/// A literal field with the given representation (§6.2): `prefix`-bit name index
-/// and `flags`, the name itself when the static table lacks it.
-fn put_literal(
-    out: &mut Vec<u8>,
-    prefix: u8,
-    flags: u8,
-    name: &[u8],
-    value: &[u8],
-    name_index: Option<usize>,
-) {
-    match name_index {
-        Some(i) => hpack::put_int(out, prefix, flags, i),
-        None => {
-            out.push(flags);
-            hpack::put_string(out, name);
-        }
-    }
-    hpack::put_string(out, value);
 }
 
 /// A header block in HEADERS (and CONTINUATION) frames whose stream ids are
@@ -266,7 +246,7 @@ impl Encoder {
             }
             let size = name.len() + value.len() + 32;
             if self.size + size <= self.max {
-                put_literal(out, 6, 0x40, name, value, *name_index);
+                hpack::put_literal(out, 6, 0x40, name, value, *name_index);
                 self.entries.push((name.clone(), value.clone()));
                 self.size += size;
                 self.generation = self.generation.wrapping_add(1);
@@ -291,20 +271,8 @@ pub fn plain(fields: &[Field]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::h2::hpack::{Decoder, Sink};
-
-    struct Fields(Vec<(String, String)>);
-    impl Sink for Fields {
-        fn wants(&self, _: &[u8]) -> bool {
-            true
-        }
-        fn field(&mut self, n: &[u8], v: &[u8], _: usize) {
-            self.0.push((
-                String::from_utf8_lossy(n).into(),
-                String::from_utf8_lossy(v).into(),
-            ));
-        }
-    }
+    use crate::load::h2::hpack::Decoder;
+    use crate::load::h2::tests::All as Fields;
 
     fn fields(list: &[(&str, &str)]) -> Vec<Field> {
         list.iter()

@@ -473,22 +473,31 @@ pub fn put_field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
         put_int(out, 7, 0x80, i);
         return;
     }
-    put_literal(out, 0, name, value);
+    put_literal(out, 4, 0, name.as_bytes(), value, static_name(name));
 }
 
 /// Appends a field as a literal never indexed (§6.2.3): no intermediary may add it
 /// to a table either (credentials, §7.1.3).
 pub fn put_never_indexed(out: &mut Vec<u8>, name: &str, value: &[u8]) {
-    put_literal(out, 0x10, name, value);
+    put_literal(out, 4, 0x10, name.as_bytes(), value, static_name(name));
 }
 
-/// A literal with a 4-bit name index prefix (§6.2.2, §6.2.3).
-fn put_literal(out: &mut Vec<u8>, flags: u8, name: &str, value: &[u8]) {
-    match static_name(name) {
-        Some(i) => put_int(out, 4, flags, i),
+/// Appends a literal field (§6.2): a `prefix`-bit index of its name in the static
+/// table with `flags` (`0x40`/6 with incremental indexing, `0`/4 without, `0x10`/4
+/// never indexed), or the name itself when the table lacks it, then the value.
+pub fn put_literal(
+    out: &mut Vec<u8>,
+    prefix: u8,
+    flags: u8,
+    name: &[u8],
+    value: &[u8],
+    name_index: Option<usize>,
+) {
+    match name_index {
+        Some(i) => put_int(out, prefix, flags, i),
         None => {
             out.push(flags);
-            put_string(out, name.as_bytes());
+            put_string(out, name);
         }
     }
     put_string(out, value);
