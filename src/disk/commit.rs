@@ -267,13 +267,21 @@ pub fn run(opts: &CommitOptions, stop: &AtomicBool) -> Result<CommitResult, Disk
     let stopped = || stop.load(Ordering::Relaxed);
     let mut buf = AlignedBuf::new(WAL_BLOCK as usize, 4096, 0x3a1);
 
-    // Appending: every commit extends the file.
+    // Appending: every commit extends the file. A full segment's worth is switched
+    // for a fresh file, as PostgreSQL switches segments: the space taken stays one
+    // segment however fast the volume is (a fast one filled a small volume in the
+    // time given, ENOSPC).
     let mut append = CommitHists::new();
     {
-        let log = LogFile::create(&opts.dir, "append")?;
+        let mut log = LogFile::create(&opts.dir, "append")?;
         let end = Instant::now() + opts.append_for;
         let mut off = 0u64;
         while Instant::now() < end && !stopped() {
+            if off >= SEGMENT {
+                drop(log);
+                log = LogFile::create(&opts.dir, "append")?;
+                off = 0;
+            }
             buf.as_mut_slice()[..8].copy_from_slice(&off.to_le_bytes());
             let (w, f) = commit(&log, buf.as_slice(), off)?;
             append.record(w, f);
