@@ -18,7 +18,7 @@ use crate::util_real::{python_server, TempDir};
 /// `Set-Cookie: session=…`; GET /me and GET /orders/USER need `Authorization:
 /// Bearer tok-USER` *and* the cookie `session=sess-USER` of the same user (401
 /// otherwise); GET /stats (not counted) says what it saw.
-const API: &str = r#"
+pub const API: &str = r#"
 import json, threading, sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 USERS = {"kim": "pw1", "lee": "pw2", "park": "pw3", "choi": "pw4"}
@@ -100,12 +100,12 @@ print(s.server_address[1], flush=True)
 s.serve_forever()
 "#;
 
-const USERS: &str = "user,password\nkim,pw1\nlee,pw2\npark,pw3\nchoi,pw4\n";
+pub const USERS: &str = "user,password\nkim,pw1\nlee,pw2\npark,pw3\nchoi,pw4\n";
 
 /// The story-5 scenario: each VU logs in with its CSV row, keeps the token and the
 /// cookie, then walks /me and /orders/USER with checks. `auth` is the
 /// Authorization header of the calls; `extra` goes at the top of the file.
-fn scenario(port: u16, auth: &str, extra: &str) -> String {
+pub fn scenario(port: u16, auth: &str, extra: &str) -> String {
     format!(
         r#"base_url = "http://127.0.0.1:{port}"
 data = "users.csv"
@@ -145,7 +145,7 @@ check = {{ status = [200], body_contains = '"owner": "{{{{user}}}}"' }}
 }
 
 /// GET `path` from the API (one HTTP/1.0 request, read to the end).
-fn get_json(port: u16, path: &str) -> Value {
+pub fn get_json(port: u16, path: &str) -> Value {
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
@@ -156,7 +156,7 @@ fn get_json(port: u16, path: &str) -> Value {
 }
 
 /// Runs `latscope load --json -f FILE` with more arguments; returns (exit code, JSON).
-fn load(file: &str, more: &[&str]) -> (i32, Value, String) {
+pub fn load(file: &str, more: &[&str]) -> (i32, Value, String) {
     let mut args = vec!["load", "--json", "--no-save", "-f", file];
     args.extend_from_slice(more);
     let out = run_within(&args, Duration::from_secs(60));
@@ -178,7 +178,7 @@ fn timeline_sum(v: &Value, key: &str) -> u64 {
         .sum()
 }
 
-fn endpoint<'a>(v: &'a Value, name: &str) -> &'a Value {
+pub fn endpoint<'a>(v: &'a Value, name: &str) -> &'a Value {
     v["endpoints"]
         .as_array()
         .unwrap()
@@ -634,13 +634,6 @@ fn bad_script_fields_name_their_line() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("recording") && err.contains("pauses"), "{err}");
-    let out = run_within(
-        &["load", "--no-save", "-f", &file, "--http2"],
-        Duration::from_secs(20),
-    );
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("HTTP/1.1") && err.contains("--http2"), "{err}");
     for (args, says) in [
         (
             &["--find-max", "checks>99%", "--model", "closed"][..],

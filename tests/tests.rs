@@ -61,6 +61,7 @@ mod report;
 mod report_verdict;
 mod round_trips;
 mod scenarios;
+mod scenarios_protocols;
 mod schema;
 mod serve;
 mod shards;

@@ -578,7 +578,7 @@ fn from_parts(
             if args.no_cookies {
                 s.cookies = false;
             }
-            check_script(&s, model, &client, &file_name, args.har.is_some())?;
+            check_script(&s, model, &file_name, args.har.is_some())?;
             Some(std::sync::Arc::new(s))
         }
         None => None,
@@ -617,22 +617,15 @@ fn from_parts(
     })
 }
 
-/// A scenario's checks, variables, setup, cookies and data run over HTTP/1.1 on
-/// the epoll engine, and those that keep per-VU state need VUs (the closed model).
+/// A scenario's variables, setup, cookies and data keep per-VU state and need VUs
+/// (the closed model), and its pauses pace VUs; checks run in either model, on
+/// every protocol.
 fn check_script(
     s: &crate::load::script::Script,
     model: Model,
-    client: &crate::net::ClientOptions,
     file: &str,
     recording: bool,
 ) -> Result<(), PlanError> {
-    if client.http3 || client.version == HttpVersionPref::Http2 {
-        return refuse(format!(
-            "scenario {file}: checks, variables, setup, sleeps, cookies and data run over \
-             HTTP/1.1 (on the epoll engine) for now; drop --http2/--http3, or the script \
-             fields to load over them"
-        ));
-    }
     if model != Model::Closed && s.paces() {
         // Silently dropping the pauses would measure another workload than the file's.
         return refuse(if recording {

@@ -170,9 +170,8 @@ impl<'a> Prepared<'a> {
             let alpn = match plan.client.version {
                 HttpVersionPref::Http1 => vec![tls::ALPN_HTTP11.to_vec()],
                 HttpVersionPref::Http2 => vec![tls::ALPN_H2.to_vec()],
-                // A new connection per request is an HTTP/1.1 habit (curl loops, ab);
-                // a scenario's checks and variables run over HTTP/1.1.
-                HttpVersionPref::Auto if !plan.keepalive || plan.script.is_some() => {
+                // A new connection per request is an HTTP/1.1 habit (curl loops, ab).
+                HttpVersionPref::Auto if !plan.keepalive => {
                     vec![tls::ALPN_HTTP11.to_vec()]
                 }
                 HttpVersionPref::Auto => vec![tls::ALPN_H2.to_vec(), tls::ALPN_HTTP11.to_vec()],
@@ -219,7 +218,6 @@ impl<'a> Prepared<'a> {
         let h2 = match (plan.target.scheme, plan.client.version) {
             _ if h3.is_some() => false,
             (_, HttpVersionPref::Http1) => false,
-            (Scheme::Https, HttpVersionPref::Auto) if plan.script.is_some() => false,
             (Scheme::Https, v) if plan.keepalive || v == HttpVersionPref::Http2 => {
                 match alpn_says_h2(&connector, limit, stop) {
                     Some(h2) => h2,

@@ -22,6 +22,7 @@ use tokio::sync::Notify;
 
 use super::plan::{Endpoint, LoadPlan};
 use super::recorder::{ErrorKind, Outcome};
+use super::script::Kept;
 use super::LoadError;
 use crate::net::quic::{end_request, H3Conn, QuicClient, Sender};
 use crate::net::request::Framing;
@@ -224,13 +225,15 @@ impl H3Slot {
     }
 }
 
-/// Sends one request on a stream of `sender` and reads the body to its end. The
-/// flag says the connection itself failed (no new stream, or it closed): the slot
-/// should replace it.
+/// Sends one request on a stream of `sender` and reads the body to its end,
+/// keeping what a scenario's `kept` asks for of the response. The flag says the
+/// connection itself failed (no new stream, or it closed): the slot should replace
+/// it.
 pub async fn exchange(
     mut sender: Sender,
     req: &H3Request,
     mark_first_byte: bool,
+    mut kept: Option<&mut Kept>,
 ) -> (Outcome, bool) {
     let mut stream = match sender.send_request(req.build()).await {
         Ok(s) => s,
@@ -244,10 +247,25 @@ pub async fn exchange(
         Err(e) => return (Outcome::failed(kind(&e)), is_conn(&e)),
     };
     let mut o = Outcome::of_head(resp.status(), resp.headers(), mark_first_byte);
+    if let Some(k) = kept.as_deref_mut() {
+        for (name, value) in resp.headers() {
+            k.offer_header(name.as_str(), value.as_bytes());
+        }
+    }
     if !req.head {
         loop {
             match stream.recv_data().await {
-                Ok(Some(chunk)) => o.bytes += chunk.remaining() as u64,
+                Ok(Some(mut chunk)) => {
+                    o.bytes += chunk.remaining() as u64;
+                    if let Some(k) = kept.as_deref_mut() {
+                        while chunk.has_remaining() {
+                            let piece = chunk.chunk();
+                            let n = piece.len();
+                            k.offer_body(piece);
+                            chunk.advance(n);
+                        }
+                    }
+                }
                 Ok(None) => break,
                 Err(e) => {
                     o.error = Some(kind(&e));

@@ -27,6 +27,7 @@ use super::hpack::Decoder;
 use super::Request;
 use crate::cache::status::Seen;
 use crate::load::recorder::{ErrorKind, Outcome};
+use crate::load::script::Kept;
 
 mod recv;
 
@@ -89,6 +90,9 @@ struct Entry {
     send_window: i64,
     unacked: u32,
     waker: Option<Waker>,
+    /// What a scenario's checks and extractions read of the response (its
+    /// headers, its body), when they read it.
+    kept: Option<Box<Kept>>,
 }
 
 /// A connection's state.
@@ -233,6 +237,18 @@ impl Conn {
         };
         self.send_body(i, req.body());
         i
+    }
+
+    /// Entry `i` keeps what `kept` asks for of its response (set right after
+    /// [`Conn::start`], before any of the response is read).
+    pub fn keep(&mut self, i: usize, kept: Box<Kept>) {
+        self.entries[i].kept = Some(kept);
+    }
+
+    /// What entry `i` kept, handed back (after [`Conn::take`], before the next
+    /// [`Conn::start`]).
+    pub fn kept(&mut self, i: usize) -> Option<Box<Kept>> {
+        self.entries[i].kept.take()
     }
 
     /// Remembers the waker of entry `i`'s owner.

@@ -20,6 +20,7 @@ use super::conn::{Conn, Done};
 use super::Request;
 use crate::load::conn::{io_kind, Stream};
 use crate::load::recorder::ErrorKind;
+use crate::load::script::Kept;
 
 /// The read buffer: room for a whole frame of the largest size this client
 /// accepts, and for many small responses at once.
@@ -251,6 +252,9 @@ pub struct Exchange<'r> {
     link: Rc<Link>,
     req: &'r Request,
     entry: Option<usize>,
+    /// A scenario's: what to keep of the response (handed to the stream when it
+    /// starts, back here when it is over).
+    kept: Option<&'r mut Option<Box<Kept>>>,
 }
 
 impl<'r> Exchange<'r> {
@@ -260,6 +264,19 @@ impl<'r> Exchange<'r> {
             link,
             req,
             entry: None,
+            kept: None,
+        }
+    }
+
+    /// `req` on `link`, keeping what the [`Kept`] in `kept` asks for of the
+    /// response into it (emptied by the caller; it is there again once the
+    /// exchange is over, also when it failed).
+    pub fn keeping(link: Rc<Link>, req: &'r Request, kept: &'r mut Option<Box<Kept>>) -> Self {
+        Exchange {
+            link,
+            req,
+            entry: None,
+            kept: Some(kept),
         }
     }
 }
@@ -280,6 +297,9 @@ impl Future for Exchange<'_> {
                 return Poll::Pending;
             }
             let i = io.conn.start(this.req);
+            if let Some(k) = this.kept.as_mut().and_then(|k| k.take()) {
+                io.conn.keep(i, k);
+            }
             io.conn.set_waker(i, cx.waker());
             this.entry = Some(i);
             if io.flusher.is_none() {
@@ -296,6 +316,9 @@ impl Future for Exchange<'_> {
                 let _ = io.flush(cx);
             }
             if let Some(done) = io.conn.take(i) {
+                if let Some(k) = this.kept.as_mut() {
+                    **k = io.conn.kept(i);
+                }
                 this.entry = None;
                 io.leave(i);
                 return Poll::Ready(done);

@@ -620,3 +620,76 @@ fn invalid_content_length_fails_the_stream() {
     let ok = c.take(good).unwrap().outcome;
     assert_eq!((ok.status, ok.error), (200, None));
 }
+
+/// A scenario's stream keeps what its checks read (issue 34): the final head's
+/// named fields and `set-cookie` (an interim 103's left out), its body across DATA
+/// frames, and a field sent as an index into the dynamic table; a stream beside it
+/// that keeps nothing is read as ever, and each gets back only its own.
+#[test]
+fn a_stream_keeps_what_its_checks_read() {
+    use crate::load::script::{Capture, Kept};
+    use std::sync::Arc;
+    let capture = Arc::new(Capture {
+        headers: vec!["x-user".into()],
+        set_cookie: true,
+        body: true,
+    });
+    let r = request(http::Method::GET, b"", &[]);
+    let mut c = settled(&[]);
+    let (one, plain, five) = (c.start(&r), c.start(&r), c.start(&r));
+    c.keep(one, Box::new(Kept::new(capture.clone())));
+    c.keep(five, Box::new(Kept::new(capture)));
+    // :status 200, x-user: kim (indexed: the table's entry 62), two cookies.
+    let mut block = vec![0x88, 0x40];
+    hpack::put_string(&mut block, b"x-user");
+    hpack::put_string(&mut block, b"kim");
+    hpack::put_field(&mut block, "set-cookie", b"a=1");
+    hpack::put_field(&mut block, "set-cookie", b"b=2");
+    let interim = head_block("103", &[("x-user", "interim"), ("link", "</s.css>")]);
+    let mut b = server(frame::HEADERS, frame::END_HEADERS, 1, &interim);
+    b.extend(server(frame::HEADERS, frame::END_HEADERS, 1, &block));
+    b.extend(server(frame::DATA, 0, 1, b"hel"));
+    b.extend(server(
+        frame::HEADERS,
+        frame::END_HEADERS | frame::END_STREAM,
+        3,
+        &block,
+    ));
+    b.extend(server(frame::DATA, frame::END_STREAM, 1, b"lo"));
+    b.extend(server(
+        frame::HEADERS,
+        frame::END_HEADERS | frame::END_STREAM,
+        5,
+        &[0x88, 0xbe],
+    ));
+    feed(&mut c, &b);
+    assert!(c.dead().is_none());
+    let d = c.take(one).unwrap();
+    assert_eq!(
+        (d.outcome.status, d.outcome.bytes as usize > 5),
+        (200, true)
+    );
+    let k = c.kept(one).unwrap();
+    let pairs = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+        v.iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect()
+    };
+    assert_eq!(
+        k.headers,
+        pairs(&[
+            ("x-user", "kim"),
+            ("set-cookie", "a=1"),
+            ("set-cookie", "b=2")
+        ])
+    );
+    assert_eq!(k.body, b"hello");
+    let d = c.take(plain).unwrap();
+    assert_eq!(d.outcome.status, 200);
+    assert!(c.kept(plain).is_none());
+    let d = c.take(five).unwrap();
+    assert_eq!(d.outcome.status, 200);
+    let k = c.kept(five).unwrap();
+    assert_eq!(k.headers, pairs(&[("x-user", "kim")]));
+    assert!(k.body.is_empty());
+}

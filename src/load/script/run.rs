@@ -17,7 +17,8 @@ use super::{Capture, Check, Pause, Script, Source, Step, MAX_KEPT_BODY};
 use crate::load::plan::Endpoint;
 use crate::net::{Scheme, Target};
 
-/// What the HTTP/1.1 reader kept of one response for its checks and extractions.
+/// What a response reader (HTTP/1.1, an HTTP/2 or HTTP/3 stream) kept of one
+/// response for its checks and extractions.
 #[derive(Debug, Clone, Default)]
 pub struct Kept {
     pub capture: Arc<Capture>,
@@ -111,8 +112,6 @@ pub struct VuState {
     /// Values by variable id ("" when not set).
     pub vars: Vec<String>,
     pub jar: Jar,
-    /// The request this VU encoded for its last step, when it needed its own.
-    pub request: Bytes,
     /// The path and query of the last request.
     pub path: String,
     /// Per check of the last response: passed.
@@ -136,7 +135,6 @@ impl VuState {
         VuState {
             vars,
             jar: Jar::default(),
-            request: Bytes::new(),
             path: String::new(),
             results: Vec::new(),
             spare: None,
@@ -145,7 +143,7 @@ impl VuState {
     }
 
     /// Prepares step `e`: when its variables or this VU's cookies make the request
-    /// its own, encodes it into `self.request` and returns true; false: the
+    /// its own, returns it (for the caller to encode in its protocol); None: the
     /// endpoint's request encoded once for the run is sent as it is.
     pub fn prepare(
         &mut self,
@@ -153,8 +151,7 @@ impl VuState {
         e: &Endpoint,
         step: &Step,
         cookies: bool,
-        keepalive: bool,
-    ) -> bool {
+    ) -> Option<Endpoint> {
         self.path.clear();
         match &step.path {
             Some(t) => self.path.push_str(&t.render_path(&self.vars)),
@@ -171,7 +168,7 @@ impl VuState {
             None
         };
         if cookie.is_none() && !step.dynamic() {
-            return false;
+            return None;
         }
         let mut headers = e.headers.clone();
         for (n, t) in &step.headers {
@@ -183,7 +180,7 @@ impl VuState {
         if let Some(v) = cookie.and_then(|c| HeaderValue::from_str(&c).ok()) {
             headers.push((HeaderName::from_static("cookie"), v));
         }
-        let one = Endpoint {
+        Some(Endpoint {
             name: String::new(),
             method: e.method.clone(),
             path_and_query: self.path.clone(),
@@ -193,9 +190,7 @@ impl VuState {
                 None => e.body.clone(),
             },
             weight: 1,
-        };
-        self.request = crate::load::http1::encode(target, &one, keepalive);
-        true
+        })
     }
 
     /// Takes in one response to `step` (status 0: none came): stores its cookies,

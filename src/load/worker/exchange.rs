@@ -49,6 +49,46 @@ impl Drop for Connecting<'_> {
     }
 }
 
+/// A scenario step's request when its variables or the VU's cookies make it the
+/// VU's own, encoded for the protocol its client speaks.
+pub(super) enum Own {
+    H1(bytes::Bytes),
+    H2(h2::Request),
+    H3(http3::H3Request),
+}
+
+impl Own {
+    pub(super) fn h1(&self) -> Option<&[u8]> {
+        match self {
+            Own::H1(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    pub(super) fn h2(&self) -> Option<&h2::Request> {
+        match self {
+            Own::H2(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    pub(super) fn h3(&self) -> Option<&http3::H3Request> {
+        match self {
+            Own::H3(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+/// Readies `kept` for a response whose `capture` is wanted: the VU's last one
+/// emptied (its allocations reused), or a new one.
+fn ready(kept: &mut Option<Box<Kept>>, capture: &Arc<Capture>) {
+    match kept {
+        Some(k) => k.reset(capture),
+        None => *kept = Some(Box::new(Kept::new(capture.clone()))),
+    }
+}
+
 /// HTTP/2: takes the slot's connection (opening it when this VU is the first to
 /// need it) and sends one stream. A stream the server did not process (GOAWAY,
 /// REFUSED_STREAM, or a connection closed before any byte of its response) is sent
@@ -58,6 +98,9 @@ pub(super) async fn exchange_h2(
     slot: &H2Slot,
     phase: &Cell<Phase>,
     ep: usize,
+    own: Option<&h2::Request>,
+    capture: Option<&Arc<Capture>>,
+    kept: &mut Option<Box<Kept>>,
 ) -> Outcome {
     let prep = w.prep;
     let mut paid = (None, None);
@@ -91,7 +134,14 @@ pub(super) async fn exchange_h2(
             }
         };
         phase.set(Phase::Exchange);
-        let done = h2::Exchange::new(link, &prep.h2_requests[ep]).await;
+        let req = own.unwrap_or(&prep.h2_requests[ep]);
+        let done = match capture {
+            Some(c) => {
+                ready(kept, c);
+                h2::Exchange::keeping(link, req, kept).await
+            }
+            None => h2::Exchange::new(link, req).await,
+        };
         if done.retry && !retried {
             retried = true;
             continue;
@@ -121,6 +171,9 @@ pub(super) async fn exchange_h3(
     slot: &H3Slot,
     phase: &Cell<Phase>,
     ep: usize,
+    own: Option<&http3::H3Request>,
+    capture: Option<&Arc<Capture>>,
+    kept: &mut Option<Box<Kept>>,
 ) -> Outcome {
     let (Some(setup), Some(client)) = (&w.prep.h3, &w.quic) else {
         return Outcome::failed(ErrorKind::Tls);
@@ -143,7 +196,12 @@ pub(super) async fn exchange_h3(
         }
     };
     phase.set(Phase::Exchange);
-    let (mut o, failed) = http3::exchange(sender, setup.request(ep), w.prep.raw.is_some()).await;
+    let req = own.unwrap_or_else(|| setup.request(ep));
+    if let Some(c) = capture {
+        ready(kept, c);
+    }
+    let keep = capture.and(kept.as_deref_mut());
+    let (mut o, failed) = http3::exchange(sender, req, w.prep.raw.is_some(), keep).await;
     if failed && slot.drop_failed(generation) {
         w.rec.borrow_mut().conn_closed();
     }

@@ -37,7 +37,7 @@ mod exchange;
 mod scripted;
 
 use dispatch::Dispatch;
-use exchange::{exchange, exchange_h2, exchange_h3, within};
+use exchange::{exchange, exchange_h2, exchange_h3, within, Own};
 
 /// The timer's granularity.
 const TICK: Duration = Duration::from_millis(1);
@@ -190,14 +190,28 @@ impl<'a, 'p> Client<'a, 'p> {
         self.request_with(ep, sent, None, None, &mut None).await
     }
 
-    /// [`Client::request`] of a scenario step over HTTP/1.1: `own` is the VU's
-    /// own encoding of it (None: the run's), `capture` what to keep of the
-    /// response into `kept`.
+    /// The VU's own request `one` (a scenario step's), encoded for the protocol
+    /// this client speaks.
+    fn encode(&self, one: &super::plan::Endpoint) -> Result<Own, String> {
+        let plan = &self.w.prep.plan;
+        match (self.slot, self.h3) {
+            (Some(_), _) => super::h2::Request::new(&plan.target, one).map(Own::H2),
+            (None, Some(_)) => http3::H3Request::new(&plan.target, one).map(Own::H3),
+            (None, None) => Ok(Own::H1(super::http1::encode(
+                &plan.target,
+                one,
+                plan.keepalive,
+            ))),
+        }
+    }
+
+    /// [`Client::request`] of a scenario step: `own` is the VU's own encoding of
+    /// it (None: the run's), `capture` what to keep of the response into `kept`.
     async fn request_with(
         &mut self,
         ep: usize,
         sent: Instant,
-        own: Option<&[u8]>,
+        own: Option<&Own>,
         capture: Option<&std::sync::Arc<super::script::Capture>>,
         kept: &mut Option<Box<super::script::Kept>>,
     ) -> Outcome {
@@ -222,7 +236,15 @@ impl<'a, 'p> Client<'a, 'p> {
                     timer,
                     armed,
                     deadline,
-                    Box::pin(exchange_h3(w, h3, phase, ep)),
+                    Box::pin(exchange_h3(
+                        w,
+                        h3,
+                        phase,
+                        ep,
+                        own.and_then(Own::h3),
+                        capture,
+                        kept,
+                    )),
                 )
                 .await
             }
@@ -231,12 +253,27 @@ impl<'a, 'p> Client<'a, 'p> {
                     timer,
                     armed,
                     deadline,
-                    exchange(w, &mut self.conn, phase, ep, own, capture, kept),
+                    exchange(
+                        w,
+                        &mut self.conn,
+                        phase,
+                        ep,
+                        own.and_then(Own::h1),
+                        capture,
+                        kept,
+                    ),
                 )
                 .await
             }
             (Some(slot), _) => {
-                within(timer, armed, deadline, exchange_h2(w, slot, phase, ep)).await
+                let own = own.and_then(Own::h2);
+                within(
+                    timer,
+                    armed,
+                    deadline,
+                    exchange_h2(w, slot, phase, ep, own, capture, kept),
+                )
+                .await
             }
         };
         match result {
@@ -399,9 +436,7 @@ impl<'a, 'p> Worker<'a, 'p> {
     async fn vu(&self, i: usize, slot: Option<&H2Slot>, h3: Option<&H3Slot>) {
         let prep = self.prep;
         if let Some(script) = &prep.plan.script {
-            // A scenario's checks and variables: over HTTP/1.1 (`plan` refuses the
-            // others for it).
-            return self.vu_scripted(i, script).await;
+            return self.vu_scripted(i, script, slot, h3).await;
         }
         let staged = !prep.plan.stages.is_empty();
         let think = prep.plan.think_time;

@@ -2,19 +2,29 @@
 //! walks them, each one encoded by the VU when its variables or cookies make it
 //! its own, its response's cookies, checks and extractions taken in after the
 //! request is recorded (checks are counted apart: they never change a latency or
-//! an error). HTTP/1.1 on its own connection only.
+//! an error). Over HTTP/1.1 on the VU's own connection, or as a stream of a
+//! shared HTTP/2 or HTTP/3 connection.
 
 use std::time::{Duration, Instant};
 
 use super::{Client, Gate, Picker, Worker};
+use crate::load::h2::H2Slot;
+use crate::load::http3::H3Slot;
+use crate::load::recorder::{ErrorKind, Outcome};
 use crate::load::script::{Script, VuState};
 
 impl<'a, 'p> Worker<'a, 'p> {
     /// VU `i` (this shard's index) running `script` in the closed model.
-    pub(super) async fn vu_scripted(&self, i: usize, script: &Script) {
+    pub(super) async fn vu_scripted(
+        &self,
+        i: usize,
+        script: &Script,
+        slot: Option<&H2Slot>,
+        h3: Option<&H3Slot>,
+    ) {
         let prep = self.prep;
         let staged = !prep.plan.stages.is_empty();
-        let mut client = Client::new(self, None, None);
+        let mut client = Client::new(self, slot, h3);
         let g = prep.plan.shard.global(i as u64);
         let mut state = VuState::new(script, g);
         let mut picker = Picker::new(i as u64);
@@ -80,27 +90,32 @@ impl<'a, 'p> Worker<'a, 'p> {
     ) {
         let prep = self.prep;
         let step = &script.steps[ep];
-        let own = state.prepare(
-            &prep.plan.target,
-            &prep.plan.endpoints[ep],
-            step,
-            script.cookies,
-            prep.plan.keepalive,
-        );
+        let own = state
+            .prepare(
+                &prep.plan.target,
+                &prep.plan.endpoints[ep],
+                step,
+                script.cookies,
+            )
+            .map(|one| client.encode(&one));
         self.rec.borrow_mut().in_flight += 1;
         let sent = Instant::now();
         // The VU's last response's buffers serve this one.
         let mut kept = state.spare.take();
-        let request = state.request.clone();
-        let o = client
-            .request_with(
-                ep,
-                sent,
-                own.then_some(&request[..]),
-                step.capture.as_ref(),
-                &mut kept,
-            )
-            .await;
+        let o = match &own {
+            // A rendered path HTTP/2 or HTTP/3 cannot carry: nothing is sent.
+            Some(Err(_)) => Outcome::failed(ErrorKind::Protocol),
+            Some(Ok(own)) => {
+                client
+                    .request_with(ep, sent, Some(own), step.capture.as_ref(), &mut kept)
+                    .await
+            }
+            None => {
+                client
+                    .request_with(ep, sent, None, step.capture.as_ref(), &mut kept)
+                    .await
+            }
+        };
         let end = Instant::now();
         {
             let mut r = self.rec.borrow_mut();

@@ -9,6 +9,7 @@ use super::super::hpack;
 use super::{Conn, Fail, MAX_BLOCK, MAX_CONTINUATIONS, UPDATE_AT};
 use crate::cache::status::{reads, Detector};
 use crate::load::recorder::ErrorKind;
+use crate::load::script::Kept;
 
 impl Conn {
     /// One complete frame; Err: a connection error with its code.
@@ -136,6 +137,9 @@ impl Conn {
             return self.reset(i, frame::PROTOCOL_ERROR, ErrorKind::Protocol);
         }
         e.bytes += data.len() as u64;
+        if let Some(k) = e.kept.as_deref_mut() {
+            k.offer_body(data);
+        }
         if h.has(frame::END_STREAM) {
             self.end_remote(i);
         } else {
@@ -160,6 +164,27 @@ impl Conn {
 
     /// A complete header block for stream `sid`.
     fn head(&mut self, sid: u32, end_stream: bool) -> Result<(), u32> {
+        // A scenario's stream keeps some of its head: decoded through a sink that
+        // also offers the fields to what it keeps, never from the cache below (a
+        // decode that changes the table moves its generation, which the cache
+        // checks; one that does not leaves the cache right).
+        if let Some(i) = self.find(sid) {
+            if let Some(kept) = self.entries[i].kept.as_deref_mut() {
+                let mut both = Keeping {
+                    head: HeadSink::default(),
+                    kept,
+                };
+                self.dec
+                    .decode(&self.block, &mut both)
+                    .map_err(|_| frame::COMPRESSION_ERROR)?;
+                let sink = both.head;
+                if (100..200).contains(&sink.status) {
+                    // An interim head's fields are not the response's.
+                    both.kept.headers.clear();
+                }
+                return self.head_decoded(sid, end_stream, sink);
+            }
+        }
         // A server sends the same head again and again (nginx's differ once a
         // second, in Date): a block equal to the last one decodes to the same when
         // it depends on nothing but itself (its additions to the table are
@@ -392,6 +417,29 @@ impl hpack::Sink for HeadSink {
         if let (Ok(n), Ok(v)) = (std::str::from_utf8(name), std::str::from_utf8(value)) {
             if !value.is_empty() && reads(n) {
                 self.cache.feed(n, v);
+            }
+        }
+    }
+}
+
+/// A scenario stream's head: every field to the [`HeadSink`], and to what the
+/// stream keeps those it asks for.
+struct Keeping<'k> {
+    head: HeadSink,
+    kept: &'k mut Kept,
+}
+
+impl hpack::Sink for Keeping<'_> {
+    fn wants(&self, name: &[u8]) -> bool {
+        hpack::Sink::wants(&self.head, name)
+            || std::str::from_utf8(name).is_ok_and(|n| self.kept.capture.wants(n))
+    }
+
+    fn field(&mut self, name: &[u8], value: &[u8], len: usize) {
+        hpack::Sink::field(&mut self.head, name, value, len);
+        if name.first() != Some(&b':') {
+            if let Ok(n) = std::str::from_utf8(name) {
+                self.kept.offer_header(n, value);
             }
         }
     }

@@ -1,0 +1,132 @@
+//! Story 5's scenario (issue 34) over HTTP/2 and HTTP/3, against the same real API
+//! as `scenarios` (Python's standard library) behind real servers that speak them:
+//! nginx over h2c (`listen … http2`, prior knowledge) and Caddy over QUIC, each a
+//! reverse proxy to the API. VUs share connections as streams (`--streams 2`), yet
+//! each logs in as its own CSV user, carries its own token and cookie, and checks
+//! headers (HPACK / QPACK decoded) and bodies (DATA frames); the API's own counters
+//! match latscope's per endpoint, and without the token the checks fail as the API
+//! refuses. Bounded by request counts and timeouts, on 127.0.0.1 only.
+
+use std::net::SocketAddr;
+
+use serde_json::Value;
+
+use crate::scenarios::{endpoint, get_json, load, scenario, API, USERS};
+use crate::util::free_port;
+use crate::util_nginx::{nginx_bin, start, temp_dir, write_conf};
+use crate::util_real::{python_server, TempDir};
+
+/// The API's counts and latscope's agree per endpoint, every user logged in once,
+/// and nothing reached the API without its token and cookie.
+fn assert_each_user_and_counts(v: &Value, port: u16) {
+    let stats = get_json(port, "/stats");
+    for u in ["kim", "lee", "park", "choi"] {
+        assert_eq!(stats["logins_by_user"][u], 1, "{stats}");
+    }
+    assert_eq!(stats["unauthorized"], 0, "{stats}");
+    assert_eq!(stats["no_cookie"], 0, "{stats}");
+    for name in ["login", "me", "orders"] {
+        let e = endpoint(v, name);
+        assert_eq!(e["requests"], stats[name], "{name}: {e} vs {stats}");
+        assert_eq!(e["ok"], e["requests"], "{name}: {e}");
+        let c = &e["checks"];
+        assert!(c["total"].as_u64().unwrap() > 0, "{name}: {c}");
+        assert_eq!(c["passed"], c["total"], "{name}: {c}");
+    }
+    // me: status, the Content-Type header and two JSON paths per response.
+    let me = endpoint(v, "me");
+    assert_eq!(me["checks"]["total"], me["requests"].as_u64().unwrap() * 4);
+    assert_eq!(v["thresholds"][0]["ok"], true, "{}", v["thresholds"]);
+}
+
+/// nginx over h2c in front of the API: 4 VUs as 2 connections × 2 streams, each
+/// its own user (RFC 9113 §8.2.3: the cookie goes in one `cookie` field, which
+/// nginx joins for the API). With the token every check passes and the counts
+/// match; with a bearer token the API does not know, `me`'s status and JSON
+/// checks and every `orders` check fail on every call, its content type passes, and `checks>99%` fails the run (exit 99).
+#[test]
+fn story_five_over_h2c_behind_nginx() {
+    let Some(bin) = nginx_bin() else {
+        return;
+    };
+    let (_api, api) = python_server(API, &[]);
+    let dir = temp_dir("story_five_over_h2c_behind_nginx");
+    let port = free_port();
+    write_conf(
+        &dir,
+        &format!(
+            "  server {{\n    listen 127.0.0.1:{port} http2;\n    location / {{\n      \
+             proxy_pass http://127.0.0.1:{api};\n      proxy_http_version 1.1;\n      \
+             proxy_set_header Connection \"\";\n    }}\n  }}\n"
+        ),
+    );
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let _nginx = start(&bin, &dir, addr);
+    let tmp = TempDir::new("scenario-h2");
+    tmp.write("users.csv", USERS);
+    let via = |auth: &str, name: &str| {
+        let text = scenario(api, auth, "")
+            .replace(&format!("127.0.0.1:{api}"), &format!("127.0.0.1:{port}"));
+        tmp.write(name, &text)
+    };
+    let good = via("Bearer {{token}}", "good.toml");
+    let h2 = ["--http2", "-c", "2", "--streams", "2"];
+    let (code, v, stderr) = load(&good, &h2);
+    assert_eq!(code, 0, "{stderr}\n{v}");
+    assert_eq!(v["http_version"], "HTTP/2", "{v}");
+    assert_eq!(v["requests"], 200, "{v}");
+    assert_each_user_and_counts(&v, api);
+
+    let before = get_json(api, "/stats");
+    let bad = via("Bearer nobody", "bad.toml");
+    let (code, v, stderr) = load(&bad, &h2);
+    assert_eq!(code, 99, "{stderr}\n{v}");
+    let after = get_json(api, "/stats");
+    let refused =
+        after["unauthorized"].as_u64().unwrap() - before["unauthorized"].as_u64().unwrap();
+    let (me, orders) = (endpoint(&v, "me"), endpoint(&v, "orders"));
+    let n = |e: &Value| e["requests"].as_u64().unwrap();
+    assert_eq!(n(me) + n(orders), refused, "{me} {orders}");
+    assert_eq!(me["checks"]["failed"]["status"], me["requests"], "{me}");
+    assert_eq!(
+        me["checks"]["failed"]["json $.user"], me["requests"],
+        "{me}"
+    );
+    // The content type is still JSON: that check passes.
+    assert!(
+        me["checks"]["failed"].get("header content-type").is_none(),
+        "{me}"
+    );
+    assert_eq!(orders["checks"]["passed"], 0, "{orders}");
+    assert_eq!(v["thresholds"][0]["ok"], false, "{}", v["thresholds"]);
+}
+
+/// Caddy over QUIC (`--http3`) in front of the API: the same scenario, 4 VUs as 2
+/// connections × 2 streams, every check passes (QPACK-decoded headers, the body
+/// from DATA frames) and the counts match.
+#[test]
+fn story_five_over_http3_behind_caddy() {
+    let Some(bin) = crate::util_caddy::caddy_bin() else {
+        return;
+    };
+    let (_api, api) = python_server(API, &[]);
+    let caddy = crate::util_caddy::start(
+        &bin,
+        "scenario-h3",
+        &format!("reverse_proxy 127.0.0.1:{api}"),
+    );
+    let tmp = TempDir::new("scenario-h3");
+    tmp.write("users.csv", USERS);
+    let text = scenario(api, "Bearer {{token}}", "").replace(
+        &format!("http://127.0.0.1:{api}"),
+        &format!("https://localhost:{}", caddy.port),
+    );
+    let file = tmp.write("h3.toml", &text);
+    let [flag, ca] = caddy.cacert();
+    let args = ["--http3", "-c", "2", "--streams", "2", &flag, &ca];
+    let (code, v, stderr) = load(&file, &args);
+    assert_eq!(code, 0, "{stderr}\n{v}");
+    assert_eq!(v["http_version"], "HTTP/3", "{v}");
+    assert_eq!(v["requests"], 200, "{v}");
+    assert_each_user_and_counts(&v, api);
+}
