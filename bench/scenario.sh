@@ -13,10 +13,12 @@
 #            sent with `Authorization: Bearer {{token}}` (encoded per VU) and checked
 #            (status, a header, body_contains, json path equals); cookie jar on
 # The figure is requests per latscope CPU-second (JSON: requests / (client_cpu_pct x
-# duration_s)); the ratio scripted/plain is printed per round.
+# duration_s)); the ratio scripted/plain is printed per round. PROTO=h2 runs both over
+# HTTP/2 (nginx h2c, `--http2 --streams $STREAMS`: $CONNS connections x $STREAMS VUs).
 #
 # Env: LATSCOPE (target/release/latscope) NGX_PORT (18182) NGX_CPU (0) TOOL_CPU (1)
-#      CONNS (50) DURATION (10) ROUNDS (3) OUTDIR (/tmp/bench-scenario/<timestamp>)
+#      CONNS (50) DURATION (10) ROUNDS (3) PROTO (h1|h2) STREAMS (10)
+#      OUTDIR (/tmp/bench-scenario/<timestamp>)
 # Needs: nginx, python3, taskset.
 set -euo pipefail
 
@@ -29,6 +31,14 @@ TOOL_CPU=${TOOL_CPU:-1}
 CONNS=${CONNS:-50}
 DURATION=${DURATION:-10}
 ROUNDS=${ROUNDS:-3}
+PROTO=${PROTO:-h1}
+STREAMS=${STREAMS:-10}
+LISTEN_OPT=
+PROTO_ARGS=()
+if [[ $PROTO == h2 ]]; then
+  LISTEN_OPT=" http2"
+  PROTO_ARGS=(--http2 --streams "$STREAMS")
+fi
 OUTDIR=${OUTDIR:-/tmp/bench-scenario/$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUTDIR"
 
@@ -44,7 +54,7 @@ http {
   access_log off;
   keepalive_requests 1000000;
   server {
-    listen 127.0.0.1:$NGX_PORT;
+    listen 127.0.0.1:$NGX_PORT$LISTEN_OPT;
     location = /login { default_type application/json; return 200 '{"token":"tok-kim","user":"kim"}'; }
     location = /me { default_type application/json; return 200 '{"user":"kim","plan":"pro","orders":[1,2,3]}'; }
   }
@@ -54,7 +64,7 @@ taskset -c "$NGX_CPU" nginx -p "$NGX_DIR" -c "$NGX_DIR/nginx.conf" &
 NGX=$!
 trap 'kill $NGX 2>/dev/null || true' EXIT
 for _ in $(seq 50); do
-  curl -fsS "http://127.0.0.1:$NGX_PORT/me" >/dev/null 2>&1 && break
+  curl -fsS ${LISTEN_OPT:+--http2-prior-knowledge} "http://127.0.0.1:$NGX_PORT/me" >/dev/null 2>&1 && break
   sleep 0.1
 done
 
@@ -88,7 +98,7 @@ EOF
 run() { # name → prints "req/cpu_s requests cpu_s"
   local out="$OUTDIR/$1-$2.json"
   taskset -c "$TOOL_CPU" "$LATSCOPE" load -f "$OUTDIR/$1.toml" -c "$CONNS" -d "${DURATION}s" \
-    --threads 1 --engine epoll --json --no-save >"$out"
+    --threads 1 --engine epoll "${PROTO_ARGS[@]}" --json --no-save >"$out"
   python3 - "$out" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
