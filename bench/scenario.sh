@@ -14,10 +14,11 @@
 #            (status, a header, body_contains, json path equals); cookie jar on
 # The figure is requests per latscope CPU-second (JSON: requests / (client_cpu_pct x
 # duration_s)); the ratio scripted/plain is printed per round. PROTO=h2 runs both over
-# HTTP/2 (nginx h2c, `--http2 --streams $STREAMS`: $CONNS connections x $STREAMS VUs).
+# HTTP/2 (nginx h2c, `--http2 --streams $STREAMS`: $CONNS connections x $STREAMS VUs);
+# ENGINE=io_uring runs both on io_uring (HTTP/1.1 only).
 #
 # Env: LATSCOPE (target/release/latscope) NGX_PORT (18182) NGX_CPU (0) TOOL_CPU (1)
-#      CONNS (50) DURATION (10) ROUNDS (3) PROTO (h1|h2) STREAMS (10)
+#      CONNS (50) DURATION (10) ROUNDS (3) PROTO (h1|h2) STREAMS (10) ENGINE (epoll)
 #      OUTDIR (/tmp/bench-scenario/<timestamp>)
 # Needs: nginx, python3, taskset.
 set -euo pipefail
@@ -32,6 +33,7 @@ CONNS=${CONNS:-50}
 DURATION=${DURATION:-10}
 ROUNDS=${ROUNDS:-3}
 PROTO=${PROTO:-h1}
+ENGINE=${ENGINE:-epoll}
 STREAMS=${STREAMS:-10}
 LISTEN_OPT=
 PROTO_ARGS=()
@@ -98,7 +100,7 @@ EOF
 run() { # name → prints "req/cpu_s requests cpu_s"
   local out="$OUTDIR/$1-$2.json"
   taskset -c "$TOOL_CPU" "$LATSCOPE" load -f "$OUTDIR/$1.toml" -c "$CONNS" -d "${DURATION}s" \
-    --threads 1 --engine epoll "${PROTO_ARGS[@]}" --json --no-save >"$out"
+    --threads 1 --engine "$ENGINE" "${PROTO_ARGS[@]}" --json --no-save >"$out"
   python3 - "$out" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))

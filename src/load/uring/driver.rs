@@ -139,7 +139,14 @@ pub fn run(
         prep,
         ctl,
         rec,
-        vus: eager.iter().map(|&i| Vu::new(now, i as u64)).collect(),
+        vus: eager
+            .iter()
+            .map(|&i| {
+                let mut v = Vu::new(now, i as u64);
+                v.script = super::script::Scripted::for_vu(prep, i);
+                v
+            })
+            .collect(),
         queue: Vec::with_capacity(entries as usize),
         addr: Box::new(addr),
         family,
@@ -158,7 +165,8 @@ pub fn run(
         local: local.clone(),
         ready: Vec::with_capacity(n),
     };
-    d.quiet_sends = quiet_sends;
+    // A scenario's own request buffers live until their sends complete (`script`).
+    d.quiet_sends = quiet_sends && prep.plan.script.is_none();
     d.turns(live);
     let time = ThreadTime::now();
     live.cpu_ns.store(time.cpu_ns, Ordering::Relaxed);
@@ -358,8 +366,10 @@ impl Driver<'_, '_> {
             let i = match o.warm.pop().or_else(|| o.cold.pop()) {
                 Some(i) => i,
                 None if self.vus.len() < self.local.len() => {
-                    let seed = self.local[self.vus.len()] as u64 ^ 0x5eed;
-                    self.vus.push(Vu::new(self.now, seed));
+                    let g = self.local[self.vus.len()];
+                    let mut v = Vu::new(self.now, g as u64 ^ 0x5eed);
+                    v.script = super::script::Scripted::for_vu(self.prep, g);
+                    self.vus.push(v);
                     self.vus.len() - 1
                 }
                 None => return,
@@ -397,7 +407,8 @@ impl Driver<'_, '_> {
         let now = self.now;
         let timeout = self.prep.plan.client.timeout;
         let v = &mut self.vus[i];
-        v.ep = v.picker.pick(self.prep);
+        v.ep = super::script::next_ep(self.prep, v);
+        super::script::prepare(self.prep, v);
         v.busy = true;
         v.intended = intended;
         v.sent = now;
@@ -423,6 +434,7 @@ impl Driver<'_, '_> {
         // Latency counts from the intended time (open model), or from the send.
         self.rec
             .record(v.ep, v.intended.min(v.sent), v.sent, end, &o);
+        super::script::taken(self.prep, v, &mut self.rec, o.status);
         match &mut self.open {
             None => self.ready.push(i),
             Some(open) if v.fd.is_some() => open.warm.push(i),

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use io_uring::{cqueue, opcode, squeue, types};
 
 use super::driver::{Driver, BGID};
+use super::script::{self, Scripted};
 use super::stamp;
 use crate::load::conn::{io_kind, Phase};
 use crate::load::http1::{H1Error, Parser};
@@ -61,6 +62,8 @@ pub(super) struct Vu {
     pub(super) picker: Picker,
     /// Not before this instant: a connect found no file descriptor free.
     pub(super) hold_until: Option<Instant>,
+    /// A scenario's VU: its variables, cookies and what its checks keep.
+    pub(super) script: Option<Box<Scripted>>,
 }
 
 impl Vu {
@@ -89,6 +92,7 @@ impl Vu {
             parser: Parser::new(false),
             carry: Vec::new(),
             picker: Picker::new(seed),
+            script: None,
         }
     }
 }
@@ -213,7 +217,7 @@ impl Driver<'_, '_> {
     pub(super) fn send(&mut self, i: usize) {
         let v = &mut self.vus[i];
         v.phase = Phase::Exchange;
-        v.parser = Parser::new(self.prep.is_head[v.ep]);
+        v.parser = script::parser(self.prep, v);
         v.sent_bytes = 0;
         v.arrived = None;
         self.queue_send(i);
@@ -225,8 +229,12 @@ impl Driver<'_, '_> {
     }
 
     pub(super) fn queue_send(&mut self, i: usize) {
+        let v = &mut self.vus[i];
+        if let Some(s) = v.script.as_deref_mut() {
+            s.sends(1);
+        }
         let v = &self.vus[i];
-        let req = &self.prep.encoded[v.ep][v.sent_bytes..];
+        let req = &script::request(self.prep, v)[v.sent_bytes..];
         let mut e = opcode::Send::new(types::Fixed(i as u32), req.as_ptr(), req.len() as u32)
             .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
             .build()
@@ -243,6 +251,13 @@ impl Driver<'_, '_> {
         let gen = ((user_data >> 32) & 0xff_ffff) as u32;
         let i = (user_data & 0xffff_ffff) as usize;
         let bid = cqueue::buffer_select(flags);
+        if kind == SEND {
+            // A scenario VU's own request buffer may be let go once no send of it
+            // is with the kernel (its completion comes also for an old connection).
+            if let Some(s) = self.vus.get_mut(i).and_then(|v| v.script.as_deref_mut()) {
+                s.sends(-1);
+            }
+        }
         let current = self
             .vus
             .get(i)
@@ -265,7 +280,7 @@ impl Driver<'_, '_> {
                     return self.failed(i, H1Error::Io(e));
                 }
                 v.sent_bytes += res as usize;
-                if v.sent_bytes < self.prep.encoded[v.ep].len() {
+                if v.sent_bytes < script::request(self.prep, v).len() {
                     self.queue_send(i);
                 }
             }
@@ -440,9 +455,15 @@ impl Driver<'_, '_> {
         // the slot's next socket.
         let mine = |u: u64| (u & 0xffff_ffff) as usize == i && (u >> 56) != CANCEL;
         let gen = v.gen & 0xff_ffff;
-        self.queue.retain(|e| {
-            !(mine(e.get_user_data()) && (e.get_user_data() >> 32) & 0xff_ffff == u64::from(gen))
-        });
+        let this = |u: u64| mine(u) && (u >> 32) & 0xff_ffff == u64::from(gen);
+        if let Some(s) = v.script.as_deref_mut() {
+            // Sends never handed to the kernel post no completion.
+            let unsent = self.queue.iter().map(|e| e.get_user_data());
+            for _ in unsent.filter(|&u| this(u) && u >> 56 == SEND) {
+                s.sends(-1);
+            }
+        }
+        self.queue.retain(|e| !this(e.get_user_data()));
         let v = &mut self.vus[i];
         if !v.opened {
             self.connecting -= 1;

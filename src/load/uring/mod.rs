@@ -8,13 +8,16 @@
 //! epoll engine, so the two engines' results are the same measurements.
 //!
 //! Supported: plain http, HTTP/1.1, the closed model (`-c`, `-d`, `-n`, keep-alive
-//! or not, `--raw`) and the open model (`--rate`, with `--stages`). Everything else
-//! (https, HTTP/2, closed-model `--stages`, `--think-time`) runs on the epoll engine.
+//! or not, `--raw`) and the open model (`--rate`, with `--stages`), scenarios with
+//! checks, setup, variables, cookies and data (`script`). Everything else (https,
+//! HTTP/2, closed-model `--stages`, `--think-time`, a scenario's pauses or run-wide
+//! setup) runs on the epoll engine.
 
 mod driver;
 mod exchange;
 mod open;
 mod ring;
+mod script;
 mod stamp;
 
 use std::io;
@@ -46,8 +49,10 @@ pub fn unsupported(plan: &LoadPlan, h2: bool) -> Option<&'static str> {
         Some("--stages in the closed model")
     } else if !plan.think_time.is_zero() {
         Some("--think-time")
-    } else if plan.script.is_some() {
-        Some("a scenario's checks, variables, setup, cookies or data (they run on epoll)")
+    } else if plan.script.as_ref().is_some_and(|s| s.paces()) {
+        Some("a scenario's sleep or think_time (pauses run on epoll)")
+    } else if plan.script.as_ref().is_some_and(|s| s.setup_once) {
+        Some("a scenario's setup_scope = \"run\" (its VUs wait on epoll)")
     } else {
         None
     }

@@ -1,0 +1,134 @@
+//! A scenario's VU on the io_uring engine (issue 34), as `worker::scripted` runs one
+//! on epoll: its setup requests first, each request encoded by the VU when its
+//! variables or cookies make it its own, what its checks and extractions read kept
+//! by the parser, and each response taken in (cookies stored, checks counted,
+//! values extracted) when its request is recorded. Pauses and a run-wide setup stay
+//! on epoll ([`super::unsupported`]).
+//!
+//! A request the VU encoded is sent from its own buffer, which the kernel reads
+//! until the send completes: such a run's sends post their completions (no
+//! `SKIP_SUCCESS`), and a buffer replaced while a send of it had not completed (its
+//! connection closed under it) is kept until that send has.
+
+use bytes::Bytes;
+
+use super::exchange::Vu;
+use crate::load::engine::Prepared;
+use crate::load::http1::{self, Parser};
+use crate::load::recorder::Recorder;
+use crate::load::script::VuState;
+
+/// A VU's scenario state on the ring.
+pub(super) struct Scripted {
+    state: VuState,
+    /// The VU's own encoding of its request in flight (None: the run's).
+    own: Option<Bytes>,
+    /// Setup requests begun.
+    setup_done: usize,
+    /// Sends of `own` (or of `retired`) handed to the kernel, not completed yet.
+    sends: u32,
+    /// Encodings replaced while a send of theirs was still with the kernel.
+    retired: Vec<Bytes>,
+}
+
+impl Scripted {
+    /// The state of the VU with index `i` in this shard, when the run has a script.
+    pub(super) fn for_vu(prep: &Prepared<'_>, i: usize) -> Option<Box<Scripted>> {
+        let script = prep.plan.script.as_deref()?;
+        Some(Box::new(Scripted {
+            state: VuState::new(script, prep.plan.shard.global(i as u64)),
+            own: None,
+            setup_done: 0,
+            sends: 0,
+            retired: Vec::new(),
+        }))
+    }
+
+    /// A send of this VU's was handed to the kernel (`n` = 1), or removed before
+    /// it was (`n` = -1), or completed (-1).
+    pub(super) fn sends(&mut self, n: i32) {
+        self.sends = self.sends.saturating_add_signed(n);
+        if self.sends == 0 {
+            self.retired.clear();
+        }
+    }
+}
+
+/// The endpoint VU `v` sends next: its setup's, in order, then as a plain VU picks.
+pub(super) fn next_ep(prep: &Prepared<'_>, v: &mut Vu) -> usize {
+    let setup = prep.plan.script.as_deref().map_or(0, |s| s.setup);
+    match v.script.as_deref_mut() {
+        Some(s) if s.setup_done < setup => {
+            s.setup_done += 1;
+            s.setup_done - 1
+        }
+        _ => v.picker.pick(prep),
+    }
+}
+
+/// Readies VU `v`'s request to endpoint `v.ep`: its own encoding when its variables
+/// or cookies make it its own.
+pub(super) fn prepare(prep: &Prepared<'_>, v: &mut Vu) {
+    let (Some(script), Some(s)) = (prep.plan.script.as_deref(), v.script.as_deref_mut()) else {
+        return;
+    };
+    let plan = prep.plan;
+    let own = s
+        .state
+        .prepare(
+            &plan.target,
+            &plan.endpoints[v.ep],
+            &script.steps[v.ep],
+            script.cookies,
+        )
+        .map(|one| http1::encode(&plan.target, &one, plan.keepalive));
+    let old = std::mem::replace(&mut s.own, own);
+    if let (Some(old), true) = (old, s.sends > 0) {
+        s.retired.push(old);
+    }
+}
+
+/// The bytes of VU `v`'s request.
+pub(super) fn request<'a>(prep: &'a Prepared<'_>, v: &'a Vu) -> &'a [u8] {
+    v.script
+        .as_deref()
+        .and_then(|s| s.own.as_deref())
+        .unwrap_or(&prep.encoded[v.ep])
+}
+
+/// The parser for VU `v`'s response: one that keeps what the step's checks read
+/// (in the buffers of the VU's last response) when they read any.
+pub(super) fn parser(prep: &Prepared<'_>, v: &mut Vu) -> Parser {
+    let head = prep.is_head[v.ep];
+    let capture = prep
+        .plan
+        .script
+        .as_deref()
+        .and_then(|script| script.steps[v.ep].capture.as_ref());
+    match (capture, v.script.as_deref_mut()) {
+        (Some(c), Some(s)) => {
+            let reuse = v.parser.kept.take().or_else(|| s.state.spare.take());
+            Parser::keeping_in(head, c, reuse)
+        }
+        _ => Parser::new(head),
+    }
+}
+
+/// VU `v`'s request ended with `status` (0: no response): its response is taken
+/// in, and its checks counted.
+pub(super) fn taken(prep: &Prepared<'_>, v: &mut Vu, rec: &mut Recorder, status: u16) {
+    let (Some(script), Some(s)) = (prep.plan.script.as_deref(), v.script.as_deref_mut()) else {
+        return;
+    };
+    let step = &script.steps[v.ep];
+    let kept = v.parser.kept.take();
+    let fresh = kept
+        .as_deref()
+        .filter(|_| status != 0 && step.capture.is_some());
+    s.state
+        .take(script, step, &prep.plan.target.host, status, fresh);
+    if !step.checks.is_empty() {
+        rec.checked(v.ep, &s.state.results);
+    }
+    s.state.spare = kept;
+}
