@@ -187,6 +187,29 @@ pub fn endpoint<'a>(v: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no endpoint {name}: {}", v["endpoints"]))
 }
 
+/// The API's counts and latscope's agree per endpoint, every user logged in once,
+/// and nothing reached the API without its token and cookie.
+pub fn assert_each_user_and_counts(v: &Value, port: u16) {
+    let stats = get_json(port, "/stats");
+    for u in ["kim", "lee", "park", "choi"] {
+        assert_eq!(stats["logins_by_user"][u], 1, "{stats}");
+    }
+    assert_eq!(stats["unauthorized"], 0, "{stats}");
+    assert_eq!(stats["no_cookie"], 0, "{stats}");
+    for name in ["login", "me", "orders"] {
+        let e = endpoint(v, name);
+        assert_eq!(e["requests"], stats[name], "{name}: {e} vs {stats}");
+        assert_eq!(e["ok"], e["requests"], "{name}: {e}");
+        let c = &e["checks"];
+        assert!(c["total"].as_u64().unwrap() > 0, "{name}: {c}");
+        assert_eq!(c["passed"], c["total"], "{name}: {c}");
+    }
+    // me: status, the Content-Type header and two JSON paths per response.
+    let me = endpoint(v, "me");
+    assert_eq!(me["checks"]["total"], me["requests"].as_u64().unwrap() * 4);
+    assert_eq!(v["thresholds"][0]["ok"], true, "{}", v["thresholds"]);
+}
+
 /// Story 5 end to end: every VU logs in once as its own CSV user (the server saw
 /// each of the 4 users log in exactly once), carries the token and the session
 /// cookie (the server saw no call without them), every check passes, the
@@ -200,34 +223,11 @@ fn each_vu_logs_in_and_carries_token_and_cookie() {
     let file = dir.write("api.toml", &scenario(port, "Bearer {{token}}", ""));
     let (code, v, stderr) = load(&file, &[]);
     assert_eq!(code, 0, "{stderr}\n{v}");
-    let stats = get_json(port, "/stats");
-    for u in ["kim", "lee", "park", "choi"] {
-        assert_eq!(stats["logins_by_user"][u], 1, "{stats}");
-    }
-    assert_eq!(
-        (
-            &stats["unauthorized"],
-            &stats["no_cookie"],
-            &stats["bad_login"]
-        ),
-        (&Value::from(0), &Value::from(0), &Value::from(0)),
-        "{stats}"
-    );
-    for name in ["login", "me", "orders"] {
-        let e = endpoint(&v, name);
-        assert_eq!(e["requests"], stats[name], "{name}: {e} vs {stats}");
-        assert_eq!(e["ok"], e["requests"], "{name}: {e}");
-        let c = &e["checks"];
-        assert!(c["total"].as_u64().unwrap() > 0, "{name}: {c}");
-        assert_eq!(c["passed"], c["total"], "{name}: {c}");
-    }
+    assert_each_user_and_counts(&v, port);
+    assert_eq!(get_json(port, "/stats")["bad_login"], 0);
     assert_eq!(v["requests"], 200, "{v}");
     assert_eq!(v["checks"]["passed"], v["checks"]["total"]);
     assert_eq!(v["checks"]["passed_pct"], 100.0);
-    // me: status, a header and two JSON paths per response.
-    let me = endpoint(&v, "me");
-    assert_eq!(me["checks"]["total"], me["requests"].as_u64().unwrap() * 4);
-    assert_eq!(v["thresholds"][0]["ok"], true, "{}", v["thresholds"]);
     assert_eq!(v["http_version"], "HTTP/1.1");
     // The document with checks is its type (reads back and writes the same JSON).
     let latscope::schema::Summary::Load(l) = crate::schema::reads_back("load", &v) else {
@@ -251,29 +251,35 @@ fn without_the_token_checks_fail() {
     let (code, v, stderr) = load(&file, &[]);
     assert_eq!(code, 99, "{stderr}\n{v}");
     let stats = get_json(port, "/stats");
-    let me = endpoint(&v, "me");
-    let orders = endpoint(&v, "orders");
-    assert_eq!(me["requests"], stats["me"]);
+    assert_eq!(endpoint(&v, "me")["requests"], stats["me"]);
+    assert_refused(&v, stats["unauthorized"].as_u64().unwrap());
+}
+
+/// What a run without a token the API knows shows: the API refused (`refused`)
+/// every call latscope made to `me` and `orders`; `me`'s status and JSON checks
+/// fail on every call while its content-type check passes (the 401 is JSON too),
+/// no `orders` check passes, the logins pass theirs, and `checks>99%` fails.
+pub fn assert_refused(v: &Value, refused: u64) {
+    let me = endpoint(v, "me");
+    let orders = endpoint(v, "orders");
     assert_eq!(me["ok"], 0, "{me}");
     assert_eq!(
         me["requests"].as_u64().unwrap() + orders["requests"].as_u64().unwrap(),
-        stats["unauthorized"].as_u64().unwrap(),
-        "{stats}"
+        refused,
+        "{me} {orders}"
     );
     assert_eq!(me["checks"]["failed"]["status"], me["requests"], "{me}");
     assert_eq!(
         me["checks"]["failed"]["json $.user"], me["requests"],
         "{me}"
     );
-    // The content type is still JSON: that check passes.
     assert!(
         me["checks"]["failed"].get("header content-type").is_none(),
         "{me}"
     );
     assert_eq!(orders["checks"]["passed"], 0, "{orders}");
-    // Logins still work and pass their checks.
     assert_eq!(
-        endpoint(&v, "login")["checks"]["failed"],
+        endpoint(v, "login")["checks"]["failed"],
         serde_json::json!({})
     );
     assert!(v["checks"]["passed_pct"].as_f64().unwrap() < 99.0);

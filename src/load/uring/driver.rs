@@ -76,6 +76,10 @@ pub(super) struct Driver<'a, 'p> {
     /// Successful sends post no completion (5.17+): a send either completes whole
     /// (MSG_WAITALL) or fails, so only failures need one.
     pub(super) quiet_sends: bool,
+    /// A scenario's sends whose completion has not been reaped (they post one:
+    /// `script`): a wait counts them on top of the responses it waits for, so they
+    /// do not end it early.
+    pub(super) script_sends: u64,
     /// The open model's schedule (None: closed model).
     pub(super) open: Option<Open>,
     /// This thread's VUs' run-wide indexes (the open model makes VUs as needed).
@@ -161,6 +165,7 @@ pub fn run(
         pace: 0.0,
         running: eager.len(),
         quiet_sends: false,
+        script_sends: 0,
         open,
         local: local.clone(),
         ready: Vec::with_capacity(n),
@@ -268,7 +273,7 @@ impl Driver<'_, '_> {
         };
         let expected = (self.pace * window.as_secs_f64()) as u64;
         let most = self.rec.in_flight / share;
-        (expected.min(most).max(1) as usize, window)
+        ((expected.min(most).max(1) + self.script_sends) as usize, window)
     }
 
     /// Pushes the queued submissions and submits (without waiting) when the
@@ -296,7 +301,9 @@ impl Driver<'_, '_> {
             let mut sq = self.ring.submission();
             while at < self.queue.len() {
                 // SAFETY: every buffer an entry points to (the pre-encoded requests,
-                // the address, the provided buffers) lives as long as the ring.
+                // the address, the provided buffers) lives as long as the ring; a
+                // scenario VU's own request lives until its send completes, or as
+                // long as the ring (`script`).
                 if unsafe { sq.push(&self.queue[at]) }.is_err() {
                     break;
                 }

@@ -232,6 +232,7 @@ impl Driver<'_, '_> {
         let v = &mut self.vus[i];
         if let Some(s) = v.script.as_deref_mut() {
             s.sends(1);
+            self.script_sends += 1;
         }
         let v = &self.vus[i];
         let req = &script::request(self.prep, v)[v.sent_bytes..];
@@ -256,6 +257,7 @@ impl Driver<'_, '_> {
             // is with the kernel (its completion comes also for an old connection).
             if let Some(s) = self.vus.get_mut(i).and_then(|v| v.script.as_deref_mut()) {
                 s.sends(-1);
+                self.script_sends = self.script_sends.saturating_sub(1);
             }
         }
         let current = self
@@ -461,6 +463,7 @@ impl Driver<'_, '_> {
             let unsent = self.queue.iter().map(|e| e.get_user_data());
             for _ in unsent.filter(|&u| this(u) && u >> 56 == SEND) {
                 s.sends(-1);
+                self.script_sends = self.script_sends.saturating_sub(1);
             }
         }
         self.queue.retain(|e| !this(e.get_user_data()));
