@@ -273,7 +273,10 @@ impl Driver<'_, '_> {
         };
         let expected = (self.pace * window.as_secs_f64()) as u64;
         let most = self.rec.in_flight / share;
-        ((expected.min(most).max(1) + self.script_sends) as usize, window)
+        (
+            (expected.min(most).max(1) + self.script_sends) as usize,
+            window,
+        )
     }
 
     /// Pushes the queued submissions and submits (without waiting) when the
@@ -397,6 +400,12 @@ impl Driver<'_, '_> {
                 return;
             }
             self.vus[i].hold_until = None;
+        }
+        if self.ctl.running() && super::script::waits(self.prep, &mut self.vus[i]) {
+            // Looked at again next turn, until the run-wide setup is over.
+            self.vus[i].hold_until = Some(self.now + TICK);
+            self.ready.push(i);
+            return;
         }
         if !self.ctl.claim() {
             self.close(i);

@@ -10,8 +10,8 @@
 //! Supported: plain http, HTTP/1.1, the closed model (`-c`, `-d`, `-n`, keep-alive
 //! or not, `--raw`) and the open model (`--rate`, with `--stages`), scenarios with
 //! checks, setup, variables, cookies and data (`script`). Everything else (https,
-//! HTTP/2, closed-model `--stages`, `--think-time`, a scenario's pauses or run-wide
-//! setup) runs on the epoll engine.
+//! HTTP/2, closed-model `--stages`, `--think-time`, a scenario's pauses) runs on the
+//! epoll engine.
 
 mod driver;
 mod exchange;
@@ -51,8 +51,6 @@ pub fn unsupported(plan: &LoadPlan, h2: bool) -> Option<&'static str> {
         Some("--think-time")
     } else if plan.script.as_ref().is_some_and(|s| s.paces()) {
         Some("a scenario's sleep or think_time (pauses run on epoll)")
-    } else if plan.script.as_ref().is_some_and(|s| s.setup_once) {
-        Some("a scenario's setup_scope = \"run\" (its VUs wait on epoll)")
     } else {
         None
     }

@@ -2,8 +2,9 @@
 //! on epoll: its setup requests first, each request encoded by the VU when its
 //! variables or cookies make it its own, what its checks and extractions read kept
 //! by the parser, and each response taken in (cookies stored, checks counted,
-//! values extracted) when its request is recorded. Pauses and a run-wide setup stay
-//! on epoll ([`super::unsupported`]).
+//! values extracted) when its request is recorded. Under `setup_scope = "run"` the
+//! process's first VU runs the setup and the others wait, then start from what it
+//! left. Pauses stay on epoll ([`super::unsupported`]).
 //!
 //! A request the VU encoded is sent from its own buffer, which the kernel reads
 //! until the send completes: such a run's sends post their completions (no
@@ -20,6 +21,8 @@ use crate::load::script::VuState;
 
 /// A VU's scenario state on the ring.
 pub(super) struct Scripted {
+    /// The VU's index in this process (shard).
+    vu: usize,
     state: VuState,
     /// The VU's own encoding of its request in flight (None: the run's).
     own: Option<Bytes>,
@@ -36,6 +39,7 @@ impl Scripted {
     pub(super) fn for_vu(prep: &Prepared<'_>, i: usize) -> Option<Box<Scripted>> {
         let script = prep.plan.script.as_deref()?;
         Some(Box::new(Scripted {
+            vu: i,
             state: VuState::new(script, prep.plan.shard.global(i as u64)),
             own: None,
             setup_done: 0,
@@ -51,6 +55,26 @@ impl Scripted {
         if self.sends == 0 {
             self.retired.clear();
         }
+    }
+}
+
+/// Whether VU `v` waits before its next request: under `setup_scope = "run"` every
+/// VU but the process's first waits until that one's setup is over, then starts
+/// from the variables and cookies it left (as `worker::scripted` does).
+pub(super) fn waits(prep: &Prepared<'_>, v: &mut Vu) -> bool {
+    let (Some(script), Some(s)) = (prep.plan.script.as_deref(), v.script.as_deref_mut()) else {
+        return false;
+    };
+    if !script.setup_once || script.setup == 0 || s.vu == 0 || s.setup_done == script.setup {
+        return false;
+    }
+    match prep.setup_once.get() {
+        Some((vars, jar)) => {
+            s.state.adopt(script, vars, jar);
+            s.setup_done = script.setup;
+            false
+        }
+        None => true,
     }
 }
 
@@ -131,4 +155,10 @@ pub(super) fn taken(prep: &Prepared<'_>, v: &mut Vu, rec: &mut Recorder, status:
         rec.checked(v.ep, &s.state.results);
     }
     s.state.spare = kept;
+    if script.setup_once && s.vu == 0 && v.ep + 1 == script.setup {
+        // The run-wide setup is over: the waiting VUs start from what it left.
+        let _ = prep
+            .setup_once
+            .set((s.state.vars.clone(), s.state.jar.clone()));
+    }
 }
