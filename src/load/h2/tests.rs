@@ -622,8 +622,8 @@ fn invalid_content_length_fails_the_stream() {
 }
 
 /// A scenario's stream keeps what its checks read (issue 34): the final head's
-/// named fields and `set-cookie` (an interim 103's left out), its body across DATA
-/// frames, and a field sent as an index into the dynamic table; a stream beside it
+/// named fields and `set-cookie` (an interim 103's and the trailers' left out), its
+/// body across DATA frames, and a field sent as an index into the dynamic table; a stream beside it
 /// that keeps nothing is read as ever, and each gets back only its own.
 #[test]
 fn a_stream_keeps_what_its_checks_read() {
@@ -655,7 +655,16 @@ fn a_stream_keeps_what_its_checks_read() {
         3,
         &block,
     ));
-    b.extend(server(frame::DATA, frame::END_STREAM, 1, b"lo"));
+    b.extend(server(frame::DATA, 0, 1, b"lo"));
+    // Trailers end stream 1: not kept (HTTP/1.1 and HTTP/3 keep none).
+    let mut trailer = Vec::new();
+    hpack::put_field(&mut trailer, "x-user", b"trailer");
+    b.extend(server(
+        frame::HEADERS,
+        frame::END_HEADERS | frame::END_STREAM,
+        1,
+        &trailer,
+    ));
     b.extend(server(
         frame::HEADERS,
         frame::END_HEADERS | frame::END_STREAM,

@@ -6,10 +6,11 @@
 //! A plan carries a [`Script`] only when its scenario uses one of these; plain runs
 //! never touch this module, and their requests stay encoded once. Scripted runs go
 //! over HTTP/1.1, HTTP/2 or HTTP/3 on the epoll engine (`worker`), and over
-//! HTTP/1.1 on io_uring (`uring::script`; pauses on epoll only). Each VU encodes the requests that need its variables or cookies in the
-//! run's protocol, and the response reader keeps only what the checks and
-//! extractions read (`Capture`): the named headers, and the body (up to
-//! [`MAX_KEPT_BODY`]) only for requests whose checks or extractions read it.
+//! HTTP/1.1 on io_uring (`uring::script`; pauses on epoll only). Each VU encodes
+//! the requests that need its variables or cookies in the run's protocol, and the
+//! response reader keeps only what the checks and extractions read (`Capture`):
+//! the named headers, and the body (up to [`MAX_KEPT_BODY`]) only for requests
+//! whose checks or extractions read it.
 //! Parsing of the TOML is in `scenario`; nothing here prints.
 
 pub mod cookies;

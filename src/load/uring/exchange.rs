@@ -475,6 +475,13 @@ impl Driver<'_, '_> {
         v.recv_armed = false;
         v.carry.clear();
         v.watch = None;
+        if v.script.as_deref().is_some_and(Scripted::sending) {
+            // A send the kernel still holds (a server that stopped reading) keeps
+            // the VU's request buffers alive until it completes: shut the socket
+            // down so that it fails now instead.
+            // SAFETY: `fd` is this connection's open socket, owned here.
+            unsafe { libc::shutdown(fd.as_raw_fd(), libc::SHUT_RDWR) };
+        }
         drop(fd);
         let _ = self.ring.submitter().register_files_update(i as u32, &[-1]);
         if std::mem::take(&mut self.vus[i].opened) {

@@ -48,6 +48,11 @@ impl Scripted {
         }))
     }
 
+    /// Whether a send of this VU's is with the kernel.
+    pub(super) fn sending(&self) -> bool {
+        self.sends > 0
+    }
+
     /// A send of this VU's was handed to the kernel (`n` = 1), or removed before
     /// it was (`n` = -1), or completed (-1).
     pub(super) fn sends(&mut self, n: i32) {

@@ -164,11 +164,13 @@ impl Conn {
 
     /// A complete header block for stream `sid`.
     fn head(&mut self, sid: u32, end_stream: bool) -> Result<(), u32> {
-        // A scenario's stream keeps some of its head: decoded through a sink that
-        // also offers the fields to what it keeps, never from the cache below (a
-        // decode that changes the table moves its generation, which the cache
-        // checks; one that does not leaves the cache right).
-        if let Some(i) = self.find(sid) {
+        let entry = self.find(sid);
+        // A scenario's stream keeps some of its response head (not its trailers,
+        // as HTTP/1.1 and HTTP/3 keep none): decoded through a sink that also
+        // offers the fields to what it keeps, never from the cache below (a decode
+        // that changes the table moves its generation, which the cache checks; one
+        // that does not leaves the cache right).
+        if let Some(i) = entry.filter(|&i| self.entries[i].status == 0) {
             if let Some(kept) = self.entries[i].kept.as_deref_mut() {
                 let mut both = Keeping {
                     head: HeadSink::default(),
@@ -182,7 +184,7 @@ impl Conn {
                     // An interim head's fields are not the response's.
                     both.kept.headers.clear();
                 }
-                return self.head_decoded(sid, end_stream, sink);
+                return self.head_decoded(entry, end_stream, sink);
             }
         }
         // A server sends the same head again and again (nginx's differ once a
@@ -210,7 +212,7 @@ impl Conn {
                 Some(before)
             } else {
                 self.last_head = None;
-                return self.head_decoded(sid, end_stream, sink);
+                return self.head_decoded(entry, end_stream, sink);
             };
             let l = self.last_head.get_or_insert_default();
             l.block.clear();
@@ -221,12 +223,18 @@ impl Conn {
             l.added.extend(self.dec.added().iter().cloned());
             sink
         };
-        self.head_decoded(sid, end_stream, sink)
+        self.head_decoded(entry, end_stream, sink)
     }
 
-    /// What a decoded head means for stream `sid`.
-    fn head_decoded(&mut self, sid: u32, end_stream: bool, sink: HeadSink) -> Result<(), u32> {
-        let Some(i) = self.find(sid) else {
+    /// What a decoded head means for the stream of `entry` (None: one no longer
+    /// wanted).
+    fn head_decoded(
+        &mut self,
+        entry: Option<usize>,
+        end_stream: bool,
+        sink: HeadSink,
+    ) -> Result<(), u32> {
+        let Some(i) = entry else {
             return Ok(());
         };
         if self.entries[i].status != 0 {
