@@ -302,15 +302,8 @@ impl Parser {
     /// A reader that also keeps what `capture` asks for of the final response, into
     /// `reuse` (emptied) when given.
     pub fn keeping_in(head: bool, capture: &Arc<Capture>, reuse: Option<Box<Kept>>) -> Parser {
-        let kept = match reuse {
-            Some(mut k) => {
-                k.reset(capture);
-                k
-            }
-            None => Box::new(Kept::new(capture.clone())),
-        };
         Parser {
-            kept: Some(kept),
+            kept: Some(Kept::reused(reuse, capture)),
             ..Parser::new(head)
         }
     }

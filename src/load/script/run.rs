@@ -38,6 +38,18 @@ impl Kept {
         }
     }
 
+    /// `reuse` emptied for a response whose `capture` is wanted (its allocations
+    /// kept), or a new one.
+    pub fn reused(reuse: Option<Box<Kept>>, capture: &Arc<Capture>) -> Box<Kept> {
+        match reuse {
+            Some(mut k) => {
+                k.reset(capture);
+                k
+            }
+            None => Box::new(Kept::new(capture.clone())),
+        }
+    }
+
     /// Empties it for the next response, keeping its allocations.
     pub fn reset(&mut self, capture: &Arc<Capture>) {
         if !Arc::ptr_eq(&self.capture, capture) {
@@ -191,6 +203,25 @@ impl VuState {
             },
             weight: 1,
         })
+    }
+
+    /// Takes in the response to `step` (status 0: none came) from what its reader
+    /// left in `kept` (stale unless a response came and the step captures), which
+    /// then serves the next response; the checks' results when the step has any.
+    pub fn took(
+        &mut self,
+        script: &Script,
+        step: &Step,
+        host: &str,
+        status: u16,
+        kept: Option<Box<Kept>>,
+    ) -> Option<&[bool]> {
+        let fresh = kept
+            .as_deref()
+            .filter(|_| status != 0 && step.capture.is_some());
+        self.take(script, step, host, status, fresh);
+        self.spare = kept;
+        (!step.checks.is_empty()).then_some(&self.results[..])
     }
 
     /// Takes in one response to `step` (status 0: none came): stores its cookies,

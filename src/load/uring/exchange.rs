@@ -229,11 +229,7 @@ impl Driver<'_, '_> {
     }
 
     pub(super) fn queue_send(&mut self, i: usize) {
-        let v = &mut self.vus[i];
-        if let Some(s) = v.script.as_deref_mut() {
-            s.sends(1);
-            self.script_sends += 1;
-        }
+        self.script_sends(i, 1);
         let v = &self.vus[i];
         let req = &script::request(self.prep, v)[v.sent_bytes..];
         let mut e = opcode::Send::new(types::Fixed(i as u32), req.as_ptr(), req.len() as u32)
@@ -255,10 +251,7 @@ impl Driver<'_, '_> {
         if kind == SEND {
             // A scenario VU's own request buffer may be let go once no send of it
             // is with the kernel (its completion comes also for an old connection).
-            if let Some(s) = self.vus.get_mut(i).and_then(|v| v.script.as_deref_mut()) {
-                s.sends(-1);
-                self.script_sends = self.script_sends.saturating_sub(1);
-            }
+            self.script_sends(i, -1);
         }
         let current = self
             .vus
@@ -458,13 +451,14 @@ impl Driver<'_, '_> {
         let mine = |u: u64| (u & 0xffff_ffff) as usize == i && (u >> 56) != CANCEL;
         let gen = v.gen & 0xff_ffff;
         let this = |u: u64| mine(u) && (u >> 32) & 0xff_ffff == u64::from(gen);
-        if let Some(s) = v.script.as_deref_mut() {
+        if v.script.is_some() {
             // Sends never handed to the kernel post no completion.
-            let unsent = self.queue.iter().map(|e| e.get_user_data());
-            for _ in unsent.filter(|&u| this(u) && u >> 56 == SEND) {
-                s.sends(-1);
-                self.script_sends = self.script_sends.saturating_sub(1);
-            }
+            let unsent = self
+                .queue
+                .iter()
+                .filter(|e| this(e.get_user_data()) && e.get_user_data() >> 56 == SEND)
+                .count();
+            self.script_sends(i, -(unsent as i32));
         }
         self.queue.retain(|e| !this(e.get_user_data()));
         let v = &mut self.vus[i];

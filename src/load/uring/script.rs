@@ -13,6 +13,7 @@
 
 use bytes::Bytes;
 
+use super::driver::Driver;
 use super::exchange::Vu;
 use crate::load::engine::Prepared;
 use crate::load::http1::{self, Parser};
@@ -52,14 +53,21 @@ impl Scripted {
     pub(super) fn sending(&self) -> bool {
         self.sends > 0
     }
+}
 
-    /// A send of this VU's was handed to the kernel (`n` = 1), or removed before
-    /// it was (`n` = -1), or completed (-1).
-    pub(super) fn sends(&mut self, n: i32) {
-        self.sends = self.sends.saturating_add_signed(n);
-        if self.sends == 0 {
-            self.retired.clear();
+impl Driver<'_, '_> {
+    /// `n` sends of scenario VU `i`'s were handed to the kernel (n > 0), or
+    /// completed or were removed before they were (n < 0): its count and the
+    /// driver's move together; a plain VU's sends are not counted.
+    pub(super) fn script_sends(&mut self, i: usize, n: i32) {
+        let Some(s) = self.vus.get_mut(i).and_then(|v| v.script.as_deref_mut()) else {
+            return;
+        };
+        s.sends = s.sends.saturating_add_signed(n);
+        if s.sends == 0 {
+            s.retired.clear();
         }
+        self.script_sends = self.script_sends.saturating_add_signed(i64::from(n));
     }
 }
 
@@ -151,15 +159,12 @@ pub(super) fn taken(prep: &Prepared<'_>, v: &mut Vu, rec: &mut Recorder, status:
     };
     let step = &script.steps[v.ep];
     let kept = v.parser.kept.take();
-    let fresh = kept
-        .as_deref()
-        .filter(|_| status != 0 && step.capture.is_some());
-    s.state
-        .take(script, step, &prep.plan.target.host, status, fresh);
-    if !step.checks.is_empty() {
-        rec.checked(v.ep, &s.state.results);
+    if let Some(results) = s
+        .state
+        .took(script, step, &prep.plan.target.host, status, kept)
+    {
+        rec.checked(v.ep, results);
     }
-    s.state.spare = kept;
     if script.setup_once && s.vu == 0 && v.ep + 1 == script.setup {
         // The run-wide setup is over: the waiting VUs start from what it left.
         let _ = prep

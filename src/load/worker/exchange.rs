@@ -80,15 +80,6 @@ impl Own {
     }
 }
 
-/// Readies `kept` for a response whose `capture` is wanted: the VU's last one
-/// emptied (its allocations reused), or a new one.
-fn ready(kept: &mut Option<Box<Kept>>, capture: &Arc<Capture>) {
-    match kept {
-        Some(k) => k.reset(capture),
-        None => *kept = Some(Box::new(Kept::new(capture.clone()))),
-    }
-}
-
 /// HTTP/2: takes the slot's connection (opening it when this VU is the first to
 /// need it) and sends one stream. A stream the server did not process (GOAWAY,
 /// REFUSED_STREAM, or a connection closed before any byte of its response) is sent
@@ -137,7 +128,7 @@ pub(super) async fn exchange_h2(
         let req = own.unwrap_or(&prep.h2_requests[ep]);
         let done = match capture {
             Some(c) => {
-                ready(kept, c);
+                *kept = Some(Kept::reused(kept.take(), c));
                 h2::Exchange::keeping(link, req, kept).await
             }
             None => h2::Exchange::new(link, req).await,
@@ -198,7 +189,7 @@ pub(super) async fn exchange_h3(
     phase.set(Phase::Exchange);
     let req = own.unwrap_or_else(|| setup.request(ep));
     if let Some(c) = capture {
-        ready(kept, c);
+        *kept = Some(Kept::reused(kept.take(), c));
     }
     let keep = capture.and(kept.as_deref_mut());
     let (mut o, failed) = http3::exchange(sender, req, w.prep.raw.is_some(), keep).await;

@@ -102,17 +102,12 @@ impl<'a, 'p> Worker<'a, 'p> {
         let sent = Instant::now();
         // The VU's last response's buffers serve this one.
         let mut kept = state.spare.take();
-        let o = match &own {
+        let o = match own.transpose() {
             // A rendered path HTTP/2 or HTTP/3 cannot carry: nothing is sent.
-            Some(Err(_)) => Outcome::failed(ErrorKind::Protocol),
-            Some(Ok(own)) => {
+            Err(_) => Outcome::failed(ErrorKind::Protocol),
+            Ok(own) => {
                 client
-                    .request_with(ep, sent, Some(own), step.capture.as_ref(), &mut kept)
-                    .await
-            }
-            None => {
-                client
-                    .request_with(ep, sent, None, step.capture.as_ref(), &mut kept)
+                    .request_with(ep, sent, own.as_ref(), step.capture.as_ref(), &mut kept)
                     .await
             }
         };
@@ -122,16 +117,9 @@ impl<'a, 'p> Worker<'a, 'p> {
             r.in_flight -= 1;
             r.record(ep, due.min(sent), sent, end, &o);
         }
-        // What the reader kept when a response came; the spare handed in is stale
-        // otherwise.
-        let fresh = kept
-            .as_deref()
-            .filter(|_| o.status != 0 && step.capture.is_some());
-        state.take(script, step, &prep.plan.target.host, o.status, fresh);
-        if !step.checks.is_empty() {
-            self.rec.borrow_mut().checked(ep, &state.results);
+        if let Some(results) = state.took(script, step, &prep.plan.target.host, o.status, kept) {
+            self.rec.borrow_mut().checked(ep, results);
         }
-        state.spare = kept;
     }
 
     /// The pause after step `ep` (its `sleep`, the scenario's think time).
