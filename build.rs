@@ -14,6 +14,8 @@
 //! know `INSERT`, so a build that asks for gold goes without, as does one with
 //! `LATSCOPE_HOT_TEXT=0`.
 //!
+//! A release build is linked with identical code folding (`--icf=all`) and `-O2`.
+//!
 //! And it gives `latscope --version` the commit it was built from.
 
 use std::process::Command;
@@ -28,6 +30,19 @@ fn main() {
     }
     if glibc_version().is_some_and(|v| v >= (2, 36)) {
         println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
+    }
+    // Identical code folding (functions whose machine code came out the same, as
+    // generic code instantiated for types of one layout, kept once: −118 KB) and
+    // lld's -O2 (duplicate strings merged): lld's flags, so only in a release build
+    // with rustc's own linker, no `-fuse-ld`/`linker` of the user's (bench/RESULTS.md,
+    // issue 36: the binary's size).
+    let rustflags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
+    if std::env::var("PROFILE").is_ok_and(|p| p == "release")
+        && !rustflags.contains("fuse-ld")
+        && !rustflags.contains("linker")
+    {
+        println!("cargo:rustc-link-arg-bins=-Wl,--icf=all");
+        println!("cargo:rustc-link-arg-bins=-Wl,-O2");
     }
     println!("cargo:rerun-if-changed=link/hot-text.ld");
     println!("cargo:rerun-if-env-changed=LATSCOPE_HOT_TEXT");

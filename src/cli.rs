@@ -128,6 +128,10 @@ pub struct ServeArgs {
     /// --config file) and exit.
     #[arg(long, value_enum, value_name = "KIND")]
     pub print_config: Option<PrintKind>,
+    /// (Internal: how serve runs a diagnose check in a process of its own.) Diagnose
+    /// the one target of the targets file on stdin, print the outcome as JSON, exit.
+    #[arg(long, hide = true)]
+    pub diagnose_stdin: bool,
     /// Run store (SQLite) path.
     #[arg(long, value_name = "PATH", env = "LATSCOPE_DB")]
     pub db: Option<PathBuf>,

@@ -7,6 +7,7 @@
 //! measures. The binary (`src/main.rs`) only parses flags and calls [`run`].
 
 pub mod cache;
+pub mod cleanup;
 pub mod cli;
 pub mod commands;
 pub mod config;

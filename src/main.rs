@@ -7,6 +7,16 @@ use clap::Parser;
 use latscope::error::{exit, UsageError};
 
 fn main() -> ExitCode {
+    // The release binary aborts on a panic (Cargo.toml), which runs no destructor:
+    // what a run made on disk (a disk run's test file, the browser's profile) is
+    // removed here instead, after the panic's message.
+    if cfg!(panic = "abort") {
+        let report = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            report(info);
+            latscope::cleanup::remove_all();
+        }));
+    }
     // `LATSCOPE_DB=` (set but empty) means no store was chosen: the default one.
     if std::env::var_os("LATSCOPE_DB").is_some_and(|v| v.is_empty()) {
         std::env::remove_var("LATSCOPE_DB");

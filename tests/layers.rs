@@ -16,7 +16,7 @@ const FORBIDDEN: &[(&[&str], &[&str])] = &[
         &[
             "net", "probe", "load", "disk", "lab", "watch", "stats", "cache", "diagnose", "report",
             "output", "record", "redact", "units", "uring", "error", "observe", "pipeline",
-            "serve", "k8s", "page",
+            "serve", "k8s", "page", "cleanup",
         ],
         &["cli", "commands", "store"],
     ),
@@ -24,7 +24,7 @@ const FORBIDDEN: &[(&[&str], &[&str])] = &[
     (
         &[
             "net", "probe", "load", "disk", "lab", "watch", "stats", "cache", "record", "redact",
-            "observe",
+            "observe", "cleanup",
         ],
         &["diagnose", "pipeline"],
     ),
@@ -39,9 +39,10 @@ const FORBIDDEN: &[(&[&str], &[&str])] = &[
     ),
     // The checked configuration is built before anything runs or is shown.
     (&["config"], &["commands", "store", "report", "diagnose"]),
-    // The leaves: a record of a run, and redaction of what it holds.
+    // The leaves: a record of a run, redaction of what it holds, and what a run made
+    // on disk.
     (
-        &["record", "redact"],
+        &["record", "redact", "cleanup"],
         &[
             "net", "probe", "load", "disk", "lab", "watch", "cache", "report", "output", "config",
         ],

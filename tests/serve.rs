@@ -746,6 +746,95 @@ fn a_reload_ends_the_check_under_way() {
     }
 }
 
+/// A diagnose check runs in a process of its own (the release binary aborts on a
+/// panic): when that process dies, killed here as a crash would end it, the check is
+/// a failure that says so and the daemon goes on; the other target's diagnosis comes
+/// back whole through the same route (its findings printed, stored as a diagnose run).
+#[test]
+fn a_diagnose_check_that_dies_ends_that_check_only() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (accepted, connected) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        // Requests are read and never answered.
+        for conn in listener.incoming().take(16) {
+            let Ok(mut conn) = conn else { return };
+            let _ = accepted.send(());
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while matches!(conn.read(&mut buf), Ok(n) if n > 0) {}
+            });
+        }
+    });
+    let lab = lab::spawn(LabOptions::default()).expect("lab starts");
+    let dir = TempDir::new("serve-check-dies");
+    let db = dir.join("runs.db");
+    let config = dir.write(
+        "targets.toml",
+        &format!(
+            "[defaults]\ncheck = \"diagnose\"\nsamples = 2\n\n\
+             [[target]]\nname = \"hangs\"\nurl = \"http://127.0.0.1:{port}/\"\ntimeout = \"60s\"\n\n\
+             [[target]]\nname = \"up\"\nurl = \"{}\"\n",
+            lab.url("/cache/private-cookie")
+        ),
+    );
+    let mut cmd = latscope();
+    cmd.args(["serve", "--once", "--config", &config, "--db"])
+        .arg(&db)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let serve = cmd.spawn().unwrap();
+    connected
+        .recv_timeout(WAIT)
+        .expect("the hanging target's check connects");
+    // The check processes are the daemon's children; the hanging one is the one
+    // left once the other has answered.
+    let checks = || -> Vec<i32> {
+        let pid = serve.id();
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap();
+        tasks
+            .flatten()
+            .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+            .flat_map(|c| {
+                c.split_whitespace()
+                    .filter_map(|p| p.parse().ok())
+                    .collect::<Vec<i32>>()
+            })
+            .filter(|p| {
+                std::fs::read(format!("/proc/{p}/cmdline"))
+                    .is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == b"--diagnose-stdin"))
+            })
+            .collect()
+    };
+    let hanging = until("only the hanging check's process left", || {
+        let now = checks();
+        (now.len() == 1).then(|| now[0])
+    });
+    unsafe {
+        libc::kill(hanging, libc::SIGKILL);
+    }
+    let out = crate::util::wait_output(serve, WAIT, "serve --once");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("hangs  FAILED: the check ended abnormally"),
+        "{text}"
+    );
+    assert!(text.contains("up  200 in"), "{text}");
+    assert!(text.contains("warn not-shared-cacheable"), "{text}");
+    let listed = run_within(
+        &["runs", "--db", db.to_str().unwrap(), "--json"],
+        Duration::from_secs(30),
+    );
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(listed.contains("\"diagnose\""), "{listed}");
+}
+
 /// /metrics carries the resumed series (a new connection that resumed its TLS
 /// session, RFC 8446 §2.2) where the server resumes, beside fresh and reused, and no
 /// resumed series where it never does.

@@ -32,7 +32,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::config::http as httpcfg;
 use crate::error::UsageError;
@@ -46,7 +46,7 @@ pub const MAX_FILE_BYTES: u64 = 1 << 20;
 pub const MIN_INTERVAL: Duration = Duration::from_secs(1);
 
 /// What runs at each check of a target.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Check {
     /// Fresh and reused requests, the probe's findings.
@@ -91,6 +91,10 @@ pub struct ServeTarget {
     pub labels: Vec<(String, String)>,
     /// `load = true`: a diagnose check may run its short load ramp.
     pub load: bool,
+    /// This target alone as a targets file: the defaults it took written into it,
+    /// `cacert` made absolute. A diagnose check's process of its own reads it
+    /// ([`ServeConfig::parse`] gives this target back).
+    pub alone: String,
 }
 
 /// The whole file, checked.
@@ -117,7 +121,7 @@ struct RawFile {
     module: BTreeMap<String, RawRequest>,
 }
 
-#[derive(Debug, Default, Deserialize, Clone)]
+#[derive(Debug, Default, Deserialize, Serialize, Clone)]
 #[serde(deny_unknown_fields)]
 struct RawRequest {
     interval: Option<String>,
@@ -134,7 +138,7 @@ struct RawRequest {
 
 /// A `[[target]]`: its own fields, then [`RawRequest`]'s, written out (not
 /// `#[serde(flatten)]`, which would lose the line numbers of the errors).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 struct RawTarget {
     url: String,
@@ -378,7 +382,33 @@ fn check_target(t: &RawTarget, defaults: &RawRequest, dir: &Path) -> Result<Serv
         requesting: r.requesting(dir)?,
         labels: t.labels.clone().into_iter().collect(),
         load: t.load,
+        alone: alone(t, r, dir)?,
     })
+}
+
+/// `t` (which took `r` from the defaults) as a targets file of its own.
+fn alone(t: &RawTarget, r: RawRequest, dir: &Path) -> Result<String, String> {
+    #[derive(Serialize)]
+    struct File<'a> {
+        target: [&'a RawTarget; 1],
+    }
+    let one = RawTarget {
+        url: t.url.clone(),
+        name: t.name.clone(),
+        labels: t.labels.clone(),
+        load: t.load,
+        interval: r.interval,
+        timeout: r.timeout,
+        samples: r.samples,
+        check: r.check,
+        headers: r.headers,
+        cacert: r.cacert.map(|c| dir.join(c)),
+        insecure: r.insecure,
+        resolve: r.resolve,
+        http: r.http,
+        method: r.method,
+    };
+    toml::to_string(&File { target: [&one] }).map_err(|e| e.to_string())
 }
 
 /// `"Authorization: Bearer …"` inside quotes, as a TOML error quotes a line of the
@@ -409,6 +439,64 @@ mod tests {
 
     fn parse(text: &str) -> Result<ServeConfig, String> {
         ServeConfig::parse(text, Path::new("."))
+    }
+
+    /// A target alone, as a diagnose check's own process reads it, is the same
+    /// target: the defaults it took and a relative `cacert` (from the file's folder)
+    /// carried into it.
+    #[test]
+    fn a_target_alone_reads_back_as_itself() {
+        let dir = std::env::temp_dir().join(format!("latscope-alone-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ca = rcgen::generate_simple_self_signed(vec!["wiki.example".into()]).unwrap();
+        std::fs::write(dir.join("ca.pem"), ca.cert.pem()).unwrap();
+        let c = ServeConfig::parse(
+            r#"
+[defaults]
+timeout = "4s"
+samples = 2
+headers = ["Authorization: Bearer s3cret", "X-Team: web"]
+cacert = "ca.pem"
+resolve = ["wiki.example:443:127.0.0.1"]
+
+[[target]]
+url = "https://wiki.example/w?q=1"
+name = "wiki"
+check = "diagnose"
+load = true
+interval = "90s"
+method = "head"
+labels = { team = "web" }
+"#,
+            &dir,
+        )
+        .unwrap();
+        let t = &c.targets[0];
+        let back = ServeConfig::parse(&t.alone, Path::new("/nowhere")).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(back.targets.len(), 1);
+        let b = &back.targets[0];
+        assert_eq!(b.requesting.client.cacert, Some(dir.join("ca.pem")));
+        assert_eq!(format!("{:?}", b.requesting), format!("{:?}", t.requesting));
+        assert_eq!(
+            (
+                &b.name,
+                &b.target.url,
+                b.check,
+                b.interval,
+                &b.labels,
+                b.load
+            ),
+            (
+                &t.name,
+                &t.target.url,
+                t.check,
+                t.interval,
+                &t.labels,
+                t.load
+            )
+        );
+        assert_eq!(b.alone, t.alone);
     }
 
     #[test]

@@ -213,6 +213,8 @@ impl Slice {
 struct LogFile {
     file: File,
     path: PathBuf,
+    /// Listed for removal should a panic end the process.
+    _made: crate::cleanup::Made,
 }
 
 impl LogFile {
@@ -226,7 +228,11 @@ impl LogFile {
             .mode(0o600)
             .open(&path)
             .map_err(|e| DiskError::io(format!("creating {}", path.display()), e))?;
-        Ok(LogFile { file, path })
+        Ok(LogFile {
+            file,
+            _made: crate::cleanup::remember(&path),
+            path,
+        })
     }
 
     fn write(&self, buf: &[u8], off: u64) -> Result<(), DiskError> {

@@ -43,6 +43,8 @@ pub struct TestFile {
     pub layout_time: Option<std::time::Duration>,
     /// Things the user should know (O_DIRECT fallback, a sparse file…).
     pub warnings: Vec<String>,
+    /// A created file listed for removal should a panic end the process.
+    _made: Option<crate::cleanup::Made>,
 }
 
 impl Drop for TestFile {
@@ -136,6 +138,7 @@ fn create_in(opts: &DiskOptions, dir: &Path) -> Result<TestFile, DiskError> {
     })?;
     let tf = TestFile {
         file,
+        _made: Some(crate::cleanup::remember(&path)),
         path: path.clone(),
         created: true,
         size,
@@ -214,6 +217,7 @@ fn open_existing(opts: &DiskOptions, meta: &fs::Metadata) -> Result<TestFile, Di
     }
     Ok(TestFile {
         file,
+        _made: None,
         path,
         created: false,
         size,

@@ -62,6 +62,8 @@ pub struct Browser {
     /// Events received while waiting for answers, oldest first.
     events: Vec<Message>,
     profile: PathBuf,
+    /// The profile listed for removal should a panic end the process.
+    _made: crate::cleanup::Made,
     stderr_tail: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
@@ -200,6 +202,7 @@ impl Browser {
             next_id: 1,
             events: Vec::new(),
             profile: l.profile.clone(),
+            _made: crate::cleanup::remember(&l.profile),
             stderr_tail,
         };
         b.call(

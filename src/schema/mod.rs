@@ -74,12 +74,50 @@ impl SchemaError {
     }
 }
 
-/// Reads a `T` from a JSON value, the error naming the field's path.
+/// The one JSON deserializer every typed read goes through — the store's values,
+/// an import's file streamed, a serve check's answer — with the field's path
+/// tracked for the error. Each document type's reading code is generated per
+/// deserializer type: one type, not one per source, keeps it generated once (a
+/// second, over `&Value`, was ~0.5 MB of the binary; bench/RESULTS.md, issue 36).
+pub type Json<'r> = serde_json::Deserializer<serde_json::de::IoRead<&'r mut dyn std::io::Read>>;
+
+/// `seed` read from `de`, the error with the path of the field it is about ("." or
+/// empty: none); the input must end after the value (whitespace aside).
+pub fn read_tracked<'de, S>(
+    de: &mut Json<'_>,
+    seed: S,
+) -> Result<S::Value, (String, serde_json::Error)>
+where
+    S: serde::de::DeserializeSeed<'de>,
+{
+    let mut track = serde_path_to_error::Track::new();
+    let v = seed
+        .deserialize(serde_path_to_error::Deserializer::new(&mut *de, &mut track))
+        .and_then(|v| de.end().map(|()| v));
+    v.map_err(|e| (track.path().to_string(), e))
+}
+
+/// [`read_tracked`] as a [`SchemaError`].
+pub fn read_seed<'de, S>(de: &mut Json<'_>, seed: S) -> Result<S::Value, SchemaError>
+where
+    S: serde::de::DeserializeSeed<'de>,
+{
+    read_tracked(de, seed).map_err(|(path, e)| SchemaError::new(path, e.to_string()))
+}
+
+/// Reads a `T` from JSON text in `r` (see [`Json`]).
+pub fn from_reader<T: DeserializeOwned>(r: &mut dyn std::io::Read) -> Result<T, SchemaError> {
+    read_seed(
+        &mut serde_json::Deserializer::from_reader(r),
+        std::marker::PhantomData::<T>,
+    )
+}
+
+/// Reads a `T` from a JSON value, the error naming the field's path (written out
+/// and read through [`Json`]: these are stored runs, never a request's path).
 pub fn from_value<T: DeserializeOwned>(v: &Value) -> Result<T, SchemaError> {
-    serde_path_to_error::deserialize(v).map_err(|e| {
-        let path = e.path().to_string();
-        SchemaError::new(path, e.into_inner().to_string())
-    })
+    let text = serde_json::to_vec(v).map_err(|e| SchemaError::new(".", e.to_string()))?;
+    from_reader(&mut text.as_slice())
 }
 
 /// A document as JSON (sorted keys, as `serde_json::Value` keeps them: what the

@@ -112,10 +112,10 @@ impl<'de> DeserializeSeed<'de> for PartSeed<'_> {
 impl PartSeed<'_> {
     /// The same part read from a JSON value (a file whose `kind` came after it).
     pub fn from_value(self, v: &Value) -> Result<Parsed, SchemaError> {
-        let mut track = serde_path_to_error::Track::new();
-        self.deserialize(serde_path_to_error::Deserializer::new(v, &mut track))
-            .map_err(|e: serde_json::Error| {
-                SchemaError::new(track.path().to_string(), e.to_string())
-            })
+        let text = serde_json::to_vec(v).map_err(|e| SchemaError::new(".", e.to_string()))?;
+        super::read_seed(
+            &mut serde_json::Deserializer::from_reader(&mut text.as_slice()),
+            self,
+        )
     }
 }

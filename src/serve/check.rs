@@ -1,10 +1,19 @@
 //! One check of one target: a probe (bounded: exactly `samples` rounds, no adaptive
 //! extension — a monitor's cost is the same every time) or a diagnosis (probe,
 //! cache audit, HTTP/3, the stack; the load ramp only with `load = true`).
+//!
+//! A diagnosis runs in a process of its own (`latscope serve --diagnose-stdin`, the
+//! target on its stdin, the outcome as JSON on its stdout): the release binary aborts
+//! on a panic (Cargo.toml), so a bug met in one diagnosis ends that check, which says
+//! so, and never the daemon. The process is killed when the check is cut short.
 
+use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::config::serve::{Check, Requesting, ServeTarget};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::config::serve::{Check, Requesting, ServeConfig, ServeTarget};
 use crate::config::{DiagnoseConfig, RampPlan};
 use crate::diagnose::diagnosis::Diagnosis;
 use crate::diagnose::Finding;
@@ -15,15 +24,40 @@ use crate::pipeline::probe::Rounds;
 use crate::pipeline::{self, Halt};
 use crate::probe::{ProbeConfig, ProbeResult, Stop};
 
+/// The hidden flag of `latscope serve` that diagnoses the target on stdin.
+pub const DIAGNOSE_STDIN: &str = "--diagnose-stdin";
+
 /// What one check measured.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Checked {
     pub probe: ProbeResult,
     pub findings: Vec<Finding>,
     /// "Where the time goes".
     pub summary: Option<String>,
-    /// The whole diagnosis, for a diagnose check.
-    pub diagnosis: Option<Box<Diagnosis>>,
+    /// The diagnosis, for a diagnose check.
+    pub diagnosis: Option<Box<Diagnosed>>,
+}
+
+/// A diagnosis as a check keeps it: what `latscope diagnose` prints, and its stored
+/// document (a diagnose run's summary).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Diagnosed {
+    pub text: String,
+    pub document: Value,
+}
+
+impl Diagnosed {
+    pub fn of(d: &Diagnosis) -> Diagnosed {
+        use crate::schema::{DiagnoseDoc, DiagnoseEntry, DiagnoseRun};
+        let doc = DiagnoseRun::of(
+            vec![DiagnoseEntry::Diagnosed(Box::new(DiagnoseDoc::from(d)))],
+            false,
+        );
+        Diagnosed {
+            text: crate::report::diagnose::render(d),
+            document: crate::schema::to_value(&doc),
+        }
+    }
 }
 
 /// One check's outcome: when, how long, and what it measured or why it failed.
@@ -79,9 +113,7 @@ pub async fn probe(target: &Target, r: &Requesting, stop: &Stop) -> Outcome {
 
 /// Diagnoses `t` (blocking: run it off the async threads). Its probes block on a
 /// runtime of the check's own.
-pub fn diagnose(t: &ServeTarget, halt: &Halt) -> Outcome {
-    let at = SystemTime::now();
-    let started = Instant::now();
+pub fn diagnose(t: &ServeTarget, halt: &Halt) -> Result<Checked, String> {
     let r = &t.requesting;
     let plan = DiagnoseConfig {
         force_load: t.load,
@@ -98,7 +130,7 @@ pub fn diagnose(t: &ServeTarget, halt: &Halt) -> Outcome {
             },
         )
     };
-    let result = tokio::runtime::Builder::new_current_thread()
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start a runtime for the check: {e}"))
@@ -113,21 +145,87 @@ pub fn diagnose(t: &ServeTarget, halt: &Halt) -> Outcome {
             .map_err(|e| e.to_string())
         })
         .map(|d| Checked {
-            probe: d.probe.clone(),
-            findings: d.findings.clone(),
-            summary: d.summary.clone(),
-            diagnosis: Some(Box::new(d)),
+            diagnosis: Some(Box::new(Diagnosed::of(&d))),
+            probe: d.probe,
+            findings: d.findings,
+            summary: d.summary,
+        })
+}
+
+/// What `latscope serve --diagnose-stdin` answers for `alone` (a
+/// [`ServeTarget::alone`]): its diagnosis as JSON, `{"Ok": Checked}` or `{"Err":
+/// why}`.
+pub fn diagnose_alone(alone: &str) -> String {
+    let result = ServeConfig::parse(alone, Path::new("/"))
+        .and_then(|c| {
+            c.targets
+                .into_iter()
+                .next()
+                .ok_or_else(|| "no [[target]] to diagnose".to_string())
+        })
+        .and_then(|t| diagnose(&t, &Halt::new()));
+    serde_json::to_string(&result).unwrap_or_else(|e| {
+        serde_json::to_string(&Err::<Checked, _>(format!(
+            "cannot write the diagnosis: {e}"
+        )))
+        .unwrap_or_default()
+    })
+}
+
+/// Diagnoses `t` in a process of its own (the module's doc says why), killed when
+/// `halt` is set or this future is dropped.
+async fn diagnose_apart(t: &ServeTarget, halt: &Halt) -> Result<Checked, String> {
+    use std::process::Stdio;
+    use tokio::io::AsyncWriteExt;
+    // The running binary itself, even once a new one was installed over its path.
+    let mut cmd = tokio::process::Command::new("/proc/self/exe");
+    cmd.args(["serve", DIAGNOSE_STDIN])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    // SAFETY: the closure runs in the forked child before exec and only calls
+    // prctl(2), which is async-signal-safe. Should the daemon die without killing it
+    // (SIGKILL), the check goes too instead of running on unseen.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
         });
-    Outcome {
-        at,
-        duration: started.elapsed(),
-        result,
     }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start the check's process: {e}"))?;
+    let mut stdin = child.stdin.take().expect("stdin is piped");
+    let alone = t.alone.clone();
+    let ended = async move {
+        // A process that ended before reading is told by its exit status, below.
+        let _ = stdin.write_all(alone.as_bytes()).await;
+        drop(stdin);
+        child.wait_with_output().await
+    };
+    let out = tokio::select! {
+        o = ended => o.map_err(|e| format!("the check's process: {e}"))?,
+        _ = halt.stop.stopped() => return Err(halt.reason().to_string()),
+    };
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
+        let words: String = last.unwrap_or("").trim().chars().take(300).collect();
+        return Err(match words.is_empty() {
+            true => format!("the check ended abnormally ({})", out.status),
+            false => format!("the check ended abnormally ({}): {words}", out.status),
+        });
+    }
+    crate::schema::from_reader::<Result<Checked, String>>(&mut out.stdout.as_slice())
+        .map_err(|e| format!("the check's process answered what is not a check: {e}"))?
 }
 
 /// The check `t` asks for. `permit` (its place under `--max-concurrent`) is held
-/// until the work ends: a diagnosis runs on a blocking thread that outlives this future
-/// when the future is dropped (a reload, the time limit), so the permit goes with it.
+/// until the work ends: dropping this future (a reload, the time limit) ends it, a
+/// diagnosis's process killed with it.
 pub async fn run(
     t: &ServeTarget,
     halt: &Halt,
@@ -139,17 +237,32 @@ pub async fn run(
             probe(&t.target, &t.requesting, &halt.stop).await
         }
         Check::Diagnose => {
-            let (t, h) = (t.clone(), halt.clone());
-            tokio::task::spawn_blocking(move || {
-                let _permit = permit;
-                diagnose(&t, &h)
-            })
-            .await
-            .unwrap_or_else(|e| Outcome {
-                at: SystemTime::now(),
-                duration: Duration::ZERO,
-                result: Err(format!("the check ended abnormally: {e}")),
-            })
+            let _permit = permit;
+            let at = SystemTime::now();
+            let started = Instant::now();
+            let result = diagnose_apart(t, halt).await;
+            Outcome {
+                at,
+                duration: started.elapsed(),
+                result,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The check's process answers in JSON whatever it was given: a file without a
+    /// target, or not a targets file at all, is a failed check naming why.
+    #[test]
+    fn a_process_given_no_target_answers_why() {
+        for (alone, why) in [("", "no [[target]]"), ("[[target]]\nurl = 3\n", "line 2")] {
+            let answer: Result<Checked, String> =
+                serde_json::from_str(&diagnose_alone(alone)).unwrap();
+            let e = answer.unwrap_err();
+            assert!(e.contains(why), "{alone:?}: {e}");
         }
     }
 }

@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use crate::config::serve::{Check, ServeTarget};
-use crate::schema::{DiagnoseDoc, DiagnoseEntry, DiagnoseRun, ProbeDoc, ProbeEntry, ProbeRun};
+use crate::schema::{ProbeDoc, ProbeEntry, ProbeRun};
 
 use super::{Change, Outcome};
 
@@ -30,15 +30,11 @@ pub fn of(target: &ServeTarget, outcome: &Outcome, changes: &[Change]) -> CheckR
     let (kind, summary, findings) = match (&outcome.result, t.check) {
         (Ok(c), Check::Diagnose) if c.diagnosis.is_some() => {
             let d = c.diagnosis.as_deref().expect("checked");
-            text.push_str(&crate::report::diagnose::render(d));
-            let doc = DiagnoseRun::of(
-                vec![DiagnoseEntry::Diagnosed(Box::new(DiagnoseDoc::from(d)))],
-                false,
-            );
+            text.push_str(&d.text);
             (
                 "diagnose",
-                crate::schema::to_value(&doc),
-                serde_json::to_value(&d.findings),
+                d.document.clone(),
+                serde_json::to_value(&c.findings),
             )
         }
         (Ok(c), _) => {

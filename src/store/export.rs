@@ -72,14 +72,12 @@ pub fn read(reader: impl Read) -> Result<ImportedRun, String> {
         left: MAX_FILE,
         over: false,
     };
-    let mut track = serde_path_to_error::Track::new();
     let outcome = {
-        let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(
-            64 << 10,
-            &mut limited,
-        ));
-        File::deserialize(serde_path_to_error::Deserializer::new(&mut de, &mut track))
-            .and_then(|f| de.end().map(|()| f))
+        let mut buffered = std::io::BufReader::with_capacity(64 << 10, &mut limited);
+        schema::read_tracked(
+            &mut serde_json::Deserializer::from_reader(&mut buffered as &mut dyn Read),
+            std::marker::PhantomData::<File>,
+        )
     };
     if limited.over {
         return Err(format!(
@@ -87,8 +85,7 @@ pub fn read(reader: impl Read) -> Result<ImportedRun, String> {
             MAX_FILE >> 20
         ));
     }
-    let file = outcome.map_err(|e| {
-        let path = track.path().to_string();
+    let file = outcome.map_err(|(path, e)| {
         if path.is_empty() || path == "." {
             format!("not a latscope export (line {}): {e}", e.line())
         } else {

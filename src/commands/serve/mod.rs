@@ -21,6 +21,9 @@ use log::Log;
 
 /// Runs `latscope serve`.
 pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
+    if args.diagnose_stdin {
+        return diagnose_stdin();
+    }
     if let Some(kind) = args.print_config {
         let kind = match kind {
             PrintKind::Prometheus => PrintConfig::Prometheus,
@@ -71,6 +74,23 @@ pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
         eprintln!("latscope serve: {saved} checks saved (label serve:NAME; `latscope runs --label serve:NAME`)");
     }
     Ok(code)
+}
+
+/// `--diagnose-stdin`: one diagnose check of the daemon's, in a process of its own
+/// (`serve::check`). The answer is the daemon's to read, written as it is.
+fn diagnose_stdin() -> anyhow::Result<u8> {
+    use std::io::{Read, Write};
+    let mut text = String::new();
+    std::io::stdin()
+        .take(crate::config::serve::MAX_FILE_BYTES)
+        .read_to_string(&mut text)
+        .context("reading the target on stdin")?;
+    let answer = serve::check::diagnose_alone(&text);
+    let mut out = std::io::stdout().lock();
+    out.write_all(answer.as_bytes())
+        .and_then(|()| out.flush())
+        .context("writing the diagnosis")?;
+    Ok(0)
 }
 
 /// `--print-config KIND`: the file, and exit.
