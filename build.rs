@@ -14,7 +14,8 @@
 //! know `INSERT`, so a build that asks for gold goes without, as does one with
 //! `LATSCOPE_HOT_TEXT=0`.
 //!
-//! A release build is linked with identical code folding (`--icf=all`) and `-O2`.
+//! A release build is linked with identical code folding (`--icf=all`) and `-O2`,
+//! and without the index of the unwinding tables (`--no-eh-frame-hdr`).
 //!
 //! And it gives `latscope --version` the commit it was built from.
 
@@ -36,13 +37,28 @@ fn main() {
     // lld's -O2 (duplicate strings merged): lld's flags, so only in a release build
     // with rustc's own linker, no `-fuse-ld`/`linker` of the user's (bench/RESULTS.md,
     // issue 36: the binary's size).
+    // lld is rustc's default linker on x86_64 Linux from 1.90; GNU ld refuses the flags,
+    // so a linker of the user's (`-C linker`, `target.*.linker`: RUSTC_LINKER) or
+    // another target goes without.
     let rustflags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
     if std::env::var("PROFILE").is_ok_and(|p| p == "release")
+        && target == "x86_64-unknown-linux-gnu"
+        && rustc_minor().is_some_and(|m| m >= 90)
+        && std::env::var_os("RUSTC_LINKER").is_none()
         && !rustflags.contains("fuse-ld")
         && !rustflags.contains("linker")
     {
         println!("cargo:rustc-link-arg-bins=-Wl,--icf=all");
         println!("cargo:rustc-link-arg-bins=-Wl,-O2");
+    }
+    // No unwinding-table index (−89 KB): the release binary aborts on a panic, so the
+    // tables serve only a backtrace, and the panic's place and message still print.
+    // A build with debug info (`--profile profiling`, for perf) keeps it.
+    if std::env::var("PROFILE").is_ok_and(|p| p == "release")
+        && std::env::var("DEBUG").is_ok_and(|d| d == "false" || d == "0" || d == "none")
+        && !rustflags.contains("gold")
+    {
+        println!("cargo:rustc-link-arg-bins=-Wl,--no-eh-frame-hdr");
     }
     println!("cargo:rerun-if-changed=link/hot-text.ld");
     println!("cargo:rerun-if-env-changed=LATSCOPE_HOT_TEXT");
@@ -58,6 +74,17 @@ fn main() {
         }
         println!("cargo:rustc-link-arg-bins={}", script.display());
     }
+}
+
+/// The minor version of the rustc building this (`rustc 1.95.0 (…)`: 95).
+fn rustc_minor() -> Option<u32> {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let out = Command::new(rustc).arg("--version").output().ok()?;
+    let text = String::from_utf8(out.stdout).ok()?;
+    let version = text.split_whitespace().nth(1)?;
+    let mut parts = version.split('.');
+    (parts.next()? == "1").then_some(())?;
+    parts.next()?.parse().ok()
 }
 
 /// The build host's glibc version (`getconf GNU_LIBC_VERSION`: "glibc 2.36").

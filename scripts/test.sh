@@ -139,7 +139,7 @@ lint=$(mktemp "${TMPDIR:-/tmp}/latscope-clippy-XXXXXX.log")
 # (check metadata against code), and the test build leaves a core idle while rustc's
 # front end works through latscope's crates one thread at a time (bench/RESULTS.md,
 # the suite's time).
-CARGO_TARGET_DIR=target/clippy setsid cargo clippy --all-targets --locked -- -D warnings \
+CARGO_TARGET_DIR=target/clippy setsid -w cargo clippy --all-targets --locked -- -D warnings \
   >"$lint" 2>&1 &
 lint_pid=$!
 trap 'kill -TERM -- "-$lint_pid" 2>/dev/null || true; rm -f "$log" "$heavy" "$quiet" "$lint"' EXIT
@@ -170,7 +170,7 @@ alone=(capacity::find_max_stops_decided_steps_early disk_suite::
        findings_real::outages_behind_the_server_are_periodic_spikes)
 skip=()
 for t in "${alone[@]}"; do skip+=(--skip "$t"); done
-setsid cargo test --locked --test tests -- --ignored --test-threads=1 "${skip[@]}" \
+setsid -w cargo test --locked --test tests -- --ignored --test-threads=1 "${skip[@]}" \
   >"$heavy" 2>&1 &
 heavy_pid=$!
 # (`|| true`: under `set -e` a failing command in the trap, here the kill of a session

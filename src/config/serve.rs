@@ -402,7 +402,12 @@ fn alone(t: &RawTarget, r: RawRequest, dir: &Path) -> Result<String, String> {
         samples: r.samples,
         check: r.check,
         headers: r.headers,
-        cacert: r.cacert.map(|c| dir.join(c)),
+        // Absolute: the check's process may not share the daemon's working directory's
+        // view of a relative `--config` path.
+        cacert: r.cacert.map(|c| {
+            let p = dir.join(c);
+            std::path::absolute(&p).unwrap_or(p)
+        }),
         insecure: r.insecure,
         resolve: r.resolve,
         http: r.http,
@@ -473,7 +478,18 @@ labels = { team = "web" }
         .unwrap();
         let t = &c.targets[0];
         let back = ServeConfig::parse(&t.alone, Path::new("/nowhere")).unwrap();
+        // The same file named from a relative folder (`--config conf/targets.toml`)
+        // is absolute in the target alone.
+        let cwd = std::env::current_dir().unwrap();
+        let up = "../".repeat(cwd.components().count() - 1);
+        let relative = PathBuf::from(format!("{up}{}", dir.strip_prefix("/").unwrap().display()));
+        let text = "[[target]]\nurl = \"https://wiki.example/\"\ncacert = \"ca.pem\"\n";
+        let r = ServeConfig::parse(text, &relative).unwrap();
+        let alone = ServeConfig::parse(&r.targets[0].alone, Path::new("/nowhere")).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
+        let ca = alone.targets[0].requesting.client.cacert.clone().unwrap();
+        assert!(ca.is_absolute(), "{}", ca.display());
+        assert_eq!(ca, std::path::absolute(relative.join("ca.pem")).unwrap());
         assert_eq!(back.targets.len(), 1);
         let b = &back.targets[0];
         assert_eq!(b.requesting.client.cacert, Some(dir.join("ca.pem")));

@@ -97,12 +97,18 @@ where
     v.map_err(|e| (track.path().to_string(), e))
 }
 
-/// [`read_tracked`] as a [`SchemaError`].
+/// [`read_tracked`] as a [`SchemaError`], without serde_json's "at line 1 column N":
+/// the text read is latscope's own (a value written out), so its position names
+/// nothing the user has; the path does.
 pub fn read_seed<'de, S>(de: &mut Json<'_>, seed: S) -> Result<S::Value, SchemaError>
 where
     S: serde::de::DeserializeSeed<'de>,
 {
-    read_tracked(de, seed).map_err(|(path, e)| SchemaError::new(path, e.to_string()))
+    read_tracked(de, seed).map_err(|(path, e)| {
+        let text = e.to_string();
+        let at = format!(" at line {} column {}", e.line(), e.column());
+        SchemaError::new(path, text.strip_suffix(&at).unwrap_or(&text))
+    })
 }
 
 /// Reads a `T` from JSON text in `r` (see [`Json`]).

@@ -156,7 +156,7 @@ pub fn diagnose(t: &ServeTarget, halt: &Halt) -> Result<Checked, String> {
 /// [`ServeTarget::alone`]): its diagnosis as JSON, `{"Ok": Checked}` or `{"Err":
 /// why}`.
 pub fn diagnose_alone(alone: &str) -> String {
-    let result = ServeConfig::parse(alone, Path::new("/"))
+    let result = ServeConfig::parse(alone, Path::new("."))
         .and_then(|c| {
             c.targets
                 .into_iter()
@@ -185,12 +185,19 @@ async fn diagnose_apart(t: &ServeTarget, halt: &Halt) -> Result<Checked, String>
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     // SAFETY: the closure runs in the forked child before exec and only calls
-    // prctl(2), which is async-signal-safe. Should the daemon die without killing it
-    // (SIGKILL), the check goes too instead of running on unseen.
+    // prctl(2) and signal(2), which are async-signal-safe. Should the daemon die
+    // without killing it (SIGKILL), the check goes too instead of running on unseen.
+    // The signals that stop the daemon (Ctrl-C to the terminal's process group,
+    // systemd's SIGTERM to the whole unit) are ignored, across the exec: the daemon
+    // ends its checks itself, and a check they reached first would be stored as one
+    // that ended abnormally.
     unsafe {
         cmd.pre_exec(|| {
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
                 return Err(std::io::Error::last_os_error());
+            }
+            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                libc::signal(sig, libc::SIG_IGN);
             }
             Ok(())
         });
@@ -211,9 +218,7 @@ async fn diagnose_apart(t: &ServeTarget, halt: &Halt) -> Result<Checked, String>
         _ = halt.stop.stopped() => return Err(halt.reason().to_string()),
     };
     if !out.status.success() {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
-        let words: String = last.unwrap_or("").trim().chars().take(300).collect();
+        let words = last_words(&String::from_utf8_lossy(&out.stderr));
         return Err(match words.is_empty() {
             true => format!("the check ended abnormally ({})", out.status),
             false => format!("the check ended abnormally ({}): {words}", out.status),
@@ -221,6 +226,43 @@ async fn diagnose_apart(t: &ServeTarget, halt: &Halt) -> Result<Checked, String>
     }
     crate::schema::from_reader::<Result<Checked, String>>(&mut out.stdout.as_slice())
         .map_err(|e| format!("the check's process answered what is not a check: {e}"))?
+}
+
+/// What a check's process said before it ended abnormally, on one line (at most 300
+/// characters, secrets redacted): a panic's place and message (Rust prints them on
+/// the lines after `panicked at`, then a `note:` and maybe a backtrace), else its
+/// last line that is not a note.
+fn last_words(stderr: &str) -> String {
+    // Redacted a line at a time, as `Authorization: …` lines and URLs are found.
+    let redacted: Vec<String> = stderr
+        .lines()
+        .map(|l| crate::redact::for_output(l.trim()).into_owned())
+        .collect();
+    let lines: Vec<&str> = redacted.iter().map(String::as_str).collect();
+    let said = match lines.iter().position(|l| l.contains("panicked at")) {
+        Some(i) => {
+            let place = lines[i]
+                .split_once("panicked at")
+                .map_or("", |(_, p)| p.trim());
+            let message = lines[i + 1..]
+                .iter()
+                .take_while(|l| !l.starts_with("note:") && !l.starts_with("stack backtrace:"))
+                .copied()
+                .collect::<Vec<_>>()
+                .join(" ");
+            format!("panicked at {place} {message}")
+        }
+        None => lines
+            .iter()
+            .rev()
+            .find(|l| !l.is_empty() && !l.starts_with("note:"))
+            .map_or(String::new(), |l| l.to_string()),
+    };
+    said.trim()
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(300)
+        .collect()
 }
 
 /// The check `t` asks for. `permit` (its place under `--max-concurrent`) is held
@@ -253,6 +295,27 @@ pub async fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A panic's place and message are the check's last words, not the note after
+    /// them or a backtrace; a secret in them is redacted.
+    #[test]
+    fn last_words_are_the_panic_not_the_note() {
+        let panic = "\nthread 'main' (7) panicked at src/probe/x.rs:10:5:\nindex out of bounds\nAuthorization: Bearer s3cr3t\nat https://u:pw@wiki.example/\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n";
+        let w = last_words(panic);
+        assert!(
+            w.starts_with("panicked at src/probe/x.rs:10:5: index out of bounds"),
+            "{w}"
+        );
+        assert!(
+            !w.contains("s3cr3t") && !w.contains("pw@") && !w.contains("note"),
+            "{w}"
+        );
+        let traced =
+            "thread 'main' panicked at src/a.rs:1:1:\nboom\nstack backtrace:\n   0: std::x\n";
+        assert_eq!(last_words(traced), "panicked at src/a.rs:1:1: boom");
+        assert_eq!(last_words("warming up\nout of memory\n\n"), "out of memory");
+        assert_eq!(last_words(""), "");
+    }
 
     /// The check's process answers in JSON whatever it was given: a file without a
     /// target, or not a targets file at all, is a failed check naming why.
