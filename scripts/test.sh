@@ -129,28 +129,13 @@ if [ ${#pip_need[@]} -gt 0 ]; then
 fi
 
 cargo fmt --all -- --check
+cargo clippy --all-targets --locked -- -D warnings
 
 log=$(mktemp "${TMPDIR:-/tmp}/latscope-test-XXXXXX.log")
 heavy=$(mktemp "${TMPDIR:-/tmp}/latscope-heavy-XXXXXX.log")
 quiet=$(mktemp "${TMPDIR:-/tmp}/latscope-quiet-XXXXXX.log")
-lint=$(mktemp "${TMPDIR:-/tmp}/latscope-clippy-XXXXXX.log")
-# Clippy's check beside the test build, in a target directory of its own (one
-# directory would make each wait for the other's lock): the two share no artifacts
-# (check metadata against code), and the test build leaves a core idle while rustc's
-# front end works through latscope's crates one thread at a time (bench/RESULTS.md,
-# the suite's time).
-CARGO_TARGET_DIR=target/clippy setsid -w cargo clippy --all-targets --locked -- -D warnings \
-  >"$lint" 2>&1 &
-lint_pid=$!
-trap 'kill -TERM -- "-$lint_pid" 2>/dev/null || true; rm -f "$log" "$heavy" "$quiet" "$lint"' EXIT
-build=0
-cargo test --locked --no-run || build=$?
-lint_rc=0
-wait "$lint_pid" || lint_rc=$?
-echo "--- cargo clippy --all-targets -- -D warnings:"
-cat "$lint"
-[ "$build" = 0 ] && [ "$lint_rc" = 0 ] || exit 1
-trap 'rm -f "$log" "$heavy" "$quiet" "$lint"' EXIT
+trap 'rm -f "$log" "$heavy" "$quiet"' EXIT
+cargo test --locked --no-run
 # Unit tests, then tests/repeatability.rs alone (it runs CPU hogs).
 cargo test --locked --lib --bins --test repeatability 2>&1 | tee "$log"
 cargo test --locked --doc 2>&1 | tee -a "$log"
@@ -170,12 +155,12 @@ alone=(capacity::find_max_stops_decided_steps_early disk_suite::
        findings_real::outages_behind_the_server_are_periodic_spikes)
 skip=()
 for t in "${alone[@]}"; do skip+=(--skip "$t"); done
-setsid -w cargo test --locked --test tests -- --ignored --test-threads=1 "${skip[@]}" \
+setsid cargo test --locked --test tests -- --ignored --test-threads=1 "${skip[@]}" \
   >"$heavy" 2>&1 &
 heavy_pid=$!
 # (`|| true`: under `set -e` a failing command in the trap, here the kill of a session
 # that already ended, would turn the script's exit status into 1.)
-trap 'kill -TERM -- "-$heavy_pid" 2>/dev/null || true; rm -f "$log" "$heavy" "$quiet" "$lint"' EXIT
+trap 'kill -TERM -- "-$heavy_pid" 2>/dev/null || true; rm -f "$log" "$heavy" "$quiet"' EXIT
 rest=0
 cargo test --locked --test tests 2>&1 | tee -a "$log" || rest=$?
 heavy_rc=0
