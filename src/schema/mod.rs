@@ -119,11 +119,22 @@ pub fn from_reader<T: DeserializeOwned>(r: &mut dyn std::io::Read) -> Result<T, 
     )
 }
 
-/// Reads a `T` from a JSON value, the error naming the field's path (written out
-/// and read through [`Json`]: these are stored runs, never a request's path).
+/// Reads a `T` from a JSON value, the error naming the field's path.
 pub fn from_value<T: DeserializeOwned>(v: &Value) -> Result<T, SchemaError> {
+    seed_from_value(std::marker::PhantomData::<T>, v)
+}
+
+/// `seed` read from a JSON value, written out and read through [`Json`] (these are
+/// stored runs, never a request's path).
+pub fn seed_from_value<'de, S>(seed: S, v: &Value) -> Result<S::Value, SchemaError>
+where
+    S: serde::de::DeserializeSeed<'de>,
+{
     let text = serde_json::to_vec(v).map_err(|e| SchemaError::new(".", e.to_string()))?;
-    from_reader(&mut text.as_slice())
+    read_seed(
+        &mut serde_json::Deserializer::from_reader(&mut text.as_slice()),
+        seed,
+    )
 }
 
 /// A document as JSON (sorted keys, as `serde_json::Value` keeps them: what the

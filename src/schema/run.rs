@@ -112,10 +112,6 @@ impl<'de> DeserializeSeed<'de> for PartSeed<'_> {
 impl PartSeed<'_> {
     /// The same part read from a JSON value (a file whose `kind` came after it).
     pub fn from_value(self, v: &Value) -> Result<Parsed, SchemaError> {
-        let text = serde_json::to_vec(v).map_err(|e| SchemaError::new(".", e.to_string()))?;
-        super::read_seed(
-            &mut serde_json::Deserializer::from_reader(&mut text.as_slice()),
-            self,
-        )
+        super::seed_from_value(self, v)
     }
 }
