@@ -273,8 +273,12 @@ fn load_significance_fires_only_on_separated_runs() {
     assert!(cmp["test"].as_str().unwrap().contains("Mann-Whitney U"));
     let p99 = row(&cmp, "load: all endpoints", "p99");
     let t = &p99["tests"][1];
-    // A tail row: tested on the requests over the baseline's p99, second by second.
-    assert_eq!(t["basis"], "requests over the baseline's p99", "{p99:#}");
+    // A tail row: tested on the requests over the midpoint of both p99s, second by
+    // second.
+    assert_eq!(
+        t["basis"], "requests over the midpoint of both runs' p99",
+        "{p99:#}"
+    );
     assert_eq!(t["n"], json!([10, 10]));
     assert_eq!(t["significant"], true, "{p99:#}");
     assert!(t["p_value"].as_f64().unwrap() < 0.001);

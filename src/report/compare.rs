@@ -252,7 +252,7 @@ pub fn compare(runs: &[RunRecord]) -> Result<Comparison, RunDataError> {
              runs (each full second's percentile, request or I/O count, errors) and on \
              the probe's samples (independent sequential requests); never on raw requests. \
              Tail rows (p99 and up) with per-second histograms: exceedance counts over \
-             the lower run's value, binomial split by run size, variance scaled by the \
+             the geometric midpoint of the runs' values, binomial split by run size, variance scaled by the \
              per-second dispersion"
         ),
         alpha: ALPHA,

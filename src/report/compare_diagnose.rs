@@ -5,7 +5,7 @@
 //!
 //! A ramp step lasts a few seconds, too few blocks for a per-second test; its
 //! latencies are tested on exceedances over its per-second histograms instead (the
-//! requests of each run over the lower run's p50 or p99 at that step, see
+//! requests of each run over the midpoint of the runs' p50 or p99 at that step, see
 //! [`super::compare_tail`]), so a step that got 3× faster behind a cache says so.
 
 use std::rc::Rc;

@@ -371,7 +371,7 @@ pub fn legend(c: &Comparison) -> String {
              the test found the blocks shift: smaller differences are called too small, and \
              a row that moved the other way than a significant shift 'moved against'. Tail \
              rows (p99 and up) of load and disk runs are tested on exceedances instead: the \
-             share of requests or I/Os of each run over the lower run's value (A→B over), \
+             share of requests or I/Os of each run over the midpoint of their values (A→B over), \
              against an even split by run size, widened when they bunch into seconds. can't \
              tell: not significant although the value moved 2× or more — not a 'no'. too \
              few blocks: fewer than {} on a side; too few to judge: fewer than 6 over the \
