@@ -6,6 +6,14 @@
 # of skipping (tests/util_require.rs), and a run that printed SKIPPED or ignored a
 # test fails: the suite cannot go green with its real-server coverage gone.
 set -euo pipefail
+
+# Each part's wall time on stderr, for the suite's time budget (bench/RESULTS.md).
+start=$SECONDS
+part=$SECONDS
+took() {
+  echo "--- scripts/test.sh: $1: $((SECONDS - part)) s (from the start: $((SECONDS - start)) s)" >&2
+  part=$SECONDS
+}
 cd "$(dirname "$0")/.."
 
 strict=0
@@ -128,17 +136,22 @@ if [ ${#pip_need[@]} -gt 0 ]; then
   done
 fi
 
+took "installs"
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
+took "fmt and clippy"
 
 log=$(mktemp "${TMPDIR:-/tmp}/latscope-test-XXXXXX.log")
 heavy=$(mktemp "${TMPDIR:-/tmp}/latscope-heavy-XXXXXX.log")
 quiet=$(mktemp "${TMPDIR:-/tmp}/latscope-quiet-XXXXXX.log")
 trap 'rm -f "$log" "$heavy" "$quiet"' EXIT
 cargo test --locked --no-run
+took "the test build"
 # Unit tests, then tests/repeatability.rs alone (it runs CPU hogs).
 cargo test --locked --lib --bins --test repeatability 2>&1 | tee "$log"
+took "unit tests and the repeatability suite"
 cargo test --locked --doc 2>&1 | tee -a "$log"
+took "doc tests"
 # The integration suite in two processes side by side: the heavy tests (wires, disk
 # suites, the demo: `#[ignore = "heavy…"]`) one at a time, and the rest two at a
 # time. They coordinate through the wire lock (tests/util_wire.rs, a file lock), so
@@ -165,11 +178,13 @@ rest=0
 cargo test --locked --test tests 2>&1 | tee -a "$log" || rest=$?
 heavy_rc=0
 wait "$heavy_pid" || heavy_rc=$?
+took "the integration suite (the rest beside the heavy tests)"
 echo "--- the heavy tests, one at a time (cargo test --test tests -- --ignored --test-threads=1):"
 cat "$heavy"
 [ "$rest" = 0 ] && [ "$heavy_rc" = 0 ] || exit 1
 echo "--- the heavy tests that run alone: ${alone[*]}"
 cargo test --locked --test tests -- --ignored --test-threads=1 "${alone[@]}" 2>&1 | tee "$quiet"
+took "the heavy tests that run alone"
 
 # Every ignored test is a heavy one, and the two heavy runs ran each of them: the
 # count the suite left for them is the count they passed.
