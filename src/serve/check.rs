@@ -7,8 +7,13 @@
 //! on a panic (Cargo.toml), so a bug met in one diagnosis ends that check, which says
 //! so, and never the daemon. The process is killed when the check is cut short.
 
+use std::io::{Read, Write};
 use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
+
+use tokio::sync::oneshot;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -175,46 +180,9 @@ pub fn diagnose_alone(alone: &str) -> String {
 /// Diagnoses `t` in a process of its own (the module's doc says why), killed when
 /// `halt` is set or this future is dropped.
 async fn diagnose_apart(t: &ServeTarget, halt: &Halt) -> Result<Checked, String> {
-    use std::process::Stdio;
-    use tokio::io::AsyncWriteExt;
-    // The running binary itself, even once a new one was installed over its path.
-    let mut cmd = tokio::process::Command::new("/proc/self/exe");
-    cmd.args(["serve", DIAGNOSE_STDIN])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    // SAFETY: the closure runs in the forked child before exec and only calls
-    // prctl(2) and signal(2), which are async-signal-safe. Should the daemon die
-    // without killing it (SIGKILL), the check goes too instead of running on unseen.
-    // The signals that stop the daemon (Ctrl-C to the terminal's process group,
-    // systemd's SIGTERM to the whole unit) are ignored, across the exec: the daemon
-    // ends its checks itself, and a check they reached first would be stored as one
-    // that ended abnormally.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-                libc::signal(sig, libc::SIG_IGN);
-            }
-            Ok(())
-        });
-    }
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot start the check's process: {e}"))?;
-    let mut stdin = child.stdin.take().expect("stdin is piped");
-    let alone = t.alone.clone();
-    let ended = async move {
-        // A process that ended before reading is told by its exit status, below.
-        let _ = stdin.write_all(alone.as_bytes()).await;
-        drop(stdin);
-        child.wait_with_output().await
-    };
+    let mut apart = Apart::spawn(&t.alone)?;
     let out = tokio::select! {
-        o = ended => o.map_err(|e| format!("the check's process: {e}"))?,
+        o = apart.ended() => o.map_err(|e| format!("the check's process: {e}"))?,
         _ = halt.stop.stopped() => return Err(halt.reason().to_string()),
     };
     if !out.status.success() {
@@ -226,6 +194,138 @@ async fn diagnose_apart(t: &ServeTarget, halt: &Halt) -> Result<Checked, String>
     }
     crate::schema::from_reader::<Result<Checked, String>>(&mut out.stdout.as_slice())
         .map_err(|e| format!("the check's process answered what is not a check: {e}"))?
+}
+
+/// A diagnose check's process, started and waited for with std's process API on a
+/// thread of its own, and killed when dropped before it ended. Not tokio's
+/// `process`: that feature adds a sweep for orphaned children to every park of
+/// every runtime in the binary, the load engine's included (bench/RESULTS.md).
+struct Apart {
+    pid: libc::pid_t,
+    /// Set, under its lock, just before the process is reaped: until then its pid
+    /// is still its own (running or a zombie), so the kill on drop cannot reach a
+    /// process that took the number over.
+    reaped: Arc<Mutex<bool>>,
+    done: oneshot::Receiver<std::io::Result<Output>>,
+}
+
+impl Apart {
+    /// Starts `latscope serve --diagnose-stdin` with `input` on its stdin.
+    fn spawn(input: &str) -> Result<Apart, String> {
+        use std::os::unix::process::CommandExt;
+        // The running binary itself, even once a new one was installed over its path.
+        let mut cmd = Command::new("/proc/self/exe");
+        cmd.args(["serve", DIAGNOSE_STDIN])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // SAFETY: the closure runs in the forked child before exec and only calls
+        // prctl(2) and signal(2), which are async-signal-safe. Should the daemon die
+        // without killing it (SIGKILL), the check goes too instead of running on
+        // unseen. The signals that stop the daemon (Ctrl-C to the terminal's process
+        // group, systemd's SIGTERM to the whole unit) are ignored, across the exec:
+        // the daemon ends its checks itself, and a check they reached first would be
+        // stored as one that ended abnormally.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                    libc::signal(sig, libc::SIG_IGN);
+                }
+                Ok(())
+            });
+        }
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start the check's process: {e}"))?;
+        let pid = child.id() as libc::pid_t;
+        let (stdin, stdout, stderr) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take());
+        let (Some(mut stdin), Some(mut stdout), Some(mut stderr)) = (stdin, stdout, stderr) else {
+            unreachable!("the three are piped");
+        };
+        let input = input.to_owned();
+        let reaped = Arc::new(Mutex::new(false));
+        let (tx, done) = oneshot::channel();
+        let lock = reaped.clone();
+        let waiter = move || {
+            // stdin, then stderr, on a second thread while stdout is read here: no
+            // pipe fills while the other waits. A process that ended before reading
+            // is told by its exit status.
+            let errors = std::thread::spawn(move || {
+                let _ = stdin.write_all(input.as_bytes());
+                drop(stdin);
+                let mut e = Vec::new();
+                let _ = stderr.read_to_end(&mut e);
+                e
+            });
+            let mut out = Vec::new();
+            let read = stdout.read_to_end(&mut out);
+            let err = errors.join().unwrap_or_default();
+            let status = exited(pid).and_then(|()| {
+                let mut reaped = lock.lock().unwrap_or_else(PoisonError::into_inner);
+                *reaped = true;
+                child.wait()
+            });
+            let _ = tx.send(read.and(status).map(|status| Output {
+                status,
+                stdout: out,
+                stderr: err,
+            }));
+        };
+        let apart = Apart { pid, reaped, done };
+        // On an error the process is killed (the drop) and reaped by nobody: a
+        // zombie until the daemon ends, as rare as a thread that cannot start.
+        std::thread::Builder::new()
+            .name("serve-check".into())
+            .spawn(waiter)
+            .map_err(|e| format!("cannot wait for the check's process: {e}"))?;
+        Ok(apart)
+    }
+
+    /// The process's output and exit status, once it ended.
+    async fn ended(&mut self) -> std::io::Result<Output> {
+        (&mut self.done)
+            .await
+            .unwrap_or_else(|_| Err(std::io::Error::other("its waiting thread ended")))
+    }
+}
+
+impl Drop for Apart {
+    fn drop(&mut self) {
+        let reaped = self.reaped.lock().unwrap_or_else(PoisonError::into_inner);
+        if !*reaped {
+            // SAFETY: kill(2) on this process's own child, not yet reaped (the lock
+            // is held), so the pid is still its.
+            unsafe { libc::kill(self.pid, libc::SIGKILL) };
+        }
+    }
+}
+
+/// Waits until child `pid` has ended, leaving it to be reaped.
+fn exited(pid: libc::pid_t) -> std::io::Result<()> {
+    loop {
+        // SAFETY: all-zero is a valid siginfo_t, which waitid(2) only writes to.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waitid(2) on a child of this process; WNOWAIT leaves it unreaped.
+        let r = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if r == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
 }
 
 /// What a check's process said before it ended abnormally, on one line (at most 300
