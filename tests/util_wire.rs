@@ -179,6 +179,13 @@ pub fn p50_ms(mut v: Vec<Duration>) -> f64 {
     v[v.len() / 2].as_secs_f64() * 1e3
 }
 
+/// The smallest duration, in ms: for tests that count round trips. A busy machine
+/// only adds to a sample (a test thread or the lab waiting for a CPU), while a
+/// round trip missing or added moves every one.
+pub fn min_ms(v: &[Duration]) -> f64 {
+    v.iter().min().expect("samples").as_secs_f64() * 1e3
+}
+
 /// Asserts `value` is within `tol` of `want` (all in ms).
 pub fn assert_near(what: &str, value: f64, want: f64, tol: f64) {
     assert!(

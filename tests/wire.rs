@@ -511,23 +511,31 @@ fn tls_over_the_wire_adds_one_round_trip() {
             ttfbs.push(start.elapsed());
         }
     });
-    let (handshake, ttfb) = (p50_ms(handshakes), p50_ms(ttfbs));
-    eprintln!("TLS over --rtt 40ms: handshake {handshake:.1} ms, fresh TTFB {ttfb:.1} ms");
+    // The fastest of the ten: this test counts round trips, and beside the suite's
+    // other tests a p50 once read 160.6 ms (handshake 49.9): every crossing a few ms
+    // late while the test process or the lab waited for a CPU (the relay itself runs
+    // SCHED_FIFO). A round trip too many or too few moves all ten by 40 ms.
+    let (handshake, ttfb) = (min_ms(&handshakes), min_ms(&ttfbs));
+    eprintln!(
+        "TLS over --rtt 40ms: handshake {handshake:.1} ms (p50 {:.1}), fresh TTFB {ttfb:.1} ms (p50 {:.1})",
+        p50_ms(handshakes.clone()),
+        p50_ms(ttfbs.clone())
+    );
     assert!(versions
         .iter()
         .all(|v| *v == Some(rustls::ProtocolVersion::TLSv1_3)));
-    assert_near("TLS handshake p50", handshake, 40.0, 15.0);
-    assert_near("fresh TLS TTFB p50", ttfb, 140.0, 15.0);
+    assert_near("fastest TLS handshake", handshake, 40.0, 15.0);
+    assert_near("fastest fresh TLS TTFB", ttfb, 140.0, 15.0);
     if let Some(t) = curl_tls_ttfb(&format!("{url}delay/20ms"), cert_arg, 10) {
-        eprintln!("curl --cacert: fresh TTFB {t:.1} ms");
-        assert_near("curl TLS TTFB p50", t, 140.0, 15.0);
+        eprintln!("curl --cacert: fastest fresh TTFB {t:.1} ms");
+        assert_near("curl's fastest TLS TTFB", t, 140.0, 15.0);
     }
     child.signal(libc::SIGTERM);
     assert_eq!(child.wait_for_exit(Duration::from_secs(15)), Some(0));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// p50 TTFB (ms) of `n` curl runs trusting `cacert`, or None without curl.
+/// The fastest TTFB (ms) of `n` curl runs trusting `cacert`, or None without curl.
 fn curl_tls_ttfb(url: &str, cacert: &str, n: usize) -> Option<f64> {
     let mut ttfb = Vec::new();
     for _ in 0..n {
@@ -540,7 +548,7 @@ fn curl_tls_ttfb(url: &str, cacert: &str, n: usize) -> Option<f64> {
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         ttfb.push(Duration::from_secs_f64(text.trim().parse().unwrap()));
     }
-    Some(p50_ms(ttfb))
+    Some(min_ms(&ttfb))
 }
 
 /// `latscope probe` itself over `lab --rtt 40ms` on /delay/20ms: connect ≈ 40 ms,
