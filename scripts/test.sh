@@ -172,7 +172,8 @@ took "fmt and the clippy canary"
 log=$(mktemp "${TMPDIR:-/tmp}/latscope-test-XXXXXX.log")
 heavy=$(mktemp "${TMPDIR:-/tmp}/latscope-heavy-XXXXXX.log")
 quiet=$(mktemp "${TMPDIR:-/tmp}/latscope-quiet-XXXXXX.log")
-trap 'rm -f "$log" "$heavy" "$quiet"' EXIT
+searches=$(mktemp "${TMPDIR:-/tmp}/latscope-searches-XXXXXX.log")
+trap 'rm -f "$log" "$heavy" "$quiet" "$searches"' EXIT
 cargo test --locked --no-run
 took "the test build, with clippy's lints"
 # Unit tests, then tests/repeatability.rs alone (it runs CPU hogs).
@@ -180,11 +181,13 @@ cargo test --locked --lib --bins --test repeatability 2>&1 | tee "$log"
 took "unit tests and the repeatability suite"
 cargo test --locked --doc 2>&1 | tee -a "$log"
 took "doc tests"
-# The integration suite in two processes side by side: the heavy tests (wires, disk
-# suites, the demo: `#[ignore = "heavy…"]`) one at a time, and the rest two at a
-# time. They coordinate through the wire lock (tests/util_wire.rs, a file lock), so
-# no wire runs beside another or beside a capacity search; in one process a heavy
-# test waiting for the lock kept a second test thread idle.
+# The integration suite in three processes side by side: the heavy tests (wires, disk
+# suites, the demo: `#[ignore = "heavy…"]`) one at a time, the capacity searches two
+# at a time, and the rest two at a time. They coordinate through the wire lock
+# (tests/util_wire.rs, a file lock), so no wire runs beside another or beside a
+# capacity search; in one process a test waiting for the lock keeps a test thread
+# idle (the searches, which share it among themselves, waited ~100 s of the rest's
+# two threads for the heavy tests to let go of it).
 # In a session of its own, so that leaving early (Ctrl-C, a failure) stops the whole
 # heavy run too: a background job of a script ignores the terminal's Ctrl-C.
 # The heavy tests that compare timings closely wait for a third run, with nothing
@@ -199,17 +202,24 @@ for t in "${alone[@]}"; do skip+=(--skip "$t"); done
 setsid cargo test --locked --test tests -- --ignored --test-threads=1 "${skip[@]}" \
   >"$heavy" 2>&1 &
 heavy_pid=$!
+setsid cargo test --locked --test tests -- capacity:: >"$searches" 2>&1 &
+searches_pid=$!
 # (`|| true`: under `set -e` a failing command in the trap, here the kill of a session
 # that already ended, would turn the script's exit status into 1.)
-trap 'kill -TERM -- "-$heavy_pid" 2>/dev/null || true; rm -f "$log" "$heavy" "$quiet"' EXIT
+trap 'kill -TERM -- "-$heavy_pid" "-$searches_pid" 2>/dev/null || true; rm -f "$log" "$heavy" "$quiet" "$searches"' EXIT
 rest=0
-cargo test --locked --test tests 2>&1 | tee -a "$log" || rest=$?
+cargo test --locked --test tests -- --skip capacity:: 2>&1 | tee -a "$log" || rest=$?
 heavy_rc=0
 wait "$heavy_pid" || heavy_rc=$?
-took "the integration suite (the rest beside the heavy tests)"
+searches_rc=0
+wait "$searches_pid" || searches_rc=$?
+took "the integration suite (the rest beside the capacity searches and the heavy tests)"
+echo "--- the capacity searches (cargo test --test tests -- capacity::):"
+cat "$searches"
+cat "$searches" >>"$log"
 echo "--- the heavy tests, one at a time (cargo test --test tests -- --ignored --test-threads=1):"
 cat "$heavy"
-[ "$rest" = 0 ] && [ "$heavy_rc" = 0 ] || exit 1
+[ "$rest" = 0 ] && [ "$heavy_rc" = 0 ] && [ "$searches_rc" = 0 ] || exit 1
 echo "--- the heavy tests that run alone: ${alone[*]}"
 cargo test --locked --test tests -- --ignored --test-threads=1 "${alone[@]}" 2>&1 | tee "$quiet"
 took "the heavy tests that run alone"
