@@ -9,7 +9,7 @@
 
 use std::io::{Read, Write};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -213,6 +213,20 @@ impl Apart {
     /// Starts `latscope serve --diagnose-stdin` with `input` on its stdin.
     fn spawn(input: &str) -> Result<Apart, String> {
         use std::os::unix::process::CommandExt;
+        let reaped = Arc::new(Mutex::new(false));
+        let (tx, done) = oneshot::channel();
+        let (give, take) = std::sync::mpsc::channel::<Child>();
+        let (lock, input) = (reaped.clone(), input.to_owned());
+        // The thread first: a process is started only once something waits for it.
+        std::thread::Builder::new()
+            .name("serve-check".into())
+            .spawn(move || {
+                // None when the process could not start.
+                if let Ok(child) = take.recv() {
+                    let _ = tx.send(wait_for(child, input, &lock));
+                }
+            })
+            .map_err(|e| format!("cannot wait for a check's process: {e}"))?;
         // The running binary itself, even once a new one was installed over its path.
         let mut cmd = Command::new("/proc/self/exe");
         cmd.args(["serve", DIAGNOSE_STDIN])
@@ -237,52 +251,13 @@ impl Apart {
                 Ok(())
             });
         }
-        let mut child = cmd
+        let child = cmd
             .spawn()
             .map_err(|e| format!("cannot start the check's process: {e}"))?;
         let pid = child.id() as libc::pid_t;
-        let (stdin, stdout, stderr) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take());
-        let (Some(mut stdin), Some(mut stdout), Some(mut stderr)) = (stdin, stdout, stderr) else {
-            unreachable!("the three are piped");
-        };
-        let input = input.to_owned();
-        let reaped = Arc::new(Mutex::new(false));
-        let (tx, done) = oneshot::channel();
-        let lock = reaped.clone();
-        let waiter = move || {
-            // stdin, then stderr, on a second thread while stdout is read here: no
-            // pipe fills while the other waits. A process that ended before reading
-            // is told by its exit status.
-            let errors = std::thread::spawn(move || {
-                let _ = stdin.write_all(input.as_bytes());
-                drop(stdin);
-                let mut e = Vec::new();
-                let _ = stderr.read_to_end(&mut e);
-                e
-            });
-            let mut out = Vec::new();
-            let read = stdout.read_to_end(&mut out);
-            let err = errors.join().unwrap_or_default();
-            let status = exited(pid).and_then(|()| {
-                let mut reaped = lock.lock().unwrap_or_else(PoisonError::into_inner);
-                *reaped = true;
-                child.wait()
-            });
-            let _ = tx.send(read.and(status).map(|status| Output {
-                status,
-                stdout: out,
-                stderr: err,
-            }));
-        };
-        let apart = Apart { pid, reaped, done };
-        // On an error the process is killed (the drop) and reaped by nobody: a
-        // zombie until the daemon ends, as rare as a thread that cannot start.
-        std::thread::Builder::new()
-            .name("serve-check".into())
-            .spawn(waiter)
-            .map_err(|e| format!("cannot wait for the check's process: {e}"))?;
-        Ok(apart)
+        // The thread waits in `recv` until this (or the drop of `give`): it is there.
+        let _ = give.send(child);
+        Ok(Apart { pid, reaped, done })
     }
 
     /// The process's output and exit status, once it ended.
@@ -302,6 +277,57 @@ impl Drop for Apart {
             unsafe { libc::kill(self.pid, libc::SIGKILL) };
         }
     }
+}
+
+/// Feeds `input` to `child`'s stdin, collects its stdout and stderr, and reaps it.
+fn wait_for(mut child: Child, input: String, reaped: &Mutex<bool>) -> std::io::Result<Output> {
+    let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+    let (Some(mut stdin), Some(mut stdout), Some(mut stderr)) = (stdin, stdout, stderr) else {
+        unreachable!("the three are piped");
+    };
+    // stdin, then stderr, on a second thread while stdout is read here: stdout never
+    // waits on stderr (the process reads its whole input before it writes). A process
+    // that ended before reading is told by its exit status.
+    let errors = std::thread::Builder::new()
+        .name("serve-check-err".into())
+        .spawn(move || {
+            let _ = stdin.write_all(input.as_bytes());
+            drop(stdin);
+            let mut e = Vec::new();
+            let _ = stderr.read_to_end(&mut e);
+            e
+        });
+    let read = match errors {
+        Ok(errors) => {
+            let mut out = Vec::new();
+            let read = stdout.read_to_end(&mut out);
+            let err = errors.join().unwrap_or_default();
+            read.map(|_| (out, err))
+        }
+        Err(e) => {
+            // Never fed (its stdin went with the thread that did not start): it goes.
+            let _ = child.kill();
+            Err(e)
+        }
+    };
+    let status = reap(&mut child, reaped);
+    let (stdout, stderr) = read?;
+    Ok(Output {
+        status: status?,
+        stdout,
+        stderr,
+    })
+}
+
+/// Waits for `child` to end and reaps it, `reaped` set first (under its lock, so a
+/// kill on drop either comes before or not at all).
+fn reap(child: &mut Child, reaped: &Mutex<bool>) -> std::io::Result<ExitStatus> {
+    let ended = exited(child.id() as libc::pid_t);
+    // Set whatever waitid said: after an error (ECHILD, when SIGCHLD is ignored and
+    // the kernel reaped it) the number may already be another process's.
+    *reaped.lock().unwrap_or_else(PoisonError::into_inner) = true;
+    ended?;
+    child.wait()
 }
 
 /// Waits until child `pid` has ended, leaving it to be reaped.
