@@ -145,7 +145,11 @@ cargo fmt --all -- --check
 # `--all-targets` here) while they are compiled for real, instead of a second,
 # check-only compile of every crate (~3.5 of CI's minutes). Exported for every
 # cargo below: they are part of the build's fingerprint, and without them the
-# test runs would build latscope again.
+# test runs would build latscope again. What it changes in the binaries tested:
+# clippy-driver compiles latscope's own crates (never the dependencies) with MIR
+# optimisations off and without the debug build's alignment and null checks on raw
+# pointer dereferences; latscope's dereferences of pointers it did not type itself
+# (the io_uring buffer ring's mapping) assert their alignment themselves.
 clippy_driver="$(rustc --print sysroot)/bin/clippy-driver"
 [ -x "$clippy_driver" ] || clippy_driver=$(command -v clippy-driver || true)
 if [ -z "$clippy_driver" ]; then
