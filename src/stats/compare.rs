@@ -151,8 +151,8 @@ pub(crate) fn u_distribution(n1: usize, n2: usize) -> Vec<f64> {
 pub const MIN_EXCEEDANCES: u64 = 6;
 
 /// The result of [`exceedance_test`]: how many values of each run exceed a threshold
-/// (the lower of the two runs' values of a percentile) and whether the two shares
-/// differ.
+/// (the geometric midpoint of the two runs' values of a percentile) and whether the
+/// two shares differ.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Exceedance {
     /// Values over the threshold in `a` and in `b`.
