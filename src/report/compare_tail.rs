@@ -73,8 +73,7 @@ fn midpoint(a: u64, b: u64) -> u64 {
 /// Tests quantile `q` (1.0: max) of `a` against `b`; `None` when either has no values.
 pub fn tail_test(name: &str, q: f64, a: &TailData, b: &TailData) -> Option<TailTest> {
     let (qa, qb) = (quantile(a, q)?, quantile(b, q)?);
-    // The top of the bucket holding the midpoint: `over` counts whole buckets.
-    let t = new_histogram().highest_equivalent(midpoint(qa, qb));
+    let t = midpoint(qa, qb);
     let counts = |d: &TailData| -> Vec<(u64, u64)> {
         d.seconds.iter().map(|h| (h.len(), over(h, t))).collect()
     };
@@ -143,10 +142,12 @@ pub(super) fn test(
     })
 }
 
-/// Values in `h` above `t` (whole buckets above the one holding `t`).
+/// Values in `h` above `t` (whole buckets above the one holding `t`, whose top
+/// `t` need not be).
 fn over(h: &Histogram<u64>, t: u64) -> u64 {
+    let top = h.highest_equivalent(t);
     h.iter_recorded()
-        .filter(|v| v.value_iterated_to() > t)
+        .filter(|v| v.value_iterated_to() > top)
         .map(|v| v.count_at_value())
         .sum()
 }
