@@ -48,6 +48,7 @@ mod load;
 mod load_engines;
 mod load_h2;
 mod load_h3;
+mod load_wake;
 mod no_cache_invented;
 mod one_truth;
 mod page;

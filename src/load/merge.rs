@@ -4,7 +4,7 @@
 //! request would have reported.
 
 use std::collections::BTreeMap;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use hdrhistogram::Histogram;
 
@@ -67,6 +67,7 @@ pub fn merge(parts: Vec<LoadResult>) -> LoadResult {
         m.syn_retried_conns += p.syn_retried_conns;
         m.early_retrans += p.early_retrans;
         m.data_retrans = either(m.data_retrans, p.data_retrans, |a, b| a + b);
+        m.wake_window = either(m.wake_window, p.wake_window, Duration::max);
         for (k, n) in p.errors {
             *m.errors.entry(k).or_insert(0) += n;
         }

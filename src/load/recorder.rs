@@ -289,6 +289,9 @@ pub struct Recorder {
     /// Data segments this thread's HTTP/1.1 connections retransmitted, with how many
     /// connections were watched (filled when the thread ends; (0, 0) for HTTP/2).
     pub data_retrans: (u64, u64),
+    /// The longest batched-wake window this thread took (epoll engine,
+    /// `worker::wake`); zero when it never batched.
+    pub wake_window: Duration,
     active: u64,
     pub timeline: Vec<SecondAcc>,
     current: Histogram<u64>,
@@ -344,6 +347,7 @@ impl Recorder {
             syn_retried_conns: 0,
             early_retrans: 0,
             data_retrans: (0, 0),
+            wake_window: Duration::ZERO,
             active: 0,
             timeline: vec![SecondAcc::default()],
             current: growing_histogram(),
@@ -360,6 +364,13 @@ impl Recorder {
             raw,
             raw_error: None,
         }
+    }
+
+    /// The 10th-percentile latency of the current second's responses, when there
+    /// are at least `min` of them.
+    pub fn recent_p10(&self, min: u64) -> Option<Duration> {
+        (self.current.len() >= min)
+            .then(|| Duration::from_nanos(self.current.value_at_quantile(0.1)))
     }
 
     fn second_of(&self, at: Instant) -> usize {

@@ -130,6 +130,10 @@ pub struct LoadResult {
     /// first response (per-connection TCP_INFO at close); None when no connection
     /// was watched (HTTP/2).
     pub data_retrans: Option<u64>,
+    /// The longest window a worker thread slept before collecting its sockets'
+    /// readiness (epoll engine, batched wakes: `worker::wake`); None when none
+    /// batched. What a response was read late by is at most this.
+    pub wake_window: Option<Duration>,
     pub errors: BTreeMap<String, u64>,
     pub statuses: BTreeMap<u16, u64>,
     pub latency: Histogram<u64>,
@@ -228,6 +232,7 @@ pub fn merge(
         (0, 0, 0, 0, 0, 0, 0);
     let (mut syn_retrans, mut syn_retried, mut watched, mut data_retrans) = (0, 0, 0, 0);
     let mut early_retrans = 0;
+    let mut wake_window = Duration::ZERO;
     let (mut misses, mut kind) = (0u64, None);
     let mut errors = [0u64; KINDS];
     let mut statuses = BTreeMap::new();
@@ -263,6 +268,7 @@ pub fn merge(
         syn_retrans += r.syn_retrans;
         syn_retried += r.syn_retried_conns;
         early_retrans += r.early_retrans;
+        wake_window = wake_window.max(r.wake_window);
         watched += r.data_retrans.0;
         data_retrans += r.data_retrans.1;
         for (i, n) in r.errors.iter().enumerate() {
@@ -319,6 +325,7 @@ pub fn merge(
         syn_retried_conns: syn_retried,
         early_retrans,
         data_retrans: (watched > 0).then_some(data_retrans),
+        wake_window: (!wake_window.is_zero()).then_some(wake_window),
         errors: ErrorKind::ALL
             .iter()
             .filter(|k| errors[**k as usize] > 0)

@@ -100,6 +100,11 @@ pub struct LoadDoc {
     /// URL they end at; its requests did not pay them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub redirects: Vec<crate::probe::audit::Hop>,
+    /// The longest window a worker thread slept to collect several responses per
+    /// wake (epoll engine), µs: what any response was read late by at most.
+    /// Absent when no thread batched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wake_window_us: Option<f64>,
     /// Connects refused for lack of file descriptors (EMFILE).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub connect_fd_exhausted: Option<u64>,
@@ -482,6 +487,7 @@ impl From<&LoadResult> for LoadDoc {
             service_time_ms: r.service.as_ref().map(ms),
             watch: r.watch.clone(),
             tls_ms: (!r.tls.is_empty()).then(|| ms(&r.tls)),
+            wake_window_us: r.wake_window.map(|w| w.as_secs_f64() * 1e6),
             ..LoadDoc::default()
         }
     }

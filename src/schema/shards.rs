@@ -247,6 +247,10 @@ pub fn read(
         syn_retried_conns: doc.client_tcp.syn_retried_connections,
         early_retrans: doc.client_tcp.before_first_response_retrans,
         data_retrans: doc.client_tcp.data_retrans,
+        wake_window: doc
+            .wake_window_us
+            .filter(|w| w.is_finite() && *w > 0.0)
+            .map(|w| Duration::from_secs_f64(w.min(1e9) / 1e6)),
         errors: doc.errors.clone(),
         statuses: doc.statuses().collect(),
         latency: hist("latency", None)?,

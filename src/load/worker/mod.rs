@@ -35,6 +35,7 @@ use super::sys::ThreadTime;
 mod dispatch;
 mod exchange;
 mod scripted;
+mod wake;
 
 use dispatch::Dispatch;
 use exchange::{exchange, exchange_h2, exchange_h3, within, Own};
@@ -87,8 +88,11 @@ pub fn run_thread(
         },
         false => (RefCell::new(rec), None),
     };
+    let wake = wake::Wake::default();
+    let park = wake.clone();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        .on_thread_park(move || park.before_park())
         .build()
         .expect("a current-thread runtime");
     let w = Worker {
@@ -101,9 +105,21 @@ pub fn run_thread(
     };
     rt.block_on(async {
         let ticker = async {
+            let mut paced = (Instant::now(), 0u64);
             loop {
                 tokio::time::sleep(Duration::from_millis(100)).await;
-                rec.borrow_mut().tick(Instant::now());
+                let now = Instant::now();
+                let mut r = rec.borrow_mut();
+                r.tick(now);
+                if let Some(p10) = r.recent_p10(wake::MIN_SAMPLES) {
+                    let span = now.saturating_duration_since(paced.0).as_secs_f64();
+                    let pace = (r.requests - paced.1) as f64 / span.max(1e-3);
+                    let w = wake::window(p10, pace);
+                    wake.set(w);
+                    r.wake_window = r.wake_window.max(w);
+                }
+                paced = (now, r.requests);
+                drop(r);
                 live.cpu_ns
                     .store(super::sys::thread_cpu_ns(), Ordering::Relaxed);
                 if ctl.phase.load(Ordering::Relaxed) == ABORT {
