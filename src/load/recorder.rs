@@ -289,7 +289,7 @@ pub struct Recorder {
     /// Data segments this thread's HTTP/1.1 connections retransmitted, with how many
     /// connections were watched (filled when the thread ends; (0, 0) for HTTP/2).
     pub data_retrans: (u64, u64),
-    /// The longest batched-wake window this thread took (epoll engine,
+    /// The longest batched-wake window this thread slept (epoll engine,
     /// `worker::wake`); zero when it never batched.
     pub wake_window: Duration,
     active: u64,
@@ -297,6 +297,9 @@ pub struct Recorder {
     current: Histogram<u64>,
     /// This second's service times (open model).
     current_service: Histogram<u64>,
+    /// The response times since the last [`Recorder::take_tick_p10`]: latency in
+    /// the closed model, service time (from the send) in the open one.
+    tick: Histogram<u64>,
     /// This second's latencies per endpoint (empty with a single endpoint).
     current_ep: Vec<Histogram<u64>>,
     serializer: V2Serializer,
@@ -352,6 +355,7 @@ impl Recorder {
             timeline: vec![SecondAcc::default()],
             current: growing_histogram(),
             current_service: growing_histogram(),
+            tick: growing_histogram(),
             current_ep: if keeps_endpoint_seconds(endpoints) {
                 (0..endpoints)
                     .map(|_| endpoint_histogram(endpoints))
@@ -366,11 +370,15 @@ impl Recorder {
         }
     }
 
-    /// The 10th-percentile latency of the current second's responses, when there
-    /// are at least `min` of them.
-    pub fn recent_p10(&self, min: u64) -> Option<Duration> {
-        (self.current.len() >= min)
-            .then(|| Duration::from_nanos(self.current.value_at_quantile(0.1)))
+    /// The 10th percentile of the response times recorded since the last call
+    /// (latency, or in the open model service time: what the server and the wire
+    /// took, not a backlog of arrivals), when there were at least `min`; starts
+    /// the next interval.
+    pub fn take_tick_p10(&mut self, min: u64) -> Option<Duration> {
+        let p10 = (self.tick.len() >= min)
+            .then(|| Duration::from_nanos(self.tick.value_at_quantile(0.1)));
+        self.tick.reset();
+        p10
     }
 
     fn second_of(&self, at: Instant) -> usize {
@@ -547,6 +555,9 @@ impl Recorder {
                 let service = end.saturating_duration_since(sent);
                 record(&mut self.service, service);
                 record(&mut self.current_service, service);
+                record(&mut self.tick, service);
+            } else {
+                record_ns(&mut self.tick, ns);
             }
         }
         let ok = o.error.is_none();

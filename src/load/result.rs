@@ -131,8 +131,8 @@ pub struct LoadResult {
     /// was watched (HTTP/2).
     pub data_retrans: Option<u64>,
     /// The longest window a worker thread slept before collecting its sockets'
-    /// readiness (epoll engine, batched wakes: `worker::wake`); None when none
-    /// batched. What a response was read late by is at most this.
+    /// readiness (epoll engine, batched wakes: `worker::wake`), as asked for;
+    /// None when none batched.
     pub wake_window: Option<Duration>,
     pub errors: BTreeMap<String, u64>,
     pub statuses: BTreeMap<u16, u64>,

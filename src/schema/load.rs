@@ -101,7 +101,7 @@ pub struct LoadDoc {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub redirects: Vec<crate::probe::audit::Hop>,
     /// The longest window a worker thread slept to collect several responses per
-    /// wake (epoll engine), µs: what any response was read late by at most.
+    /// wake (epoll engine), µs, as asked for (a busy machine can overrun a sleep).
     /// Absent when no thread batched.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wake_window_us: Option<f64>,

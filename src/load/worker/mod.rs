@@ -111,13 +111,14 @@ pub fn run_thread(
                 let now = Instant::now();
                 let mut r = rec.borrow_mut();
                 r.tick(now);
-                if let Some(p10) = r.recent_p10(wake::MIN_SAMPLES) {
-                    let span = now.saturating_duration_since(paced.0).as_secs_f64();
-                    let pace = (r.requests - paced.1) as f64 / span.max(1e-3);
-                    let w = wake::window(p10, pace);
-                    wake.set(w);
-                    r.wake_window = r.wake_window.max(w);
-                }
+                // The window for the next tick, from this one's responses; none
+                // after a tick with too few to judge.
+                let span = now.saturating_duration_since(paced.0).as_secs_f64();
+                let pace = (r.requests - paced.1) as f64 / span.max(1e-3);
+                wake.set(match r.take_tick_p10(wake::MIN_SAMPLES) {
+                    Some(p10) => wake::window(p10, pace),
+                    None => Duration::ZERO,
+                });
                 paced = (now, r.requests);
                 drop(r);
                 live.cpu_ns
@@ -139,6 +140,7 @@ pub fn run_thread(
     let time = ThreadTime::now();
     live.cpu_ns.store(time.cpu_ns, Ordering::Relaxed);
     let mut rec = rec.into_inner();
+    rec.wake_window = wake.longest();
     rec.incomplete += rec.in_flight;
     // Every connection closed with the runtime: their retransmissions are counted.
     rec.data_retrans = super::retrans::data_retrans();
