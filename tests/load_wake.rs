@@ -135,4 +135,28 @@ fn batched_wakes_on_a_saturated_nginx_lose_nothing() {
     );
     assert!(j["requests"].as_u64().unwrap() > 100, "{j}");
     assert_eq!(window_us(&j), None, "20 in flight never batch: {j}");
+
+    // The text report says when a run batched, and only then.
+    for (conns, streams, batched) in [("10", "100", true), ("2", "10", false)] {
+        let out = run_within(
+            &[
+                "load",
+                &n.h2,
+                "--http2",
+                "-c",
+                conns,
+                "--streams",
+                streams,
+                "-d",
+                "1s",
+                "--threads",
+                "1",
+                "--no-save",
+            ],
+            Duration::from_secs(60),
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{text}");
+        assert_eq!(text.contains("Wakes batched, up to:"), batched, "{text}");
+    }
 }

@@ -251,6 +251,13 @@ pub fn summary(r: &LoadResult, findings: &[Finding]) -> String {
         kv("Incomplete at the end:", r.incomplete.to_string());
     }
     kv("Connections opened:", r.connections_opened.to_string());
+    // The epoll engine's batched wakes: a response may be read up to this late.
+    if let Some(w) = r.wake_window {
+        kv(
+            "Wakes batched, up to:",
+            format!("{:.0} µs", w.as_secs_f64() * 1e6),
+        );
+    }
     // What latscope's own connections resent (their TCP_INFO), when they resent any.
     let data = r.data_retrans.unwrap_or(0);
     if r.syn_retrans + r.early_retrans + data > 0 {
