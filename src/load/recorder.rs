@@ -298,8 +298,9 @@ pub struct Recorder {
     /// This second's service times (open model).
     current_service: Histogram<u64>,
     /// The response times since the last [`Recorder::take_tick_p10`]: latency in
-    /// the closed model, service time (from the send) in the open one.
-    tick: Histogram<u64>,
+    /// the closed model, service time (from the send) in the open one. Kept only
+    /// for the epoll engine's batched wakes ([`Recorder::time_ticks`]).
+    tick: Option<Histogram<u64>>,
     /// This second's latencies per endpoint (empty with a single endpoint).
     current_ep: Vec<Histogram<u64>>,
     serializer: V2Serializer,
@@ -355,7 +356,7 @@ impl Recorder {
             timeline: vec![SecondAcc::default()],
             current: growing_histogram(),
             current_service: growing_histogram(),
-            tick: growing_histogram(),
+            tick: None,
             current_ep: if keeps_endpoint_seconds(endpoints) {
                 (0..endpoints)
                     .map(|_| endpoint_histogram(endpoints))
@@ -375,10 +376,15 @@ impl Recorder {
     /// took, not a backlog of arrivals), when there were at least `min`; starts
     /// the next interval.
     pub fn take_tick_p10(&mut self, min: u64) -> Option<Duration> {
-        let p10 = (self.tick.len() >= min)
-            .then(|| Duration::from_nanos(self.tick.value_at_quantile(0.1)));
-        self.tick.reset();
+        let tick = self.tick.as_mut()?;
+        let p10 = (tick.len() >= min).then(|| Duration::from_nanos(tick.value_at_quantile(0.1)));
+        tick.reset();
         p10
+    }
+
+    /// Keeps the response times of each tick for [`Recorder::take_tick_p10`].
+    pub fn time_ticks(&mut self) {
+        self.tick.get_or_insert_with(growing_histogram);
     }
 
     fn second_of(&self, at: Instant) -> usize {
@@ -555,9 +561,11 @@ impl Recorder {
                 let service = end.saturating_duration_since(sent);
                 record(&mut self.service, service);
                 record(&mut self.current_service, service);
-                record(&mut self.tick, service);
-            } else {
-                record_ns(&mut self.tick, ns);
+                if let Some(t) = &mut self.tick {
+                    record(t, service);
+                }
+            } else if let Some(t) = &mut self.tick {
+                record_ns(t, ns);
             }
         }
         let ok = o.error.is_none();

@@ -88,6 +88,7 @@ pub fn run_thread(
         },
         false => (RefCell::new(rec), None),
     };
+    rec.borrow_mut().time_ticks();
     let wake = wake::Wake::default();
     let park = wake.clone();
     let rt = tokio::runtime::Builder::new_current_thread()
