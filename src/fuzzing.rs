@@ -1,6 +1,6 @@
 //! Fuzzing of the hand-written parsers of bytes from the network or from a file
 //! (issue 28): one entry point per parser — `load/h2` framing and connection state,
-//! HPACK, Huffman, `load/http1.rs` response framing, `net/svcb.rs` DNS answers,
+//! HPACK, Huffman, `load/http1.rs` response framing, `load/h3` response framing, control stream and QPACK, `net/svcb.rs` DNS answers,
 //! `watch/text.rs` exposition text, the remote-write body, the export file and its
 //! V2 histograms. Each takes arbitrary bytes, must never panic, and checks its own
 //! invariants. `fuzz/` runs them under libFuzzer (cargo-fuzz, nightly); on stable,
@@ -20,6 +20,9 @@ pub const TARGETS: &[Target] = &[
     ("hpack", crate::load::fuzz_h2_hpack),
     ("huffman", crate::load::fuzz_h2_huffman),
     ("http1_response", crate::load::fuzz_h1_parser),
+    ("h3_response", crate::load::fuzz_h3_response),
+    ("h3_control", crate::load::fuzz_h3_control),
+    ("qpack", crate::load::fuzz_h3_qpack),
     ("svcb", svcb),
     ("watch_text", watch_text),
     ("remote_write", remote_write),
@@ -132,6 +135,22 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
             b"\x40HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nfffffffffffffffe\r\n0\r\nX: y\r\n\r\n".to_vec(),
             b"\x01HTTP/1.0 404 Not Found\r\nContent-Length: 5, 5\r\nConnection: keep-alive\r\n\r\n".to_vec(),
             b"\x22HTTP/1.1 200 OK\r\nServer: x\r\n\r\nuntil close".to_vec(),
+        ],
+        "h3_response" => vec![
+            // HEADERS (:status 200, content-length 5, x-cache HIT), a grease
+            // frame, DATA, trailers.
+            b"\x05\x01\x13\x00\x00\xd9\x54\x01\x35\x27\x00x-cache\x03HIT\x21\x03xyz\x00\x05hello\x01\x08\x00\x00\x23x-t\x011".to_vec(),
+            // An interim head (103) first.
+            b"\x01\x01\x03\x00\x00\xd8\x01\x13\x00\x00\xd9\x54\x01\x35\x27\x00x-cache\x03HIT\x00\x05hello".to_vec(),
+        ],
+        // SETTINGS, an unknown frame, two GOAWAYs; SETTINGS, a big unknown type.
+        "h3_control" => vec![
+            b"\x03\x04\x06\x06\x40\x64\x21\x44\x00\x21\x02ab\x07\x01\x08\x07\x01\x04".to_vec(),
+            b"\x40\x04\x00\x80\x00\x5f\xff\x03\x00\x00\x00\x07\x01\x00".to_vec(),
+        ],
+        "qpack" => vec![
+            b"\x00\x00\x51\x0b/index.html\xd1\xd7\x27\x00x-cache\x03HIT".to_vec(),
+            b"\x00\x00\xd9\x5f\x1d\x85\xae\xc3\x77\x1a\x4b\xfe\x00\x00\xff\x23".to_vec(),
         ],
         "svcb" => {
             let mut m = vec![0x12, 0x34, 0x81, 0x80, 0, 1, 0, 1, 0, 0, 0, 0];

@@ -1,7 +1,8 @@
 //! HTTP/3 for the load engine (`load --http3`): QUIC connections from `net::quic`
-//! (the probe's client: same TLS options, verification, session tickets), each
-//! shared by `--streams` VUs that send their requests as concurrent streams, as
-//! HTTP/2 connections are. Each worker thread has its own [`QuicClient`] (one UDP
+//! (the probe's client: same TLS options, verification, session tickets) speaking
+//! HTTP/3 through the engine's own request layer (`load::h3`), each shared by
+//! `--streams` VUs that send their requests as concurrent streams, as HTTP/2
+//! connections are. Each worker thread has its own [`QuicClient`] (one UDP
 //! endpoint driven by that thread's runtime); a connection that closes or refuses
 //! new streams (GOAWAY) is replaced on next use.
 //!
@@ -15,20 +16,20 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use bytes::{Buf, Bytes};
-
-use http::{Method, Request, Uri};
 use tokio::sync::Notify;
 
-use super::plan::{Endpoint, LoadPlan};
+use super::h3::{self, Link};
+use super::plan::LoadPlan;
 use super::recorder::{ErrorKind, Outcome};
 use super::script::Kept;
 use super::LoadError;
-use crate::net::quic::{end_request, H3Conn, QuicClient, Sender};
-use crate::net::request::Framing;
+use crate::net::quic::QuicClient;
 use crate::net::tls::TlsOptions;
 use crate::net::ResolveOverride;
 use crate::net::{NetError, Target};
+
+/// A request prepared once (`load::h3`): its frames go out as one buffer.
+pub type H3Request = h3::Request;
 
 /// What every worker thread shares to speak HTTP/3: the TLS options its
 /// [`QuicClient`] is made from, the target (pinned to the address resolved before the
@@ -40,42 +41,6 @@ pub struct H3Setup {
     pin: Vec<ResolveOverride>,
     timeout: Duration,
     requests: Vec<H3Request>,
-}
-
-/// A request prepared once: its head is cloned per request.
-pub struct H3Request {
-    method: Method,
-    uri: Uri,
-    headers: http::HeaderMap,
-    body: Bytes,
-    head: bool,
-}
-
-impl H3Request {
-    /// Prepares endpoint `e` of `target`: its one
-    /// [`RequestHead`](crate::net::RequestHead), multiplexed.
-    pub(crate) fn new(target: &Target, e: &Endpoint) -> Result<H3Request, String> {
-        let (parts, ()) = e
-            .head(target)
-            .to_request(Framing::Multiplexed, ())
-            .map_err(|err| format!("{}: {err}", e.path_and_query))?
-            .into_parts();
-        Ok(H3Request {
-            method: parts.method,
-            uri: parts.uri,
-            headers: parts.headers,
-            body: e.body.clone(),
-            head: e.method == Method::HEAD,
-        })
-    }
-
-    pub(crate) fn build(&self) -> Request<()> {
-        let mut r = Request::new(());
-        *r.method_mut() = self.method.clone();
-        *r.uri_mut() = self.uri.clone();
-        *r.headers_mut() = self.headers.clone();
-        r
-    }
 }
 
 impl H3Setup {
@@ -145,10 +110,11 @@ impl H3Setup {
         })
     }
 
-    /// Opens a connection (QUIC handshake and HTTP/3 setup) with `client`.
-    pub async fn open(&self, client: &QuicClient) -> Result<H3Conn, ErrorKind> {
-        client
-            .connect(&self.target, &self.pin, self.timeout, false)
+    /// Opens a connection (QUIC handshake and HTTP/3 setup) with `client`: the
+    /// connection and its handshake's time.
+    pub async fn open(&self, client: &QuicClient) -> Result<(Link, Duration), ErrorKind> {
+        let (conn, took) = client
+            .connect_quic(&self.target, &self.pin, self.timeout)
             .await
             .map_err(|e| match e.kind() {
                 "tls" => ErrorKind::Tls,
@@ -156,14 +122,15 @@ impl H3Setup {
                 "reset" => ErrorKind::Reset,
                 "protocol" => ErrorKind::Protocol,
                 _ => ErrorKind::Connect,
-            })
+            })?;
+        Ok((Link::open(conn).await?, took))
     }
 }
 
 /// One HTTP/3 connection shared by several VUs of a thread.
 #[derive(Default)]
 pub struct H3Slot {
-    conn: RefCell<Option<(u64, H3Conn)>>,
+    conn: RefCell<Option<(u64, Link)>>,
     /// Bumped at every new connection, so a VU drops only the one it saw fail.
     generation: Cell<u64>,
     connecting: Cell<bool>,
@@ -172,8 +139,8 @@ pub struct H3Slot {
 
 /// What a VU finds in its slot.
 pub enum Slot {
-    /// A live connection to send on (its generation, a sender for one stream).
-    Ready(u64, Sender),
+    /// A live connection to send on (its generation, the connection).
+    Ready(u64, quinn::Connection),
     /// Nobody is connecting: the caller should.
     Connect,
 }
@@ -184,7 +151,7 @@ impl H3Slot {
         loop {
             if let Some((g, c)) = self.conn.borrow().as_ref() {
                 if c.is_usable() {
-                    return Slot::Ready(*g, c.sender());
+                    return Slot::Ready(*g, c.conn().clone());
                 }
             }
             if !self.connecting.get() {
@@ -197,7 +164,7 @@ impl H3Slot {
 
     /// Ends a connect attempt (with the new connection on success); returns its
     /// generation.
-    pub fn connected(&self, conn: Option<H3Conn>) -> u64 {
+    pub fn connected(&self, conn: Option<Link>) -> u64 {
         let g = self.generation.get() + 1;
         self.generation.set(g);
         *self.conn.borrow_mut() = conn.map(|c| (g, c));
@@ -225,73 +192,21 @@ impl H3Slot {
     }
 }
 
-/// Sends one request on a stream of `sender` and reads the body to its end,
+/// Sends one request on a new stream of `conn` and reads the body to its end,
 /// keeping what a scenario's `kept` asks for of the response. The flag says the
 /// connection itself failed (no new stream, or it closed): the slot should replace
 /// it.
 pub async fn exchange(
-    mut sender: Sender,
+    conn: quinn::Connection,
     req: &H3Request,
     mark_first_byte: bool,
-    mut kept: Option<&mut Kept>,
+    kept: Option<&mut Kept>,
 ) -> (Outcome, bool) {
-    let mut stream = match sender.send_request(req.build()).await {
-        Ok(s) => s,
-        Err(e) => return (Outcome::failed(kind(&e)), true),
-    };
-    if let Err(e) = end_request(&mut stream, &req.body).await {
-        return (Outcome::failed(kind(&e)), is_conn(&e));
-    }
-    let resp = match stream.recv_response().await {
-        Ok(r) => r,
-        Err(e) => return (Outcome::failed(kind(&e)), is_conn(&e)),
-    };
-    let mut o = Outcome::of_head(resp.status(), resp.headers(), mark_first_byte);
-    if let Some(k) = kept.as_deref_mut() {
-        for (name, value) in resp.headers() {
-            k.offer_header(name.as_str(), value.as_bytes());
-        }
-    }
-    if !req.head {
-        loop {
-            match stream.recv_data().await {
-                Ok(Some(mut chunk)) => {
-                    o.bytes += chunk.remaining() as u64;
-                    if let Some(k) = kept.as_deref_mut() {
-                        while chunk.has_remaining() {
-                            let piece = chunk.chunk();
-                            let n = piece.len();
-                            k.offer_body(piece);
-                            chunk.advance(n);
-                        }
-                    }
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    o.error = Some(kind(&e));
-                    return (o, is_conn(&e));
-                }
-            }
-        }
-    }
-    o.error = ErrorKind::of_status(o.status);
-    (o, false)
+    h3::exchange(&conn, req, mark_first_byte, kept).await
 }
 
 /// Lets the thread's endpoint send the close of the connections just dropped
 /// before its runtime goes (else the server waits for its idle timeout).
 pub async fn settle() {
     tokio::time::sleep(Duration::from_millis(20)).await;
-}
-
-fn is_conn(e: &h3::error::StreamError) -> bool {
-    matches!(e, h3::error::StreamError::ConnectionError { .. })
-}
-
-fn kind(e: &h3::error::StreamError) -> ErrorKind {
-    use h3::error::StreamError as E;
-    match e {
-        E::RemoteTerminate { .. } | E::ConnectionError { .. } => ErrorKind::Reset,
-        _ => ErrorKind::Protocol,
-    }
 }

@@ -33,7 +33,9 @@ pub mod threshold;
 mod window;
 
 mod conn;
+mod fields;
 mod h2;
+mod h3;
 mod http1;
 mod http3;
 mod retrans;
@@ -51,6 +53,10 @@ pub use h2::{
     fuzz_conn as fuzz_h2_conn, fuzz_hpack as fuzz_h2_hpack, fuzz_huffman as fuzz_h2_huffman,
 };
 pub use h2::{MAX_CONTINUATIONS as H2_MAX_CONTINUATIONS, MAX_PENDING_ACKS as H2_MAX_PENDING_ACKS};
+#[doc(hidden)]
+pub use h3::{
+    fuzz_control as fuzz_h3_control, fuzz_qpack as fuzz_h3_qpack, fuzz_response as fuzz_h3_response,
+};
 #[doc(hidden)]
 pub use http1::fuzz_parser as fuzz_h1_parser;
 pub use live::LiveSecond;

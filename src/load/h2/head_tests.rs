@@ -76,6 +76,23 @@ fn from_h1(bytes: &[u8]) -> Sent {
     }
 }
 
+/// From decoded pairs (pseudo-fields first, as HPACK and QPACK carry them).
+fn from_pairs(who: &'static str, all: Vec<(String, String)>) -> Sent {
+    let authority = all
+        .iter()
+        .find(|(n, _)| n == ":authority")
+        .map(|(_, v)| v.clone())
+        .expect(":authority");
+    Sent {
+        who,
+        authority,
+        fields: all
+            .into_iter()
+            .filter(|(n, _)| !n.starts_with(':'))
+            .collect(),
+    }
+}
+
 /// From the load engine's HTTP/2 frames (one HEADERS frame: the block is small).
 fn from_h2(r: &Request) -> Sent {
     let block = &r.plain.bytes()[super::frame::HEAD_LEN..];
@@ -126,7 +143,7 @@ fn every_encoder(headers: &[&str]) -> Vec<(Sent, bool)> {
     let h3 = crate::net::quic::build_request(&target, &spec).unwrap();
     let load_h3 = crate::load::http3::H3Request::new(&target, &endpoint)
         .unwrap()
-        .build();
+        .fields();
     // (what was sent, multiplexed)
     vec![
         (from_http("probe h1", &h1), false),
@@ -137,7 +154,7 @@ fn every_encoder(headers: &[&str]) -> Vec<(Sent, bool)> {
             false,
         ),
         (from_h2(&Request::new(&target, &endpoint).unwrap()), true),
-        (from_http("load h3", &load_h3), true),
+        (from_pairs("load h3", load_h3), true),
     ]
 }
 

@@ -90,14 +90,7 @@ pub const TABLE_SIZE: usize = 4096;
 /// the smallest size signalled, then the final one).
 pub const MAX_SIZE_UPDATES: usize = 2;
 
-/// Where decoded fields go.
-pub trait Sink {
-    /// Whether the field's value is needed (a Huffman value is decoded only then).
-    fn wants(&self, name: &[u8]) -> bool;
-    /// One field: its name, its value (empty when not wanted and Huffman-coded)
-    /// and the value's decoded length.
-    fn field(&mut self, name: &[u8], value: &[u8], len: usize);
-}
+pub use crate::load::fields::Sink;
 
 /// A dynamic table entry: name and value.
 pub type Entry = (Vec<u8>, Vec<u8>);

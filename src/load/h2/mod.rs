@@ -15,7 +15,7 @@ mod conn;
 mod encode;
 mod frame;
 mod hpack;
-mod huffman;
+pub(super) mod huffman;
 mod link;
 
 pub use conn::{MAX_CONTINUATIONS, MAX_PENDING_ACKS};

@@ -175,13 +175,13 @@ pub(super) async fn exchange_h3(
         http3::Slot::Connect => {
             let mut guard = Connecting3(slot, false);
             phase.set(Phase::Connect);
-            let conn = match setup.open(client).await {
+            let (conn, took) = match setup.open(client).await {
                 Ok(c) => c,
                 Err(kind) => return Outcome::failed(kind),
             };
-            w.rec.borrow_mut().conn_opened(conn.connect, None, 0);
-            paid = Some(conn.connect);
-            let sender = conn.sender();
+            w.rec.borrow_mut().conn_opened(took, None, 0);
+            paid = Some(took);
+            let sender = conn.conn().clone();
             guard.1 = true;
             (slot.connected(Some(conn)), sender)
         }

@@ -129,19 +129,26 @@ impl QuicClient {
         Ok(endpoint)
     }
 
-    /// Resolves `target`'s host (anew), runs the QUIC handshake with the first
-    /// address (SNI and verification for the URL's host) and the HTTP/3 setup, each
-    /// bounded by `timeout`. `early`: when a session ticket allows it, the connection
-    /// is usable at once and the first request goes as 0-RTT data (only for
-    /// idempotent requests: 0-RTT can be replayed). No answer over UDP within the
-    /// timeout is a [`NetError::Quic`] naming the address.
-    pub async fn connect(
+    /// The QUIC handshake alone, for a client that speaks HTTP/3 itself (the load
+    /// engine's `h3` layer): the connection and the time it took to be usable.
+    pub async fn connect_quic(
+        &self,
+        target: &Target,
+        resolve: &[ResolveOverride],
+        timeout: Duration,
+    ) -> Result<(quinn::Connection, Duration), NetError> {
+        let s = self.handshake(target, resolve, timeout, false).await?;
+        Ok((s.conn, s.connect))
+    }
+
+    /// Resolves, then runs the QUIC handshake (or starts it, with 0-RTT).
+    async fn handshake(
         &self,
         target: &Target,
         resolve: &[ResolveOverride],
         timeout: Duration,
         early: bool,
-    ) -> Result<H3Conn, NetError> {
+    ) -> Result<Shaken, NetError> {
         let resolved = dns::resolve(&target.host, target.port, resolve, timeout).await?;
         let peer = resolved.addrs[0];
         let endpoint = self.endpoint(peer)?;
@@ -198,7 +205,41 @@ impl QuicClient {
                 Ok(Ok(conn)) => (conn, None),
             },
         };
-        let connect = start.elapsed();
+        Ok(Shaken {
+            conn,
+            resolved,
+            peer,
+            before,
+            tickets,
+            start,
+            connect: start.elapsed(),
+            early_state,
+        })
+    }
+
+    /// Resolves `target`'s host (anew), runs the QUIC handshake with the first
+    /// address (SNI and verification for the URL's host) and the HTTP/3 setup, each
+    /// bounded by `timeout`. `early`: when a session ticket allows it, the connection
+    /// is usable at once and the first request goes as 0-RTT data (only for
+    /// idempotent requests: 0-RTT can be replayed). No answer over UDP within the
+    /// timeout is a [`NetError::Quic`] naming the address.
+    pub async fn connect(
+        &self,
+        target: &Target,
+        resolve: &[ResolveOverride],
+        timeout: Duration,
+        early: bool,
+    ) -> Result<H3Conn, NetError> {
+        let Shaken {
+            conn,
+            resolved,
+            peer,
+            before,
+            tickets,
+            start,
+            connect,
+            early_state,
+        } = self.handshake(target, resolve, timeout, early).await?;
         let alpn = alpn_of(&conn);
         let mut builder = h3::client::builder();
         builder.max_field_section_size(MAX_RESPONSE_HEAD as u64);
@@ -235,6 +276,18 @@ impl QuicClient {
         }
         Ok(h3)
     }
+}
+
+/// A QUIC connection just handshaken, and what [`H3Conn`] keeps of how.
+struct Shaken {
+    conn: quinn::Connection,
+    resolved: dns::Resolved,
+    peer: SocketAddr,
+    before: u64,
+    tickets: Option<(Arc<Tickets>, u64)>,
+    start: Instant,
+    connect: Duration,
+    early_state: Option<EarlyState>,
 }
 
 /// The ALPN protocol a connection negotiated (None before the server said).

@@ -7,9 +7,8 @@ use std::time::Instant;
 use super::super::frame::{self, Head};
 use super::super::hpack;
 use super::{Conn, Fail, MAX_BLOCK, MAX_CONTINUATIONS, UPDATE_AT};
-use crate::cache::status::{reads, Detector};
+use crate::load::fields::{HeadSink, Keeping};
 use crate::load::recorder::ErrorKind;
-use crate::load::script::Kept;
 
 impl Conn {
     /// One complete frame; Err: a connection error with its code.
@@ -373,9 +372,6 @@ impl Conn {
     }
 }
 
-/// Reads what an outcome needs from a response head: `:status`, the fields the
-/// cache detector reads, and the head's size (names and values, as HTTP/1.1
-/// would count them, without pseudo-fields).
 /// The last header block decoded, kept to skip decoding it again.
 #[derive(Debug, Default)]
 pub(super) struct LastHead {
@@ -386,69 +382,4 @@ pub(super) struct LastHead {
     /// this.
     generation: Option<u64>,
     added: Vec<hpack::Entry>,
-}
-
-#[derive(Debug, Default, Clone, Copy)]
-pub(super) struct HeadSink {
-    status: u16,
-    bad: bool,
-    bytes: u64,
-    size: usize,
-    cache: Detector,
-    /// Content-Length, checked as every command checks it.
-    length: crate::net::http::ContentLength,
-}
-
-impl hpack::Sink for HeadSink {
-    fn wants(&self, name: &[u8]) -> bool {
-        name == b":status"
-            || name == b"content-length"
-            || std::str::from_utf8(name).is_ok_and(reads)
-    }
-
-    fn field(&mut self, name: &[u8], value: &[u8], len: usize) {
-        self.size += name.len() + len + 32;
-        if let Some(pseudo) = name.strip_prefix(b":") {
-            if pseudo == b"status" {
-                self.bad |= self.status != 0 || value.len() != 3;
-                self.status = std::str::from_utf8(value)
-                    .ok()
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0);
-            }
-            return;
-        }
-        self.bytes += (name.len() + len + 4) as u64;
-        if name == b"content-length" {
-            self.length.feed(value);
-        }
-        if let (Ok(n), Ok(v)) = (std::str::from_utf8(name), std::str::from_utf8(value)) {
-            if !value.is_empty() && reads(n) {
-                self.cache.feed(n, v);
-            }
-        }
-    }
-}
-
-/// A scenario stream's head: every field to the [`HeadSink`], and to what the
-/// stream keeps those it asks for.
-struct Keeping<'k> {
-    head: HeadSink,
-    kept: &'k mut Kept,
-}
-
-impl hpack::Sink for Keeping<'_> {
-    fn wants(&self, name: &[u8]) -> bool {
-        hpack::Sink::wants(&self.head, name)
-            || std::str::from_utf8(name).is_ok_and(|n| self.kept.capture.wants(n))
-    }
-
-    fn field(&mut self, name: &[u8], value: &[u8], len: usize) {
-        hpack::Sink::field(&mut self.head, name, value, len);
-        if name.first() != Some(&b':') {
-            if let Ok(n) = std::str::from_utf8(name) {
-                self.kept.offer_header(n, value);
-            }
-        }
-    }
 }

@@ -1,0 +1,429 @@
+//! The HTTP/3 request layer's parts, sans I/O: QPACK against RFC 9204's examples
+//! and rules, a request stream's framing (RFC 9114 §4.1, §7), the control stream
+//! (§6.2.1, §7.2). Against real servers: `tests/http3_load.rs` and the load suite.
+
+use std::sync::Arc;
+
+use super::control::Control;
+use super::frame::*;
+use super::qpack::{self, Decoder, STATIC};
+use crate::load::fields::Sink;
+use crate::load::script::{Capture, Kept};
+
+#[derive(Default)]
+struct All(Vec<(String, String)>);
+
+impl Sink for All {
+    fn wants(&self, _: &[u8]) -> bool {
+        true
+    }
+    fn field(&mut self, name: &[u8], value: &[u8], _: usize) {
+        self.0.push((
+            String::from_utf8_lossy(name).into_owned(),
+            String::from_utf8_lossy(value).into_owned(),
+        ));
+    }
+}
+
+fn hex(s: &str) -> Vec<u8> {
+    let s: String = s.split_whitespace().collect();
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// RFC 9204 Appendix A, spot checks (indexes from 0).
+#[test]
+fn static_table_is_rfc_9204s() {
+    assert_eq!(STATIC[0], (":authority", ""));
+    assert_eq!(STATIC[17], (":method", "GET"));
+    assert_eq!(STATIC[25], (":status", "200"));
+    assert_eq!(STATIC[31], ("accept-encoding", "gzip, deflate, br"));
+    assert_eq!(STATIC[63], (":status", "100"));
+    assert_eq!(STATIC[95], ("user-agent", ""));
+    assert_eq!(STATIC[98], ("x-frame-options", "sameorigin"));
+}
+
+/// RFC 9204 Appendix B.1: `:path: /index.html` as a literal with a static name
+/// reference, prefix 0 0 (no dynamic table).
+#[test]
+fn encodes_appendix_b1() {
+    let got = qpack::encode([(&b":path"[..], &b"/index.html"[..])]);
+    assert_eq!(got, hex("0000 510b 2f69 6e64 6578 2e68 746d 6c"));
+    let mut all = All::default();
+    Decoder::default().decode(&got, &mut all).unwrap();
+    assert_eq!(all.0, [(":path".into(), "/index.html".into())]);
+}
+
+/// Exact static matches are one octet (§4.5.2, indexes past 63 with the integer's
+/// continuation); other names literal (§4.5.6); all decode back.
+#[test]
+fn encodes_and_decodes_a_request() {
+    let fields: Vec<(&[u8], &[u8])> = vec![
+        (b":method", b"GET"),
+        (b":scheme", b"https"),
+        (b":authority", b"example.com"),
+        (b":path", b"/"),
+        (b"user-agent", b"latscope"),
+        (b"x-frame-options", b"sameorigin"),
+        (b"x-custom", b"a value"),
+    ];
+    let got = qpack::encode(fields.iter().copied());
+    assert_eq!(&got[..4], &[0, 0, 0xc0 | 17, 0xc0 | 23]);
+    // Index 98: 0xff (63) then 35.
+    assert!(got.windows(2).any(|w| w == [0xff, 35]), "{got:x?}");
+    let mut all = All::default();
+    Decoder::default().decode(&got, &mut all).unwrap();
+    let back: Vec<(&[u8], &[u8])> = all
+        .0
+        .iter()
+        .map(|(n, v)| (n.as_bytes(), v.as_bytes()))
+        .collect();
+    assert_eq!(back, fields);
+}
+
+/// Huffman names and values decode (RFC 7541's code, §4.1.2); a value not wanted
+/// is only counted.
+#[test]
+fn decodes_huffman_and_skips_unwanted_values() {
+    let h = crate::load::h2::huffman::encode(b"custom-value");
+    let n = crate::load::h2::huffman::encode(b"x-custom");
+    let mut b = vec![0, 0, 0x28 | n.len() as u8];
+    b.extend(&n);
+    b.push(0x80 | h.len() as u8);
+    b.extend(&h);
+    let mut all = All::default();
+    Decoder::default().decode(&b, &mut all).unwrap();
+    assert_eq!(all.0, [("x-custom".into(), "custom-value".into())]);
+
+    struct Lengths(Vec<(Vec<u8>, usize)>);
+    impl Sink for Lengths {
+        fn wants(&self, _: &[u8]) -> bool {
+            false
+        }
+        fn field(&mut self, name: &[u8], value: &[u8], len: usize) {
+            assert!(value.is_empty());
+            self.0.push((name.to_vec(), len));
+        }
+    }
+    let mut l = Lengths(Vec::new());
+    Decoder::default().decode(&b, &mut l).unwrap();
+    assert_eq!(l.0, [(b"x-custom".to_vec(), 12)]);
+}
+
+/// §2.2.3 and §4.5: with no dynamic table, a Required Insert Count other than 0,
+/// a dynamic index or a post-base reference cannot be decoded; nor can a string
+/// longer than the section or bad Huffman.
+#[test]
+fn refuses_the_dynamic_table_and_malformed_sections() {
+    for bad in [
+        &[0x01, 0x00, 0xd1][..],         // Required Insert Count 1
+        &[0x00, 0x00, 0x80],             // indexed, dynamic
+        &[0x00, 0x00, 0x40, 0x00],       // name reference, dynamic
+        &[0x00, 0x00, 0x10],             // indexed post-base
+        &[0x00, 0x00, 0x00, 0x00],       // literal post-base name reference
+        &[0x00, 0x00, 0xff, 0x7f],       // static index 190
+        &[0x00, 0x00, 0x51, 0x05, b'a'], // value cut short
+        &[0x00, 0x00, 0x51, 0x81, 0xff], // EOS in Huffman
+        &[0x00],                         // no Delta Base
+    ] {
+        let mut all = All::default();
+        assert!(
+            Decoder::default().decode(bad, &mut all).is_err(),
+            "{bad:x?}"
+        );
+    }
+}
+
+/// A response's frames: HEADERS (`:status`, content-length, x-cache) then DATA.
+fn response(status: &str, body: &[u8], extra: &[u8]) -> Vec<u8> {
+    let section = qpack::encode([
+        (&b":status"[..], status.as_bytes()),
+        (b"content-length", body.len().to_string().as_bytes()),
+        (b"x-cache", b"HIT"),
+    ]);
+    let mut out = Vec::new();
+    put_frame_head(&mut out, HEADERS, section.len());
+    out.extend(&section);
+    out.extend(extra);
+    put_frame_head(&mut out, DATA, body.len());
+    out.extend(body);
+    out
+}
+
+fn feed_all(data: &[u8], piece: usize) -> Result<crate::load::recorder::Outcome, H3Error> {
+    let mut r = Response::new(false);
+    for c in data.chunks(piece) {
+        r.feed(c, None)?;
+    }
+    r.finish()
+}
+
+/// §4.1: a head and a body, fed whole and in pieces down to one octet: the same
+/// status, bytes (body and head fields as HTTP/1.1 counts them) and cache verdict.
+/// Unknown frame types (here a reserved grease type, §7.2.8) are skipped.
+#[test]
+fn reads_a_response_in_any_pieces() {
+    let mut grease = Vec::new();
+    put_frame_head(&mut grease, 0x21, 3);
+    grease.extend(b"xyz");
+    let data = response("200", b"hello", &grease);
+    for piece in [1, 2, 3, 7, data.len()] {
+        let o = feed_all(&data, piece).unwrap();
+        assert_eq!(o.status, 200);
+        let head = ("content-length".len() + 1 + 4 + "x-cache".len() + 3 + 4) as u64;
+        assert_eq!(o.bytes, 5 + head, "piece {piece}");
+        assert_eq!(o.cache.tally, crate::cache::Tally::Hit);
+        assert!(o.error.is_none());
+    }
+    let o = feed_all(&response("503", b"", &[]), 1).unwrap();
+    assert_eq!(o.error, Some(crate::load::recorder::ErrorKind::Http5xx));
+}
+
+/// §4.1: interim (1xx) heads are skipped, and a scenario keeps the final head's
+/// fields only; trailers after the body end it; a body past the trailers is the
+/// connection's H3_FRAME_UNEXPECTED (§4.1, frame sequence).
+#[test]
+fn interim_heads_trailers_and_kept_fields() {
+    let interim = qpack::encode([(&b":status"[..], &b"103"[..]), (b"x-cache", b"MISS")]);
+    let mut data = Vec::new();
+    put_frame_head(&mut data, HEADERS, interim.len());
+    data.extend(&interim);
+    data.extend(response("200", b"body!", &[]));
+    let trailer = qpack::encode([(&b"x-trailer"[..], &b"1"[..])]);
+    put_frame_head(&mut data, HEADERS, trailer.len());
+    data.extend(&trailer);
+    let capture = Arc::new(Capture {
+        headers: vec!["x-cache".into(), "x-trailer".into()],
+        set_cookie: false,
+        body: true,
+    });
+    let mut kept = Kept::new(capture);
+    let mut r = Response::new(false);
+    for c in data.chunks(3) {
+        r.feed(c, Some(&mut kept)).unwrap();
+    }
+    let o = r.finish().unwrap();
+    assert_eq!(o.status, 200);
+    assert_eq!(kept.headers, [("x-cache".to_string(), "HIT".to_string())]);
+    assert_eq!(kept.body, b"body!");
+
+    let mut more = data.clone();
+    put_frame_head(&mut more, DATA, 1);
+    more.push(b'x');
+    assert_eq!(
+        feed_all(&more, 1000).unwrap_err(),
+        H3Error::conn(H3_FRAME_UNEXPECTED)
+    );
+}
+
+/// §7.1, §4.1.2, §7.2: what ends a stream or the connection in error.
+#[test]
+fn malformed_responses() {
+    let ok = response("200", b"hello", &[]);
+    // Cut inside the body: a truncated frame at the stream's end.
+    assert_eq!(
+        feed_all(&ok[..ok.len() - 1], 4).unwrap_err(),
+        H3Error::conn(H3_FRAME_ERROR)
+    );
+    // Cut inside a frame head.
+    let mut cut = ok.clone();
+    cut.push(0x40);
+    assert_eq!(
+        feed_all(&cut, 1).unwrap_err(),
+        H3Error::conn(H3_FRAME_ERROR)
+    );
+    // DATA before any head.
+    let mut early = Vec::new();
+    put_frame_head(&mut early, DATA, 1);
+    early.push(0);
+    assert_eq!(
+        feed_all(&early, 1).unwrap_err(),
+        H3Error::conn(H3_FRAME_UNEXPECTED)
+    );
+    // No head at all; only an interim one.
+    assert_eq!(
+        feed_all(&[], 1).unwrap_err(),
+        H3Error::stream(H3_MESSAGE_ERROR)
+    );
+    // Control-stream frames, HTTP/2's types, and pushes never allowed.
+    for (kind, code) in [
+        (SETTINGS, H3_FRAME_UNEXPECTED),
+        (GOAWAY, H3_FRAME_UNEXPECTED),
+        (0x2, H3_FRAME_UNEXPECTED),
+        (PUSH_PROMISE, H3_ID_ERROR),
+    ] {
+        let mut d = Vec::new();
+        put_frame_head(&mut d, kind, 1);
+        d.push(0);
+        assert_eq!(feed_all(&d, 1).unwrap_err(), H3Error::conn(code), "{kind}");
+    }
+    // A section the decoder refuses; an empty HEADERS frame.
+    let mut d = Vec::new();
+    put_frame_head(&mut d, HEADERS, 3);
+    d.extend([0, 0, 0x80]);
+    assert_eq!(
+        feed_all(&d, 2).unwrap_err(),
+        H3Error::conn(QPACK_DECOMPRESSION_FAILED)
+    );
+    let mut d = Vec::new();
+    put_frame_head(&mut d, HEADERS, 0);
+    assert_eq!(
+        feed_all(&d, 2).unwrap_err(),
+        H3Error::conn(QPACK_DECOMPRESSION_FAILED)
+    );
+    // A head without :status, a bad status, a bad content-length.
+    for fields in [
+        vec![(&b"x-a"[..], &b"1"[..])],
+        vec![(b":status", b"20")],
+        vec![(b":status", b"200"), (b"content-length", b"5, 6")],
+    ] {
+        let s = qpack::encode(fields);
+        let mut d = Vec::new();
+        put_frame_head(&mut d, HEADERS, s.len());
+        d.extend(&s);
+        assert_eq!(
+            feed_all(&d, 5).unwrap_err(),
+            H3Error::stream(H3_MESSAGE_ERROR)
+        );
+    }
+    // A HEADERS frame over the announced limit, refused from its head.
+    let mut d = Vec::new();
+    put_frame_head(&mut d, HEADERS, MAX_SECTION + 1);
+    assert_eq!(
+        feed_all(&d, 100).unwrap_err(),
+        H3Error::stream(H3_EXCESSIVE_LOAD)
+    );
+}
+
+/// A big unknown frame and a big body pass without being buffered.
+#[test]
+fn large_frames_stream_through() {
+    let body = vec![b'b'; 1 << 20];
+    let mut unknown = Vec::new();
+    put_frame_head(&mut unknown, 0x1f * 7 + 0x21, 1 << 20);
+    unknown.extend(vec![0u8; 1 << 20]);
+    let data = response("200", &body, &unknown);
+    let mut r = Response::new(false);
+    for c in data.chunks(1200) {
+        r.feed(c, None).unwrap();
+        assert!(r.buffered() == 0);
+    }
+    assert_eq!(r.finish().unwrap().status, 200);
+}
+
+fn settings(pairs: &[(u64, u64)]) -> Vec<u8> {
+    let mut p = Vec::new();
+    for &(id, v) in pairs {
+        put_varint(&mut p, id);
+        put_varint(&mut p, v);
+    }
+    let mut f = Vec::new();
+    put_frame_head(&mut f, SETTINGS, p.len());
+    f.extend(p);
+    f
+}
+
+fn goaway(id: u64) -> Vec<u8> {
+    let mut p = Vec::new();
+    put_varint(&mut p, id);
+    let mut f = Vec::new();
+    put_frame_head(&mut f, GOAWAY, p.len());
+    f.extend(p);
+    f
+}
+
+fn control(data: &[u8], piece: usize) -> Result<Control, H3Error> {
+    let mut c = Control::default();
+    for p in data.chunks(piece) {
+        c.feed(p)?;
+    }
+    Ok(c)
+}
+
+/// §6.2.1, §7.2.4, §5.2: SETTINGS first and once; GOAWAY read in any pieces and
+/// never increasing; unknown frames (even large ones) skipped.
+#[test]
+fn control_stream() {
+    let mut data = settings(&[(0x6, 16384), (0x1, 0), (0x21, 7)]);
+    let mut big = Vec::new();
+    put_frame_head(&mut big, 0x21, 100_000);
+    big.extend(vec![0; 100_000]);
+    data.extend(&big);
+    data.extend(goaway(8));
+    for piece in [1, 5, 1000, data.len()] {
+        let c = control(&data, piece).unwrap();
+        assert_eq!(c.goaway, Some(8), "piece {piece}");
+        assert!(c.buffered() < 16);
+    }
+    let mut down = data.clone();
+    down.extend(goaway(4));
+    assert_eq!(control(&down, 3).unwrap().goaway, Some(4));
+    let mut up = data.clone();
+    up.extend(goaway(12));
+    assert_eq!(control(&up, 3).unwrap_err(), H3Error::conn(H3_ID_ERROR));
+    let mut twice = data.clone();
+    twice.extend(settings(&[]));
+    assert_eq!(
+        control(&twice, 7).unwrap_err(),
+        H3Error::conn(H3_FRAME_UNEXPECTED)
+    );
+
+    assert_eq!(
+        control(&goaway(0), 1).unwrap_err(),
+        H3Error::conn(H3_MISSING_SETTINGS)
+    );
+    for bad in [&[(0x6, 1), (0x6, 2)][..], &[(0x2, 0)], &[(0x5, 0)]] {
+        assert_eq!(
+            control(&settings(bad), 2).unwrap_err(),
+            H3Error::conn(H3_SETTINGS_ERROR),
+            "{bad:?}"
+        );
+    }
+    let mut huge = Vec::new();
+    put_frame_head(&mut huge, SETTINGS, 1 << 20);
+    assert_eq!(
+        control(&huge, 4).unwrap_err(),
+        H3Error::conn(H3_EXCESSIVE_LOAD)
+    );
+    let mut data = settings(&[]);
+    let mut h = Vec::new();
+    put_frame_head(&mut h, HEADERS, 0);
+    data.extend(h);
+    assert_eq!(
+        control(&data, 4).unwrap_err(),
+        H3Error::conn(H3_FRAME_UNEXPECTED)
+    );
+}
+
+/// RFC 9000 §16 (and its Appendix A.1 examples).
+#[test]
+fn varints() {
+    for (v, bytes) in [
+        (37u64, "25"),
+        (15293, "7bbd"),
+        (494878333, "9d7f3e7d"),
+        (151288809941952652, "c2197c5eff14e88c"),
+    ] {
+        let mut out = Vec::new();
+        put_varint(&mut out, v);
+        assert_eq!(out, hex(bytes));
+        assert_eq!(varint(&out), Some((v, out.len())));
+        assert_eq!(varint(&out[..out.len() - 1]), None);
+    }
+}
+
+/// The fuzz targets' own seeds pass through them.
+#[test]
+fn fuzz_entry_points_take_their_seeds() {
+    for seed in crate::fuzzing::seeds("h3_response") {
+        super::fuzz_response(&seed);
+    }
+    for seed in crate::fuzzing::seeds("h3_control") {
+        super::fuzz_control(&seed);
+    }
+    for seed in crate::fuzzing::seeds("qpack") {
+        super::fuzz_qpack(&seed);
+    }
+}
