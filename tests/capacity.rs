@@ -537,8 +537,10 @@ fn find_max_stops_decided_steps_early() {
     );
 }
 
-/// A search whose every step passes (the lab's queue at no more than 160 req/s,
-/// well under its 200) never stops a step early: each scored its whole `--step`.
+/// A search whose every step passes (the lab's queue at no more than 120 req/s,
+/// 60 % of its 200) never stops a step early: each scored its whole `--step`. Not
+/// 80 %: there the queue drains a backlog at only 40 req/s, so a 0.15 s stall of a
+/// busy machine held p99 over 100 ms for a whole 2 s step (one CI run in many).
 #[test]
 fn find_max_never_stops_a_passing_step() {
     let lab = lab_200();
@@ -554,7 +556,7 @@ fn find_max_never_stops_a_passing_step() {
         "--min-rate",
         "40",
         "--max-rate",
-        "160",
+        "120",
     ]);
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["capacity"]["stopped"], "cap", "{}", v["capacity"]);
