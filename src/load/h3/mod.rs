@@ -93,6 +93,8 @@ impl Request {
 }
 
 #[cfg(test)]
+mod link_tests;
+#[cfg(test)]
 mod tests;
 
 /// Fuzzing entry point (`fuzz/`, [`crate::fuzzing`]): `data` as a request
