@@ -26,6 +26,8 @@ pub struct HeadSink {
     pub cache: Detector,
     /// Content-Length, checked as every command checks it.
     pub length: crate::net::http::ContentLength,
+    /// A regular field came: no pseudo-field may follow.
+    regular: bool,
 }
 
 impl Sink for HeadSink {
@@ -37,7 +39,16 @@ impl Sink for HeadSink {
 
     fn field(&mut self, name: &[u8], value: &[u8], len: usize) {
         self.size += name.len() + len + 32;
+        // Malformed (RFC 9113 §8.2.1, RFC 9114 §4.2): an empty or uppercase name, a
+        // value with NUL, CR or LF (checked where the value is at hand: raw, or
+        // decoded because it is read).
+        self.bad |= name.is_empty()
+            || name.iter().any(u8::is_ascii_uppercase)
+            || value.iter().any(|&b| matches!(b, 0 | b'\r' | b'\n'));
         if let Some(pseudo) = name.strip_prefix(b":") {
+            // A response's one pseudo-field, before every regular field (RFC 9113
+            // §8.3, RFC 9114 §4.3).
+            self.bad |= pseudo != b"status" || self.regular;
             if pseudo == b"status" {
                 self.bad |= self.status != 0 || value.len() != 3;
                 self.status = std::str::from_utf8(value)
@@ -47,6 +58,7 @@ impl Sink for HeadSink {
             }
             return;
         }
+        self.regular = true;
         self.bytes += (name.len() + len + 4) as u64;
         if name == b"content-length" {
             self.length.feed(value);

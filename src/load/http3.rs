@@ -13,6 +13,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -130,7 +131,7 @@ impl H3Setup {
 /// One HTTP/3 connection shared by several VUs of a thread.
 #[derive(Default)]
 pub struct H3Slot {
-    conn: RefCell<Option<(u64, Link)>>,
+    conn: RefCell<Option<(u64, Rc<Link>)>>,
     /// Bumped at every new connection, so a VU drops only the one it saw fail.
     generation: Cell<u64>,
     connecting: Cell<bool>,
@@ -139,8 +140,9 @@ pub struct H3Slot {
 
 /// What a VU finds in its slot.
 pub enum Slot {
-    /// A live connection to send on (its generation, the connection).
-    Ready(u64, quinn::Connection),
+    /// A live connection to send on (its generation, the connection: a request
+    /// holds it, so one retired meanwhile closes only after its last request).
+    Ready(u64, Rc<Link>),
     /// Nobody is connecting: the caller should.
     Connect,
 }
@@ -151,7 +153,7 @@ impl H3Slot {
         loop {
             if let Some((g, c)) = self.conn.borrow().as_ref() {
                 if c.is_usable() {
-                    return Slot::Ready(*g, c.conn().clone());
+                    return Slot::Ready(*g, c.clone());
                 }
             }
             if !self.connecting.get() {
@@ -164,7 +166,7 @@ impl H3Slot {
 
     /// Ends a connect attempt (with the new connection on success); returns its
     /// generation.
-    pub fn connected(&self, conn: Option<Link>) -> u64 {
+    pub fn connected(&self, conn: Option<Rc<Link>>) -> u64 {
         let g = self.generation.get() + 1;
         self.generation.set(g);
         *self.conn.borrow_mut() = conn.map(|c| (g, c));
@@ -197,12 +199,12 @@ impl H3Slot {
 /// connection itself failed (no new stream, or it closed): the slot should replace
 /// it.
 pub async fn exchange(
-    conn: quinn::Connection,
+    link: Rc<Link>,
     req: &H3Request,
     mark_first_byte: bool,
     kept: Option<&mut Kept>,
 ) -> (Outcome, bool) {
-    h3::exchange(&conn, req, mark_first_byte, kept).await
+    h3::exchange(&link, req, mark_first_byte, kept).await
 }
 
 /// Lets the thread's endpoint send the close of the connections just dropped

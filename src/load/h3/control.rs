@@ -8,7 +8,7 @@
 use super::frame::{
     frame_head, varint, H3Error, CANCEL_PUSH, DATA, GOAWAY, H3_EXCESSIVE_LOAD, H3_FRAME_ERROR,
     H3_FRAME_UNEXPECTED, H3_ID_ERROR, H3_MISSING_SETTINGS, H3_SETTINGS_ERROR, HEADERS, MAX_PUSH_ID,
-    PUSH_PROMISE, SETTINGS,
+    PUSH_PROMISE, SETTINGS, SETTINGS_MAX_FIELD_SECTION_SIZE,
 };
 
 /// The largest SETTINGS or GOAWAY frame accepted (each setting is two varints:
@@ -24,6 +24,8 @@ pub struct Control {
     settled: bool,
     /// The last GOAWAY's stream id: requests from it on were not processed.
     pub goaway: Option<u64>,
+    /// The largest field section the server accepts (§4.2.2), when it says.
+    pub max_section: Option<u64>,
 }
 
 impl Control {
@@ -37,7 +39,16 @@ impl Control {
             data = &data[n..];
         }
         self.buf.extend_from_slice(data);
-        while let Some((kind, len, n)) = frame_head(&self.buf) {
+        // Frames are read from `at` on; what they used goes once, at the end.
+        let mut at = 0;
+        let r = self.frames(&mut at);
+        self.buf.drain(..at.min(self.buf.len()));
+        r
+    }
+
+    /// Reads the whole frames in `buf` from `at`, moving `at` past them.
+    fn frames(&mut self, at: &mut usize) -> Result<(), H3Error> {
+        while let Some((kind, len, n)) = frame_head(&self.buf[*at..]) {
             if !self.settled && kind != SETTINGS {
                 return Err(H3Error::conn(H3_MISSING_SETTINGS));
             }
@@ -45,33 +56,38 @@ impl Control {
                 DATA | HEADERS | 0x2 | 0x6 | 0x8 | 0x9 => {
                     return Err(H3Error::conn(H3_FRAME_UNEXPECTED))
                 }
-                // Only a client sends MAX_PUSH_ID; pushes were never allowed.
-                MAX_PUSH_ID => return Err(H3Error::conn(H3_FRAME_UNEXPECTED)),
-                PUSH_PROMISE | CANCEL_PUSH => return Err(H3Error::conn(H3_ID_ERROR)),
+                // Only a client sends MAX_PUSH_ID; PUSH_PROMISE belongs on a
+                // request stream (§7.2.5); no push was allowed to cancel (§7.2.3).
+                MAX_PUSH_ID | PUSH_PROMISE => return Err(H3Error::conn(H3_FRAME_UNEXPECTED)),
+                CANCEL_PUSH => return Err(H3Error::conn(H3_ID_ERROR)),
                 SETTINGS | GOAWAY => {
                     if len > MAX_CONTROL_FRAME {
                         return Err(H3Error::conn(H3_EXCESSIVE_LOAD));
                     }
-                    let end = n + len as usize;
+                    let start = *at + n;
+                    let end = start + len as usize;
                     if self.buf.len() < end {
                         break;
                     }
-                    let payload = self.buf[n..end].to_vec();
-                    self.buf.drain(..end);
-                    if kind == SETTINGS {
-                        self.settings(&payload)?;
+                    let payload = std::mem::take(&mut self.buf);
+                    let r = if kind == SETTINGS {
+                        self.settings(&payload[start..end])
                     } else {
-                        self.goaway(&payload)?;
-                    }
+                        self.goaway(&payload[start..end])
+                    };
+                    self.buf = payload;
+                    r?;
+                    *at = end;
                 }
                 _ => {
                     let whole = (n as u64).saturating_add(len);
-                    if (self.buf.len() as u64) < whole {
-                        self.skip = whole - self.buf.len() as u64;
-                        self.buf.clear();
+                    let have = (self.buf.len() - *at) as u64;
+                    if have < whole {
+                        self.skip = whole - have;
+                        *at = self.buf.len();
                         break;
                     }
-                    self.buf.drain(..whole as usize);
+                    *at += whole as usize;
                 }
             }
         }
@@ -87,8 +103,11 @@ impl Control {
         let mut seen: Vec<u64> = Vec::new();
         while !p.is_empty() {
             let (id, a) = varint(p).ok_or(H3Error::conn(H3_FRAME_ERROR))?;
-            let (_, b) = varint(&p[a..]).ok_or(H3Error::conn(H3_FRAME_ERROR))?;
+            let (value, b) = varint(&p[a..]).ok_or(H3Error::conn(H3_FRAME_ERROR))?;
             p = &p[a + b..];
+            if id == SETTINGS_MAX_FIELD_SECTION_SIZE {
+                self.max_section = Some(value);
+            }
             if (0x2..=0x5).contains(&id) || seen.contains(&id) {
                 return Err(H3Error::conn(H3_SETTINGS_ERROR));
             }

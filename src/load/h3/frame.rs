@@ -127,11 +127,19 @@ pub struct Response {
     final_head: bool,
     trailers: bool,
     mark_first_byte: bool,
+    /// The response has no content whatever its fields say (a HEAD request's, or
+    /// 204/304: RFC 9110 §6.4.1).
+    no_content: bool,
+    /// The final head's Content-Length, and the DATA payload so far: they must
+    /// agree (RFC 9114 §4.1.2).
+    length: Option<u64>,
+    data: u64,
 }
 
 impl Response {
-    /// A response whose first byte's time is marked when asked (`--raw`).
-    pub fn new(mark_first_byte: bool) -> Response {
+    /// A response whose first byte's time is marked when asked (`--raw`), to a
+    /// HEAD request when `head`.
+    pub fn new(mark_first_byte: bool, head: bool) -> Response {
         Response {
             head: [0; 16],
             head_len: 0,
@@ -142,6 +150,9 @@ impl Response {
             final_head: false,
             trailers: false,
             mark_first_byte,
+            no_content: head,
+            length: None,
+            data: 0,
         }
     }
 
@@ -160,6 +171,7 @@ impl Response {
             match kind {
                 DATA => {
                     self.outcome.bytes += n as u64;
+                    self.data += n as u64;
                     if let Some(k) = kept.as_deref_mut() {
                         k.offer_body(piece);
                     }
@@ -216,6 +228,15 @@ impl Response {
         match kind {
             DATA if !self.final_head || self.trailers => {
                 return Err(H3Error::conn(H3_FRAME_UNEXPECTED))
+            }
+            // Content where there can be none, or past the Content-Length
+            // (§4.1.2: malformed).
+            DATA if len > 0 && self.no_content => return Err(H3Error::stream(H3_MESSAGE_ERROR)),
+            DATA if self
+                .length
+                .is_some_and(|l| self.data.saturating_add(len) > l) =>
+            {
+                return Err(H3Error::stream(H3_MESSAGE_ERROR))
             }
             HEADERS if self.trailers => return Err(H3Error::conn(H3_FRAME_UNEXPECTED)),
             HEADERS if len > MAX_SECTION as u64 => {
@@ -278,6 +299,8 @@ impl Response {
             return Ok(());
         }
         self.final_head = true;
+        self.no_content |= matches!(sink.status, 204 | 304);
+        self.length = sink.length.get(String::new).ok().flatten();
         let o = &mut self.outcome;
         o.status = sink.status;
         o.bytes += sink.bytes;
@@ -287,13 +310,14 @@ impl Response {
     }
 
     /// The stream ended: the outcome, or why the response is incomplete (a frame
-    /// cut short is the connection's H3_FRAME_ERROR, §7.1; no final head is a
-    /// malformed response, §4.1.2).
+    /// cut short is the connection's H3_FRAME_ERROR, §7.1; no final head, or less
+    /// content than its Content-Length, is a malformed response, §4.1.2).
     pub fn finish(&self) -> Result<Outcome, H3Error> {
         if self.frame.is_some() || self.head_len > 0 {
             return Err(H3Error::conn(H3_FRAME_ERROR));
         }
-        if !self.final_head {
+        let short = !self.no_content && self.length.is_some_and(|l| l != self.data);
+        if !self.final_head || short {
             return Err(H3Error::stream(H3_MESSAGE_ERROR));
         }
         let mut o = self.outcome;

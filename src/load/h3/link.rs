@@ -7,7 +7,7 @@
 //! bidirectional stream of its own, written in one piece, its response read chunk
 //! by chunk through [`Response`] without a copy.
 
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -30,16 +30,30 @@ const QPACK_ENCODER: u64 = 0x2;
 const QPACK_DECODER: u64 = 0x3;
 
 /// What the connection's tasks share.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Shared {
     /// The server sent GOAWAY: no new request goes on this connection.
     goaway: AtomicBool,
+    /// The server's SETTINGS_MAX_FIELD_SECTION_SIZE (unlimited until it says).
+    max_section: AtomicU64,
     /// Which of the server's critical streams (control, QPACK encoder, decoder)
     /// arrived: each may come once (§6.2.1, RFC 9204 §4.2).
     seen: AtomicU8,
 }
 
-/// One HTTP/3 connection: quinn's, with this client's control stream.
+impl Default for Shared {
+    fn default() -> Self {
+        Shared {
+            goaway: AtomicBool::new(false),
+            max_section: AtomicU64::new(u64::MAX),
+            seen: AtomicU8::new(0),
+        }
+    }
+}
+
+/// One HTTP/3 connection: quinn's, with this client's control stream. Dropping it
+/// closes the connection (H3_NO_ERROR), so a connection retired after GOAWAY is
+/// shared (`Rc`) by the requests still on it and closes after the last.
 pub struct Link {
     conn: quinn::Connection,
     _control: quinn::SendStream,
@@ -82,6 +96,12 @@ impl Link {
     /// The connection, to open request streams on.
     pub fn conn(&self) -> &quinn::Connection {
         &self.conn
+    }
+
+    /// The server's SETTINGS_MAX_FIELD_SECTION_SIZE (tests).
+    #[cfg(test)]
+    pub fn max_section(&self) -> u64 {
+        self.shared.max_section.load(Ordering::Relaxed)
     }
 
     /// Whether another request may go on this connection (it is open and the
@@ -170,6 +190,9 @@ async fn uni(mut rs: quinn::RecvStream, conn: quinn::Connection, shared: Arc<Sha
             if c.goaway.is_some() {
                 shared.goaway.store(true, Ordering::Relaxed);
             }
+            if let Some(m) = c.max_section {
+                shared.max_section.store(m, Ordering::Relaxed);
+            }
         }
     }
 }
@@ -191,16 +214,21 @@ impl Drop for Streams {
     }
 }
 
-/// Sends `req` on a new stream of `conn` and reads the response to its end,
+/// Sends `req` on a new stream of `link` and reads the response to its end,
 /// offering what a scenario keeps. The flag says the connection itself failed (no
 /// new stream, it closed, or the server broke the protocol: it is closed with the
-/// error's code): the slot should replace it.
+/// error's code): the slot should replace it. A request whose fields exceed what
+/// the server's SETTINGS accept is not sent (§4.2.2): a `protocol` error.
 pub async fn exchange(
-    conn: &quinn::Connection,
+    link: &Link,
     req: &Request,
     mark_first_byte: bool,
     mut kept: Option<&mut Kept>,
 ) -> (Outcome, bool) {
+    if req.field_size > link.shared.max_section.load(Ordering::Relaxed) {
+        return (Outcome::failed(ErrorKind::Protocol), false);
+    }
+    let conn = &link.conn;
     let (send, recv) = match conn.open_bi().await {
         Ok(s) => s,
         Err(e) => return (Outcome::failed(lost(&e)), true),
@@ -220,7 +248,7 @@ pub async fn exchange(
         Err(WriteError::ConnectionLost(e)) => return (Outcome::failed(lost(&e)), true),
         Err(_) => return (Outcome::failed(ErrorKind::Reset), false),
     }
-    let mut resp = Response::new(mark_first_byte);
+    let mut resp = Response::new(mark_first_byte, req.head);
     loop {
         match s.recv.read_chunk(usize::MAX, true).await {
             Ok(Some(chunk)) => {

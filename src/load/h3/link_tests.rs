@@ -21,13 +21,19 @@ const LIMIT: Duration = Duration::from_secs(10);
 
 /// A QUIC server on 127.0.0.1 with the lab's self-signed certificate.
 fn server() -> quinn::Endpoint {
+    server_with(quinn::TransportConfig::default())
+}
+
+/// The same with `transport`.
+fn server_with(transport: quinn::TransportConfig) -> quinn::Endpoint {
     let tls = crate::lab::LabTls::self_signed(&[])
         .unwrap()
         .without_resumption();
     let sessions = Arc::new(rustls::server::NoServerSessionStorage {});
     let crypto =
         quinn::crypto::rustls::QuicServerConfig::try_from(tls.quic_config(sessions)).unwrap();
-    let config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    config.transport_config(Arc::new(transport));
     quinn::Endpoint::server(config, "127.0.0.1:0".parse().unwrap()).unwrap()
 }
 
@@ -146,7 +152,7 @@ async fn a_request_among_the_servers_streams() {
         theirs.read_exact(&mut head).await.unwrap();
         (wire, head)
     };
-    let ((o, failed), (wire, head)) = tokio::join!(exchange(link.conn(), &req, false, None), serve);
+    let ((o, failed), (wire, head)) = tokio::join!(exchange(&link, &req, false, None), serve);
     assert!(!failed);
     assert_eq!((o.status, o.error), (200, None));
     assert_eq!(o.bytes, 5 + ("content-length".len() + 1 + 4) as u64);
@@ -231,19 +237,22 @@ async fn a_dynamic_table_reference_fails_the_connection() {
         let _ = send.finish();
         closed_with(&conn).await
     };
-    let ((o, failed), code) = tokio::join!(exchange(link.conn(), &req, false, None), serve);
+    let ((o, failed), code) = tokio::join!(exchange(&link, &req, false, None), serve);
     assert_eq!(o.error, Some(ErrorKind::Protocol));
     assert!(failed);
     assert_eq!(code, u64::from(QPACK_DECOMPRESSION_FAILED));
 }
 
 /// §4.1: a server may answer before reading the whole request and stop reading
-/// with H3_NO_ERROR; the complete response counts. A stream the server resets
-/// (H3_REQUEST_REJECTED) is a reset of that request only.
+/// with H3_NO_ERROR; the complete response counts (the server's 16 KiB stream
+/// window holds the 1 MiB body back, so the client's write ends on the stop). A
+/// stream the server resets (H3_REQUEST_REJECTED) is a reset of that request only.
 #[tokio::test]
 async fn early_answers_and_rejected_streams() {
     static BODY: [u8; 1 << 20] = [b'b'; 1 << 20];
-    let server = server();
+    let mut transport = quinn::TransportConfig::default();
+    transport.stream_receive_window(VarInt::from_u32(16 * 1024));
+    let server = server_with(transport);
     let (link, conn, req, _c) = connect(&server, http::Method::POST, &BODY).await;
     let serve = async {
         let (mut send, mut recv) = conn.accept_bi().await.unwrap();
@@ -254,7 +263,7 @@ async fn early_answers_and_rejected_streams() {
         send.finish().unwrap();
         first
     };
-    let ((o, failed), first) = tokio::join!(exchange(link.conn(), &req, false, None), serve);
+    let ((o, failed), first) = tokio::join!(exchange(&link, &req, false, None), serve);
     assert_eq!((o.status, o.error, failed), (201, None, false));
     assert!(request_fields(&first[..])
         .iter()
@@ -264,7 +273,7 @@ async fn early_answers_and_rejected_streams() {
         let (mut send, _recv) = conn.accept_bi().await.unwrap();
         send.reset(VarInt::from_u32(0x10b)).unwrap();
     };
-    let ((o, failed), ()) = tokio::join!(exchange(link.conn(), &req, false, None), serve);
+    let ((o, failed), ()) = tokio::join!(exchange(&link, &req, false, None), serve);
     assert_eq!((o.error, failed), (Some(ErrorKind::Reset), false));
     assert!(link.is_usable());
 }
@@ -277,7 +286,7 @@ async fn a_request_given_up_is_cancelled() {
     let (link, conn, req, _c) = connect(&server, http::Method::GET, b"").await;
     let give_up = tokio::time::timeout(
         Duration::from_millis(100),
-        exchange(link.conn(), &req, false, None),
+        exchange(&link, &req, false, None),
     );
     let serve = async {
         let (send, mut recv) = conn.accept_bi().await.unwrap();
@@ -290,4 +299,78 @@ async fn a_request_given_up_is_cancelled() {
         stopped.unwrap(),
         Some(VarInt::from_u32(H3_REQUEST_CANCELLED))
     );
+}
+
+/// §4.1.2: a malformed response (here a two-digit status) fails its request and
+/// stops its stream with H3_MESSAGE_ERROR; the connection goes on.
+#[tokio::test]
+async fn a_malformed_response_fails_only_its_stream() {
+    let server = server();
+    let (link, conn, req, _c) = connect(&server, http::Method::GET, b"").await;
+    let serve = async {
+        let (mut send, mut recv) = conn.accept_bi().await.unwrap();
+        recv.read_to_end(1 << 16).await.unwrap();
+        let section = qpack::encode([(&b":status"[..], &b"20"[..])]);
+        let mut out = Vec::new();
+        put_frame_head(&mut out, HEADERS, section.len());
+        out.extend(&section);
+        send.write_all(&out).await.unwrap();
+        tokio::time::timeout(LIMIT, send.stopped()).await.unwrap()
+    };
+    let ((o, failed), stopped) = tokio::join!(exchange(&link, &req, false, None), serve);
+    assert_eq!((o.error, failed), (Some(ErrorKind::Protocol), false));
+    assert_eq!(stopped.unwrap(), Some(VarInt::from_u32(H3_MESSAGE_ERROR)));
+    assert!(link.is_usable());
+}
+
+/// A connection the slot lets go (after GOAWAY, §5.2: the server still finishes
+/// the requests it took) stays open for the request still on it, and closes with
+/// H3_NO_ERROR after it.
+#[tokio::test]
+async fn a_retired_connection_finishes_its_requests() {
+    let server = server();
+    let (link, conn, req, _c) = connect(&server, http::Method::GET, b"").await;
+    let slot = std::rc::Rc::new(link);
+    let held = slot.clone();
+    let request = async move { exchange(&held, &req, false, None).await };
+    let serve = async {
+        let (mut send, mut recv) = conn.accept_bi().await.unwrap();
+        recv.read_to_end(1 << 16).await.unwrap();
+        // The slot's own reference goes (a new connection replaced it) while the
+        // request waits for its answer.
+        drop(slot);
+        assert!(conn.close_reason().is_none());
+        send.write_all(&response("200", b"late")).await.unwrap();
+        send.finish().unwrap();
+        closed_with(&conn).await
+    };
+    let ((o, failed), code) = tokio::join!(request, serve);
+    assert_eq!((o.status, o.error, failed), (200, None, false));
+    assert_eq!(code, u64::from(H3_NO_ERROR));
+}
+
+/// §4.2.2: a request larger than the server's SETTINGS_MAX_FIELD_SECTION_SIZE is
+/// not sent.
+#[tokio::test]
+async fn a_request_over_the_servers_field_section_limit_is_not_sent() {
+    let server = server();
+    let (link, conn, req, _c) = connect(&server, http::Method::GET, b"").await;
+    let mut s = conn.open_uni().await.unwrap();
+    let mut settings = Vec::new();
+    put_varint(&mut settings, SETTINGS_MAX_FIELD_SECTION_SIZE);
+    put_varint(&mut settings, 100);
+    let mut out = vec![0x00];
+    put_frame_head(&mut out, SETTINGS, settings.len());
+    out.extend(settings);
+    s.write_all(&out).await.unwrap();
+    let deadline = tokio::time::Instant::now() + LIMIT;
+    while link.max_section() == u64::MAX {
+        assert!(tokio::time::Instant::now() < deadline, "SETTINGS not seen");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    assert_eq!(link.max_section(), 100);
+    let (o, failed) = exchange(&link, &req, false, None).await;
+    assert_eq!((o.error, failed), (Some(ErrorKind::Protocol), false));
+    let none = tokio::time::timeout(Duration::from_millis(200), conn.accept_bi()).await;
+    assert!(none.is_err(), "a stream was opened");
 }

@@ -31,6 +31,9 @@ pub struct Request {
     wire: Bytes,
     /// HEAD: no body comes back.
     pub head: bool,
+    /// The field section's size as SETTINGS_MAX_FIELD_SECTION_SIZE counts it
+    /// (names, values and 32 octets a field: RFC 9114 §4.2.2).
+    field_size: u64,
 }
 
 impl Request {
@@ -52,7 +55,12 @@ impl Request {
         let fields = head
             .fields(Framing::Multiplexed)
             .map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes()));
-        let section = qpack::encode(pseudo.into_iter().chain(fields));
+        let all: Vec<(&[u8], &[u8])> = pseudo.into_iter().chain(fields).collect();
+        let field_size = all
+            .iter()
+            .map(|(n, v)| (n.len() + v.len() + 32) as u64)
+            .sum();
+        let section = qpack::encode(all);
         let mut wire = Vec::with_capacity(section.len() + e.body.len() + 16);
         frame::put_frame_head(&mut wire, frame::HEADERS, section.len());
         wire.extend_from_slice(&section);
@@ -63,6 +71,7 @@ impl Request {
         Ok(Request {
             wire: Bytes::from(wire),
             head: e.method == http::Method::HEAD,
+            field_size,
         })
     }
 }
@@ -98,20 +107,22 @@ mod link_tests;
 mod tests;
 
 /// Fuzzing entry point (`fuzz/`, [`crate::fuzzing`]): `data` as a request
-/// stream's bytes, fed in pieces whose sizes come from the data. Never panics;
-/// what it counts as body is no more than what it was fed; a response that
-/// finishes has a final status.
+/// stream's bytes, fed in pieces whose sizes come from the data (to a HEAD
+/// request or not, as the data says). Never panics; what it counts is no more than
+/// what it was fed and one head's fields; a response that finishes has a final
+/// status.
 #[doc(hidden)]
 pub fn fuzz_response(data: &[u8]) {
     let (split, data) = data.split_first().map_or((7, data), |(s, d)| (*s, d));
     let piece = usize::from(split % 64) + 1;
-    let mut r = frame::Response::new(false);
+    let mut r = frame::Response::new(false, split & 0x80 != 0);
     for chunk in data.chunks(piece) {
         if r.feed(chunk, None).is_err() {
             return;
         }
     }
-    assert!(r.partial().bytes <= data.len() as u64 * 2 + 4096);
+    // The body, and the final head's fields (at most the section's limit).
+    assert!(r.partial().bytes <= (data.len() + frame::MAX_SECTION) as u64);
     if let Ok(o) = r.finish() {
         assert!((200..=999).contains(&o.status), "{}", o.status);
     }

@@ -153,7 +153,7 @@ fn response(status: &str, body: &[u8], extra: &[u8]) -> Vec<u8> {
 }
 
 fn feed_all(data: &[u8], piece: usize) -> Result<crate::load::recorder::Outcome, H3Error> {
-    let mut r = Response::new(false);
+    let mut r = Response::new(false, false);
     for c in data.chunks(piece) {
         r.feed(c, None)?;
     }
@@ -200,7 +200,7 @@ fn interim_heads_trailers_and_kept_fields() {
         body: true,
     });
     let mut kept = Kept::new(capture);
-    let mut r = Response::new(false);
+    let mut r = Response::new(false, false);
     for c in data.chunks(3) {
         r.feed(c, Some(&mut kept)).unwrap();
     }
@@ -247,6 +247,14 @@ fn malformed_responses() {
         feed_all(&[], 1).unwrap_err(),
         H3Error::stream(H3_MESSAGE_ERROR)
     );
+    let interim = qpack::encode([(&b":status"[..], &b"103"[..])]);
+    let mut d = Vec::new();
+    put_frame_head(&mut d, HEADERS, interim.len());
+    d.extend(&interim);
+    assert_eq!(
+        feed_all(&d, 1).unwrap_err(),
+        H3Error::stream(H3_MESSAGE_ERROR)
+    );
     // Control-stream frames, HTTP/2's types, and pushes never allowed.
     for (kind, code) in [
         (SETTINGS, H3_FRAME_UNEXPECTED),
@@ -273,11 +281,18 @@ fn malformed_responses() {
         feed_all(&d, 2).unwrap_err(),
         H3Error::conn(QPACK_DECOMPRESSION_FAILED)
     );
-    // A head without :status, a bad status, a bad content-length.
+    // A head without :status, a bad status, a bad content-length, an uppercase
+    // name, CR or NUL in a value, a request's pseudo-field, :status after a
+    // regular field (§4.2, §4.3).
     for fields in [
         vec![(&b"x-a"[..], &b"1"[..])],
         vec![(b":status", b"20")],
         vec![(b":status", b"200"), (b"content-length", b"5, 6")],
+        vec![(b":status", b"200"), (b"X-Cache", b"HIT")],
+        vec![(b":status", b"200"), (b"x-a", b"1\r\nx-b: 2")],
+        vec![(b":status", b"200"), (b"x-a", b"\0")],
+        vec![(b":status", b"200"), (b":path", b"/")],
+        vec![(b"x-a", b"1"), (b":status", b"200")],
     ] {
         let s = qpack::encode(fields);
         let mut d = Vec::new();
@@ -305,7 +320,7 @@ fn large_frames_stream_through() {
     put_frame_head(&mut unknown, 0x1f * 7 + 0x21, 1 << 20);
     unknown.extend(vec![0u8; 1 << 20]);
     let data = response("200", &body, &unknown);
-    let mut r = Response::new(false);
+    let mut r = Response::new(false, false);
     for c in data.chunks(1200) {
         r.feed(c, None).unwrap();
         assert!(r.buffered() == 0);
@@ -387,6 +402,17 @@ fn control_stream() {
         control(&huge, 4).unwrap_err(),
         H3Error::conn(H3_EXCESSIVE_LOAD)
     );
+    let c = control(&settings(&[(SETTINGS_MAX_FIELD_SECTION_SIZE, 9000)]), 1).unwrap();
+    assert_eq!(c.max_section, Some(9000));
+    let mut data = settings(&[]);
+    let mut push = Vec::new();
+    put_frame_head(&mut push, PUSH_PROMISE, 1);
+    push.push(0);
+    data.extend(push);
+    assert_eq!(
+        control(&data, 4).unwrap_err(),
+        H3Error::conn(H3_FRAME_UNEXPECTED)
+    );
     let mut data = settings(&[]);
     let mut h = Vec::new();
     put_frame_head(&mut h, HEADERS, 0);
@@ -426,4 +452,49 @@ fn fuzz_entry_points_take_their_seeds() {
     for seed in crate::fuzzing::seeds("qpack") {
         super::fuzz_qpack(&seed);
     }
+}
+
+/// §4.1.2: the DATA frames' lengths must add up to Content-Length (a short body
+/// is caught at the end, a long one at the frame that passes it); a response to
+/// HEAD, a 204 and a 304 carry no content whatever their Content-Length says
+/// (RFC 9110 §6.4.1).
+#[test]
+fn content_length_against_the_data() {
+    let head = |status: &str, length: &str| {
+        let s = qpack::encode([
+            (&b":status"[..], status.as_bytes()),
+            (b"content-length", length.as_bytes()),
+        ]);
+        let mut d = Vec::new();
+        put_frame_head(&mut d, HEADERS, s.len());
+        d.extend(&s);
+        d
+    };
+    let data = |body: &[u8]| {
+        let mut d = Vec::new();
+        put_frame_head(&mut d, DATA, body.len());
+        d.extend(body);
+        d
+    };
+    let run = |bytes: &[u8], is_head: bool| {
+        let mut r = Response::new(false, is_head);
+        for c in bytes.chunks(3) {
+            r.feed(c, None)?;
+        }
+        r.finish()
+    };
+    let msg = H3Error::stream(H3_MESSAGE_ERROR);
+    // Two DATA frames adding up: fine; short; long.
+    let ok = [head("200", "6"), data(b"abc"), data(b"def")].concat();
+    assert_eq!(run(&ok, false).unwrap().status, 200);
+    let short = [head("200", "6"), data(b"abc")].concat();
+    assert_eq!(run(&short, false).unwrap_err(), msg);
+    let long = [head("200", "2"), data(b"abc")].concat();
+    assert_eq!(run(&long, false).unwrap_err(), msg);
+    // No content: HEAD with the GET's length, 204, 304; a body there is malformed.
+    assert_eq!(run(&head("200", "1000"), true).unwrap().status, 200);
+    assert_eq!(run(&head("304", "1000"), false).unwrap().status, 304);
+    assert_eq!(run(&head("204", "0"), false).unwrap().status, 204);
+    let body_to_head = [head("200", "3"), data(b"abc")].concat();
+    assert_eq!(run(&body_to_head, true).unwrap_err(), msg);
 }

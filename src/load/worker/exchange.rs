@@ -181,7 +181,8 @@ pub(super) async fn exchange_h3(
             };
             w.rec.borrow_mut().conn_opened(took, None, 0);
             paid = Some(took);
-            let sender = conn.conn().clone();
+            let conn = std::rc::Rc::new(conn);
+            let sender = conn.clone();
             guard.1 = true;
             (slot.connected(Some(conn)), sender)
         }
