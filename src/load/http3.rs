@@ -194,7 +194,7 @@ impl H3Slot {
     }
 }
 
-/// Sends one request on a new stream of `conn` and reads the body to its end,
+/// Sends one request on a new stream of `link` and reads the body to its end,
 /// keeping what a scenario's `kept` asks for of the response. The flag says the
 /// connection itself failed (no new stream, or it closed): the slot should replace
 /// it.
