@@ -206,3 +206,27 @@ fn a_flush_the_commits_did_not_pay_is_not_the_devices() {
     d.commit = None;
     assert!(flush_cost(&d).is_some());
 }
+
+/// A 500 IOPS volume on a busy machine (CI, under CPU hogs): one second of each
+/// workload starved, so the runs' means are 483 and 484, which alone would read as
+/// a cap of "≈ 480". The median full second names the bucket's setting; the means
+/// stay in the evidence. With fewer than four seconds, the mean is all there is.
+#[test]
+fn a_starved_second_does_not_move_the_cap() {
+    let mut d = suite([
+        (500.0, 0.007, 2.0),
+        (483.3, 99.9, 66.0),
+        (483.7, 99.5, 66.0),
+    ]);
+    d.workloads[1].dir.per_second_iops = vec![500.0, 450.0, 500.0];
+    d.workloads[2].dir.per_second_iops = vec![500.0, 500.0, 451.0];
+    let f = iops_cap(&d).expect("an IOPS cap");
+    assert_eq!(f.evidence_f64("cap_iops"), Some(500.0));
+    assert!((f.evidence_f64("mean_iops").unwrap() - 483.5).abs() < 0.01);
+    assert!(f.title.starts_with("IOPS cap: 500 IOPS"), "{}", f.title);
+
+    d.workloads[1].dir.per_second_iops.clear();
+    d.workloads[2].dir.per_second_iops.clear();
+    let f = iops_cap(&d).expect("an IOPS cap");
+    assert_eq!(f.evidence_f64("cap_iops"), Some(480.0));
+}
