@@ -198,10 +198,15 @@ fn shards_on_three_hosts_merge_into_one_run() {
 
     let rate_summary = format!("{total} requests, median gap {median} µs");
 
-    // 2. The same plan from one process on one host. Compared on the 95 % intervals
-    // of the two quantiles, not their points: one 30 ms pause of a busy machine in a
-    // 3 s run delays ≈ 18 of 1,800 requests, enough to move a p99 point by 30 ms (234
-    // against 205 ms, once in CI) but not the low end of its interval.
+    // 2. The same plan from one process on one host. Each run's reported p50 and p99
+    // are its raw latencies' (the merge loses nothing); the two runs are compared on
+    // the 95 % intervals of p50 and p95 from their raw latencies, not on p99: one
+    // 30 ms pause of a busy machine (three latscope processes and the lab beside the
+    // rest of the suite on two cores) delays ≈ 18 of 1,800 requests, 1 % of them,
+    // which moved the merged p99 point to 234 ms against 205 once in CI and, twice
+    // as many pauses in three processes, its whole interval to 228–237 ms once more.
+    // A distortion of sharding itself (a late start, a shifted schedule) moves the
+    // body of the distribution, which p50 and p95 show.
     let single_raw = file("single.csv");
     let single = finish(latscope_in(
         &hosts.shards[0],
@@ -227,6 +232,8 @@ fn shards_on_three_hosts_merge_into_one_run() {
                 "{key}: {got} ms reported, {want} ms in its raw latencies"
             );
         }
+    }
+    for (q, key) in [(0.5, "p50"), (0.95, "p95")] {
         let (m, s) = (quantile_interval(&pooled, q), quantile_interval(&alone, q));
         assert!(
             m.0 <= s.1 * 1.05 && s.0 <= m.1 * 1.05,
