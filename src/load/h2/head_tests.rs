@@ -98,21 +98,7 @@ fn from_h2(r: &Request) -> Sent {
     let block = &r.plain.bytes()[super::frame::HEAD_LEN..];
     let mut all = All::default();
     Decoder::default().decode(block, &mut all).unwrap();
-    let authority = all
-        .0
-        .iter()
-        .find(|(n, _)| n == ":authority")
-        .map(|(_, v)| v.clone())
-        .expect(":authority");
-    Sent {
-        who: "load h2",
-        authority,
-        fields: all
-            .0
-            .into_iter()
-            .filter(|(n, _)| !n.starts_with(':'))
-            .collect(),
-    }
+    from_pairs("load h2", all.0)
 }
 
 /// Every encoder's head for one request: POST with a body, `-H` fields that

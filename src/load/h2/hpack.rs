@@ -388,7 +388,7 @@ impl Decoder {
 }
 
 /// §5.1: an integer with an N-bit prefix; at most 2^28 or so (no overflow).
-fn int(b: &mut &[u8], prefix: u8) -> Result<usize, HpackError> {
+pub(in crate::load) fn int(b: &mut &[u8], prefix: u8) -> Result<usize, HpackError> {
     let (&first, rest) = b.split_first().ok_or(HpackError)?;
     *b = rest;
     let mask = (1usize << prefix) - 1;

@@ -14,7 +14,7 @@
 mod conn;
 mod encode;
 mod frame;
-mod hpack;
+pub(super) mod hpack;
 pub(super) mod huffman;
 mod link;
 

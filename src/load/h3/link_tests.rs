@@ -92,24 +92,7 @@ fn response(status: &str, body: &[u8]) -> Vec<u8> {
 
 /// The fields of a request's HEADERS frame.
 fn request_fields(wire: &[u8]) -> Vec<(String, String)> {
-    #[derive(Default)]
-    struct All(Vec<(String, String)>);
-    impl crate::load::fields::Sink for All {
-        fn wants(&self, _: &[u8]) -> bool {
-            true
-        }
-        fn field(&mut self, n: &[u8], v: &[u8], _: usize) {
-            let s = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap();
-            self.0.push((s(n), s(v)));
-        }
-    }
-    let (kind, len, n) = frame_head(wire).unwrap();
-    assert_eq!(kind, HEADERS);
-    let mut all = All::default();
-    qpack::Decoder::default()
-        .decode(&wire[n..n + len as usize], &mut all)
-        .unwrap();
-    all.0
+    super::headers_of(wire)
 }
 
 /// The code the client closed the connection with, as the server saw it.

@@ -78,27 +78,33 @@ impl Request {
 
 #[cfg(test)]
 impl Request {
-    /// The fields its HEADERS frame carries, decoded (tests); the frame is whole and
-    /// the DATA frame carries the body.
+    /// The fields its HEADERS frame carries, decoded (tests).
     pub fn fields(&self) -> Vec<(String, String)> {
-        #[derive(Default)]
-        struct All(Vec<(String, String)>);
-        impl crate::load::fields::Sink for All {
-            fn wants(&self, _: &[u8]) -> bool {
-                true
-            }
-            fn field(&mut self, name: &[u8], value: &[u8], _: usize) {
-                let s = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap();
-                self.0.push((s(name), s(value)));
-            }
-        }
-        let (kind, len, n) = frame::frame_head(&self.wire).unwrap();
-        assert_eq!(kind, frame::HEADERS);
-        let section = &self.wire[n..n + len as usize];
-        let mut all = All::default();
-        qpack::Decoder::default().decode(section, &mut all).unwrap();
-        all.0
+        headers_of(&self.wire)
     }
+}
+
+/// The fields of the HEADERS frame at the start of `wire`, decoded (tests).
+#[cfg(test)]
+fn headers_of(wire: &[u8]) -> Vec<(String, String)> {
+    #[derive(Default)]
+    struct All(Vec<(String, String)>);
+    impl crate::load::fields::Sink for All {
+        fn wants(&self, _: &[u8]) -> bool {
+            true
+        }
+        fn field(&mut self, name: &[u8], value: &[u8], _: usize) {
+            let s = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap();
+            self.0.push((s(name), s(value)));
+        }
+    }
+    let (kind, len, n) = frame::frame_head(wire).unwrap();
+    assert_eq!(kind, frame::HEADERS);
+    let mut all = All::default();
+    qpack::Decoder::default()
+        .decode(&wire[n..n + len as usize], &mut all)
+        .unwrap();
+    all.0
 }
 
 #[cfg(test)]

@@ -177,28 +177,9 @@ fn int(out: &mut Vec<u8>, flags: u8, prefix: u8, mut v: usize) {
 }
 
 /// Reads an integer with an N-bit prefix (the first octet's higher bits are
-/// the caller's); at most 2^28 or so (no overflow).
+/// the caller's): HPACK's integer (RFC 7541 §5.1), which QPACK reuses (§4.1.1).
 fn read_int(b: &mut &[u8], prefix: u8) -> Result<usize, QpackError> {
-    let (&first, rest) = b.split_first().ok_or(QpackError)?;
-    *b = rest;
-    let mask = (1usize << prefix) - 1;
-    let mut v = usize::from(first) & mask;
-    if v < mask {
-        return Ok(v);
-    }
-    let mut shift = 0;
-    loop {
-        let (&c, rest) = b.split_first().ok_or(QpackError)?;
-        *b = rest;
-        v += usize::from(c & 0x7f) << shift;
-        if c & 0x80 == 0 {
-            return Ok(v);
-        }
-        shift += 7;
-        if shift > 21 {
-            return Err(QpackError);
-        }
-    }
+    crate::load::h2::hpack::int(b, prefix).map_err(|_| QpackError)
 }
 
 /// A string literal whose length has an N-bit prefix and whose Huffman flag is
