@@ -93,33 +93,6 @@ impl Outcome {
             ..Default::default()
         }
     }
-
-    /// A response head whose fields arrived decoded (HTTP/2's HPACK, HTTP/3's
-    /// QPACK): its status, what it says about caching, and its size approximated
-    /// from the fields; `first_byte` marked now when asked.
-    pub fn of_head(
-        status: http::StatusCode,
-        headers: &http::HeaderMap,
-        mark_first_byte: bool,
-    ) -> Outcome {
-        let first_byte = mark_first_byte.then(Instant::now);
-        let mut cache = crate::cache::Detector::default();
-        for (name, v) in headers {
-            if let Ok(v) = v.to_str() {
-                cache.feed(name.as_str(), v);
-            }
-        }
-        Outcome {
-            status: status.as_u16(),
-            first_byte,
-            cache: cache.seen(),
-            bytes: headers
-                .iter()
-                .map(|(n, v)| (n.as_str().len() + v.len() + 4) as u64)
-                .sum(),
-            ..Default::default()
-        }
-    }
 }
 
 /// Live counters a thread publishes about once a second, for the progress line.

@@ -9,15 +9,15 @@
 //! request as 0-RTT data when a ticket allows it ([`H3Conn::handshake`] then says
 //! whether the server accepted it).
 //!
-//! The API (stable, used by `probe` and by `load --http3`):
+//! The API (stable, used by `probe`; `load --http3` takes only the handshake,
+//! [`QuicClient::connect_quic`], and speaks HTTP/3 itself in `load::h3`):
 //! - [`client_config`]: a `quinn::ClientConfig` from the same [`TlsOptions`] as TLS
 //!   over TCP (verification on unless `-k`, `--cacert`, SNI from the URL's host), ALPN
 //!   `h3` only.
 //! - [`QuicClient::new`] (inside a tokio runtime: its UDP endpoints are driven there),
 //!   then [`QuicClient::connect`] → [`H3Conn`], whose [`H3Conn::send`] sends one
 //!   request and returns the same timed [`Exchange`] as HTTP/1.1 and HTTP/2
-//!   (`version` "HTTP/3"). Several requests may run at once on one `H3Conn` through
-//!   [`H3Conn::sender`] clones (streams), as `--streams` needs.
+//!   (`version` "HTTP/3").
 //!
 //! Nothing here prints.
 
@@ -45,8 +45,8 @@ use config::{build_config, Refused, Tickets, Watch};
 /// The ALPN protocol id of HTTP/3 (RFC 9114, section 3.1).
 pub const ALPN_H3: &[u8] = b"h3";
 
-/// The h3 request sender of one connection; clone it to run requests at once.
-pub type Sender = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
+/// The h3 request sender of one connection.
+type Sender = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
 
 /// An HTTP/3 client: one QUIC configuration and its UDP endpoints (one per address
 /// family, made on first use). Make it inside the tokio runtime that will use it.
@@ -381,12 +381,6 @@ pub struct H3Conn {
 type EarlyState = Arc<Mutex<Option<(bool, Instant)>>>;
 
 impl H3Conn {
-    /// A sender for more requests at once over this connection (each on a stream
-    /// of its own); use [`send_on`] with it.
-    pub fn sender(&self) -> Sender {
-        self.sender.clone()
-    }
-
     /// Whether the connection can carry another request.
     pub fn is_usable(&self) -> bool {
         self.conn.close_reason().is_none()
@@ -477,7 +471,7 @@ impl Drop for H3Conn {
 /// Sends one request over `sender` (a stream of its own) and reads the whole
 /// response, within `timeout`: `send` ends when the request is handed to QUIC,
 /// `wait` when the response head is in, `receive` at the body's end.
-pub async fn send_on(
+async fn send_on(
     sender: &mut Sender,
     target: &Target,
     spec: &RequestSpec,
@@ -526,7 +520,7 @@ async fn exchange(
 
 /// Sends the request's `body` (if any) and its end on `stream`, unless the server
 /// stops reading first ([`stopped_reading`]): then the response is read as usual.
-pub async fn end_request(
+async fn end_request(
     stream: &mut h3::client::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>,
     body: &Bytes,
 ) -> Result<(), h3::error::StreamError> {
