@@ -98,6 +98,12 @@ pub fn put_frame_head(out: &mut Vec<u8>, kind: u64, len: usize) {
     put_varint(out, len as u64);
 }
 
+/// Writes a whole frame: its head, then `payload`.
+pub fn put_frame(out: &mut Vec<u8>, kind: u64, payload: &[u8]) {
+    put_frame_head(out, kind, payload.len());
+    out.extend_from_slice(payload);
+}
+
 /// Frame types that may not appear on a request stream (§7.2: control-stream
 /// frames, and HTTP/2's reserved types of §11.2.1): the connection's error.
 fn refused_on_request(kind: u64) -> Option<u32> {

@@ -15,7 +15,7 @@ use quinn::{ConnectionError, ReadError, VarInt, WriteError};
 
 use super::control::Control;
 use super::frame::{
-    put_frame_head, put_varint, varint, H3Error, Response, H3_CLOSED_CRITICAL_STREAM, H3_ID_ERROR,
+    put_frame, put_varint, varint, H3Error, Response, H3_CLOSED_CRITICAL_STREAM, H3_ID_ERROR,
     H3_NO_ERROR, H3_REQUEST_CANCELLED, H3_STREAM_CREATION_ERROR, MAX_SECTION, SETTINGS,
     SETTINGS_MAX_FIELD_SECTION_SIZE,
 };
@@ -74,8 +74,7 @@ impl Link {
         put_varint(&mut settings, MAX_SECTION as u64);
         let mut out = Vec::new();
         put_varint(&mut out, CONTROL);
-        put_frame_head(&mut out, SETTINGS, settings.len());
-        out.extend_from_slice(&settings);
+        put_frame(&mut out, SETTINGS, &settings);
         control
             .write_chunk(Bytes::from(out))
             .await

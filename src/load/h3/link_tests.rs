@@ -83,10 +83,8 @@ fn response(status: &str, body: &[u8]) -> Vec<u8> {
         (b"content-length", body.len().to_string().as_bytes()),
     ]);
     let mut out = Vec::new();
-    put_frame_head(&mut out, HEADERS, section.len());
-    out.extend(&section);
-    put_frame_head(&mut out, DATA, body.len());
-    out.extend(body);
+    put_frame(&mut out, HEADERS, &section);
+    put_frame(&mut out, DATA, body);
     out
 }
 
@@ -113,8 +111,7 @@ async fn a_request_among_the_servers_streams() {
     let server = server();
     let (link, conn, req, _c) = connect(&server, http::Method::GET, b"").await;
     let mut grease = Vec::new();
-    put_frame_head(&mut grease, 0x21, 2);
-    grease.extend(b"hi");
+    put_frame(&mut grease, 0x21, b"hi");
     let _control = control(&conn, &grease).await;
     let mut qpack_streams = Vec::new();
     for kind in [0x02u8, 0x03] {
@@ -169,8 +166,7 @@ async fn goaway_retires_the_connection() {
     let server = server();
     let (link, conn, _req, _c) = connect(&server, http::Method::GET, b"").await;
     let mut goaway = Vec::new();
-    put_frame_head(&mut goaway, GOAWAY, 1);
-    goaway.push(0);
+    put_frame(&mut goaway, GOAWAY, &[0]);
     let _control = control(&conn, &goaway).await;
     let deadline = tokio::time::Instant::now() + LIMIT;
     while link.is_usable() {
@@ -214,8 +210,7 @@ async fn a_dynamic_table_reference_fails_the_connection() {
         let (mut send, mut recv) = conn.accept_bi().await.unwrap();
         recv.read_to_end(1 << 16).await.unwrap();
         let mut out = Vec::new();
-        put_frame_head(&mut out, HEADERS, 3);
-        out.extend([0x02, 0x00, 0x80]);
+        put_frame(&mut out, HEADERS, &[0x02, 0x00, 0x80]);
         send.write_all(&out).await.unwrap();
         let _ = send.finish();
         closed_with(&conn).await
@@ -295,8 +290,7 @@ async fn a_malformed_response_fails_only_its_stream() {
         recv.read_to_end(1 << 16).await.unwrap();
         let section = qpack::encode([(&b":status"[..], &b"20"[..])]);
         let mut out = Vec::new();
-        put_frame_head(&mut out, HEADERS, section.len());
-        out.extend(&section);
+        put_frame(&mut out, HEADERS, &section);
         send.write_all(&out).await.unwrap();
         tokio::time::timeout(LIMIT, send.stopped()).await.unwrap()
     };
@@ -343,8 +337,7 @@ async fn a_request_over_the_servers_field_section_limit_is_not_sent() {
     put_varint(&mut settings, SETTINGS_MAX_FIELD_SECTION_SIZE);
     put_varint(&mut settings, 100);
     let mut out = vec![0x00];
-    put_frame_head(&mut out, SETTINGS, settings.len());
-    out.extend(settings);
+    put_frame(&mut out, SETTINGS, &settings);
     s.write_all(&out).await.unwrap();
     let deadline = tokio::time::Instant::now() + LIMIT;
     while link.max_section() == u64::MAX {

@@ -62,11 +62,9 @@ impl Request {
             .sum();
         let section = qpack::encode(all);
         let mut wire = Vec::with_capacity(section.len() + e.body.len() + 16);
-        frame::put_frame_head(&mut wire, frame::HEADERS, section.len());
-        wire.extend_from_slice(&section);
+        frame::put_frame(&mut wire, frame::HEADERS, &section);
         if !e.body.is_empty() {
-            frame::put_frame_head(&mut wire, frame::DATA, e.body.len());
-            wire.extend_from_slice(&e.body);
+            frame::put_frame(&mut wire, frame::DATA, &e.body);
         }
         Ok(Request {
             wire: Bytes::from(wire),

@@ -144,11 +144,9 @@ fn response(status: &str, body: &[u8], extra: &[u8]) -> Vec<u8> {
         (b"x-cache", b"HIT"),
     ]);
     let mut out = Vec::new();
-    put_frame_head(&mut out, HEADERS, section.len());
-    out.extend(&section);
+    put_frame(&mut out, HEADERS, &section);
     out.extend(extra);
-    put_frame_head(&mut out, DATA, body.len());
-    out.extend(body);
+    put_frame(&mut out, DATA, body);
     out
 }
 
@@ -166,8 +164,7 @@ fn feed_all(data: &[u8], piece: usize) -> Result<crate::load::recorder::Outcome,
 #[test]
 fn reads_a_response_in_any_pieces() {
     let mut grease = Vec::new();
-    put_frame_head(&mut grease, 0x21, 3);
-    grease.extend(b"xyz");
+    put_frame(&mut grease, 0x21, b"xyz");
     let data = response("200", b"hello", &grease);
     for piece in [1, 2, 3, 7, data.len()] {
         let o = feed_all(&data, piece).unwrap();
@@ -188,12 +185,10 @@ fn reads_a_response_in_any_pieces() {
 fn interim_heads_trailers_and_kept_fields() {
     let interim = qpack::encode([(&b":status"[..], &b"103"[..]), (b"x-cache", b"MISS")]);
     let mut data = Vec::new();
-    put_frame_head(&mut data, HEADERS, interim.len());
-    data.extend(&interim);
+    put_frame(&mut data, HEADERS, &interim);
     data.extend(response("200", b"body!", &[]));
     let trailer = qpack::encode([(&b"x-trailer"[..], &b"1"[..])]);
-    put_frame_head(&mut data, HEADERS, trailer.len());
-    data.extend(&trailer);
+    put_frame(&mut data, HEADERS, &trailer);
     let capture = Arc::new(Capture {
         headers: vec!["x-cache".into(), "x-trailer".into()],
         set_cookie: false,
@@ -210,8 +205,7 @@ fn interim_heads_trailers_and_kept_fields() {
     assert_eq!(kept.body, b"body!");
 
     let mut more = data.clone();
-    put_frame_head(&mut more, DATA, 1);
-    more.push(b'x');
+    put_frame(&mut more, DATA, b"x");
     assert_eq!(
         feed_all(&more, 1000).unwrap_err(),
         H3Error::conn(H3_FRAME_UNEXPECTED)
@@ -236,8 +230,7 @@ fn malformed_responses() {
     );
     // DATA before any head.
     let mut early = Vec::new();
-    put_frame_head(&mut early, DATA, 1);
-    early.push(0);
+    put_frame(&mut early, DATA, &[0]);
     assert_eq!(
         feed_all(&early, 1).unwrap_err(),
         H3Error::conn(H3_FRAME_UNEXPECTED)
@@ -249,8 +242,7 @@ fn malformed_responses() {
     );
     let interim = qpack::encode([(&b":status"[..], &b"103"[..])]);
     let mut d = Vec::new();
-    put_frame_head(&mut d, HEADERS, interim.len());
-    d.extend(&interim);
+    put_frame(&mut d, HEADERS, &interim);
     assert_eq!(
         feed_all(&d, 1).unwrap_err(),
         H3Error::stream(H3_MESSAGE_ERROR)
@@ -263,14 +255,12 @@ fn malformed_responses() {
         (PUSH_PROMISE, H3_ID_ERROR),
     ] {
         let mut d = Vec::new();
-        put_frame_head(&mut d, kind, 1);
-        d.push(0);
+        put_frame(&mut d, kind, &[0]);
         assert_eq!(feed_all(&d, 1).unwrap_err(), H3Error::conn(code), "{kind}");
     }
     // A section the decoder refuses; an empty HEADERS frame.
     let mut d = Vec::new();
-    put_frame_head(&mut d, HEADERS, 3);
-    d.extend([0, 0, 0x80]);
+    put_frame(&mut d, HEADERS, &[0, 0, 0x80]);
     assert_eq!(
         feed_all(&d, 2).unwrap_err(),
         H3Error::conn(QPACK_DECOMPRESSION_FAILED)
@@ -296,8 +286,7 @@ fn malformed_responses() {
     ] {
         let s = qpack::encode(fields);
         let mut d = Vec::new();
-        put_frame_head(&mut d, HEADERS, s.len());
-        d.extend(&s);
+        put_frame(&mut d, HEADERS, &s);
         assert_eq!(
             feed_all(&d, 5).unwrap_err(),
             H3Error::stream(H3_MESSAGE_ERROR)
@@ -335,8 +324,7 @@ fn settings(pairs: &[(u64, u64)]) -> Vec<u8> {
         put_varint(&mut p, v);
     }
     let mut f = Vec::new();
-    put_frame_head(&mut f, SETTINGS, p.len());
-    f.extend(p);
+    put_frame(&mut f, SETTINGS, &p);
     f
 }
 
@@ -344,8 +332,7 @@ fn goaway(id: u64) -> Vec<u8> {
     let mut p = Vec::new();
     put_varint(&mut p, id);
     let mut f = Vec::new();
-    put_frame_head(&mut f, GOAWAY, p.len());
-    f.extend(p);
+    put_frame(&mut f, GOAWAY, &p);
     f
 }
 
@@ -406,8 +393,7 @@ fn control_stream() {
     assert_eq!(c.max_section, Some(9000));
     let mut data = settings(&[]);
     let mut push = Vec::new();
-    put_frame_head(&mut push, PUSH_PROMISE, 1);
-    push.push(0);
+    put_frame(&mut push, PUSH_PROMISE, &[0]);
     data.extend(push);
     assert_eq!(
         control(&data, 4).unwrap_err(),
@@ -466,14 +452,12 @@ fn content_length_against_the_data() {
             (b"content-length", length.as_bytes()),
         ]);
         let mut d = Vec::new();
-        put_frame_head(&mut d, HEADERS, s.len());
-        d.extend(&s);
+        put_frame(&mut d, HEADERS, &s);
         d
     };
     let data = |body: &[u8]| {
         let mut d = Vec::new();
-        put_frame_head(&mut d, DATA, body.len());
-        d.extend(body);
+        put_frame(&mut d, DATA, body);
         d
     };
     let run = |bytes: &[u8], is_head: bool| {
