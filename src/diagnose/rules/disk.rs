@@ -66,9 +66,54 @@ pub(crate) fn round_rate(mean: f64) -> Option<f64> {
         .map(|(r, _)| r)
 }
 
+/// A second counts as "at" a cap within this share of it.
+const AT_CAP_SHARE: f64 = 0.1;
+
+/// How round `r` is: 0 for one significant digit (500), 1 for a half step (250,
+/// 1500), 2 for two significant digits (520).
+fn roughness(r: f64) -> usize {
+    [10.0, 5.0]
+        .iter()
+        .position(|step| round_to(r, *step) == r)
+        .unwrap_or(2)
+}
+
+/// The round number a token bucket is set at, from the per-second rates it let
+/// through: the round rates ([`round_rate`]) near their median and near their mean,
+/// whichever more of the seconds sit within [`AT_CAP_SHARE`] of, the rounder on a
+/// tie. A busy machine moves a short run both ways: a starved second lowers the
+/// mean (CI: 483 and 484 on a 500 IOPS volume), and blkio lets the I/Os it held
+/// back through in a burst once the device's worker runs again, which lifts the
+/// seconds after it (CI: a median second of 524 on the same volume, its mean 508).
+/// Neither moves most seconds off the setting.
+pub(crate) fn round_cap(seconds: &[f64], mean: f64) -> Option<f64> {
+    let mut sorted: Vec<f64> = seconds.iter().copied().filter(|x| x.is_finite()).collect();
+    if sorted.is_empty() {
+        return None;
+    }
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    let median = 0.5 * (sorted[(n - 1) / 2] + sorted[n / 2]);
+    let near = |r: f64| {
+        sorted
+            .iter()
+            .filter(|x| (**x - r).abs() <= AT_CAP_SHARE * r)
+            .count()
+    };
+    [round_rate(median), round_rate(mean)]
+        .into_iter()
+        .flatten()
+        .max_by(|a, b| {
+            near(*a)
+                .cmp(&near(*b))
+                .then(roughness(*b).cmp(&roughness(*a)))
+                .then((b - median).abs().total_cmp(&(a - median).abs()))
+        })
+}
+
 /// An IOPS cap in a per-second IOPS series: at least [`CAP_SECONDS`] seconds after
-/// the first, their median near a round number ([`round_rate`]), at least two in
-/// three of them within 10 % of it, and the running count of I/Os never more than
+/// the first, at a round number ([`round_cap`]), at least two in three of them
+/// within 10 % of it, and the running count of I/Os never more than
 /// [`MAX_DRIFT_S`] seconds' worth *ahead* of the line at that rate. A token bucket
 /// never lets a run get ahead of it; a busy machine can make the device fall behind
 /// it for a second (a loop device's worker starved: 500, 500, 382, 500), which
@@ -83,14 +128,10 @@ pub fn iops_cap(per_second: &[f64]) -> Option<Cap> {
     if mean.is_nan() || mean < 1.0 {
         return None;
     }
-    let mut sorted = secs.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let n = sorted.len();
-    let median = 0.5 * (sorted[(n - 1) / 2] + sorted[n / 2]);
-    let round = round_rate(median)?;
+    let round = round_cap(secs, mean)?;
     let at_cap = secs
         .iter()
-        .filter(|x| (**x - round).abs() <= 0.1 * round)
+        .filter(|x| (**x - round).abs() <= AT_CAP_SHARE * round)
         .count();
     if at_cap * 3 < secs.len() * 2 {
         return None;

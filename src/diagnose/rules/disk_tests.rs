@@ -117,6 +117,12 @@ fn iops_cap_detection() {
         iops_cap(&[500.0, 500.0, 382.0, 390.0, 500.0]).is_none(),
         "two seconds in four off the cap"
     );
+    // Bursts after starved moments lift more seconds above the setting than below
+    // it (CI, a 500 IOPS volume under CPU hogs: median 524, which rounds to 520).
+    let bursty = [530.0, 520.0, 450.0, 549.0, 528.0, 470.0];
+    assert_eq!(round_cap(&bursty, 507.8), Some(500.0));
+    assert_eq!(round_cap(&[520.0, 521.0, 519.0, 522.0], 520.5), Some(520.0));
+    assert_eq!(round_cap(&[433.0, 437.0, 435.0, 436.0], 435.3), None);
     assert_eq!(round_rate(16_100.0), Some(16_000.0));
     assert_eq!(round_rate(1_105.0), Some(1_100.0));
     assert_eq!(round_rate(1_480.0), Some(1_500.0));
