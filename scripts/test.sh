@@ -156,13 +156,19 @@ if [ -z "$clippy_driver" ]; then
   echo "scripts/test.sh: clippy-driver not found (rustup component add clippy)" >&2
   exit 1
 fi
-export RUSTC_WORKSPACE_WRAPPER="$clippy_driver"
+# Every latscope unit is compiled through clippy-driver (one compile lints and builds),
+# the test harnesses without optimisation (scripts/rustc-wrapper.sh says why).
+export LATSCOPE_CLIPPY_DRIVER="$clippy_driver"
+export RUSTC_WORKSPACE_WRAPPER="$PWD/scripts/rustc-wrapper.sh"
 export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+# A fresh clone (CI) gains nothing from incremental compilation's caches and pays
+# for writing them (~10 % of the library's compile).
+[ -d target/debug ] || export CARGO_INCREMENTAL=0
 # The canary: a known lint under the same driver and arguments fails, so lints that
 # stopped running (a renamed variable in a later clippy) cannot pass unseen.
 canary=$(mktemp -d "${TMPDIR:-/tmp}/latscope-clippy-XXXXXX")
 printf 'pub fn f(v: &Vec<u8>) -> usize { v.len() }\n' >"$canary/lib.rs"
-if "$clippy_driver" rustc --crate-type lib --edition 2021 --emit=metadata \
+if "$RUSTC_WORKSPACE_WRAPPER" rustc --crate-type lib --edition 2021 --emit=metadata \
     -o "$canary/lib.rmeta" "$canary/lib.rs" >"$canary/out" 2>&1 \
     || ! grep -q 'clippy::ptr.arg' "$canary/out"; then
   cat "$canary/out" >&2
