@@ -87,15 +87,12 @@ fn roughness(r: f64) -> usize {
 /// seconds after it (CI: a median second of 524 on the same volume, its mean 508).
 /// Neither moves most seconds off the setting.
 pub(crate) fn round_cap(seconds: &[f64], mean: f64) -> Option<f64> {
-    let mut sorted: Vec<f64> = seconds.iter().copied().filter(|x| x.is_finite()).collect();
-    if sorted.is_empty() {
+    let median = super::median(seconds);
+    if median.is_nan() {
         return None;
     }
-    sorted.sort_by(f64::total_cmp);
-    let n = sorted.len();
-    let median = 0.5 * (sorted[(n - 1) / 2] + sorted[n / 2]);
     let near = |r: f64| {
-        sorted
+        seconds
             .iter()
             .filter(|x| (**x - r).abs() <= AT_CAP_SHARE * r)
             .count()

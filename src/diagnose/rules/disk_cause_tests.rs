@@ -39,6 +39,14 @@ fn suite(reads: [(f64, f64, f64); 3]) -> DiskFacts {
 
 /// blkio at 500 IOPS: 500 at every block size, p50 13 µs at depth 1 (the slice lets
 /// I/Os through) and 96 ms at 32.
+/// A suite whose two depth-32 read workloads measured these full seconds.
+fn with_seconds(reads: [(f64, f64, f64); 3], qd32: [f64; 3], big: [f64; 3]) -> DiskFacts {
+    let mut d = suite(reads);
+    d.workloads[1].dir.per_second_iops = qd32.to_vec();
+    d.workloads[2].dir.per_second_iops = big.to_vec();
+    d
+}
+
 fn iops_capped() -> DiskFacts {
     suite([
         (500.0, 0.013, 2.0),
@@ -214,13 +222,15 @@ fn a_flush_the_commits_did_not_pay_is_not_the_devices() {
 /// there is.
 #[test]
 fn a_starved_second_does_not_move_the_cap() {
-    let mut d = suite([
-        (500.0, 0.007, 2.0),
-        (483.3, 99.9, 66.0),
-        (483.7, 99.5, 66.0),
-    ]);
-    d.workloads[1].dir.per_second_iops = vec![500.0, 450.0, 500.0];
-    d.workloads[2].dir.per_second_iops = vec![500.0, 500.0, 451.0];
+    let mut d = with_seconds(
+        [
+            (500.0, 0.007, 2.0),
+            (483.3, 99.9, 66.0),
+            (483.7, 99.5, 66.0),
+        ],
+        [500.0, 450.0, 500.0],
+        [500.0, 500.0, 451.0],
+    );
     let f = iops_cap(&d).expect("an IOPS cap");
     assert_eq!(f.evidence_f64("cap_iops"), Some(500.0));
     assert!((f.evidence_f64("mean_iops").unwrap() - 483.5).abs() < 0.01);
@@ -250,32 +260,38 @@ fn a_starved_second_does_not_move_the_cap() {
 /// rate has no cap.
 #[test]
 fn bursts_past_the_cap_do_not_move_it() {
-    let mut d = suite([
-        (500.0, 0.007, 2.0),
-        (500.0, 99.0, 64.0),
-        (515.7, 98.0, 62.0),
-    ]);
-    d.workloads[1].dir.per_second_iops = vec![530.0, 520.0, 450.0];
-    d.workloads[2].dir.per_second_iops = vec![549.0, 528.0, 470.0];
+    let d = with_seconds(
+        [
+            (500.0, 0.007, 2.0),
+            (500.0, 99.0, 64.0),
+            (515.7, 98.0, 62.0),
+        ],
+        [530.0, 520.0, 450.0],
+        [549.0, 528.0, 470.0],
+    );
     let f = iops_cap(&d).expect("an IOPS cap");
     assert_eq!(f.evidence_f64("cap_iops"), Some(500.0), "{}", f.title);
 
-    let mut d = suite([
-        (520.0, 0.007, 2.0),
-        (520.0, 99.0, 61.5),
-        (520.3, 98.0, 61.5),
-    ]);
-    d.workloads[1].dir.per_second_iops = vec![520.0, 521.0, 519.0];
-    d.workloads[2].dir.per_second_iops = vec![518.0, 520.0, 523.0];
+    let d = with_seconds(
+        [
+            (520.0, 0.007, 2.0),
+            (520.0, 99.0, 61.5),
+            (520.3, 98.0, 61.5),
+        ],
+        [520.0, 521.0, 519.0],
+        [518.0, 520.0, 523.0],
+    );
     let f = iops_cap(&d).expect("an IOPS cap");
     assert_eq!(f.evidence_f64("cap_iops"), Some(520.0), "{}", f.title);
 
-    let mut d = suite([
-        (435.0, 0.007, 2.0),
-        (435.0, 99.0, 73.0),
-        (436.0, 98.0, 73.0),
-    ]);
-    d.workloads[1].dir.per_second_iops = vec![433.0, 437.0, 435.0];
-    d.workloads[2].dir.per_second_iops = vec![436.0, 434.0, 438.0];
+    let d = with_seconds(
+        [
+            (435.0, 0.007, 2.0),
+            (435.0, 99.0, 73.0),
+            (436.0, 98.0, 73.0),
+        ],
+        [433.0, 437.0, 435.0],
+        [436.0, 434.0, 438.0],
+    );
     assert!(iops_cap(&d).is_none(), "435 IOPS is no round setting");
 }
