@@ -524,7 +524,11 @@ fn a_second_signal_stops_at_once() {
 }
 
 /// The same route measured by `curl -w` (ten fresh connections): connect and TTFB
-/// p50 agree with the probe's fresh series within 10 % or 2 ms.
+/// agree with the probe's fresh series within 10 % or 2 ms, compared on the fastest
+/// of each ten. A busy machine only adds time, to whichever tool it happens to
+/// delay (one run had curl's p50 TTFB at 38.9 ms for a 20 ms route while the probe's
+/// was 22.1), so the fastest sample is each tool's reading of the route itself: a
+/// probe that left a phase out, or counted the server's 20 ms twice, still differs.
 #[test]
 fn phases_agree_with_curl() {
     if !crate::util_require::require("curl") {
@@ -554,14 +558,11 @@ fn phases_agree_with_curl() {
         connect.push(parts.next().unwrap());
         ttfb.push(parts.next().unwrap());
     }
-    let p50 = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    let (curl_connect, curl_ttfb) = (p50(connect), p50(ttfb));
+    let fastest = |v: Vec<f64>| v.into_iter().fold(f64::INFINITY, f64::min);
+    let (curl_connect, curl_ttfb) = (fastest(connect), fastest(ttfb));
     let v = probe_json(&[&url, "-n", "10"]);
-    let connect = f(&v, &["fresh", "phases_ms", "connect", "p50"]);
-    let ttfb = f(&v, &["fresh", "phases_ms", "ttfb", "p50"]);
+    let connect = f(&v, &["fresh", "phases_ms", "connect", "min"]);
+    let ttfb = f(&v, &["fresh", "phases_ms", "ttfb", "min"]);
     eprintln!("curl connect {curl_connect:.2} ttfb {curl_ttfb:.2}; latscope connect {connect:.2} ttfb {ttfb:.2}");
     let agree = |what: &str, a: f64, b: f64| {
         assert!(
@@ -569,8 +570,8 @@ fn phases_agree_with_curl() {
             "{what}: latscope {a:.2} ms vs curl {b:.2} ms"
         );
     };
-    agree("connect p50", connect, curl_connect);
-    agree("ttfb p50", ttfb, curl_ttfb);
+    agree("fastest connect", connect, curl_connect);
+    agree("fastest ttfb", ttfb, curl_ttfb);
 }
 
 /// A name that does not resolve is a run failure (exit 1) that says so. Run inside a

@@ -103,6 +103,8 @@ pub async fn open(target: &Target, opts: &ConnectOptions) -> Result<Connected, N
         (Some(config), Scheme::Https) => {
             let start = Instant::now();
             let tls = handshake(tcp, target, config.clone(), opts.timeout).await?;
+            // The handshake's time, before reading the certificates for their expiry.
+            let took = start.elapsed();
             let (_, conn) = tls.get_ref();
             let info = TlsInfo {
                 version: conn
@@ -119,7 +121,7 @@ pub async fn open(target: &Target, opts: &ConnectOptions) -> Result<Connected, N
                 resumed: matches!(conn.handshake_kind(), Some(rustls::HandshakeKind::Resumed)),
                 cert_not_after_s: conn.peer_certificates().and_then(earliest_not_after),
             };
-            (Stream::Tls(Box::new(tls)), start.elapsed(), Some(info))
+            (Stream::Tls(Box::new(tls)), took, Some(info))
         }
         _ => (Stream::Plain(tcp), Duration::ZERO, None),
     };
