@@ -2,6 +2,7 @@
 //! Every test uses real sockets on 127.0.0.1 or on a lab wire inside a network
 //! namespace the test made itself.
 
+mod build_profile;
 mod caches;
 mod caches_findings;
 mod capacity;
