@@ -23,6 +23,8 @@ case "$what" in
   *) echo "usage: bench/suite-time.sh [filed|whole|both]" >&2; exit 2 ;;
 esac
 out=$(mktemp -d "${TMPDIR:-/tmp}/latscope-suite-time-XXXXXX")
+# As CI's clone is: readable by all, for the tests that run latscope as nobody.
+chmod 755 "$out"
 echo "logs: $out; HEAD $(git rev-parse --short HEAD); $(nproc) cores; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
 
 run() { # NAME [VAR=VALUE…]
