@@ -40,15 +40,16 @@ const MEASURED_PATH: &[&str] = &[
     "url",
 ];
 
-fn read(name: &str) -> toml::Table {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
-    text.parse().unwrap_or_else(|e| panic!("{name}: {e}"))
+/// Cargo.toml, parsed.
+fn manifest() -> toml::Table {
+    include_str!("../Cargo.toml")
+        .parse()
+        .unwrap_or_else(|e| panic!("Cargo.toml: {e}"))
 }
 
 /// `[profile.dev.package]`: each crate named and its opt-level.
 fn dev_packages() -> Vec<(String, i64)> {
-    let manifest = read("Cargo.toml");
+    let manifest = manifest();
     let table = manifest["profile"]["dev"]["package"]
         .as_table()
         .expect("Cargo.toml has [profile.dev.package]");
@@ -66,7 +67,10 @@ fn dev_packages() -> Vec<(String, i64)> {
 }
 
 fn locked() -> BTreeSet<String> {
-    read("Cargo.lock")["package"]
+    let lock: toml::Table = include_str!("../Cargo.lock")
+        .parse()
+        .unwrap_or_else(|e| panic!("Cargo.lock: {e}"));
+    lock["package"]
         .as_array()
         .expect("Cargo.lock lists packages")
         .iter()
@@ -100,9 +104,8 @@ fn the_measured_path_is_optimised() {
         .collect();
     assert!(slow.is_empty(), "built without optimisation: {slow:?}");
     // And "*" (every crate not named) is optimised.
-    let manifest = read("Cargo.toml");
     assert_eq!(
-        manifest["profile"]["dev"]["package"]["*"]["opt-level"].as_integer(),
+        manifest()["profile"]["dev"]["package"]["*"]["opt-level"].as_integer(),
         Some(3)
     );
 }
