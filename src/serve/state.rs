@@ -6,7 +6,10 @@
 //! in a row find it and goes away when two in a row do not; a target starts failing
 //! after two failed checks and recovers after two good ones. A check that disagrees
 //! with the state once is noise on a busy machine (issue 29), never an event. The
-//! first check of a target sets its state without an event: nothing changed yet.
+//! first [`CONFIRM`] checks of a target set its state without an event (nothing has
+//! changed yet), and the state they set is confirmed too: a finding every one of them
+//! found, a target that failed every one. A finding only the very first check saw (a
+//! server's slow first answer: `cold-start`) is noise, not a state that later "goes".
 //!
 //! A quantity that shifts without a finding is a change too: the fresh connections'
 //! TTFB of the last [`RECENT`] checks against the checks before them (up to
@@ -138,6 +141,8 @@ impl State {
             return Vec::new();
         };
         let first = s.checks == 0;
+        // One of the checks that set the state: no events, only what all agree on.
+        let settling = s.checks < u64::from(CONFIRM);
         s.checks += 1;
         let ok = outcome.success();
         if !ok {
@@ -154,6 +159,8 @@ impl State {
         // The target's own health.
         if first {
             s.failing = !ok;
+        } else if settling {
+            s.failing &= !ok;
         } else if ok == s.failing {
             s.failing_pending += 1;
             if s.failing_pending >= CONFIRM {
@@ -178,6 +185,11 @@ impl State {
             if first {
                 s.active = seen;
                 s.pending.clear();
+            } else if settling {
+                s.active.retain(|id, _| seen.contains_key(id));
+                for (id, f) in &mut s.active {
+                    *f = seen[id].clone();
+                }
             } else {
                 let ids: Vec<String> = seen.keys().chain(s.active.keys()).cloned().collect();
                 for id in ids {
@@ -398,6 +410,10 @@ mod tests {
             "the first check sets the state"
         );
         assert!(
+            s.record("blog", outcome(Some(200), &["a"])).is_empty(),
+            "the second confirms it"
+        );
+        assert!(
             s.record("blog", outcome(Some(200), &["a", "b"])).is_empty(),
             "b once: not yet"
         );
@@ -427,6 +443,7 @@ mod tests {
     fn failing_and_recovering_are_confirmed_too() {
         let mut s = state();
         s.record("blog", outcome(Some(200), &["a"]));
+        s.record("blog", outcome(Some(200), &["a"]));
         assert!(s.record("blog", outcome(None, &[])).is_empty());
         assert_eq!(
             whats(&s.record("blog", outcome(Some(503), &[]))),
@@ -445,7 +462,53 @@ mod tests {
         );
         assert_eq!(
             (s.targets["blog"].checks, s.targets["blog"].failures),
-            (5, 2)
+            (6, 2)
+        );
+    }
+
+    /// The first two checks set the state together: a finding only the first saw (a
+    /// server's slow first answer, `cold-start`) and a failure only the first had are
+    /// not part of it, so their absence later is no event; what both saw is, and goes
+    /// away as any finding does.
+    #[test]
+    fn the_first_two_checks_set_the_state_together() {
+        let mut s = state();
+        assert!(s
+            .record("blog", outcome(Some(200), &["cold-start", "a"]))
+            .is_empty());
+        assert!(s.record("blog", outcome(Some(200), &["a"])).is_empty());
+        assert_eq!(s.targets["blog"].active.keys().collect::<Vec<_>>(), ["a"]);
+        for _ in 0..4 {
+            assert!(s.record("blog", outcome(Some(200), &["a"])).is_empty());
+        }
+        assert_eq!(
+            whats(&s.record("blog", outcome(Some(200), &[]))),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            whats(&s.record("blog", outcome(Some(200), &[]))),
+            ["finding_gone a"]
+        );
+        assert_eq!(s.events.len(), 1);
+
+        let mut s = state();
+        assert!(s.record("blog", outcome(None, &[])).is_empty());
+        assert!(s.targets["blog"].failing, "one check so far: it failed");
+        assert!(s.record("blog", outcome(Some(200), &[])).is_empty());
+        assert!(!s.targets["blog"].failing);
+        for _ in 0..3 {
+            assert!(s.record("blog", outcome(Some(200), &[])).is_empty());
+        }
+        assert!(s.events.is_empty());
+
+        let mut s = state();
+        s.record("blog", outcome(None, &[]));
+        s.record("blog", outcome(Some(503), &[]));
+        assert!(s.targets["blog"].failing, "two failed checks: failing");
+        assert!(s.record("blog", outcome(Some(200), &[])).is_empty());
+        assert_eq!(
+            whats(&s.record("blog", outcome(Some(200), &[]))),
+            ["probe_recovered "]
         );
     }
 
