@@ -157,12 +157,23 @@ fn medians(texts: &[String], series: &str) -> f64 {
     v[v.len() / 2]
 }
 
+/// The smallest value of `series` in `texts`.
+fn fastest(texts: &[String], series: &str) -> f64 {
+    texts
+        .iter()
+        .map(|t| value(t, series).unwrap_or_else(|| panic!("{series} missing in\n{t}")))
+        .fold(f64::INFINITY, f64::min)
+}
+
 /// blackbox_exporter and `/probe` probe the same TLS servers 40 ms away, seven times
 /// each, alternating: the lab behind its wire (a 50 ms handler), and Debian's nginx
 /// behind `latscope wire --rtt 40ms` (a static file over TLS 1.3). The shared metrics
 /// agree — status, version, TLS version, success, the certificate's expiry to the
-/// second, the body's length — and each phase's median within 2 ms or 5 % (connect and
-/// TLS one round trip each, processing a round trip and the handler).
+/// second, the body's length — and each phase's fastest of the seven within 2 ms or 5 %
+/// (connect one round trip, TLS one or two, processing a round trip and the handler).
+/// The fastest, not the median: a busy neighbour only adds to a phase, and the rest of
+/// the suite beside this test once held four of latscope's seven TLS handshakes ~6 ms
+/// longer (median 88.9 ms against 82.6 ms; quiet, the two agree within 0.5 ms).
 #[test]
 #[ignore = "heavy: holds the wire lock; scripts/test.sh runs these alone (--ignored)"]
 fn probe_agrees_with_blackbox_exporter() {
@@ -255,7 +266,7 @@ fn probe_agrees_with_blackbox_exporter() {
 }
 
 /// `/probe?module=MODULE&target=URL` of serve and of blackbox_exporter, seven times
-/// each, alternating: the exact metrics equal, each phase's median within 2 ms or
+/// each, alternating: the exact metrics equal, each phase's fastest within 2 ms or
 /// 5 %, and processing's median (s) in `processing`.
 fn agree(serve: &Serve, bb_port: u16, module: &str, url: &str, processing: std::ops::Range<f64>) {
     let q = format!(
@@ -293,16 +304,16 @@ fn agree(serve: &Serve, bb_port: u16, module: &str, url: &str, processing: std::
     assert_eq!(value(&ours[0], "probe_success"), Some(1.0), "{}", ours[0]);
     for phase in ["connect", "tls", "processing", "transfer"] {
         let series = format!("probe_http_duration_seconds{{phase=\"{phase}\"}}");
-        let (a, b) = (medians(&ours, &series), medians(&theirs, &series));
+        let (a, b) = (fastest(&ours, &series), fastest(&theirs, &series));
         let tolerance = (0.05 * a.max(b)).max(0.002);
         eprintln!(
-            "{module} {phase}: latscope {:.2} ms, blackbox {:.2} ms",
+            "{module} {phase}, fastest: latscope {:.2} ms, blackbox {:.2} ms",
             a * 1e3,
             b * 1e3
         );
         assert!(
             (a - b).abs() <= tolerance,
-            "{phase}: latscope {:.2} ms vs blackbox {:.2} ms",
+            "{phase}, fastest of seven: latscope {:.2} ms vs blackbox {:.2} ms",
             a * 1e3,
             b * 1e3
         );
