@@ -85,7 +85,7 @@ fn set_up_cost_and_path_come_first() {
         ("186 s", "186 s"),
         ("~6 minutes", "~6 min"),
         ("372 s", "372 s"),
-        ("1119 s", "1119 s"),
+        ("843 s", "843 s"),
         ("~30 s", "~30 s"),
     ] {
         assert!(README.contains(readme), "README lacks {readme}");
