@@ -147,24 +147,15 @@ fn shards_on_three_hosts_merge_into_one_run() {
     // between them is the sharding. Run one after the other, a busy second in one
     // of them moved its p95 by 7 % once in CI (233–243 ms merged, 219–222 alone).
     let at = instant(lab_start, Duration::from_millis(1_500));
+    // The plan, started at `at`, its raw latencies to `raw`, then a run's own flags.
+    let rate_run = |ns: &Netns, raw: &str, more: &[&str]| {
+        let mut args = vec!["load", &url, "--rate", "600", "-d", "3s", "--start-at", &at];
+        args.extend(["--raw", raw, "--json", "--no-save"]);
+        args.extend(more);
+        latscope_in(ns, &args)
+    };
     let single_raw = file("single.csv");
-    let single = latscope_in(
-        &hosts.shards[3],
-        &[
-            "load",
-            &url,
-            "--rate",
-            "600",
-            "-d",
-            "3s",
-            "--start-at",
-            &at,
-            "--raw",
-            &single_raw,
-            "--json",
-            "--no-save",
-        ],
-    );
+    let single = rate_run(&hosts.shards[3], &single_raw, &[]);
     let children: Vec<Child> = (0..3)
         .map(|i| {
             let (shard, raw, export) = (
@@ -172,26 +163,10 @@ fn shards_on_three_hosts_merge_into_one_run() {
                 file(&format!("raw{i}.csv")),
                 file(&format!("rate{i}.json")),
             );
-            latscope_in(
+            rate_run(
                 &hosts.shards[i],
-                &[
-                    "load",
-                    &url,
-                    "--rate",
-                    "600",
-                    "-d",
-                    "3s",
-                    "--shard",
-                    &shard,
-                    "--start-at",
-                    &at,
-                    "--raw",
-                    &raw,
-                    "--export",
-                    &export,
-                    "--json",
-                    "--no-save",
-                ],
+                &raw,
+                &["--shard", &shard, "--export", &export],
             )
         })
         .collect();
