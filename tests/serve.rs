@@ -147,22 +147,25 @@ impl Drop for Serve {
     }
 }
 
-/// The median of each named series over the texts.
-fn medians(texts: &[String], series: &str) -> f64 {
+/// `series`' value in each of the texts, sorted.
+fn sorted_values(texts: &[String], series: &str) -> Vec<f64> {
     let mut v: Vec<f64> = texts
         .iter()
         .map(|t| value(t, series).unwrap_or_else(|| panic!("{series} missing in\n{t}")))
         .collect();
     v.sort_by(f64::total_cmp);
+    v
+}
+
+/// The median of `series` over the texts.
+fn medians(texts: &[String], series: &str) -> f64 {
+    let v = sorted_values(texts, series);
     v[v.len() / 2]
 }
 
 /// The smallest value of `series` in `texts`.
 fn fastest(texts: &[String], series: &str) -> f64 {
-    texts
-        .iter()
-        .map(|t| value(t, series).unwrap_or_else(|| panic!("{series} missing in\n{t}")))
-        .fold(f64::INFINITY, f64::min)
+    sorted_values(texts, series)[0]
 }
 
 /// blackbox_exporter and `/probe` probe the same TLS servers 40 ms away, seven times
