@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::util::{json_of, run_within};
+use crate::util::{json_of, latscope, output_within, run_within};
 use crate::util_real::{python_server, TempDir};
 
 /// The API. POST /login {"user","password"} → {"token","user"} and
@@ -157,9 +157,16 @@ pub fn get_json(port: u16, path: &str) -> Value {
 
 /// Runs `latscope load --json -f FILE` with more arguments; returns (exit code, JSON).
 pub fn load(file: &str, more: &[&str]) -> (i32, Value, String) {
-    let mut args = vec!["load", "--json", "--no-save", "-f", file];
-    args.extend_from_slice(more);
-    let out = run_within(&args, Duration::from_secs(60));
+    load_with(file, more, &[])
+}
+
+/// [`load`] with more environment variables (the test hooks).
+pub fn load_with(file: &str, more: &[&str], env: &[(&str, &str)]) -> (i32, Value, String) {
+    let mut cmd = latscope();
+    cmd.args(["load", "--json", "--no-save", "-f", file])
+        .args(more)
+        .envs(env.iter().copied());
+    let out = output_within(cmd, Duration::from_secs(60)).0;
     let code = out.status.code().unwrap_or(-1);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     if out.stdout.is_empty() {
@@ -192,7 +199,7 @@ pub fn endpoint<'a>(v: &'a Value, name: &str) -> &'a Value {
 pub fn assert_each_user_and_counts(v: &Value, port: u16) {
     let stats = get_json(port, "/stats");
     for u in ["kim", "lee", "park", "choi"] {
-        assert_eq!(stats["logins_by_user"][u], 1, "{stats}");
+        assert_eq!(stats["logins_by_user"][u], 1, "{stats}\n{v}");
     }
     assert_eq!(stats["unauthorized"], 0, "{stats}");
     assert_eq!(stats["no_cookie"], 0, "{stats}");
@@ -422,6 +429,33 @@ check = {{ status = 200, json = {{ user = "{{{{who}}}}" }} }}
     let me = endpoint(&v, "me");
     assert_eq!(me["checks"]["passed"], 80, "{me}");
     assert_eq!(endpoint(&v, "login")["requests"], 1);
+}
+
+/// The closed model's requests are shared by all VUs, and every worker thread's VUs
+/// start together: a thread that starts late (the test hook delays thread 0 by
+/// 500 ms, as a busy host may schedule it) still finds requests left, so each of the
+/// four VUs logs in as its own CSV user — on each engine. Without the start line,
+/// thread 1's two VUs took all 200 requests before thread 0's ever sent one.
+#[test]
+fn a_worker_thread_slow_to_start_still_runs_its_vus() {
+    for engine in ["epoll", "io_uring"] {
+        let (_api, port) = python_server(API, &[]);
+        let dir = TempDir::new(&format!("scenario-late-{engine}"));
+        dir.write("users.csv", USERS);
+        let file = dir.write("api.toml", &scenario(port, "Bearer {{token}}", ""));
+        let (code, v, stderr) = load_with(
+            &file,
+            &["--threads", "2", "--engine", engine],
+            &[("LATSCOPE_TEST_SLOW_START", "0:500")],
+        );
+        if engine == "io_uring" && code != 0 && stderr.contains("--engine io_uring:") {
+            eprintln!("io_uring not available here ({stderr}): epoll tested only");
+            return;
+        }
+        assert_eq!(code, 0, "{engine}: {stderr}\n{v}");
+        assert_eq!(v["requests"], 200, "{v}");
+        assert_each_user_and_counts(&v, port);
+    }
 }
 
 /// Stored, compared and reported: `compare` has a `checks passed` row for the run

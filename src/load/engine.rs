@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
@@ -44,6 +44,51 @@ pub struct Control {
     pub phase: AtomicU8,
     /// Closed count mode: requests still to send (≤ 0: none).
     pub tickets: Option<AtomicI64>,
+    /// Where the worker threads start together.
+    pub start_line: StartLine,
+}
+
+/// The start line: each worker thread, once its engine is set up (its runtime, its
+/// ring), waits here for the others before its VUs send anything. A thread slow to
+/// start (its ring set up on a busy host, or simply scheduled late) would otherwise
+/// find a closed run's requests taken by the others, and its VUs (their setup, their
+/// CSV rows) never ran. Bounded: a thread that never arrives (it panicked) holds the
+/// others at most [`START_WAIT`].
+pub struct StartLine {
+    arrived: Mutex<usize>,
+    all: Condvar,
+    threads: usize,
+}
+
+/// The longest a worker thread waits at the start line for the others.
+pub const START_WAIT: Duration = Duration::from_secs(1);
+
+impl StartLine {
+    pub fn new(threads: usize) -> Self {
+        StartLine {
+            arrived: Mutex::new(0),
+            all: Condvar::new(),
+            threads,
+        }
+    }
+
+    /// Arrives and waits for every other thread (at most [`START_WAIT`]).
+    pub fn wait(&self) {
+        let n = self.arrive();
+        let _ = self
+            .all
+            .wait_timeout_while(n, START_WAIT, |n| *n < self.threads);
+    }
+
+    /// Arrives without waiting (a thread that ends the run before it starts).
+    pub fn arrive(&self) -> std::sync::MutexGuard<'_, usize> {
+        let mut n = self.arrived.lock().unwrap_or_else(PoisonError::into_inner);
+        *n += 1;
+        if *n >= self.threads {
+            self.all.notify_all();
+        }
+        n
+    }
 }
 
 impl Control {
@@ -336,6 +381,7 @@ pub fn run(
             (Model::Closed, Some(n)) => Some(AtomicI64::new(n.min(i64::MAX as u64) as i64)),
             _ => None,
         },
+        start_line: StartLine::new(threads),
     };
     let lives: Vec<Arc<Live>> = (0..threads).map(|_| Arc::new(Live::default())).collect();
     let length = plan.run_length();

@@ -126,6 +126,7 @@ pub fn run(
         Ok(rb) => rb,
         Err(why) => return Err((Box::new(rec), why)),
     };
+    ctl.start_line.wait();
     let (addr, family) = sockaddr(prep.connector.addr);
     let clocks = Clocks::read();
     let now = clocks.now;

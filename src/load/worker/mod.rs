@@ -47,6 +47,17 @@ const TICK: Duration = Duration::from_millis(1);
 /// from io_uring (`auto` only).
 pub type Ran = (&'static str, Option<String>);
 
+/// A test hook: `J:MS` makes worker thread `J` sleep `MS` milliseconds before it
+/// sets up its engine, as a thread scheduled late on a busy host would start. It
+/// shows that the other threads wait for it at the start line; nothing else reads it.
+pub const SLOW_START_ENV: &str = "LATSCOPE_TEST_SLOW_START";
+
+fn slow_start_by_test(j: usize) -> Option<Duration> {
+    let v = std::env::var(SLOW_START_ENV).ok()?;
+    let (thread, ms) = v.split_once(':')?;
+    (thread.trim().parse() == Ok(j)).then_some(Duration::from_millis(ms.trim().parse().ok()?))
+}
+
 /// Runs one worker thread to the end; returns its recorder, its CPU time (ns) and
 /// what it ran on. Err: `--engine io_uring` was asked for and this thread's ring
 /// could not be set up (the run is aborted).
@@ -57,6 +68,9 @@ pub fn run_thread(
     ctl: &Control,
     live: Arc<Live>,
 ) -> Result<(Recorder, ThreadTime, Ran), String> {
+    if let Some(late) = slow_start_by_test(j) {
+        std::thread::sleep(late);
+    }
     let open = matches!(prep.plan.model, Model::Open { .. });
     let raw = prep
         .raw
@@ -76,6 +90,7 @@ pub fn run_thread(
             Ok((rec, time)) => return Ok((rec, time, (super::uring::NAME, None))),
             Err((_, why)) if prep.plan.engine == crate::load::LoadEngine::IoUring => {
                 ctl.phase.store(ABORT, Ordering::Relaxed);
+                drop(ctl.start_line.arrive());
                 return Err(format!(
                     "--engine io_uring: worker thread {j} could not set up io_uring ({why}); \
                      --engine auto would run it on epoll"
@@ -104,6 +119,7 @@ pub fn run_thread(
         rec: &rec,
         quic: prep.h3.as_ref().and_then(|h3| h3.client()),
     };
+    ctl.start_line.wait();
     rt.block_on(async {
         let ticker = async {
             let mut paced = (Instant::now(), 0u64);
