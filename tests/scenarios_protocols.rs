@@ -12,7 +12,8 @@
 use std::net::SocketAddr;
 
 use crate::scenarios::{
-    assert_each_user_and_counts, assert_refused, get_json, load, scenario, API, USERS,
+    assert_each_user_and_counts, assert_refused, get_json, io_uring_refused, load, scenario, API,
+    USERS,
 };
 use crate::util::free_port;
 use crate::util_nginx::{nginx_bin, start, temp_dir, write_conf};
@@ -109,11 +110,7 @@ fn story_five_on_both_engines() {
         tmp.write("users.csv", USERS);
         let good = tmp.write("good.toml", &scenario(api, "Bearer {{token}}", ""));
         let (code, v, stderr) = load(&good, &["--engine", engine]);
-        // io_uring refused by this host (disabled, seccomp, a ring that cannot be
-        // set up): "--engine io_uring: …". A plan it does not support says "does
-        // not support" and fails the test.
-        if engine == "io_uring" && code != 0 && stderr.contains("--engine io_uring:") {
-            eprintln!("io_uring not available here ({stderr}): epoll tested only");
+        if io_uring_refused(engine, code, &stderr) {
             return;
         }
         assert_eq!(code, 0, "{engine}: {stderr}\n{v}");
