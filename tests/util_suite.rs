@@ -91,15 +91,43 @@ pub fn check_suite_doc(v: &Value) {
     assert!(v["verdict"]["commit_p50_ms"].as_f64().unwrap() > 0.0);
 }
 
-/// The finding `id` of the suite's document (panics, naming what was found, without
-/// one).
+/// The finding `id` of the suite's document (panics, naming what was found and what
+/// the workloads measured, without one).
 pub fn finding<'a>(v: &'a Value, id: &str) -> &'a Value {
     v["findings"]
         .as_array()
         .unwrap()
         .iter()
         .find(|f| f["id"] == id)
-        .unwrap_or_else(|| panic!("no {id} finding in {}", v["findings"]))
+        .unwrap_or_else(|| {
+            panic!(
+                "no {id} finding in {}\nworkloads: {}",
+                v["findings"],
+                measured(v)
+            )
+        })
+}
+
+/// Each workload's IOPS and read or write latency (p50, mean, p99 in µs), one line
+/// each: what the cause rules judged.
+fn measured(v: &Value) -> String {
+    let Some(ws) = v["workloads"].as_array() else {
+        return "none".into();
+    };
+    ws.iter()
+        .map(|w| {
+            let dir = if w["read"]["ios"].as_u64() > Some(0) {
+                &w["read"]
+            } else {
+                &w["write"]
+            };
+            let l = &dir["lat_us"];
+            format!(
+                "\n  {} {} IOPS {} MiB/s p50 {} mean {} p99 {} µs",
+                w["name"], dir["iops"], dir["bw_mib_s"], l["p50"], l["mean"], l["p99"]
+            )
+        })
+        .collect()
 }
 
 /// Says one run's verdict and warn/crit ids on stderr, as a line

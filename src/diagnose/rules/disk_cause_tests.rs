@@ -112,6 +112,34 @@ fn each_volume_gets_its_cause() {
     }
 }
 
+/// blkio at 5 MiB/s as this machine measured it (tests/disk_suite.rs): the throttle
+/// releases I/Os in 100 ms slices, so most pass at once and the p50 at depth 32 is
+/// only ~3× that at depth 1 (0.17 vs 0.054 ms), while the means (Little's law: 32 /
+/// 1,280 IOPS) show the queue, 0.78 → 25 ms. A busy run's slower depth-1 p50 (0.06
+/// ms: the p50s under 3× apart, the CI run that named no cap) changes nothing.
+#[test]
+fn a_cap_that_releases_in_slices_is_judged_on_the_means() {
+    for p50_qd1 in [0.054, 0.06, 0.09] {
+        let d = suite([
+            (1280.0, p50_qd1, 0.78),
+            (1280.0, 0.167, 24.97),
+            (80.0, 400.0, 396.4),
+        ]);
+        let f = bandwidth_cap(&d).expect("a bandwidth cap");
+        assert!((f.evidence_f64("cap_mib_s").unwrap() - 5.0).abs() < 0.01);
+        assert_eq!(f.evidence_f64("mean_qd32_ms"), Some(24.97));
+        assert!(iops_cap(&d).is_none());
+        assert!(added_latency(&d).is_none());
+    }
+    // The same rates without the wait (means within 3×): I/Os do not queue, no cap.
+    let d = suite([
+        (1280.0, 0.054, 0.78),
+        (1280.0, 0.167, 2.0),
+        (80.0, 400.0, 396.4),
+    ]);
+    assert!(bandwidth_cap(&d).is_none());
+}
+
 /// A cap at an unround rate is a device at its limit, not a token bucket; a floor
 /// under 1 ms is no finding and 1–2 ms only info.
 #[test]
