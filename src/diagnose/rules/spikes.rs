@@ -162,13 +162,6 @@ pub fn detect_spikes(timeline: &[Second]) -> Spikes {
             by_start.push((s, false, true));
         }
     }
-    let onsets_of = |v: &[(&Second, bool, bool)]| -> Vec<u32> {
-        let ts: Vec<u32> = v.iter().map(|x| x.0.t).collect();
-        ts.iter()
-            .copied()
-            .filter(|t| *t == 0 || !ts.contains(&(t - 1)))
-            .collect()
-    };
     let (end_onsets, start_onsets) = (onsets_of(&by_end), onsets_of(&by_start));
     let (chosen, onsets, period_s) = match (find_period(&end_onsets), find_period(&start_onsets)) {
         (Some(p), _) => (by_end, end_onsets, Some(p)),
@@ -203,6 +196,47 @@ pub fn detect_spikes(timeline: &[Second]) -> Spikes {
         max_spiked,
         period_s,
     }
+}
+
+/// How high a spike second stands: its p99 when that spiked, else its slowest
+/// request (ended, or started for the start-based reading); a second with nothing
+/// completed stands highest (an outage: what it held ends later).
+fn height(s: &Second, p99_spiked: bool) -> f64 {
+    if s.requests == 0 {
+        f64::INFINITY
+    } else if p99_spiked {
+        s.p99_ms
+    } else {
+        s.max_ms.max(s.started_max_ms)
+    }
+}
+
+/// The first second of each spike: of each run of consecutive spike seconds (a
+/// stall that spills into the next second is one spike), split where a second in
+/// the run falls [`NEIGHBOUR_FALL_RATIO`]× below both its neighbours — a valley
+/// between two spikes, each of them a stall (CI's stall every 2 s on one connection
+/// read p99 415, 192, 423 ms in seconds 2–4: two stalls and the tail of one, not one
+/// 3 s spike).
+fn onsets_of(v: &[(&Second, bool, bool)]) -> Vec<u32> {
+    let mut onsets = Vec::new();
+    for (i, (s, p99, _)) in v.iter().enumerate() {
+        let after_spike = i > 0 && v[i - 1].0.t + 1 == s.t;
+        if !after_spike {
+            onsets.push(s.t);
+            continue;
+        }
+        // A new spike after a valley: the second before fell below this one and the
+        // one before it.
+        let (prev, mid) = (i >= 2 && v[i - 2].0.t + 2 == s.t, &v[i - 1]);
+        if prev {
+            let (before, here) = (height(v[i - 2].0, v[i - 2].1), height(s, *p99));
+            let valley = height(mid.0, mid.1) * NEIGHBOUR_FALL_RATIO;
+            if valley <= before && valley <= here {
+                onsets.push(s.t);
+            }
+        }
+    }
+    onsets
 }
 
 /// The regular spacing of spike onsets, seconds, tolerating a missed spike (a

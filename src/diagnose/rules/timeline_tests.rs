@@ -81,6 +81,32 @@ fn stalls_every_two_seconds() {
     assert_eq!(s.period_s, Some(2.0));
 }
 
+/// The same 8 s step as CI measured it on a busy machine: per-second p99 22, 22, 415,
+/// 192, 423, 22, 405, 404 ms. Seconds 2–4 are all spikes, but 3 is a valley between
+/// two (a stall's tail): three spikes 2 s apart, not one 3 s spike and one more. A
+/// run that stays up (a stall spilling over two seconds, 415 then 400) is one spike.
+#[test]
+fn a_valley_between_spikes_splits_them() {
+    let ci = [22.0, 22.0, 415.0, 192.0, 423.0, 22.0, 405.0, 404.0];
+    let s = detect_spikes(&timeline(8, |t| ci[t as usize]));
+    assert_eq!(s.onsets, [2, 4, 6]);
+    assert_eq!(s.period_s, Some(2.0));
+    let l = LoadFacts {
+        timeline: timeline(8, |t| ci[t as usize]),
+        ..LoadFacts::default()
+    };
+    assert_eq!(
+        periodic_spikes(&l).expect("fires").evidence_f64("spikes"),
+        Some(3.0)
+    );
+    // No valley: 300 is not 1.5× below 415 and 423.
+    let up = [22.0, 22.0, 415.0, 300.0, 423.0, 22.0, 405.0, 404.0];
+    assert_eq!(
+        detect_spikes(&timeline(8, |t| up[t as usize])).onsets,
+        [2, 6]
+    );
+}
+
 /// The demo's ramp (2 s steps up to 32 connections against 100 req/s, a 0.5 s
 /// stall every 3 s; each step ends in a partial second): the stalls are spikes,
 /// the p99 climbing with concurrency is not.
