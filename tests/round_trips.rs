@@ -1,11 +1,14 @@
 //! Issue 30 item 3: handshake round trips counted from the phase rows (connect and
 //! TLS over the kernel's min RTT), never from TTFB differences. Real nginx (Debian's)
-//! behind `latscope wire --rtt 20ms`, two servers: `ssl_protocols TLSv1.2` and
+//! behind `latscope wire --rtt 40ms`, two servers: `ssl_protocols TLSv1.2` and
 //! `ssl_protocols TLSv1.3`. TCP's handshake is one round trip (RFC 9293 §3.5), a
 //! full TLS 1.2 handshake two (RFC 5246 §7.3), TLS 1.3's one (RFC 8446 §2), and a
 //! resumed TLS 1.2 handshake one: a fresh connection takes ≈3 round trips on TLS
 //! 1.2, ≈2 on TLS 1.3, a resumed TLS 1.2 one ≈2. Root only (the wire), one at a
-//! time under `util_wire::lock()`.
+//! time under `util_wire::lock()`. The counts are p50s of 5 probes, and a round trip
+//! is 40 ms, not 20: the handshakes' CPU time is in the rows too, and beside the rest
+//! of the suite it once added 16 ms to two of three probes (3.8 "round trips" at
+//! 20 ms; 0.4 at 40 ms, inside the 0.6 allowed).
 
 use std::time::Duration;
 
@@ -65,7 +68,7 @@ fn tls12_handshakes_are_three_round_trips_tls13_two() {
     );
     let mut command = vec![bin.display().to_string()];
     command.extend(nginx_args(&dir));
-    let (mut wire, ip) = start_wire(&["--rtt", "20ms"], &command);
+    let (mut wire, ip) = start_wire(&["--rtt", "40ms"], &command);
     for port in [8443, 8444] {
         wait_for_port(
             format!("{ip}:{port}").parse().unwrap(),
@@ -165,7 +168,7 @@ fn tls12_handshakes_are_three_round_trips_tls13_two() {
             "probe",
             "--no-save",
             "-n",
-            "3",
+            "5",
             "--cacert",
             &ca,
             "--resolve",
