@@ -221,19 +221,14 @@ fn onsets_of(v: &[(&Second, bool, bool)]) -> Vec<u32> {
     let mut onsets = Vec::new();
     for (i, (s, p99, _)) in v.iter().enumerate() {
         let after_spike = i > 0 && v[i - 1].0.t + 1 == s.t;
-        if !after_spike {
-            onsets.push(s.t);
-            continue;
-        }
         // A new spike after a valley: the second before fell below this one and the
-        // one before it.
-        let (prev, mid) = (i >= 2 && v[i - 2].0.t + 2 == s.t, &v[i - 1]);
-        if prev {
-            let (before, here) = (height(v[i - 2].0, v[i - 2].1), height(s, *p99));
-            let valley = height(mid.0, mid.1) * NEIGHBOUR_FALL_RATIO;
-            if valley <= before && valley <= here {
-                onsets.push(s.t);
-            }
+        // one before it, all three in one run.
+        let after_valley = after_spike && i >= 2 && v[i - 2].0.t + 2 == s.t && {
+            let valley = height(v[i - 1].0, v[i - 1].1) * NEIGHBOUR_FALL_RATIO;
+            valley <= height(v[i - 2].0, v[i - 2].1) && valley <= height(s, *p99)
+        };
+        if !after_spike || after_valley {
+            onsets.push(s.t);
         }
     }
     onsets
